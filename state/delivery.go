@@ -1,0 +1,85 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RecordDelivery records one attempt to write the completion notification of elicitation
+// id to its MCP session: attemptErr nil means it was written to the client's stream. A
+// written notification leaves the session's undelivered set.
+func (s *Store) RecordDelivery(ctx context.Context, id string, attemptErr error) (*Elicitation, error) {
+	return s.update(ctx, id, func(e *Elicitation, p redis.Pipeliner) (bool, *Entry, error) {
+		now := s.now().UTC()
+		e.Delivery.Attempts++
+		if attemptErr != nil {
+			e.Delivery.LastError = attemptErr.Error()
+			return true, nil, nil
+		}
+		e.Delivery.WrittenAt = &now
+		e.Delivery.LastError = ""
+		p.SRem(ctx, undeliveredKey(e.User.Key(), e.SessionID), e.ID)
+		return true, &Entry{At: now, Event: Notified, Actor: ActorSystem, From: e.State, To: e.State,
+			Reason: "completion notification written to the session's stream"}, nil
+	})
+}
+
+// Requeue asks for the completion notification of ended elicitation id to be sent to its
+// session again, and publishes the wake-up. It returns ErrConflict if id is still running or
+// has no session.
+func (s *Store) Requeue(ctx context.Context, id string, actor Actor) (*Elicitation, error) {
+	e, err := s.update(ctx, id, func(e *Elicitation, p redis.Pipeliner) (bool, *Entry, error) {
+		if !e.State.Terminal() {
+			return false, nil, fmt.Errorf("requeue notification of %s in state %s: %w", e.ID, e.State, ErrConflict)
+		}
+		if e.SessionID == "" {
+			return false, nil, fmt.Errorf("requeue notification of %s: no session: %w", e.ID, ErrConflict)
+		}
+		now := s.now().UTC()
+		key := undeliveredKey(e.User.Key(), e.SessionID)
+		p.SAdd(ctx, key, e.ID)
+		p.Expire(ctx, key, s.retention)
+		return true, &Entry{At: now, Event: NotifyRequeued, Actor: actor, From: e.State, To: e.State,
+			Reason: "notification requested again"}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.publish(ctx, e)
+	return e, nil
+}
+
+// Undelivered returns the IDs of the ended elicitations of user whose completion
+// notification has not been written to MCP session sessionID.
+func (s *Store) Undelivered(ctx context.Context, user User, sessionID string) ([]string, error) {
+	ids, err := s.rdb.SMembers(ctx, undeliveredKey(user.Key(), sessionID)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read undelivered notifications of session: %w", err)
+	}
+	return ids, nil
+}
+
+// Change events
+
+// Notice is the wake-up published on EventsChannel whenever an elicitation changes state
+// or its notification is requeued. It is not the record: readers load the elicitation.
+type Notice struct {
+	ID        string `json:"id"`
+	State     State  `json:"state"`
+	UserKey   string `json:"user"`
+	SessionID string `json:"session,omitempty"`
+}
+
+func (s *Store) publish(ctx context.Context, e *Elicitation) {
+	msg, err := json.Marshal(Notice{ID: e.ID, State: e.State, UserKey: e.User.Key(), SessionID: e.SessionID})
+	if err == nil {
+		err = s.rdb.Publish(ctx, EventsChannel, msg).Err()
+	}
+	if err != nil {
+		// The record is the truth; waiters re-read it when Redis comes back.
+		s.log.WarnContext(ctx, "change not published", "elicitation_id", e.ID, "err", err)
+	}
+}

@@ -1,0 +1,157 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Hub receives the change notices published on EventsChannel and wakes whoever waits in
+// this process: tool calls waiting for a flow to end, and the completion notifier. A notice
+// is only a wake-up; every receiver re-reads the elicitation. When the subscription is
+// (re)established, possibly after missing notices, every waiter is woken and every
+// OnConnect function runs, so nothing waits on a notice that was lost.
+type Hub struct {
+	rdb redis.UniversalClient
+	log *slog.Logger
+
+	mu        sync.Mutex
+	waiters   map[string]map[chan Notice]struct{}
+	listeners []func(context.Context, Notice)
+	onConnect []func(context.Context)
+	connected chan struct{} // closed at the first subscription
+}
+
+// NewHub returns a Hub on rdb. Call Run to start it.
+func NewHub(rdb redis.UniversalClient, log *slog.Logger) *Hub {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Hub{rdb: rdb, log: log, waiters: map[string]map[chan Notice]struct{}{}, connected: make(chan struct{})}
+}
+
+// OnNotice registers fn to run (in the hub's goroutine) for every notice. Register before Run.
+func (h *Hub) OnNotice(fn func(context.Context, Notice)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.listeners = append(h.listeners, fn)
+}
+
+// OnConnect registers fn to run each time the subscription is established. Register before Run.
+func (h *Hub) OnConnect(fn func(context.Context)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.onConnect = append(h.onConnect, fn)
+}
+
+// Connected is closed once the hub has subscribed for the first time.
+func (h *Hub) Connected() <-chan struct{} { return h.connected }
+
+// Wait returns a channel that receives a value whenever elicitation id may have changed,
+// and a function to stop waiting. Register before reading the record, then wait.
+func (h *Hub) Wait(id string) (<-chan Notice, func()) {
+	ch := make(chan Notice, 1)
+	h.mu.Lock()
+	if h.waiters[id] == nil {
+		h.waiters[id] = map[chan Notice]struct{}{}
+	}
+	h.waiters[id][ch] = struct{}{}
+	h.mu.Unlock()
+	return ch, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.waiters[id], ch)
+		if len(h.waiters[id]) == 0 {
+			delete(h.waiters, id)
+		}
+	}
+}
+
+func wake(ch chan Notice, n Notice) {
+	select {
+	case ch <- n:
+	default: // already woken; the receiver re-reads the record
+	}
+}
+
+func (h *Hub) dispatch(ctx context.Context, n Notice) {
+	h.mu.Lock()
+	for ch := range h.waiters[n.ID] {
+		wake(ch, n)
+	}
+	listeners := h.listeners
+	h.mu.Unlock()
+	for _, fn := range listeners {
+		fn(ctx, n)
+	}
+}
+
+func (h *Hub) reconnected(ctx context.Context) {
+	h.mu.Lock()
+	for id, chans := range h.waiters {
+		for ch := range chans {
+			wake(ch, Notice{ID: id})
+		}
+	}
+	onConnect := h.onConnect
+	h.mu.Unlock()
+	for _, fn := range onConnect {
+		fn(ctx)
+	}
+}
+
+// Run subscribes to EventsChannel and dispatches notices until ctx ends, subscribing again
+// with backoff whenever the connection is lost.
+func (h *Hub) Run(ctx context.Context) {
+	first := true
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := h.subscribeOnce(ctx, func() {
+			backoff = 100 * time.Millisecond
+			if first {
+				first = false
+				close(h.connected)
+			}
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		h.log.WarnContext(ctx, "event subscription lost; subscribing again", "err", err, "after", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (h *Hub) subscribeOnce(ctx context.Context, subscribed func()) error {
+	ps := h.rdb.Subscribe(ctx, EventsChannel)
+	defer ps.Close()
+	for {
+		msg, err := ps.Receive(ctx)
+		if err != nil {
+			return err
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				subscribed()
+				h.log.InfoContext(ctx, "subscribed to elicitation events")
+				h.reconnected(ctx)
+			}
+		case *redis.Message:
+			var n Notice
+			if err := json.Unmarshal([]byte(m.Payload), &n); err != nil {
+				h.log.WarnContext(ctx, "malformed event ignored", "err", err)
+				continue
+			}
+			h.dispatch(ctx, n)
+		}
+	}
+}

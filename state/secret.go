@@ -1,0 +1,30 @@
+package state
+
+import "log/slog"
+
+// Secret holds a credential in clear. Its value never prints: fmt, slog and encoding/json
+// all show "[redacted]". Only Reveal returns it, at the one place that uses it.
+type Secret struct{ value string }
+
+// NewSecret wraps v.
+func NewSecret(v string) Secret { return Secret{value: v} }
+
+// Reveal returns the secret in clear.
+func (s Secret) Reveal() string { return s.value }
+
+// IsZero reports whether s is empty.
+func (s Secret) IsZero() bool { return s.value == "" }
+
+const redacted = "[redacted]"
+
+// String returns "[redacted]".
+func (Secret) String() string { return redacted }
+
+// GoString returns "[redacted]".
+func (Secret) GoString() string { return redacted }
+
+// LogValue returns "[redacted]".
+func (Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
+
+// MarshalJSON returns "[redacted]".
+func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }

@@ -1,0 +1,583 @@
+package state
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Errors that callers branch on.
+var (
+	// ErrNotFound: no such elicitation, credential or session (or a malformed ID).
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the operation does not apply to the current state (for example a
+	// second new attempt from the same ended elicitation).
+	ErrConflict = errors.New("conflict")
+)
+
+// maxCASAttempts bounds the optimistic retries of one update under contention.
+const maxCASAttempts = 64
+
+// DefaultRetention is how long an elicitation and its history stay in Redis after their
+// deadline. Correctness never depends on it: it only cleans up.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// StoreOptions configure a Store.
+type StoreOptions struct {
+	// Now returns the current time; time.Now if nil.
+	Now func() time.Time
+	// Retention is how long records are kept after their deadline; DefaultRetention if zero.
+	Retention time.Duration
+	// Logger receives transition logs; slog.Default() if nil.
+	Logger *slog.Logger
+}
+
+// Store keeps elicitations, their history and credentials in Redis.
+type Store struct {
+	rdb       redis.UniversalClient
+	now       func() time.Time
+	retention time.Duration
+	log       *slog.Logger
+}
+
+// NewStore returns a Store on rdb.
+func NewStore(rdb redis.UniversalClient, opts StoreOptions) *Store {
+	s := &Store{rdb: rdb, now: opts.Now, retention: opts.Retention, log: opts.Logger}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.retention <= 0 {
+		s.retention = DefaultRetention
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	return s
+}
+
+// Redis returns the client the store works on.
+func (s *Store) Redis() redis.UniversalClient { return s.rdb }
+
+// Now returns the store's current time.
+func (s *Store) Now() time.Time { return s.now() }
+
+// NewElicitation describes an elicitation to create.
+type NewElicitation struct {
+	User      User
+	Kind      Kind
+	Target    string
+	Purpose   string
+	Replace   bool
+	Client    ClientInfo
+	SessionID string
+	Replica   string
+	// TTL is the time from creation to the deadline.
+	TTL time.Duration
+}
+
+// Create stores a new pending elicitation and returns it.
+func (s *Store) Create(ctx context.Context, n NewElicitation) (*Elicitation, error) {
+	e, err := s.newRecord(n)
+	if err != nil {
+		return nil, err
+	}
+	entry := Entry{At: e.CreatedAt, Event: Created, Actor: ActorClient, To: Pending, Reason: n.Purpose}
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		return s.writeNew(ctx, p, e, entry)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create elicitation: %w", err)
+	}
+	if err := s.index(ctx, e); err != nil {
+		return nil, err
+	}
+	s.log.InfoContext(ctx, "elicitation created", "elicitation_id", e.ID, "user", e.User.Key(),
+		"kind", e.Kind, "target", e.Target, "session", e.SessionID)
+	return e, nil
+}
+
+func (s *Store) newRecord(n NewElicitation) (*Elicitation, error) {
+	if n.User.IsZero() {
+		return nil, errors.New("create elicitation: no user")
+	}
+	if n.TTL <= 0 {
+		return nil, errors.New("create elicitation: no deadline")
+	}
+	now := s.now().UTC()
+	return &Elicitation{
+		ID: rand.Text(), User: n.User, Kind: n.Kind, Target: n.Target, State: Pending,
+		Purpose: n.Purpose, Replace: n.Replace, Client: n.Client, SessionID: n.SessionID,
+		Replica: n.Replica, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(n.TTL),
+	}, nil
+}
+
+// writeNew queues the writes of a new record in the user's slot.
+func (s *Store) writeNew(ctx context.Context, p redis.Pipeliner, e *Elicitation, entry Entry) error {
+	uk := e.User.Key()
+	if err := s.writeRecord(ctx, p, e); err != nil {
+		return err
+	}
+	if err := s.appendHistory(ctx, p, e, entry); err != nil {
+		return err
+	}
+	if e.SessionID != "" {
+		p.Set(ctx, openKey(uk, e.Kind, e.Target, e.SessionID), e.ID, e.ExpiresAt.Sub(e.CreatedAt))
+	}
+	return nil
+}
+
+// index makes a new record reachable by ID and known to the sweeper. These keys live
+// outside the user's slot, so they are written after the record.
+func (s *Store) index(ctx context.Context, e *Elicitation) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, indexKey(e.ID), e.User.Key(), s.keep(e))
+		p.ZAdd(ctx, deadlinesKey, redis.Z{Score: float64(e.ExpiresAt.UnixMilli()), Member: e.ID})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("index elicitation %s: %w", e.ID, err)
+	}
+	return nil
+}
+
+// keep is how long e's keys live from now.
+func (s *Store) keep(e *Elicitation) time.Duration {
+	return e.ExpiresAt.Sub(s.now()) + s.retention
+}
+
+func (s *Store) writeRecord(ctx context.Context, p redis.Pipeliner, e *Elicitation) error {
+	doc, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encode elicitation %s: %w", e.ID, err)
+	}
+	p.Set(ctx, elicitationKey(e.User.Key(), e.ID), doc, s.keep(e))
+	return nil
+}
+
+func (s *Store) appendHistory(ctx context.Context, p redis.Pipeliner, e *Elicitation, entry Entry) error {
+	line, err := json.Marshal(entry)
+	if err != nil {
+		return fmt.Errorf("encode history of %s: %w", e.ID, err)
+	}
+	key := historyKey(e.User.Key(), e.ID)
+	p.RPush(ctx, key, line)
+	p.Expire(ctx, key, s.keep(e))
+	return nil
+}
+
+// userKeyOf returns the user key of elicitation id.
+func (s *Store) userKeyOf(ctx context.Context, id string) (string, error) {
+	if !ValidID(id) {
+		return "", ErrNotFound
+	}
+	uk, err := s.rdb.Get(ctx, indexKey(id)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("look up elicitation %s: %w", id, err)
+	}
+	return uk, nil
+}
+
+func load(ctx context.Context, c redis.Cmdable, userKey, id string) (*Elicitation, error) {
+	doc, err := c.Get(ctx, elicitationKey(userKey, id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read elicitation %s: %w", id, err)
+	}
+	var e Elicitation
+	if err := json.Unmarshal(doc, &e); err != nil {
+		return nil, fmt.Errorf("decode elicitation %s: %w", id, err)
+	}
+	return &e, nil
+}
+
+// Get returns elicitation id. A running elicitation whose deadline has passed is moved to
+// expired first, so a reader never sees a flow running past its deadline.
+func (s *Store) Get(ctx context.Context, id string) (*Elicitation, error) {
+	uk, err := s.userKeyOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	e, _, err := s.expireIfOverdue(ctx, uk, id)
+	return e, err
+}
+
+// expireIfOverdue reads elicitation id and expires it if its deadline has passed. It
+// reports whether this call expired it.
+func (s *Store) expireIfOverdue(ctx context.Context, userKey, id string) (*Elicitation, bool, error) {
+	e, err := load(ctx, s.rdb, userKey, id)
+	if err != nil {
+		return nil, false, err
+	}
+	if !e.Overdue(s.now()) {
+		return e, false, nil
+	}
+	c, err := s.Apply(ctx, id, DeadlinePassed, ActorSystem, "deadline passed")
+	if err != nil {
+		return nil, false, err
+	}
+	return c.Elicitation, c.Changed(), nil
+}
+
+// History returns the history of elicitation id, oldest first.
+func (s *Store) History(ctx context.Context, id string) ([]Entry, error) {
+	uk, err := s.userKeyOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	lines, err := s.rdb.LRange(ctx, historyKey(uk, id), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read history of %s: %w", id, err)
+	}
+	entries := make([]Entry, 0, len(lines))
+	for _, l := range lines {
+		var en Entry
+		if err := json.Unmarshal([]byte(l), &en); err != nil {
+			return nil, fmt.Errorf("decode history of %s: %w", id, err)
+		}
+		entries = append(entries, en)
+	}
+	return entries, nil
+}
+
+// Change is the outcome of Apply.
+type Change struct {
+	// Elicitation is the record after the event.
+	Elicitation *Elicitation
+	// From and To are the states before and after; equal when nothing changed.
+	From, To State
+}
+
+// Changed reports whether the event changed the state.
+func (c Change) Changed() bool { return c.From != c.To }
+
+// An ApplyOption adds work to Apply that happens atomically with the transition.
+type ApplyOption func(*applyConfig)
+
+type applyConfig struct {
+	credential *Credential
+}
+
+// WithCredential stores c for the elicitation's user in the same atomic step that moves
+// the elicitation to complete. If the event does not complete the elicitation (it ended
+// meanwhile), c is not stored.
+func WithCredential(c *Credential) ApplyOption {
+	return func(a *applyConfig) { a.credential = c }
+}
+
+// Apply records event ev on elicitation id and moves it as the state table says, in one
+// atomic step: of two racing events exactly one changes the state, and the other is applied
+// to the new state (usually changing nothing). Every event, also one that changes nothing,
+// is appended to the history. An overdue elicitation is expired before ev is applied.
+// A cell marked "cannot happen" is recorded and returns ErrImpossible.
+func (s *Store) Apply(ctx context.Context, id string, ev Event, actor Actor, reason string, opts ...ApplyOption) (Change, error) {
+	var cfg applyConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	uk, err := s.userKeyOf(ctx, id)
+	if err != nil {
+		return Change{}, err
+	}
+	key := elicitationKey(uk, id)
+	for range maxCASAttempts {
+		var (
+			change   Change
+			applyErr error
+		)
+		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			e, err := load(ctx, tx, uk, id)
+			if err != nil {
+				return err
+			}
+			if ev == DeadlinePassed && !e.Overdue(s.now()) {
+				// Another reader expired it first, or the deadline has not come: no event.
+				change = Change{Elicitation: e, From: e.State, To: e.State}
+				return nil
+			}
+			change, applyErr = s.apply(e, ev, actor, reason)
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				return s.queueChange(ctx, p, change, ev, actor, reason, cfg)
+			})
+			return err
+		}, key)
+		if errors.Is(err, redis.TxFailedErr) {
+			continue
+		}
+		if err != nil {
+			return Change{}, fmt.Errorf("apply %s to elicitation %s: %w", ev, id, err)
+		}
+		s.afterChange(ctx, change, ev, actor)
+		return change, applyErr
+	}
+	return Change{}, fmt.Errorf("apply %s to elicitation %s: too much contention", ev, id)
+}
+
+// apply computes the change ev makes to e (which it modifies) without writing anything.
+func (s *Store) apply(e *Elicitation, ev Event, actor Actor, reason string) (Change, error) {
+	from := e.State
+	now := s.now().UTC()
+	if e.Overdue(now) {
+		e.State = Expired
+	}
+	to, err := Next(e.State, ev)
+	e.State = to
+	if e.State != from {
+		e.UpdatedAt = now
+		if e.State.Terminal() && e.SessionID != "" {
+			e.Delivery.QueuedAt = &now
+		}
+	}
+	return Change{Elicitation: e, From: from, To: e.State}, err
+}
+
+// queueChange queues the writes of change in the user's slot: the record when the state
+// changed, the history entries, the credential, and the undelivered mark of a flow that
+// ended.
+func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, c Change, ev Event, actor Actor, reason string, cfg applyConfig) error {
+	e := c.Elicitation
+	now := e.UpdatedAt
+	if !c.Changed() {
+		now = s.now().UTC()
+	}
+	from := c.From
+	if from != Expired && e.State == Expired && ev != DeadlinePassed {
+		// The deadline had passed before ev arrived: record the expiry first.
+		deadline := Entry{At: now, Event: DeadlinePassed, Actor: ActorSystem, From: from, To: Expired, Reason: "deadline passed"}
+		if err := s.appendHistory(ctx, p, e, deadline); err != nil {
+			return err
+		}
+		from = Expired
+	}
+	entry := Entry{At: now, Event: ev, Actor: actor, From: from, To: e.State, Reason: reason}
+	if err := s.appendHistory(ctx, p, e, entry); err != nil {
+		return err
+	}
+	if !c.Changed() {
+		return nil
+	}
+	if err := s.writeRecord(ctx, p, e); err != nil {
+		return err
+	}
+	if cfg.credential != nil && e.State == Complete {
+		if err := s.queueCredential(ctx, p, e.User, cfg.credential); err != nil {
+			return err
+		}
+	}
+	if e.State.Terminal() && e.SessionID != "" {
+		uk := e.User.Key()
+		p.SAdd(ctx, undeliveredKey(uk, e.SessionID), e.ID)
+		p.Expire(ctx, undeliveredKey(uk, e.SessionID), s.retention)
+	}
+	return nil
+}
+
+// afterChange logs a change and, when the state changed, publishes it and tidies the
+// deadline index. Both are outside the user's slot; the record is already the truth.
+func (s *Store) afterChange(ctx context.Context, c Change, ev Event, actor Actor) {
+	e := c.Elicitation
+	if !c.Changed() {
+		s.log.DebugContext(ctx, "elicitation event without change", "elicitation_id", e.ID,
+			"event", ev, "actor", actor, "state", e.State)
+		return
+	}
+	s.log.InfoContext(ctx, "elicitation transition", "elicitation_id", e.ID, "user", e.User.Key(),
+		"event", ev, "actor", actor, "from", c.From, "to", c.To)
+	if e.State.Terminal() {
+		if err := s.rdb.ZRem(ctx, deadlinesKey, e.ID).Err(); err != nil {
+			s.log.WarnContext(ctx, "deadline index not tidied; the sweeper will", "elicitation_id", e.ID, "err", err)
+		}
+	}
+	s.publish(ctx, e)
+}
+
+// update applies fn to elicitation id under the same optimistic lock as Apply, for changes
+// that are not state transitions (delivery records, requeues). fn modifies e and may queue
+// more writes in the user's slot on p; the record is written unless fn returns write false,
+// and entry, if not nil, is appended to the history.
+func (s *Store) update(ctx context.Context, id string, fn func(e *Elicitation, p redis.Pipeliner) (write bool, entry *Entry, err error)) (*Elicitation, error) {
+	uk, err := s.userKeyOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	key := elicitationKey(uk, id)
+	for range maxCASAttempts {
+		var result *Elicitation
+		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			e, err := load(ctx, tx, uk, id)
+			if err != nil {
+				return err
+			}
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				write, entry, err := fn(e, p)
+				if err != nil || !write {
+					return err
+				}
+				if err := s.writeRecord(ctx, p, e); err != nil {
+					return err
+				}
+				if entry == nil {
+					return nil
+				}
+				return s.appendHistory(ctx, p, e, *entry)
+			})
+			result = e
+			return err
+		}, key)
+		if errors.Is(err, redis.TxFailedErr) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("update elicitation %s: %w", id, err)
+		}
+		return result, nil
+	}
+	return nil, fmt.Errorf("update elicitation %s: too much contention", id)
+}
+
+// OpenFor returns the running elicitation of user for kind and target started in MCP
+// session sessionID, or ErrNotFound.
+func (s *Store) OpenFor(ctx context.Context, user User, kind Kind, target, sessionID string) (*Elicitation, error) {
+	if sessionID == "" {
+		return nil, ErrNotFound
+	}
+	id, err := s.rdb.Get(ctx, openKey(user.Key(), kind, target, sessionID)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up open elicitation: %w", err)
+	}
+	e, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if e.State.Terminal() || e.User != user {
+		return nil, ErrNotFound
+	}
+	return e, nil
+}
+
+// Retry starts a new attempt of elicitation id, which must have ended without success, for
+// the same user, purpose and MCP session, and links the two both ways in one atomic step.
+// It returns ErrConflict if id is still running, complete, or was already retried.
+func (s *Store) Retry(ctx context.Context, id string, actor Actor, ttl time.Duration) (*Elicitation, error) {
+	uk, err := s.userKeyOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Get(ctx, id); err != nil { // expires it first if overdue
+		return nil, err
+	}
+	key := elicitationKey(uk, id)
+	for range maxCASAttempts {
+		var next *Elicitation
+		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			old, err := load(ctx, tx, uk, id)
+			if err != nil {
+				return err
+			}
+			switch {
+			case !old.State.Terminal() || old.State == Complete:
+				return fmt.Errorf("retry %s in state %s: %w", id, old.State, ErrConflict)
+			case old.RetriedBy != "":
+				return fmt.Errorf("retry %s: already retried as %s: %w", id, old.RetriedBy, ErrConflict)
+			}
+			next, err = s.newRecord(NewElicitation{
+				User: old.User, Kind: old.Kind, Target: old.Target, Purpose: old.Purpose,
+				Replace: old.Replace, Client: old.Client, SessionID: old.SessionID,
+				Replica: old.Replica, TTL: ttl,
+			})
+			if err != nil {
+				return err
+			}
+			next.RetryOf = old.ID
+			old.RetriedBy = next.ID
+			old.UpdatedAt = next.CreatedAt
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				created := Entry{At: next.CreatedAt, Event: Created, Actor: actor, To: Pending, Reason: "new attempt of " + old.ID}
+				if err := s.writeNew(ctx, p, next, created); err != nil {
+					return err
+				}
+				if err := s.writeRecord(ctx, p, old); err != nil {
+					return err
+				}
+				return s.appendHistory(ctx, p, old, Entry{At: next.CreatedAt, Event: RetriedAs, Actor: actor,
+					From: old.State, To: old.State, Reason: "new attempt " + next.ID})
+			})
+			return err
+		}, key)
+		if errors.Is(err, redis.TxFailedErr) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := s.index(ctx, next); err != nil {
+			return nil, err
+		}
+		s.log.InfoContext(ctx, "elicitation retried", "elicitation_id", next.ID, "retry_of", id, "user", uk)
+		return next, nil
+	}
+	return nil, fmt.Errorf("retry elicitation %s: too much contention", id)
+}
+
+// Sweep expires every running elicitation whose deadline has passed, so that deadlines
+// hold when nobody reads. It returns how many it expired.
+func (s *Store) Sweep(ctx context.Context) (int, error) {
+	max := strconv.FormatInt(s.now().UnixMilli(), 10)
+	ids, err := s.rdb.ZRangeByScore(ctx, deadlinesKey, &redis.ZRangeBy{Min: "-inf", Max: max, Count: 500}).Result()
+	if err != nil {
+		return 0, fmt.Errorf("sweep deadlines: %w", err)
+	}
+	expired := 0
+	for _, id := range ids {
+		e, changed, err := s.expire(ctx, id)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			s.rdb.ZRem(ctx, deadlinesKey, id)
+		case err != nil:
+			return expired, err
+		case changed:
+			expired++
+		case e.State.Terminal():
+			s.rdb.ZRem(ctx, deadlinesKey, id) // ended earlier; its tidy-up was lost
+		}
+	}
+	return expired, nil
+}
+
+func (s *Store) expire(ctx context.Context, id string) (*Elicitation, bool, error) {
+	uk, err := s.userKeyOf(ctx, id)
+	if err != nil {
+		return nil, false, err
+	}
+	return s.expireIfOverdue(ctx, uk, id)
+}
+
+// RunSweeper calls Sweep every interval until ctx ends.
+func (s *Store) RunSweeper(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+				s.log.WarnContext(ctx, "sweep failed", "err", err)
+			}
+		}
+	}
+}

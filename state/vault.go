@@ -1,0 +1,185 @@
+package state
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// KeySize is the size of every key in a KeyRing: AES-256.
+const KeySize = 32
+
+// A KeyRing holds the keys from configuration (URLFLOW_KEYS). The first key is active: it
+// wraps new data keys and derives the service's other keys. Older keys still unwrap what
+// they wrapped, which is how keys rotate.
+type KeyRing struct {
+	keys []ringKey
+}
+
+type ringKey struct {
+	id       string
+	material []byte
+}
+
+var keyIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+// ParseKeyRing parses "kid:base64-of-32-bytes" entries separated by commas. Errors name
+// the entry by position and key ID, never the key material.
+func ParseKeyRing(s string) (*KeyRing, error) {
+	var r KeyRing
+	seen := map[string]bool{}
+	for i, entry := range strings.Split(s, ",") {
+		entry = strings.TrimSpace(entry)
+		id, b64, ok := strings.Cut(entry, ":")
+		if !ok || !keyIDPattern.MatchString(id) {
+			return nil, fmt.Errorf("key %d: want kid:base64-of-32-bytes with kid of [A-Za-z0-9_-]", i+1)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("key %d (%s): key ID used twice", i+1, id)
+		}
+		seen[id] = true
+		material, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			material, err = base64.RawURLEncoding.DecodeString(strings.TrimRight(b64, "="))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("key %d (%s): not base64", i+1, id)
+		}
+		if len(material) != KeySize {
+			return nil, fmt.Errorf("key %d (%s): %d bytes, want %d", i+1, id, len(material), KeySize)
+		}
+		r.keys = append(r.keys, ringKey{id: id, material: material})
+	}
+	return &r, nil
+}
+
+// GenerateKeyRing returns the text of a new key ring with one random key named kid.
+func GenerateKeyRing(kid string) string {
+	return kid + ":" + base64.StdEncoding.EncodeToString(randomBytes(KeySize))
+}
+
+// ActiveID returns the ID of the active key.
+func (r *KeyRing) ActiveID() string { return r.keys[0].id }
+
+// Derive returns a 32-byte key for purpose, derived from the active key with HKDF-SHA256.
+// Rotating the active key changes every derived key.
+func (r *KeyRing) Derive(purpose string) []byte {
+	k, err := hkdf.Key(sha256.New, r.keys[0].material, nil, "urlflow "+purpose, KeySize)
+	if err != nil {
+		panic(fmt.Sprintf("derive key: %v", err)) // only for lengths HKDF cannot produce
+	}
+	return k
+}
+
+func (r *KeyRing) key(id string) ([]byte, bool) {
+	for _, k := range r.keys {
+		if k.id == id {
+			return k.material, true
+		}
+	}
+	return nil, false
+}
+
+// Sealed is a credential encrypted with envelope encryption: a fresh data key encrypts the
+// value, and the key ring's KeyID key wraps the data key. Both layers use AES-256-GCM with
+// associated data naming the credential's user and name, so a sealed value moved to
+// another user or name does not open.
+type Sealed struct {
+	KeyID      string `json:"kid"`
+	WrappedKey []byte `json:"wrappedKey"`
+	Ciphertext []byte `json:"ciphertext"`
+}
+
+// Vault seals and opens credentials with a key ring.
+type Vault struct {
+	ring *KeyRing
+}
+
+// NewVault returns a Vault on ring.
+func NewVault(ring *KeyRing) *Vault { return &Vault{ring: ring} }
+
+// ErrUnopenable is returned when a sealed credential does not open: an unknown key ID,
+// another user or name, or tampering.
+var ErrUnopenable = errors.New("credential does not open")
+
+func associatedData(user User, name string) []byte {
+	return []byte("urlflow credential v1\x00" + user.Key() + "\x00" + name)
+}
+
+// Seal encrypts secret for user's credential name with the active key.
+func (v *Vault) Seal(user User, name string, secret Secret) (Sealed, error) {
+	ad := associatedData(user, name)
+	dataKey := randomBytes(KeySize)
+	ct, err := gcmSeal(dataKey, []byte(secret.Reveal()), ad)
+	if err != nil {
+		return Sealed{}, fmt.Errorf("seal credential %s: %w", name, err)
+	}
+	active := v.ring.keys[0]
+	wrapped, err := gcmSeal(active.material, dataKey, ad)
+	if err != nil {
+		return Sealed{}, fmt.Errorf("seal credential %s: %w", name, err)
+	}
+	return Sealed{KeyID: active.id, WrappedKey: wrapped, Ciphertext: ct}, nil
+}
+
+// Open decrypts user's credential name. It returns ErrUnopenable when the value was sealed
+// for someone or something else, with an unknown key, or was changed.
+func (v *Vault) Open(user User, name string, s Sealed) (Secret, error) {
+	kek, ok := v.ring.key(s.KeyID)
+	if !ok {
+		return Secret{}, fmt.Errorf("open credential %s: key %q not in the key ring: %w", name, s.KeyID, ErrUnopenable)
+	}
+	ad := associatedData(user, name)
+	dataKey, err := gcmOpen(kek, s.WrappedKey, ad)
+	if err != nil {
+		return Secret{}, fmt.Errorf("open credential %s: %w", name, ErrUnopenable)
+	}
+	plain, err := gcmOpen(dataKey, s.Ciphertext, ad)
+	if err != nil {
+		return Secret{}, fmt.Errorf("open credential %s: %w", name, ErrUnopenable)
+	}
+	return NewSecret(string(plain)), nil
+}
+
+// gcmSeal returns nonce || AES-GCM(key, plain, ad).
+func gcmSeal(key, plain, ad []byte) ([]byte, error) {
+	aead, err := newGCM(key)
+	if err != nil {
+		return nil, err
+	}
+	nonce := randomBytes(aead.NonceSize())
+	return aead.Seal(nonce, nonce, plain, ad), nil
+}
+
+func gcmOpen(key, sealed, ad []byte) ([]byte, error) {
+	aead, err := newGCM(key)
+	if err != nil {
+		return nil, err
+	}
+	if len(sealed) < aead.NonceSize() {
+		return nil, errors.New("sealed value too short")
+	}
+	n := aead.NonceSize()
+	return aead.Open(nil, sealed[:n], sealed[n:], ad)
+}
+
+func newGCM(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b) // never fails (crypto/rand, Go 1.24+)
+	return b
+}
