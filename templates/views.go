@@ -1,0 +1,114 @@
+// Package templates renders urlflow's pages with templ: one component per page and a shared
+// layout. Pages use no inline script or style (the CSP forbids both) and work without
+// JavaScript; the stylesheet is served from Static.
+package templates
+
+import (
+	"embed"
+	"time"
+)
+
+// Static holds the files served under /static/ (the stylesheet).
+//
+//go:embed static
+var Static embed.FS
+
+// Page is what the shared layout shows around every page.
+type Page struct {
+	// Title is the document title and the page's heading.
+	Title string
+	// Dev marks a development server: the layout shows a banner saying so.
+	Dev bool
+	// SignedInAs names the signed-in user, empty when signed out.
+	SignedInAs string
+	// CSRF is the token for the layout's sign-out form; the form is shown when SignedInAs is set.
+	CSRF string
+}
+
+// DevSignIn is the development sign-in page: the user types a name and becomes that
+// development user. It says clearly that it is not a real sign-in.
+type DevSignIn struct {
+	// Next is the same-origin path to return to after signing in.
+	Next string
+	CSRF string
+	// Error explains why the last attempt was refused, if it was.
+	Error string
+	// Name is the name typed last time, to show again after an error.
+	Name string
+}
+
+// Consent is the page that opens an elicitation URL: who asks, for what, and two buttons.
+type Consent struct {
+	ElicitationID string
+	// ClientName and ClientVersion are what the MCP client said about itself; the page
+	// labels them as self-reported.
+	ClientName    string
+	ClientVersion string
+	// Purpose is the message the tool gave for the request.
+	Purpose string
+	// SlotLabel and SlotDescription describe the secret being asked for; SlotName is its
+	// configuration name.
+	SlotLabel       string
+	SlotDescription string
+	SlotName        string
+	// Replace is set when the user already has this secret stored and asked to replace it.
+	Replace   bool
+	ExpiresAt time.Time
+	CSRF      string
+	// ContinueAction and DeclineAction are the POST targets of the two buttons.
+	ContinueAction string
+	DeclineAction  string
+}
+
+// SecretForm is the form where the user enters the secret.
+type SecretForm struct {
+	ElicitationID   string
+	SlotLabel       string
+	SlotDescription string
+	// Rules describes what a valid value looks like (length, pattern), one rule per line.
+	Rules []string
+	// Error explains why the last value was refused. The value itself is never shown again.
+	Error     string
+	ExpiresAt time.Time
+	CSRF      string
+	// Action is the POST target of the form; DeclineAction the target of "Decline".
+	Action        string
+	DeclineAction string
+}
+
+// Done is the page after the secret was verified and stored.
+type Done struct {
+	SlotLabel  string
+	ClientName string
+}
+
+// Ended is the page for a flow that has ended without (or before) this visit: declined,
+// cancelled, expired, already complete, or a form that arrived after the end.
+type Ended struct {
+	// State is the elicitation's state, shown to the user in words.
+	State string
+	// Heading and Message say what happened and what to do next.
+	Heading string
+	Message string
+	// NothingChanged says that this request changed nothing (a replayed or late post).
+	NothingChanged bool
+}
+
+// Refused is the page for a signed-in user who opened another user's elicitation URL.
+type Refused struct {
+	// SignedInAs is who the browser is signed in as.
+	SignedInAs string
+	// SignOutAction is the POST target to sign out and sign in as someone else.
+	SignOutAction string
+	CSRF          string
+}
+
+// Problem is a generic error page: a status, a heading and a message.
+type Problem struct {
+	Status  int
+	Heading string
+	Message string
+}
+
+// SignedOut is the page after signing out.
+type SignedOut struct{}
