@@ -12,7 +12,7 @@ import (
 // id to its MCP session: attemptErr nil means it was written to the client's stream. A
 // written notification leaves the session's undelivered set.
 func (s *Store) RecordDelivery(ctx context.Context, id string, attemptErr error) (*Elicitation, error) {
-	return s.update(ctx, id, func(e *Elicitation, p redis.Pipeliner) (bool, *Entry, error) {
+	e, err := s.update(ctx, id, func(e *Elicitation, p redis.Pipeliner) (bool, *Entry, error) {
 		now := s.now().UTC()
 		e.Delivery.Attempts++
 		if attemptErr != nil {
@@ -25,6 +25,11 @@ func (s *Store) RecordDelivery(ctx context.Context, id string, attemptErr error)
 		return true, &Entry{At: now, Event: Notified, Actor: ActorSystem, From: e.State, To: e.State,
 			Reason: "completion notification written to the session's stream"}, nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	s.publish(ctx, e, NoticeDelivery)
+	return e, nil
 }
 
 // Requeue asks for the completion notification of ended elicitation id to be sent to its
@@ -48,7 +53,7 @@ func (s *Store) Requeue(ctx context.Context, id string, actor Actor) (*Elicitati
 	if err != nil {
 		return nil, err
 	}
-	s.publish(ctx, e)
+	s.publish(ctx, e, NoticeRequeue)
 	return e, nil
 }
 
@@ -67,14 +72,25 @@ func (s *Store) Undelivered(ctx context.Context, user User, sessionID string) ([
 // Notice is the wake-up published on EventsChannel whenever an elicitation changes state
 // or its notification is requeued. It is not the record: readers load the elicitation.
 type Notice struct {
-	ID        string `json:"id"`
-	State     State  `json:"state"`
-	UserKey   string `json:"user"`
-	SessionID string `json:"session,omitempty"`
+	ID        string     `json:"id"`
+	What      NoticeKind `json:"what"`
+	State     State      `json:"state"`
+	UserKey   string     `json:"user"`
+	SessionID string     `json:"session,omitempty"`
 }
 
-func (s *Store) publish(ctx context.Context, e *Elicitation) {
-	msg, err := json.Marshal(Notice{ID: e.ID, State: e.State, UserKey: e.User.Key(), SessionID: e.SessionID})
+// NoticeKind says what a Notice is about.
+type NoticeKind string
+
+// The kinds of notice.
+const (
+	NoticeState    NoticeKind = "state"    // the state changed
+	NoticeRequeue  NoticeKind = "requeue"  // the completion notification was asked for again
+	NoticeDelivery NoticeKind = "delivery" // a delivery attempt was recorded
+)
+
+func (s *Store) publish(ctx context.Context, e *Elicitation, what NoticeKind) {
+	msg, err := json.Marshal(Notice{ID: e.ID, What: what, State: e.State, UserKey: e.User.Key(), SessionID: e.SessionID})
 	if err == nil {
 		err = s.rdb.Publish(ctx, EventsChannel, msg).Err()
 	}
@@ -82,4 +98,14 @@ func (s *Store) publish(ctx context.Context, e *Elicitation) {
 		// The record is the truth; waiters re-read it when Redis comes back.
 		s.log.WarnContext(ctx, "change not published", "elicitation_id", e.ID, "err", err)
 	}
+}
+
+// IsUndelivered reports whether the completion notification of elicitation id is still
+// owed to MCP session sessionID of user.
+func (s *Store) IsUndelivered(ctx context.Context, user User, sessionID, id string) (bool, error) {
+	ok, err := s.rdb.SIsMember(ctx, undeliveredKey(user.Key(), sessionID), id).Result()
+	if err != nil {
+		return false, fmt.Errorf("read undelivered notifications of session: %w", err)
+	}
+	return ok, nil
 }

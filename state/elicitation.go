@@ -3,6 +3,7 @@ package state
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"net/url"
 	"regexp"
 	"time"
 )
@@ -148,3 +149,9 @@ var idPattern = regexp.MustCompile(`^[A-Z2-7]{26}$`)
 // ValidID reports whether id has the shape of an elicitation ID. Anything else is not
 // looked up at all.
 func ValidID(id string) bool { return idPattern.MatchString(id) }
+
+// ElicitationURL returns the URL a user opens for elicitation id: the public URL, /e/, and
+// the ID. It carries nothing else: it is not a credential and signs nobody in.
+func ElicitationURL(publicURL *url.URL, id string) string {
+	return publicURL.JoinPath("e", id).String()
+}

@@ -133,6 +133,10 @@ func (h *Hub) Run(ctx context.Context) {
 func (h *Hub) subscribeOnce(ctx context.Context, subscribed func()) error {
 	ps := h.rdb.Subscribe(ctx, EventsChannel)
 	defer ps.Close()
+	// Receive does not return when ctx ends (go-redis only applies its deadline), so
+	// closing the subscription is what ends a Run whose ctx is done.
+	stop := context.AfterFunc(ctx, func() { ps.Close() })
+	defer stop()
 	for {
 		msg, err := ps.Receive(ctx)
 		if err != nil {

@@ -1,6 +1,10 @@
 package state
 
-import "log/slog"
+import (
+	"fmt"
+	"io"
+	"log/slog"
+)
 
 // Secret holds a credential in clear. Its value never prints: fmt, slog and encoding/json
 // all show "[redacted]". Only Reveal returns it, at the one place that uses it.
@@ -22,6 +26,10 @@ func (Secret) String() string { return redacted }
 
 // GoString returns "[redacted]".
 func (Secret) GoString() string { return redacted }
+
+// Format writes "[redacted]" for every verb: without it, verbs that fmt does not route
+// to String (%d, for one) would print the value.
+func (Secret) Format(f fmt.State, _ rune) { io.WriteString(f, redacted) }
 
 // LogValue returns "[redacted]".
 func (Secret) LogValue() slog.Value { return slog.StringValue(redacted) }

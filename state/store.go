@@ -399,7 +399,7 @@ func (s *Store) afterChange(ctx context.Context, c Change, ev Event, actor Actor
 			s.log.WarnContext(ctx, "deadline index not tidied; the sweeper will", "elicitation_id", e.ID, "err", err)
 		}
 	}
-	s.publish(ctx, e)
+	s.publish(ctx, e, NoticeState)
 }
 
 // update applies fn to elicitation id under the same optimistic lock as Apply, for changes

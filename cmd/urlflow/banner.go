@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/urlflow/urlflow/mcp"
+)
+
+// devBanner is what `urlflow dev` prints once on stdout: the one place urlflow ever prints
+// a credential.
+type devBanner struct {
+	MCPURL        string
+	Listen        string
+	Token         string
+	OperatorToken string
+	SignIn        string
+	TokenURL      string
+	Redis         string
+	Slots         []string
+	Style         mcp.Style
+	TTL           time.Duration
+	StatePath     string
+}
+
+var bannerTemplate = template.Must(template.New("banner").Funcs(template.FuncMap{
+	"join": strings.Join,
+}).Parse(`
+urlflow dev: a development server with a development identity. Not for production.
+
+  MCP URL:         {{.MCPURL}}
+  Listening on:    {{.Listen}}
+  Bearer token:    {{.Token}}
+                   (development user "dev"; others: {{.TokenURL}}?user=NAME)
+  Operator token:  {{.OperatorToken}}
+  Browser sign-in: {{.SignIn}}
+                   (a development page: type a name, e.g. dev, to be that user)
+  Redis:           {{.Redis}}
+  Secret slots:    {{join .Slots ", "}}
+  Elicitation:     {{.Style}} style, links valid for {{.TTL}}
+  Keys and tokens: kept in {{.StatePath}} so that they survive a restart
+
+Claude Code:
+  claude mcp add --transport http urlflow {{.MCPURL}} --header "Authorization: Bearer {{.Token}}"
+
+VS Code (.vscode/mcp.json):
+  {
+    "servers": {
+      "urlflow": {
+        "type": "http",
+        "url": "{{.MCPURL}}",
+        "headers": { "Authorization": "Bearer {{.Token}}" }
+      }
+    }
+  }
+
+MCP Inspector (npx @modelcontextprotocol/inspector):
+  Transport Type: Streamable HTTP    URL: {{.MCPURL}}
+  Authentication: header Authorization, value: Bearer {{.Token}}
+
+Try it: ask your assistant to store your demo API key (tool set_secret, name demo_api_key),
+open the link it shows, sign in as dev, and enter demo_ followed by 16 letters or digits.
+
+`))
+
+func printDevBanner(w io.Writer, b devBanner) {
+	if err := bannerTemplate.Execute(w, b); err != nil {
+		fmt.Fprintf(w, "MCP URL: %s\nBearer token: %s\n", b.MCPURL, b.Token)
+	}
+}

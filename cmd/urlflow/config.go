@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/urlflow/urlflow/mcp"
+	"github.com/urlflow/urlflow/slots"
+	"github.com/urlflow/urlflow/state"
+)
+
+// demoConfig is the configuration `urlflow dev` uses when URLFLOW_CONFIG names none.
+//
+//go:embed demo.yaml
+var demoConfig []byte
+
+// config is every setting of urlflow, loaded and validated in one place by loadConfig.
+// Precedence: flag > environment > YAML file > default.
+type config struct {
+	Addr      string
+	PublicURL *url.URL
+	// publicURLGiven is the public URL as configured; empty means "http:// + the address".
+	publicURLGiven string
+	RedisURL       string
+	// ConfigFile is the YAML file the slots came from; empty for the embedded demo.
+	ConfigFile     string
+	Keys           *state.KeyRing
+	keysGiven      bool
+	OperatorTokens []string
+	Style          mcp.Style
+	TTL            time.Duration
+	Slots          *slots.Catalog
+	SlotNames      []string
+}
+
+// fileConfig is the YAML configuration file.
+type fileConfig struct {
+	Addr             string       `yaml:"addr"`
+	PublicURL        string       `yaml:"public_url"`
+	ElicitationStyle string       `yaml:"elicitation_style"`
+	ElicitationTTL   string       `yaml:"elicitation_ttl"`
+	Secrets          []slots.Slot `yaml:"secrets"`
+	Providers        []yaml.Node  `yaml:"providers"`
+}
+
+// env reads the environment; a test replaces it.
+type env func(string) (string, bool)
+
+// secret reads a setting that holds a secret: NAME, or the contents of the file named by
+// NAME_FILE (without its trailing newline). Errors never contain the value.
+func (e env) secret(name string) (string, bool, error) {
+	v, ok := e(name)
+	path, fileOK := e(name + "_FILE")
+	switch {
+	case ok && fileOK:
+		return "", false, fmt.Errorf("%s and %s_FILE are both set; set one", name, name)
+	case fileOK:
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", false, fmt.Errorf("%s_FILE: %w", name, err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), true, nil
+	}
+	return v, ok, nil
+}
+
+// loadConfig reads flags from args, the environment and the YAML file, applies defaults
+// for mode ("dev"), and validates everything. Its error names every problem, one per line.
+func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("urlflow "+mode, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addrFlag := fs.String("addr", "", "listen address (URLFLOW_ADDR; default 127.0.0.1:8080)")
+	publicFlag := fs.String("public-url", "", "URL users reach urlflow at (URLFLOW_PUBLIC_URL; default http:// + the address)")
+	configFlag := fs.String("config", "", "YAML configuration file (URLFLOW_CONFIG)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+
+	var problems []error
+	problem := func(format string, a ...any) { problems = append(problems, fmt.Errorf(format, a...)) }
+
+	cfg := &config{Addr: "127.0.0.1:8080", Style: mcp.StylePush, TTL: 10 * time.Minute}
+	style, ttl := string(cfg.Style), ""
+
+	// YAML file.
+	cfg.ConfigFile = pick(*configFlag, getenv, "URLFLOW_CONFIG", "")
+	raw := demoConfig
+	if cfg.ConfigFile != "" {
+		b, err := os.ReadFile(cfg.ConfigFile)
+		if err != nil {
+			problem("URLFLOW_CONFIG: %v", err)
+		}
+		raw = b
+	}
+	var file fileConfig
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&file); err != nil && !errors.Is(err, io.EOF) {
+		problem("configuration file %s: %v", describeFile(cfg.ConfigFile), err)
+	}
+	if len(file.Providers) > 0 {
+		problem("configuration file %s: providers: third-party OAuth providers are not supported by this version yet", describeFile(cfg.ConfigFile))
+	}
+	if file.Addr != "" {
+		cfg.Addr = file.Addr
+	}
+	cfg.publicURLGiven = file.PublicURL
+	if file.ElicitationStyle != "" {
+		style = file.ElicitationStyle
+	}
+	ttl = file.ElicitationTTL
+
+	// Environment and flags.
+	cfg.Addr = pick(*addrFlag, getenv, "URLFLOW_ADDR", cfg.Addr)
+	cfg.publicURLGiven = pick(*publicFlag, getenv, "URLFLOW_PUBLIC_URL", cfg.publicURLGiven)
+	style = pick("", getenv, "URLFLOW_ELICITATION_STYLE", style)
+	ttl = pick("", getenv, "URLFLOW_ELICITATION_TTL", ttl)
+
+	var err error
+	if cfg.RedisURL, _, err = getenv.secret("URLFLOW_REDIS_URL"); err != nil {
+		problems = append(problems, err)
+	}
+	keys, keysGiven, err := getenv.secret("URLFLOW_KEYS")
+	if err != nil {
+		problems = append(problems, err)
+	} else if keysGiven {
+		cfg.keysGiven = true
+		if cfg.Keys, err = state.ParseKeyRing(keys); err != nil {
+			problem("URLFLOW_KEYS: %v", err)
+		}
+	}
+	tokens, _, err := getenv.secret("URLFLOW_OPERATOR_TOKENS")
+	if err != nil {
+		problems = append(problems, err)
+	}
+	for _, t := range strings.Split(tokens, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			if len(t) < 16 {
+				problem("URLFLOW_OPERATOR_TOKENS: every token needs at least 16 characters")
+				break
+			}
+			cfg.OperatorTokens = append(cfg.OperatorTokens, t)
+		}
+	}
+
+	// Validation.
+	switch mcp.Style(style) {
+	case mcp.StylePush, mcp.StyleError:
+		cfg.Style = mcp.Style(style)
+	default:
+		problem("URLFLOW_ELICITATION_STYLE: want push or error, got %q", style)
+	}
+	if ttl != "" {
+		d, err := time.ParseDuration(ttl)
+		switch {
+		case err != nil:
+			problem("URLFLOW_ELICITATION_TTL: want a duration like 10m, got %q", ttl)
+		case d < 5*time.Second || d > 24*time.Hour:
+			problem("URLFLOW_ELICITATION_TTL: want between 5s and 24h, got %s", d)
+		default:
+			cfg.TTL = d
+		}
+	}
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		problem("URLFLOW_ADDR: want host:port, got %q", cfg.Addr)
+	} else if mode == "dev" && !isLoopback(host) {
+		problem("URLFLOW_ADDR: urlflow dev listens on loopback only (127.0.0.1, [::1] or localhost), got %q", cfg.Addr)
+	}
+	if cfg.publicURLGiven != "" {
+		u, err := url.Parse(cfg.publicURLGiven)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			problem("URLFLOW_PUBLIC_URL: want an absolute http(s) URL, got %q", cfg.publicURLGiven)
+		case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+			problem("URLFLOW_PUBLIC_URL: no query, fragment or user info, got %q", cfg.publicURLGiven)
+		case mode == "dev" && !isLoopback(u.Hostname()):
+			problem("URLFLOW_PUBLIC_URL: urlflow dev serves loopback only, got %q", cfg.publicURLGiven)
+		default:
+			u.Path = strings.TrimRight(u.Path, "/")
+			cfg.PublicURL = u
+		}
+	}
+	catalog, err := slots.NewCatalog(file.Secrets)
+	if err != nil {
+		problem("configuration file %s: %v", describeFile(cfg.ConfigFile), err)
+	} else {
+		cfg.Slots = catalog
+		cfg.SlotNames = catalog.Names()
+	}
+	if err := errors.Join(problems...); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// pick returns the flag value if set, else the environment variable if set, else def.
+func pick(flagValue string, getenv env, name, def string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if v, ok := getenv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func describeFile(path string) string {
+	if path == "" {
+		return "(built-in demo)"
+	}
+	return path
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// resolvePublicURL sets the public URL once the listener's address is known: the
+// configured one, or http:// + the address as given (with the real port when the given
+// port was 0).
+func (c *config) resolvePublicURL(bound net.Addr) {
+	if c.PublicURL != nil {
+		return
+	}
+	host, port, _ := net.SplitHostPort(c.Addr)
+	if port == "0" {
+		_, port, _ = net.SplitHostPort(bound.String())
+	}
+	c.PublicURL = &url.URL{Scheme: "http", Host: net.JoinHostPort(host, port)}
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/urlflow/urlflow/mcp"
+	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/web"
+)
+
+// devUser is the development user of the printed bearer token.
+const devUser = "dev"
+
+// sweepInterval is how often deadlines are enforced when nobody reads.
+const sweepInterval = time.Second
+
+func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig("dev", args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	statePath, err := devStatePath()
+	if err != nil {
+		return err
+	}
+	dev, err := loadDevState(statePath)
+	if err != nil {
+		return err
+	}
+	if !cfg.keysGiven {
+		if cfg.Keys, err = state.ParseKeyRing(dev.Keys); err != nil {
+			return fmt.Errorf("development keys in %s: %w", statePath, err)
+		}
+	}
+	if len(cfg.OperatorTokens) == 0 {
+		cfg.OperatorTokens = []string{dev.OperatorToken}
+	}
+
+	rdb, redisNote, closeRedis, err := openRedis(ctx, cfg.RedisURL, log)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+
+	listener, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (choose another with --addr, e.g. --addr 127.0.0.1:0 for any free port)", cfg.Addr, err)
+	}
+	defer listener.Close()
+	cfg.resolvePublicURL(listener.Addr())
+
+	resource := cfg.PublicURL.JoinPath("mcp").String()
+	identity := oauth.NewDevIdentity(dev.SigningKey, resource)
+	token, err := identity.Issue(devUser)
+	if err != nil {
+		return err
+	}
+
+	replica := replicaName()
+	log = log.With("replica", replica)
+	store := state.NewStore(rdb, state.StoreOptions{Logger: log})
+	hub := state.NewHub(rdb, log)
+	mcpServer := mcp.New(mcp.Options{
+		Store: store, Hub: hub, Slots: cfg.Slots, PublicURL: cfg.PublicURL, Style: cfg.Style,
+		TTL: cfg.TTL, Replica: replica, Version: version(), Logger: log,
+	})
+	webServer := web.New(web.Options{
+		PublicURL: cfg.PublicURL, Store: store, Hub: hub, Vault: state.NewVault(cfg.Keys), Keys: cfg.Keys,
+		Slots: cfg.Slots, Verifier: identity, Operators: oauth.NewOperators(cfg.OperatorTokens),
+		Dev: identity, MCP: mcpServer.Handler(), TTL: cfg.TTL, Logger: log,
+	})
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go store.RunSweeper(ctx, sweepInterval)
+	go mcpServer.Run(ctx)
+	go hub.Run(ctx)
+
+	printDevBanner(stdout, devBanner{
+		MCPURL: resource, Listen: listener.Addr().String(), Token: token, OperatorToken: cfg.OperatorTokens[0],
+		SignIn: cfg.PublicURL.JoinPath("auth", "login").String(), Redis: redisNote,
+		Slots: cfg.SlotNames, Style: cfg.Style, TTL: cfg.TTL, StatePath: statePath,
+		TokenURL: cfg.PublicURL.JoinPath("dev", "token").String(),
+	})
+	log.Info("urlflow dev listening", "addr", listener.Addr().String(), "public_url", cfg.PublicURL.String(),
+		"style", cfg.Style, "ttl", cfg.TTL.String())
+	return serveHTTP(ctx, listener, webServer.Handler(), log)
+}
+
+// openRedis connects to url, or starts the embedded Redis when url is empty. It returns a
+// note for the banner that never holds a password.
+func openRedis(ctx context.Context, rawURL string, log *slog.Logger) (redis.UniversalClient, string, func(), error) {
+	if rawURL == "" {
+		embedded, err := state.StartEmbedded()
+		if err != nil {
+			return nil, "", nil, err
+		}
+		log.Warn("URLFLOW_REDIS_URL is not set: using an embedded in-process Redis; everything stored is lost when urlflow stops")
+		rdb, err := state.Connect(ctx, embedded.URL())
+		if err != nil {
+			embedded.Close()
+			return nil, "", nil, err
+		}
+		return rdb, "embedded in this process (in memory: everything is lost when urlflow stops)",
+			func() { rdb.Close(); embedded.Close() }, nil
+	}
+	rdb, err := state.Connect(ctx, rawURL)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("URLFLOW_REDIS_URL: %w", err)
+	}
+	return rdb, redactedRedisURL(rawURL), func() { rdb.Close() }, nil
+}
+
+func redactedRedisURL(raw string) string {
+	opts, err := redis.ParseURL(raw)
+	if err != nil {
+		return "(configured)"
+	}
+	return opts.Addr
+}
+
+func replicaName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "urlflow"
+	}
+	return host + "-" + strings.ToLower(rand.Text()[:6])
+}
+
+// serveHTTP serves handler on listener until ctx ends, then shuts down: open streams get a
+// few seconds to finish.
+func serveHTTP(ctx context.Context, listener net.Listener, handler http.Handler, log *slog.Logger) error {
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(listener) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/urlflow/urlflow/state"
+)
+
+// devState is what `urlflow dev` keeps between runs in the user's configuration directory,
+// so that its tokens and stored secrets survive a restart: the key that signs development
+// tokens, the key ring (unless URLFLOW_KEYS is set) and the operator token.
+type devState struct {
+	SigningKey    []byte `json:"signingKey"`
+	Keys          string `json:"keys"`
+	OperatorToken string `json:"operatorToken"`
+}
+
+// devStatePath returns the file of devState: $XDG_CONFIG_HOME/urlflow/dev.json or the
+// platform's equivalent.
+func devStatePath() (string, error) {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("find the configuration directory for development keys: %w", err)
+	}
+	return filepath.Join(dir, "urlflow", "dev.json"), nil
+}
+
+// loadDevState reads the development state at path, creating it (mode 0600) on first use.
+func loadDevState(path string) (*devState, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		var st devState
+		if err := json.Unmarshal(b, &st); err != nil {
+			return nil, fmt.Errorf("development state %s is damaged (delete it to start afresh): %w", path, err)
+		}
+		if _, err := state.ParseKeyRing(st.Keys); err != nil || len(st.SigningKey) < 32 || st.OperatorToken == "" {
+			return nil, fmt.Errorf("development state %s is incomplete (delete it to start afresh)", path)
+		}
+		return &st, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read development state: %w", err)
+	}
+	st := &devState{
+		SigningKey:    randomKey(),
+		Keys:          state.GenerateKeyRing("dev1"),
+		OperatorToken: "uf_op_" + base64.RawURLEncoding.EncodeToString(randomKey()),
+	}
+	b, err = json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create development state directory: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return nil, fmt.Errorf("write development state: %w", err)
+	}
+	return st, nil
+}
+
+func randomKey() []byte {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return b
+}

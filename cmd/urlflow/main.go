@@ -1,0 +1,94 @@
+// Command urlflow runs urlflow, the service that collects secrets for MCP servers through
+// URL-mode elicitation, in the user's own browser.
+//
+//	urlflow dev       everything embedded, on loopback, with a development identity
+//	urlflow version   print the version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(2)
+	default:
+		fmt.Fprintf(os.Stderr, "urlflow: %v\n", indentLines(err.Error()))
+		os.Exit(1)
+	}
+}
+
+const usage = `usage: urlflow <command> [flags]
+
+commands:
+  dev       run everything on this machine: embedded Redis (unless URLFLOW_REDIS_URL is set),
+            a development identity, loopback only
+  serve     run in production (not available yet in this version)
+  version   print the version
+
+Run "urlflow dev -h" for the flags; every setting is also an environment variable (README).
+`
+
+func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "dev":
+		return runDev(ctx, args[1:], getenv, stdout, stderr)
+	case "serve":
+		return errors.New("serve: production mode needs identity from an OpenID provider, which this " +
+			"version does not support yet; use `urlflow dev` on a laptop (see the README)")
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, "urlflow", version())
+		return nil
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// version returns the module version, or the VCS revision of a development build.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return "devel-" + s.Value[:12]
+		}
+	}
+	return "devel"
+}
+
+// indentLines puts each line after the first of a multi-line error on its own indented line.
+func indentLines(s string) string {
+	out := []byte{}
+	for i := 0; i < len(s); i++ {
+		out = append(out, s[i])
+		if s[i] == '\n' {
+			out = append(out, "  "...)
+		}
+	}
+	return string(out)
+}

@@ -1,0 +1,188 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/urlflow/urlflow/internal/redistest"
+)
+
+// callResult is the outcome of a tool call made in the background.
+type callResult struct {
+	res *sdk.CallToolResult
+	err error
+}
+
+// callAsync calls tool name in the background; the channel receives its outcome.
+func (c *client) callAsync(name string, args map[string]any) <-chan callResult {
+	out := make(chan callResult, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		res, err := c.Call(ctx, name, args)
+		out <- callResult{res, err}
+	}()
+	return out
+}
+
+// await waits for a background call.
+func await(t *testing.T, ch <-chan callResult, timeout time.Duration) *sdk.CallToolResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatalf("tool call failed: %v", r.err)
+		}
+		return r.res
+	case <-time.After(timeout):
+		t.Fatalf("tool call did not return within %s", timeout)
+		return nil
+	}
+}
+
+// urlElicitationRequired returns the elicitations of a −32042 error.
+func urlElicitationRequired(t *testing.T, err error) []*sdk.ElicitParams {
+	t.Helper()
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != sdk.CodeURLElicitationRequired {
+		t.Fatalf("want a −32042 URL elicitation required error, got %v", err)
+	}
+	var data struct {
+		Elicitations []*sdk.ElicitParams `json:"elicitations"`
+	}
+	if err := json.Unmarshal(rpcErr.Data, &data); err != nil || len(data.Elicitations) != 1 {
+		t.Fatalf("−32042 data: %s (%v)", rpcErr.Data, err)
+	}
+	return data.Elicitations
+}
+
+// elicitation is the recovery API's view of an elicitation.
+type elicitation struct {
+	ID        string `json:"id"`
+	State     string `json:"state"`
+	Kind      string `json:"kind"`
+	Target    string `json:"target"`
+	URL       string `json:"url"`
+	RetryOf   string `json:"retryOf"`
+	RetriedBy string `json:"retriedBy"`
+	Error     string `json:"error"`
+	Delivery  struct {
+		QueuedAt  *time.Time `json:"queuedAt"`
+		WrittenAt *time.Time `json:"writtenAt"`
+		Attempts  int        `json:"attempts"`
+		LastError string     `json:"lastError"`
+	} `json:"delivery"`
+	History []struct {
+		Event  string `json:"event"`
+		Actor  string `json:"actor"`
+		From   string `json:"from"`
+		To     string `json:"to"`
+		Reason string `json:"reason"`
+	} `json:"history"`
+}
+
+// events returns the history's events in order.
+func (e elicitation) events() []string {
+	var out []string
+	for _, h := range e.History {
+		out = append(out, h.Event)
+	}
+	return out
+}
+
+// status reads elicitation id through the API with token.
+func (s *server) status(id, token string) elicitation {
+	s.t.Helper()
+	var e elicitation
+	if code := s.getJSON("/api/v1/elicitations/"+id, token, &e); code != http.StatusOK {
+		s.t.Fatalf("GET elicitation %s: status %d (%+v)", id, code, e)
+	}
+	return e
+}
+
+// waitState polls elicitation id through the API until it reaches want.
+func (s *server) waitState(id, token, want string, timeout time.Duration) elicitation {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		e := s.status(id, token)
+		if e.State == want {
+			return e
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("elicitation %s is %s after %s, want %s", id, e.State, timeout, want)
+		}
+		time.Sleep(100 * time.Millisecond) // polling a public API from outside; there is no event to wait on here
+	}
+}
+
+// requireEvents checks that the history holds want as a subsequence, in order.
+func requireEvents(t *testing.T, e elicitation, want ...string) {
+	t.Helper()
+	got := e.events()
+	i := 0
+	for _, ev := range got {
+		if i < len(want) && ev == want[i] {
+			i++
+		}
+	}
+	if i < len(want) {
+		t.Fatalf("history %v does not contain %v in order", got, want)
+	}
+}
+
+// requireNoCanary checks that the canary appears in none of the places given, nor in any
+// Redis value.
+func requireNoCanary(t *testing.T, rs *redistest.Server, places map[string]string) {
+	t.Helper()
+	for name, text := range places {
+		if strings.Contains(text, canary) {
+			t.Errorf("the secret appears in %s", name)
+		}
+	}
+	ctx := context.Background()
+	rdb := rs.Client(t)
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) == 0 {
+		t.Fatal("Redis holds no keys: the check would prove nothing")
+	}
+	for _, k := range keys {
+		var values []string
+		switch typ := rdb.Type(ctx, k).Val(); typ {
+		case "string":
+			values = []string{rdb.Get(ctx, k).Val()}
+		case "list":
+			values = rdb.LRange(ctx, k, 0, -1).Val()
+		case "set":
+			values = rdb.SMembers(ctx, k).Val()
+		case "zset":
+			values = rdb.ZRange(ctx, k, 0, -1).Val()
+		case "hash":
+			for f, v := range rdb.HGetAll(ctx, k).Val() {
+				values = append(values, f, v)
+			}
+		default:
+			t.Fatalf("key %s has type %s, which this check does not read", k, typ)
+		}
+		for _, v := range values {
+			if strings.Contains(v, canary) {
+				t.Errorf("the secret appears in clear in Redis key %s", k)
+			}
+		}
+	}
+}
+
+// str returns m[key] as a string.
+func str(m map[string]any, key string) string { return fmt.Sprint(m[key]) }

@@ -1,0 +1,223 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/urlflow/urlflow/internal/browsertest"
+	"github.com/urlflow/urlflow/internal/redistest"
+)
+
+// server is one running `urlflow dev` process.
+type server struct {
+	t *testing.T
+	// BaseURL is where the process listens, e.g. http://127.0.0.1:PORT. It differs from the
+	// public URL when --public-url is set.
+	BaseURL string
+	// MCPURL, Token and OperatorToken are read from the startup banner. MCPURL starts with
+	// the public URL.
+	MCPURL        string
+	Token         string
+	OperatorToken string
+	cmd           *exec.Cmd
+	output        *syncBuffer
+	exited        chan struct{}
+}
+
+// serverConfig configures a urlflow process.
+type serverConfig struct {
+	// Redis is the redis-server to use; required.
+	Redis *redistest.Server
+	// ConfigHome is XDG_CONFIG_HOME (development keys); a new temporary one if empty.
+	// Replicas share one so that they share keys.
+	ConfigHome string
+	// Style is URLFLOW_ELICITATION_STYLE ("push" if empty).
+	Style string
+	// TTL is URLFLOW_ELICITATION_TTL, if set.
+	TTL string
+	// PublicURL is --public-url, if set (replicas behind one address).
+	PublicURL string
+	// Env adds environment variables.
+	Env []string
+}
+
+var bannerLine = regexp.MustCompile(`(?m)^\s*(MCP URL|Listening on|Bearer token|Operator token):\s+(\S+)\s*$`)
+
+// startServer starts `urlflow dev` on a free loopback port and waits for its banner.
+func startServer(t *testing.T, cfg serverConfig) *server {
+	t.Helper()
+	if cfg.ConfigHome == "" {
+		cfg.ConfigHome = t.TempDir()
+	}
+	if cfg.Style == "" {
+		cfg.Style = "push"
+	}
+	args := []string{"dev", "--addr", "127.0.0.1:0"}
+	if cfg.PublicURL != "" {
+		args = append(args, "--public-url", cfg.PublicURL)
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(),
+		"XDG_CONFIG_HOME="+cfg.ConfigHome,
+		"URLFLOW_REDIS_URL="+cfg.Redis.URL(),
+		"URLFLOW_ELICITATION_STYLE="+cfg.Style,
+	)
+	if cfg.TTL != "" {
+		cmd.Env = append(cmd.Env, "URLFLOW_ELICITATION_TTL="+cfg.TTL)
+	}
+	cmd.Env = append(cmd.Env, cfg.Env...)
+	s := &server{t: t, cmd: cmd, output: &syncBuffer{}, exited: make(chan struct{})}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = s.output
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start urlflow: %v", err)
+	}
+	banner := make(chan string, 1)
+	go func() {
+		var text strings.Builder
+		sc := bufio.NewScanner(io.TeeReader(stdout, s.output))
+		sent := false
+		for sc.Scan() {
+			text.WriteString(sc.Text() + "\n")
+			if !sent && strings.HasPrefix(sc.Text(), "Try it:") {
+				banner <- text.String()
+				sent = true
+			}
+		}
+	}()
+	go func() { cmd.Wait(); close(s.exited) }()
+	t.Cleanup(s.stop)
+	select {
+	case text := <-banner:
+		for _, m := range bannerLine.FindAllStringSubmatch(text, -1) {
+			switch m[1] {
+			case "MCP URL":
+				s.MCPURL = m[2]
+			case "Listening on":
+				s.BaseURL = "http://" + m[2]
+			case "Bearer token":
+				s.Token = m[2]
+			case "Operator token":
+				s.OperatorToken = m[2]
+			}
+		}
+	case <-s.exited:
+		t.Fatalf("urlflow exited before it was ready:\n%s", s.output.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("urlflow did not print its banner in 30s:\n%s", s.output.String())
+	}
+	if s.MCPURL == "" || s.Token == "" || s.OperatorToken == "" {
+		t.Fatalf("banner without MCP URL, token or operator token:\n%s", s.output.String())
+	}
+	if s.BaseURL == "" {
+		t.Fatalf("banner without the listening address:\n%s", s.output.String())
+	}
+	return s
+}
+
+// stop stops the process and keeps its output as a test artifact.
+func (s *server) stop() {
+	if s.cmd.Process != nil {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(10 * time.Second):
+			s.cmd.Process.Kill()
+			<-s.exited
+		}
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(s.t.Name())
+	dir := filepath.Join(browsertest.ArtifactsDir(s.t), "..", "logs")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, name+"-"+filepath.Base(s.BaseURL)+".log"), []byte(s.output.String()), 0o644)
+}
+
+// Output returns everything the process wrote so far (banner and logs).
+func (s *server) Output() string { return s.output.String() }
+
+// devToken returns a bearer token for development user name.
+func (s *server) devToken(name string) string {
+	s.t.Helper()
+	var body struct {
+		Token string `json:"token"`
+	}
+	status := s.getJSON("/dev/token?user="+name, "", &body)
+	if status != http.StatusOK || body.Token == "" {
+		s.t.Fatalf("GET /dev/token?user=%s: status %d", name, status)
+	}
+	return body.Token
+}
+
+// getJSON GETs path with an optional bearer token and decodes the JSON answer into v.
+func (s *server) getJSON(path, token string, v any) int {
+	return s.doJSON(http.MethodGet, path, token, nil, v)
+}
+
+// doJSON sends a request with an optional bearer token and JSON body, and decodes the
+// JSON answer into v (if not nil). It returns the status.
+func (s *server) doJSON(method, path, token string, body any, v any) int {
+	s.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, s.BaseURL+path, r)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if v != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, v); err != nil {
+			s.t.Fatalf("%s %s: status %d, not JSON: %v\n%s", method, path, resp.StatusCode, err, data)
+		}
+	}
+	return resp.StatusCode
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers and readers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

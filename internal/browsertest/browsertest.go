@@ -1,0 +1,332 @@
+// Package browsertest drives Debian's headless Chromium from tests, through chromedp, so
+// that urlflow's pages are checked in a real browser: forms are filled and submitted,
+// text is read back, full-page screenshots are saved for people to look at, and console
+// messages (CSP violations among them) are collected for assertions.
+//
+// The one idea to hold: a test starts one Browser, and every simulated person in it is a
+// User with a browser context of its own, so cookies and sessions never mix.
+package browsertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// DefaultChromium is where Debian's chromium package installs the browser.
+const DefaultChromium = "/usr/bin/chromium"
+
+// Timeout bounds each helper's work in the browser, so that a selector that never matches
+// fails the test instead of hanging it.
+const Timeout = 20 * time.Second
+
+// Viewports of the screenshots.
+const (
+	DesktopWidth = 1280
+	PhoneWidth   = 390
+)
+
+// Browser is one headless Chromium process, started for one test.
+type Browser struct {
+	ctx context.Context
+}
+
+// ExecPath returns the Chromium binary to run: $URLFLOW_CHROMIUM when set, else
+// /usr/bin/chromium. It returns an error that says how to install it when it is missing.
+func ExecPath() (string, error) {
+	path := DefaultChromium
+	if env := os.Getenv("URLFLOW_CHROMIUM"); env != "" {
+		path = env
+	}
+	found, err := exec.LookPath(path)
+	if err != nil {
+		return "", fmt.Errorf("chromium not found at %s (set URLFLOW_CHROMIUM, or install it: apt-get install -y chromium): %w", path, err)
+	}
+	return found, nil
+}
+
+// Flags returns the command-line flags Chromium starts with, given its profile directory.
+// chromedp adds only what it needs to talk to the browser (--remote-debugging-pipe and
+// the first page, about:blank).
+func Flags(userDataDir string) []string {
+	return []string{
+		"--headless",
+		"--no-sandbox",
+		"--disable-gpu",
+		"--disable-quic",
+		"--no-first-run",
+		"--disable-background-networking",
+		"--disable-component-update",
+		"--disable-sync",
+		"--user-data-dir=" + userDataDir,
+	}
+}
+
+// Start starts headless Chromium with a fresh, empty profile and stops it when the test
+// ends. It fails the test if Chromium is not installed (the project's test command
+// installs it).
+func Start(t testing.TB) *Browser {
+	t.Helper()
+	path, err := ExecPath()
+	if err != nil {
+		t.Fatalf("browsertest: %v", err)
+	}
+	profile := t.TempDir()
+	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(path)}
+	for _, f := range Flags(profile) {
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+		if hasValue {
+			opts = append(opts, chromedp.Flag(name, value))
+		} else {
+			opts = append(opts, chromedp.Flag(name, true))
+		}
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	startCtx, stop := context.WithTimeout(ctx, 60*time.Second)
+	defer stop()
+	// Start the browser with a context that lives as long as the test, then wait for it
+	// with a deadline: Do binds the browser's life to the context of the first call.
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(ctx) }()
+	select {
+	case err = <-started:
+	case <-startCtx.Done():
+		err = startCtx.Err()
+	}
+	if err != nil {
+		t.Fatalf("browsertest: start %s: %v", path, err)
+	}
+	return &Browser{ctx: ctx}
+}
+
+// User is one simulated person: a browser context of its own (its own cookies and
+// storage) with one tab, and the console messages that tab has logged.
+type User struct {
+	// Name is the label used in failure messages.
+	Name string
+	ctx  context.Context
+
+	mu       sync.Mutex
+	messages []Message
+}
+
+// NewUser opens a new, isolated browser context with one tab, sized like a desktop
+// browser. It is closed when the test ends.
+func (b *Browser) NewUser(t testing.TB, name string) *User {
+	t.Helper()
+	u := &User{Name: name}
+	ctx, cancel := chromedp.NewContext(b.ctx,
+		chromedp.WithNewBrowserContext(),
+		chromedp.WithListener(u.record),
+	)
+	t.Cleanup(cancel)
+	u.ctx = ctx
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("browsertest: open a browser context for %s: %v", name, err)
+	}
+	u.do(t, "set the desktop viewport", chromedp.EmulateViewport(DesktopWidth, 800))
+	return u
+}
+
+// Context returns the user's chromedp context, for actions the helpers do not cover.
+func (u *User) Context() context.Context { return u.ctx }
+
+// do runs actions in the user's tab within Timeout and fails the test on error.
+func (u *User) do(t testing.TB, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(u.ctx, Timeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("browsertest: %s: %s: %v", u.Name, what, err)
+	}
+}
+
+// run runs one action that returns a value in the user's tab within Timeout.
+func run[T any](t testing.TB, u *User, what string, action chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(u.ctx, Timeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, action)
+	if err != nil {
+		t.Fatalf("browsertest: %s: %s: %v", u.Name, what, err)
+	}
+	return v
+}
+
+// Navigate opens url and waits until the page has loaded. It returns the HTTP status of
+// the document.
+func (u *User) Navigate(t testing.TB, url string) int {
+	t.Helper()
+	resp := run(t, u, "open "+url, chromedp.NavigateResponse(url))
+	u.settle(t)
+	if resp == nil {
+		return 0
+	}
+	return int(resp.Status)
+}
+
+// Fill types value into the field that the CSS selector matches, replacing its content.
+func (u *User) Fill(t testing.TB, selector, value string) {
+	t.Helper()
+	u.do(t, "fill "+selector,
+		chromedp.Clear(chromedp.CSS(selector)),
+		chromedp.SendKeys(chromedp.CSS(selector), value),
+	)
+}
+
+// Click clicks the element that the CSS selector matches and does not wait for anything
+// to follow. To submit a form and wait for the next page, use Submit.
+func (u *User) Click(t testing.TB, selector string) {
+	t.Helper()
+	u.do(t, "click "+selector, chromedp.Click(chromedp.CSS(selector), chromedp.NodeVisible))
+}
+
+// Submit clicks the button that the CSS selector matches, waits until the page that the
+// click loads (a form post, a redirect) has loaded, and returns its HTTP status.
+func (u *User) Submit(t testing.TB, selector string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(u.ctx, Timeout)
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(selector), chromedp.NodeVisible))
+	if err != nil {
+		t.Fatalf("browsertest: %s: submit with %s: %v", u.Name, selector, err)
+	}
+	u.settle(t)
+	if resp == nil {
+		return 0
+	}
+	return int(resp.Status)
+}
+
+// Text returns the rendered text of the first element that the CSS selector matches, as
+// a person sees it (innerText).
+func (u *User) Text(t testing.TB, selector string) string {
+	t.Helper()
+	return run(t, u, "read the text of "+selector, chromedp.Text(chromedp.CSS(selector), chromedp.NodeReady))
+}
+
+// Value returns the current value of the form field that the CSS selector matches.
+func (u *User) Value(t testing.TB, selector string) string {
+	t.Helper()
+	return run(t, u, "read the value of "+selector, chromedp.Value(chromedp.CSS(selector), chromedp.NodeReady))
+}
+
+// HTML returns the current document as HTML.
+func (u *User) HTML(t testing.TB) string {
+	t.Helper()
+	return run(t, u, "read the document", chromedp.OuterHTML(chromedp.CSS("html"), chromedp.NodeReady))
+}
+
+// Location returns the URL of the current page.
+func (u *User) Location(t testing.TB) string {
+	t.Helper()
+	return run(t, u, "read the location", chromedp.Location())
+}
+
+// Evaluate runs a JavaScript expression in the page through the DevTools protocol and
+// decodes its result into T. The page's CSP does not apply to it.
+func Evaluate[T any](t testing.TB, u *User, expression string) T {
+	t.Helper()
+	return run(t, u, "evaluate "+expression, chromedp.Evaluate[T](expression))
+}
+
+// SetColorScheme makes the pages see prefers-color-scheme as scheme ("light" or "dark");
+// an empty scheme returns to the browser's default.
+func (u *User) SetColorScheme(t testing.TB, scheme string) {
+	t.Helper()
+	params := emulation.SetEmulatedMediaParams{}
+	if scheme != "" {
+		params.Features = []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}
+	}
+	u.do(t, "set the colour scheme "+scheme, chromedp.Func(func(ctx context.Context, tgt *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tgt, emulation.SetEmulatedMedia, params)
+		return err
+	}))
+}
+
+// ArtifactsDir returns the directory for screenshots, creating it: $URLFLOW_ARTIFACTS when
+// set, else artifacts/screenshots at the root of the repository.
+func ArtifactsDir(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("URLFLOW_ARTIFACTS")
+	if dir == "" {
+		root, err := repoRoot()
+		if err != nil {
+			t.Fatalf("browsertest: %v", err)
+		}
+		dir = filepath.Join(root, "artifacts", "screenshots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("browsertest: create the artifacts directory: %v", err)
+	}
+	return dir
+}
+
+// repoRoot is the nearest directory at or above the working directory that holds go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find the repository root: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("find the repository root: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Screenshot saves full-page PNGs of the current page into ArtifactsDir: name-desktop.png
+// at 1280 CSS pixels wide, and name-phone.png at 390 CSS pixels wide with mobile emulation
+// (at twice the pixel density, as phones have). It leaves the tab at the desktop size.
+func (u *User) Screenshot(t testing.TB, name string) {
+	t.Helper()
+	if name == "" || strings.ContainsAny(name, `/\`) || strings.HasPrefix(name, ".") {
+		t.Fatalf("browsertest: screenshot name %q must be a plain file name", name)
+	}
+	dir := ArtifactsDir(t)
+	shots := []struct {
+		suffix    string
+		width     int64
+		minHeight int64
+		opts      []chromedp.EmulateViewportOption
+	}{
+		{"desktop", DesktopWidth, 800, nil},
+		{"phone", PhoneWidth, 844, []chromedp.EmulateViewportOption{
+			chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulatePortrait, chromedp.EmulateScale(2),
+		}},
+	}
+	defer u.do(t, "restore the desktop viewport", chromedp.EmulateViewport(DesktopWidth, 800))
+	for _, s := range shots {
+		u.do(t, "set the "+s.suffix+" viewport", chromedp.EmulateViewport(s.width, s.minHeight, s.opts...))
+		height := Evaluate[int64](t, u, `Math.ceil(Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0))`)
+		height = max(height, s.minHeight)
+		u.do(t, "fit the "+s.suffix+" viewport to the page", chromedp.EmulateViewport(s.width, height, s.opts...))
+		png := run(t, u, "take the "+s.suffix+" screenshot", chromedp.CaptureScreenshot())
+		file := filepath.Join(dir, name+"-"+s.suffix+".png")
+		if err := os.WriteFile(file, png, 0o644); err != nil {
+			t.Fatalf("browsertest: save %s: %v", file, err)
+		}
+		t.Logf("screenshot %s", file)
+	}
+}

@@ -1,0 +1,148 @@
+package mcp
+
+import (
+	"context"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/urlflow/urlflow/state"
+)
+
+// obtain takes the user through elicitation e in the way the client can follow: push or
+// −32042 for a client with URL mode, the plain-result fallback otherwise. It returns
+// (nil, nil) once e is complete, so that the tool can go on and read the credential;
+// otherwise the result or error the tool returns now.
+func (s *Server) obtain(ctx context.Context, req *sdk.CallToolRequest, e *state.Elicitation, label string) (*sdk.CallToolResult, error) {
+	if !supportsURLMode(req.Session) {
+		return s.userActionRequired(e, label), nil
+	}
+	if s.opts.Style == StyleError {
+		return nil, sdk.URLElicitationRequiredError([]*sdk.ElicitParams{s.elicitParams(e, label)})
+	}
+	return s.push(ctx, req, e, label)
+}
+
+// supportsURLMode reports whether the client declared URL-mode elicitation.
+func supportsURLMode(ss *sdk.ServerSession) bool {
+	p := ss.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil && p.Capabilities.Elicitation.URL != nil
+}
+
+func (s *Server) elicitParams(e *state.Elicitation, label string) *sdk.ElicitParams {
+	return &sdk.ElicitParams{
+		Mode:          "url",
+		URL:           state.ElicitationURL(s.opts.PublicURL, e.ID),
+		ElicitationID: e.ID,
+		Message: "urlflow needs your " + label + ". Open the link to enter it in your browser; " +
+			"it is never shared with this conversation.",
+	}
+}
+
+// clientAnswer is the outcome of elicitation/create.
+type clientAnswer struct {
+	res *sdk.ElicitResult
+	err error
+}
+
+// push sends elicitation/create and waits for the flow to end: until the deadline when the
+// call carries a progress token (with a progress notification every ProgressInterval), or
+// PushWait otherwise, after which it answers honestly that the flow is still running. The
+// client's accept is recorded as consent and nothing more; its decline or cancel ends the
+// flow. A cancelled tool call leaves the elicitation running: the user may still finish in
+// the browser.
+func (s *Server) push(ctx context.Context, req *sdk.CallToolRequest, e *state.Elicitation, label string) (*sdk.CallToolResult, error) {
+	wake, stop := s.opts.Hub.Wait(e.ID)
+	defer stop()
+
+	var answers chan clientAnswer
+	elicitCtx, cancelElicit := context.WithCancel(ctx)
+	defer cancelElicit()
+	if e.State == state.Pending || e.State == state.Unknown {
+		// Not yet answered by the client: ask (again). Otherwise the client already agreed.
+		answers = make(chan clientAnswer, 1)
+		params := s.elicitParams(e, label)
+		go func() {
+			res, err := req.Session.Elicit(elicitCtx, params)
+			answers <- clientAnswer{res, err}
+		}()
+	}
+
+	token := req.Params.GetProgressToken()
+	until := e.ExpiresAt
+	var progress <-chan time.Time
+	if token != nil {
+		t := time.NewTicker(s.opts.ProgressInterval)
+		defer t.Stop()
+		progress = t.C
+	} else if limit := time.Now().Add(s.opts.PushWait); limit.Before(until) {
+		until = limit
+	}
+	budget := time.NewTimer(time.Until(until))
+	defer budget.Stop()
+
+	for step := 1; ; {
+		cur, err := s.opts.Store.Get(ctx, e.ID)
+		if err != nil {
+			return nil, s.unavailable(ctx, err)
+		}
+		if cur.State.Terminal() {
+			return s.outcome(cur, label), nil
+		}
+		select {
+		case a := <-answers:
+			answers = nil
+			if err := s.recordAnswer(ctx, e.ID, a); err != nil {
+				return nil, s.unavailable(ctx, err)
+			}
+		case <-wake:
+		case <-progress:
+			err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
+				ProgressToken: token, Progress: float64(step),
+				Message: "Waiting for you to finish in the browser: " + state.ElicitationURL(s.opts.PublicURL, e.ID),
+			})
+			if err != nil {
+				s.log.InfoContext(ctx, "progress notification not sent", "elicitation_id", e.ID, "err", err)
+			}
+			step++
+		case <-budget.C:
+			if answers != nil {
+				if _, err := s.opts.Store.Apply(ctx, e.ID, state.NoAnswer, state.ActorSystem,
+					"the client did not answer elicitation/create in time"); err != nil {
+					return nil, s.unavailable(ctx, err)
+				}
+			}
+			cur, err := s.opts.Store.Get(ctx, e.ID)
+			if err != nil {
+				return nil, s.unavailable(ctx, err)
+			}
+			return s.outcome(cur, label), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// recordAnswer records the client's answer to elicitation/create as the state table says.
+func (s *Server) recordAnswer(ctx context.Context, id string, a clientAnswer) error {
+	var (
+		ev     state.Event
+		actor  = state.ActorClient
+		reason string
+	)
+	switch {
+	case a.err != nil:
+		if ctx.Err() != nil {
+			return nil // the tool call ended; that is not the client's answer
+		}
+		ev, actor, reason = state.NoAnswer, state.ActorSystem, "elicitation/create failed: "+a.err.Error()
+	case a.res.Action == "accept":
+		ev, reason = state.ClientAccept, "accepted in the client (consent, not success)"
+	case a.res.Action == "decline":
+		ev, reason = state.ClientDecline, "declined in the client"
+	default:
+		ev, reason = state.ClientCancel, "cancelled in the client"
+	}
+	_, err := s.opts.Store.Apply(ctx, id, ev, actor, reason)
+	return err
+}

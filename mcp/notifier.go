@@ -1,0 +1,171 @@
+package mcp
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/urlflow/urlflow/state"
+)
+
+// Delivery timing.
+const (
+	deliveryTimeout    = 5 * time.Second
+	deliveryMinBackoff = 250 * time.Millisecond
+	deliveryMaxBackoff = 30 * time.Second
+	// streamSettle is how long after a GET arrives the notifier retries, so that the SDK
+	// has registered the new stream by then.
+	streamSettle = 200 * time.Millisecond
+)
+
+// notifier writes notifications/elicitation/complete to the originating session when a
+// flow has ended. It works from the record, not from the event: an elicitation is owed a
+// notification while it is in its session's undelivered set, and the notifier retries with
+// backoff while the session lives here, re-checking whenever the event subscription or the
+// session's stream (re)connects. Before writing it checks that the session's user is the
+// elicitation's user; it never writes to any other session.
+type notifier struct {
+	store    *state.Store
+	sessions *sessionRegistry
+	log      *slog.Logger
+
+	mu       sync.Mutex
+	ctx      context.Context
+	inflight map[string]chan struct{} // elicitation ID → wakes its delivery loop
+}
+
+func newNotifier(store *state.Store, sessions *sessionRegistry, log *slog.Logger) *notifier {
+	return &notifier{store: store, sessions: sessions, log: log, ctx: context.Background(), inflight: map[string]chan struct{}{}}
+}
+
+// start sets the context that bounds every delivery.
+func (n *notifier) start(ctx context.Context) {
+	n.mu.Lock()
+	n.ctx = ctx
+	n.mu.Unlock()
+}
+
+// onNotice reacts to a state change or requeue of a flow whose session is held here.
+func (n *notifier) onNotice(_ context.Context, notice state.Notice) {
+	if notice.SessionID == "" || !notice.State.Terminal() || notice.What == state.NoticeDelivery {
+		return
+	}
+	if _, ok := n.sessions.get(notice.SessionID); ok {
+		n.deliver(notice.ID)
+	}
+}
+
+// recheckAll looks for owed notifications of every session held here: after the event
+// subscription (re)connects, notices may have been missed.
+func (n *notifier) recheckAll(ctx context.Context) {
+	for id, ls := range n.sessions.snapshot() {
+		n.recheck(ctx, id, ls)
+	}
+}
+
+// streamOpened is called when the client of session id (re)opens its stream.
+func (n *notifier) streamOpened(id string) {
+	ls, ok := n.sessions.get(id)
+	if !ok {
+		return
+	}
+	time.AfterFunc(streamSettle, func() { n.recheck(n.context(), id, ls) })
+}
+
+func (n *notifier) recheck(ctx context.Context, sessionID string, ls *liveSession) {
+	ids, err := n.store.Undelivered(ctx, ls.user, sessionID)
+	if err != nil {
+		n.log.WarnContext(ctx, "owed notifications not checked", "session", sessionID, "err", err)
+		return
+	}
+	for _, id := range ids {
+		n.deliver(id)
+	}
+}
+
+func (n *notifier) context() context.Context {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ctx
+}
+
+// deliver starts the delivery loop of elicitation id, or wakes it if it is waiting.
+func (n *notifier) deliver(id string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if wake, ok := n.inflight[id]; ok {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	wake := make(chan struct{}, 1)
+	n.inflight[id] = wake
+	go n.deliveryLoop(n.ctx, id, wake)
+}
+
+func (n *notifier) deliveryLoop(ctx context.Context, id string, wake chan struct{}) {
+	defer func() {
+		n.mu.Lock()
+		delete(n.inflight, id)
+		n.mu.Unlock()
+	}()
+	backoff := deliveryMinBackoff
+	for ctx.Err() == nil {
+		if done := n.attempt(ctx, id); done {
+			return
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+		backoff = min(backoff*2, deliveryMaxBackoff)
+	}
+}
+
+// attempt makes one delivery attempt and reports whether the loop is done: written, no
+// longer owed, or its session is gone.
+func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
+	e, err := n.store.Get(ctx, id)
+	if err != nil {
+		n.log.WarnContext(ctx, "notification not attempted", "elicitation_id", id, "err", err)
+		return false
+	}
+	ls, ok := n.sessions.get(e.SessionID)
+	if !ok || !e.State.Terminal() {
+		return true
+	}
+	if ls.user != e.User {
+		n.log.WarnContext(ctx, "session user differs from elicitation user; notification withheld",
+			"elicitation_id", id, "session", e.SessionID)
+		return true
+	}
+	owed, err := n.store.IsUndelivered(ctx, e.User, e.SessionID, id)
+	if err != nil {
+		n.log.WarnContext(ctx, "notification not attempted", "elicitation_id", id, "err", err)
+		return false
+	}
+	if !owed {
+		return true
+	}
+	sendCtx, cancel := context.WithTimeout(ctx, deliveryTimeout)
+	sendErr := ls.ss.NotifyElicitationComplete(sendCtx, &sdk.ElicitationCompleteParams{ElicitationID: id})
+	cancel()
+	if _, err := n.store.RecordDelivery(ctx, id, sendErr); err != nil {
+		n.log.WarnContext(ctx, "delivery not recorded", "elicitation_id", id, "err", err)
+	}
+	if sendErr != nil {
+		n.log.InfoContext(ctx, "completion notification not written; will retry", "elicitation_id", id,
+			"session", e.SessionID, "attempt", e.Delivery.Attempts+1, "err", sendErr)
+		return false
+	}
+	n.log.InfoContext(ctx, "completion notification written", "elicitation_id", id, "session", e.SessionID, "state", e.State)
+	return true
+}

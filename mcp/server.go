@@ -1,0 +1,155 @@
+// Package mcp is urlflow's MCP server, built on the official Go SDK: the tools, the ways a
+// tool asks for a secret in protocol 2025-11-25 (push, −32042 error, and the plain-result
+// fallback for clients without URL mode), and the notifier that tells the originating
+// session when a flow has ended.
+//
+// The one idea to hold: an accept is consent, never success. A tool that needs a
+// credential reads the credential store; it never takes a client's answer for the outcome.
+package mcp
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/urlflow/urlflow/slots"
+	"github.com/urlflow/urlflow/state"
+)
+
+// Style is how a tool asks a 2025-11-25 client with URL mode for a secret.
+type Style string
+
+// The elicitation styles.
+const (
+	// StylePush sends elicitation/create and waits, bounded, for the flow to end.
+	StylePush Style = "push"
+	// StyleError answers −32042 (URL elicitation required); the client retries after the
+	// completion notification.
+	StyleError Style = "error"
+)
+
+// Defaults of Options.
+const (
+	DefaultPushWait         = 50 * time.Second
+	DefaultProgressInterval = 15 * time.Second
+	// sessionIdleTimeout closes an MCP session that sends no request for this long.
+	sessionIdleTimeout = time.Hour
+)
+
+// Options configure a Server.
+type Options struct {
+	Store *state.Store
+	Hub   *state.Hub
+	Slots *slots.Catalog
+	// PublicURL starts every elicitation URL.
+	PublicURL *url.URL
+	Style     Style
+	// TTL is the deadline of a new elicitation.
+	TTL time.Duration
+	// Replica names this process in elicitation records.
+	Replica string
+	// Version is urlflow's version, reported to clients.
+	Version string
+	// PushWait bounds a push-style wait when the call carries no progress token
+	// (DefaultPushWait if zero). With a progress token the wait lasts until the deadline.
+	PushWait time.Duration
+	// ProgressInterval is the time between progress notifications during a push-style
+	// wait (DefaultProgressInterval if zero).
+	ProgressInterval time.Duration
+	Logger           *slog.Logger
+}
+
+// Server is urlflow's MCP server.
+type Server struct {
+	opts     Options
+	sdk      *sdk.Server
+	handler  *sdk.StreamableHTTPHandler
+	sessions *sessionRegistry
+	notifier *notifier
+	log      *slog.Logger
+}
+
+// New returns a Server with every tool registered. Run must be called for completion
+// notifications to flow.
+func New(opts Options) *Server {
+	if opts.PushWait <= 0 {
+		opts.PushWait = DefaultPushWait
+	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = DefaultProgressInterval
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{opts: opts, log: log}
+	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "urlflow", Title: "urlflow", Version: opts.Version}, &sdk.ServerOptions{
+		Instructions: instructions,
+		Logger:       log,
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+	})
+	s.sessions = newSessionRegistry(opts.Store, opts.Replica, log)
+	s.notifier = newNotifier(opts.Store, s.sessions, log)
+	opts.Hub.OnNotice(s.notifier.onNotice)
+	opts.Hub.OnConnect(s.notifier.recheckAll)
+	s.sdk.AddReceivingMiddleware(s.trackSessions)
+	s.addTools()
+	s.handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk },
+		&sdk.StreamableHTTPOptions{Logger: log, SessionTimeout: sessionIdleTimeout})
+	return s
+}
+
+const instructions = `urlflow collects secrets (API keys, tokens) from the user in their own browser, so that ` +
+	`no secret passes through this conversation. Call set_secret to ask for one; the user gets a link ` +
+	`to open. Tools never return secret values. Use elicitation_status to check on a request and ` +
+	`cancel_elicitation to withdraw one.`
+
+// Handler returns the MCP endpoint (streamable HTTP, stateful sessions). It expects a
+// bearer token verified by the caller (auth.RequireBearerToken).
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+				// The client (re)opened its stream: what could not be written before can be now.
+				s.notifier.streamOpened(id)
+			}
+		}
+		s.handler.ServeHTTP(w, r)
+	})
+}
+
+// Run keeps the session registry fresh and lets the notifier work until ctx ends. Start
+// it before the hub (state.Hub.Run), whose first connection triggers a re-check.
+func (s *Server) Run(ctx context.Context) {
+	s.notifier.start(ctx)
+	s.sessions.run(ctx)
+}
+
+// trackSessions registers each session at initialize with its user (from the verified
+// token of the initialize request) and the client's self-description.
+func (s *Server) trackSessions(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "initialize" || err != nil {
+			return res, err
+		}
+		ss, ok := req.GetSession().(*sdk.ServerSession)
+		if !ok || ss.ID() == "" {
+			return res, err
+		}
+		user, ok := userOf(req.GetExtra())
+		if !ok {
+			return res, err
+		}
+		var client state.ClientInfo
+		if p, ok := req.GetParams().(*sdk.InitializeParams); ok && p.ClientInfo != nil {
+			client = state.ClientInfo{Name: p.ClientInfo.Name, Title: p.ClientInfo.Title, Version: p.ClientInfo.Version}
+		}
+		s.sessions.add(ctx, ss, user, client)
+		return res, err
+	}
+}

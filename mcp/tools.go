@@ -1,0 +1,217 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/urlflow/urlflow/state"
+)
+
+// maxStatusWait bounds the wait of elicitation_status.
+const maxStatusWait = 60
+
+func (s *Server) addTools() {
+	sdk.AddTool(s.sdk, &sdk.Tool{
+		Name:  "set_secret",
+		Title: "Store a secret",
+		Description: "Ask the user to enter a secret (such as an API key) in their own browser and store it " +
+			"encrypted in urlflow. The secret never passes through this conversation; the result only says " +
+			"whether it is stored. If it is already stored, nothing is asked unless replace is true.",
+	}, s.setSecret)
+	sdk.AddTool(s.sdk, &sdk.Tool{
+		Name:  "elicitation_status",
+		Title: "Check a request",
+		Description: "Return the state of one of your elicitations (pending, consented, in_progress, complete, " +
+			"failed, unknown, declined, cancelled, expired) with its history. With waitSeconds (at most 60) " +
+			"it waits that long for the elicitation to end.",
+	}, s.elicitationStatus)
+	sdk.AddTool(s.sdk, &sdk.Tool{
+		Name:  "cancel_elicitation",
+		Title: "Withdraw a request",
+		Description: "Cancel one of your elicitations that is still running. Its link stops working and " +
+			"nothing is stored. An elicitation that has already ended is left as it is.",
+	}, s.cancelElicitation)
+}
+
+type setSecretArgs struct {
+	Name    string `json:"name" jsonschema:"the secret to store, by its slot name (for example demo_api_key)"`
+	Replace bool   `json:"replace,omitempty" jsonschema:"true to replace a secret that is already stored"`
+}
+
+var errNoUser = errors.New("this request carries no verified user; sign in to urlflow and try again")
+
+func (s *Server) setSecret(ctx context.Context, req *sdk.CallToolRequest, args setSecretArgs) (*sdk.CallToolResult, any, error) {
+	user, ok := userOf(req.Extra)
+	if !ok {
+		return nil, nil, errNoUser
+	}
+	slot, ok := s.opts.Slots.Lookup(args.Name)
+	if !ok {
+		return nil, nil, fmt.Errorf("there is no secret named %q; the secrets urlflow can store are: %s",
+			args.Name, strings.Join(s.opts.Slots.Names(), ", "))
+	}
+	if !args.Replace {
+		switch _, err := s.opts.Store.Credential(ctx, user, slot.Name); {
+		case err == nil:
+			return alreadyStored(slot.Label, slot.Name), nil, nil
+		case !errors.Is(err, state.ErrNotFound):
+			return nil, nil, s.unavailable(ctx, err)
+		}
+	}
+	purpose := "Enter your " + slot.Label + " so that urlflow can use it for you."
+	if args.Replace {
+		purpose = "Enter a new " + slot.Label + " to replace the one urlflow keeps for you."
+	}
+	e, err := s.openElicitation(ctx, req, user, state.KindSecret, slot.Name, purpose, args.Replace)
+	if err != nil {
+		return nil, nil, s.unavailable(ctx, err)
+	}
+	res, err := s.obtain(ctx, req, e, slot.Label)
+	if res != nil || err != nil {
+		return res, nil, err
+	}
+	return stored(slot.Label, slot.Name, e.ID), nil, nil
+}
+
+// errUnavailable is what a tool says when urlflow's store fails.
+var errUnavailable = errors.New("urlflow could not reach its store; nothing was changed, please try again in a moment")
+
+// unavailable logs err and returns errUnavailable: the detail (addresses, Redis messages)
+// stays in the log.
+func (s *Server) unavailable(ctx context.Context, err error) error {
+	s.log.ErrorContext(ctx, "tool failed", "err", err)
+	return errUnavailable
+}
+
+// openElicitation reuses the running elicitation of the same user, kind, target and
+// session, or creates one.
+func (s *Server) openElicitation(ctx context.Context, req *sdk.CallToolRequest, user state.User, kind state.Kind, target, purpose string, replace bool) (*state.Elicitation, error) {
+	sessionID := req.Session.ID()
+	e, err := s.opts.Store.OpenFor(ctx, user, kind, target, sessionID)
+	if err == nil {
+		return e, nil
+	}
+	if !errors.Is(err, state.ErrNotFound) {
+		return nil, err
+	}
+	var client state.ClientInfo
+	if ls, ok := s.sessions.get(sessionID); ok {
+		client = ls.client
+	}
+	return s.opts.Store.Create(ctx, state.NewElicitation{
+		User: user, Kind: kind, Target: target, Purpose: purpose, Replace: replace,
+		Client: client, SessionID: sessionID, Replica: s.opts.Replica, TTL: s.opts.TTL,
+	})
+}
+
+type elicitationArgs struct {
+	ElicitationID string `json:"elicitationId" jsonschema:"the ID of the elicitation"`
+}
+
+type statusArgs struct {
+	ElicitationID string `json:"elicitationId" jsonschema:"the ID of the elicitation"`
+	WaitSeconds   int    `json:"waitSeconds,omitempty" jsonschema:"wait up to this many seconds (at most 60) for the elicitation to end"`
+}
+
+// ownElicitation returns elicitation id if it belongs to the request's user, and
+// state.ErrNotFound for anything else.
+func (s *Server) ownElicitation(ctx context.Context, req *sdk.CallToolRequest, id string) (*state.Elicitation, state.User, error) {
+	user, ok := userOf(req.Extra)
+	if !ok {
+		return nil, user, errNoUser
+	}
+	e, err := s.opts.Store.Get(ctx, id)
+	if err != nil {
+		return nil, user, err
+	}
+	if e.User != user {
+		return nil, user, state.ErrNotFound
+	}
+	return e, user, nil
+}
+
+func (s *Server) elicitationStatus(ctx context.Context, req *sdk.CallToolRequest, args statusArgs) (*sdk.CallToolResult, any, error) {
+	wake, stop := s.opts.Hub.Wait(args.ElicitationID)
+	defer stop()
+	e, _, err := s.ownElicitation(ctx, req, args.ElicitationID)
+	if errors.Is(err, state.ErrNotFound) {
+		return unknownElicitation(args.ElicitationID), nil, nil
+	}
+	if err != nil {
+		return nil, nil, s.unavailable(ctx, err)
+	}
+	wait := time.Duration(min(max(args.WaitSeconds, 0), maxStatusWait)) * time.Second
+	if wait > 0 && !e.State.Terminal() {
+		if e, err = s.waitForEnd(ctx, e, wake, time.Now().Add(wait)); err != nil {
+			return nil, nil, err
+		}
+	}
+	return s.statusResult(ctx, e, false)
+}
+
+// waitForEnd waits until e has ended or until, re-reading it on every wake-up.
+func (s *Server) waitForEnd(ctx context.Context, e *state.Elicitation, wake <-chan state.Notice, until time.Time) (*state.Elicitation, error) {
+	timer := time.NewTimer(time.Until(until))
+	defer timer.Stop()
+	for !e.State.Terminal() {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+			return e, nil
+		case <-wake:
+		}
+		var err error
+		if e, err = s.opts.Store.Get(ctx, e.ID); err != nil {
+			return nil, s.unavailable(ctx, err)
+		}
+	}
+	return e, nil
+}
+
+func (s *Server) cancelElicitation(ctx context.Context, req *sdk.CallToolRequest, args elicitationArgs) (*sdk.CallToolResult, any, error) {
+	e, _, err := s.ownElicitation(ctx, req, args.ElicitationID)
+	if errors.Is(err, state.ErrNotFound) {
+		return unknownElicitation(args.ElicitationID), nil, nil
+	}
+	if err != nil {
+		return nil, nil, s.unavailable(ctx, err)
+	}
+	change, err := s.opts.Store.Apply(ctx, e.ID, state.CancelRequested, state.ActorClient, "cancelled with cancel_elicitation")
+	if err != nil {
+		return nil, nil, s.unavailable(ctx, err)
+	}
+	return s.statusResult(ctx, change.Elicitation, !change.Changed())
+}
+
+// statusResult returns e's public view with its history. notCancelled marks a cancel that
+// found the flow already ended.
+func (s *Server) statusResult(ctx context.Context, e *state.Elicitation, notCancelled bool) (*sdk.CallToolResult, any, error) {
+	history, err := s.opts.Store.History(ctx, e.ID)
+	if err != nil {
+		return nil, nil, s.unavailable(ctx, err)
+	}
+	view := e.View(state.ElicitationURL(s.opts.PublicURL, e.ID), history)
+	text := describe(e, s.label(e), view.URL)
+	if notCancelled {
+		text = "Nothing was cancelled: this request had already ended. " + text
+	}
+	return &sdk.CallToolResult{
+		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
+		StructuredContent: view,
+		IsError:           notCancelled,
+	}, nil, nil
+}
+
+// label is how people call e's target.
+func (s *Server) label(e *state.Elicitation) string {
+	if slot, ok := s.opts.Slots.Lookup(e.Target); ok {
+		return slot.Label
+	}
+	return e.Target
+}

@@ -1,0 +1,62 @@
+package oauth
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/urlflow/urlflow/state"
+)
+
+// ErrInvalidToken is wrapped by every verification failure. It wraps the MCP SDK's
+// auth.ErrInvalidToken, so the SDK answers 401 with WWW-Authenticate.
+var ErrInvalidToken = auth.ErrInvalidToken
+
+// Identity is what a verified bearer token says.
+type Identity struct {
+	User   state.User
+	Expiry time.Time
+	Scopes []string
+}
+
+// A Verifier verifies bearer tokens.
+type Verifier interface {
+	// Verify returns the identity of token, or an error wrapping ErrInvalidToken. The error
+	// text never contains the token.
+	Verify(ctx context.Context, token string) (Identity, error)
+}
+
+const userExtraKey = "urlflow.user"
+
+// TokenInfo converts id for the MCP SDK. Its UserID holds issuer and subject, which the SDK
+// compares across the requests of a session.
+func TokenInfo(id Identity) *auth.TokenInfo {
+	return &auth.TokenInfo{
+		UserID:     id.User.ID(),
+		Scopes:     id.Scopes,
+		Expiration: id.Expiry,
+		Extra:      map[string]any{userExtraKey: id.User},
+	}
+}
+
+// UserOf returns the user of a TokenInfo made by TokenInfo.
+func UserOf(ti *auth.TokenInfo) (state.User, bool) {
+	if ti == nil {
+		return state.User{}, false
+	}
+	u, ok := ti.Extra[userExtraKey].(state.User)
+	return u, ok && !u.IsZero()
+}
+
+// SDKVerifier adapts v to the MCP SDK's auth.TokenVerifier.
+func SDKVerifier(v Verifier) auth.TokenVerifier {
+	return func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		id, err := v.Verify(ctx, token)
+		if err != nil {
+			return nil, err
+		}
+		return TokenInfo(id), nil
+	}
+}

@@ -1,0 +1,179 @@
+// Package slots describes the secrets urlflow collects. A Slot names one secret a user can
+// store (for example an API key), says how to present it to people, and holds the rules a
+// value must meet before urlflow accepts it. Slots come from the configuration file and
+// are checked once, at start, with every problem named.
+package slots
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/urlflow/urlflow/state"
+)
+
+// DefaultMaxLength bounds a secret whose slot sets no max_length.
+const DefaultMaxLength = 4096
+
+var namePattern = regexp.MustCompile(`^[a-z0-9_]+$`)
+
+// Slot is one kind of secret a user can store.
+type Slot struct {
+	// Name identifies the slot in tools and configuration: [a-z0-9_]+.
+	Name string `yaml:"name"`
+	// Label is how people call the secret ("Demo API key").
+	Label string `yaml:"label"`
+	// Description tells the user where to find the secret or what it unlocks.
+	Description string `yaml:"description"`
+	// Validation holds the rules a value must meet.
+	Validation Validation `yaml:"validation"`
+}
+
+// Validation is what a value must look like. A value that breaks a rule is refused with a
+// message naming the rule, never the value.
+type Validation struct {
+	// MinLength and MaxLength bound the length in characters; MaxLength defaults to
+	// DefaultMaxLength.
+	MinLength int `yaml:"min_length"`
+	MaxLength int `yaml:"max_length"`
+	// Pattern is a regular expression (Go syntax, RE2) the whole value must match.
+	Pattern string `yaml:"pattern"`
+	// PatternHint describes the pattern in words for the form ("starts with demo_").
+	PatternHint string `yaml:"pattern_hint"`
+
+	pattern *regexp.Regexp
+}
+
+// prepare checks the slot's definition and compiles its pattern. It returns every problem.
+func (s *Slot) prepare() []error {
+	var errs []error
+	name := s.Name
+	if name == "" {
+		name = "(no name)"
+	}
+	problem := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("secret slot %s: "+format, append([]any{name}, args...)...))
+	}
+	if !namePattern.MatchString(s.Name) {
+		problem("name must match [a-z0-9_]+")
+	}
+	if s.Label == "" {
+		problem("label is required")
+	}
+	v := &s.Validation
+	if v.MaxLength == 0 {
+		v.MaxLength = DefaultMaxLength
+	}
+	if v.MinLength < 0 || v.MaxLength < 0 {
+		problem("min_length and max_length cannot be negative")
+	}
+	if v.MaxLength > DefaultMaxLength {
+		problem("max_length cannot exceed %d", DefaultMaxLength)
+	}
+	if v.MinLength > v.MaxLength {
+		problem("min_length %d exceeds max_length %d", v.MinLength, v.MaxLength)
+	}
+	if v.Pattern != "" {
+		re, err := regexp.Compile(`^(?:` + v.Pattern + `)$`)
+		if err != nil {
+			problem("pattern does not compile: %v", err)
+		}
+		v.pattern = re
+	}
+	return errs
+}
+
+// InvalidValueError is the error of Slot.Validate. Rule says, in a sentence for the user,
+// which rule the value broke; it never contains the value.
+type InvalidValueError struct {
+	Rule string
+}
+
+func (e *InvalidValueError) Error() string { return "invalid value: " + e.Rule }
+
+// Validate checks value against the slot's rules and returns an *InvalidValueError if it
+// breaks one.
+func (s *Slot) Validate(value state.Secret) error {
+	v := value.Reveal()
+	n := utf8.RuneCountInString(v)
+	invalid := func(format string, args ...any) error {
+		return &InvalidValueError{Rule: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case n == 0:
+		return invalid("Enter your %s.", s.Label)
+	case !utf8.ValidString(v):
+		return invalid("The value is not valid text.")
+	case n < s.Validation.MinLength:
+		return invalid("That is too short: it needs at least %d characters.", s.Validation.MinLength)
+	case n > s.Validation.MaxLength:
+		return invalid("That is too long: it can have at most %d characters.", s.Validation.MaxLength)
+	case s.Validation.pattern != nil && !s.Validation.pattern.MatchString(v):
+		if s.Validation.PatternHint != "" {
+			return invalid("That does not look like a %s. %s", s.Label, s.Validation.PatternHint)
+		}
+		return invalid("That does not look like a %s.", s.Label)
+	}
+	return nil
+}
+
+// Rules describes the slot's rules for people, one sentence each.
+func (s *Slot) Rules() []string {
+	var rules []string
+	v := s.Validation
+	switch {
+	case v.MinLength > 0 && v.MaxLength > 0:
+		rules = append(rules, fmt.Sprintf("Between %d and %d characters.", v.MinLength, v.MaxLength))
+	case v.MaxLength > 0:
+		rules = append(rules, fmt.Sprintf("At most %d characters.", v.MaxLength))
+	}
+	if v.PatternHint != "" {
+		rules = append(rules, v.PatternHint)
+	}
+	return rules
+}
+
+// Catalog is the set of configured slots.
+type Catalog struct {
+	slots []*Slot
+}
+
+// NewCatalog checks every slot and returns the catalog, or an error naming every problem.
+func NewCatalog(list []Slot) (*Catalog, error) {
+	c := &Catalog{}
+	var errs []error
+	seen := map[string]bool{}
+	for i := range list {
+		s := list[i]
+		errs = append(errs, s.prepare()...)
+		if seen[s.Name] {
+			errs = append(errs, fmt.Errorf("secret slot %s: defined twice", s.Name))
+		}
+		seen[s.Name] = true
+		c.slots = append(c.slots, &s)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Lookup returns the slot named name.
+func (c *Catalog) Lookup(name string) (*Slot, bool) {
+	i := slices.IndexFunc(c.slots, func(s *Slot) bool { return s.Name == name })
+	if i < 0 {
+		return nil, false
+	}
+	return c.slots[i], true
+}
+
+// Names returns the slot names in configuration order.
+func (c *Catalog) Names() []string {
+	names := make([]string, len(c.slots))
+	for i, s := range c.slots {
+		names[i] = s.Name
+	}
+	return names
+}

@@ -1,0 +1,225 @@
+package templates_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/urlflow/urlflow/internal/browsertest"
+	"github.com/urlflow/urlflow/templates"
+)
+
+// csp is the Content-Security-Policy urlflow serves its pages with.
+const csp = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// sample is one page of the gallery: a component with realistic data.
+type sample struct {
+	name string
+	page templ.Component
+}
+
+// samples returns every page component, in the variants worth looking at. Times are
+// relative to now so that expiry texts read naturally.
+func samples() []sample {
+	now := time.Now()
+	signedIn := templates.Page{SignedInAs: "alice", CSRF: "csrf-token-1"}
+	dev := signedIn
+	dev.Dev = true
+	longUser := templates.Page{SignedInAs: "alexandra.konstantinopoulou@research-infrastructure.example.org", CSRF: "csrf-token-2"}
+
+	consent := templates.Consent{
+		ElicitationID:   "el_7Hq2mXc9",
+		ClientName:      "Claude Code",
+		ClientVersion:   "2.1.4",
+		Purpose:         "The weather tool needs your Demo API key to call the forecast service for you.",
+		SlotLabel:       "Demo API key",
+		SlotDescription: "The key from your Demo account settings, under Developer → API keys.",
+		SlotName:        "demo_api_key",
+		ExpiresAt:       now.Add(9*time.Minute + 40*time.Second),
+		CSRF:            "csrf-token-1",
+		ContinueAction:  "/e/el_7Hq2mXc9/continue",
+		DeclineAction:   "/e/el_7Hq2mXc9/decline",
+	}
+	longConsent := consent
+	longConsent.ClientName = "Visual Studio Code — Insiders Edition with the Model Context Protocol Extension Pack for Remote Development"
+	longConsent.ClientVersion = "1.107.0-insider+20251128.a3f9c2e7b1d04f6a"
+	longConsent.Purpose = "To synchronise the invoices of the last quarter between the billing system and the accounting workspace, the sync_invoices tool needs an API key for the production billing API with read access to invoices, customers and payment records in all regions."
+	longConsent.SlotLabel = "Acme production billing API key (EU West)"
+	longConsent.SlotName = "acme_production_billing_api_key_eu_west_read_only"
+	longConsent.SlotDescription = "A read-only key for the EU West region, created in the Acme console under Settings → API access → Keys. Keys for other regions do not work here."
+	longConsent.Replace = true
+	unnamed := consent
+	unnamed.ClientName, unnamed.ClientVersion, unnamed.Purpose = "", "", ""
+
+	form := templates.SecretForm{
+		ElicitationID:   "el_7Hq2mXc9",
+		SlotLabel:       "Demo API key",
+		SlotDescription: "The key from your Demo account settings, under Developer → API keys.",
+		Rules:           []string{"be 32 to 64 characters long", "start with demo_", "contain only letters, digits and underscores"},
+		ExpiresAt:       now.Add(8*time.Minute + 10*time.Second),
+		CSRF:            "csrf-token-1",
+		Action:          "/e/el_7Hq2mXc9/secret",
+		DeclineAction:   "/e/el_7Hq2mXc9/decline",
+	}
+	formError := form
+	formError.Error = "The Demo service did not accept this key (it answered 401 Unauthorized). Check that you copied the whole key."
+
+	return []sample{
+		{"dev-sign-in", templates.DevSignInPage(templates.Page{Dev: true}, templates.DevSignIn{Next: "/e/el_7Hq2mXc9", CSRF: "csrf-token-0"})},
+		{"dev-sign-in-error", templates.DevSignInPage(templates.Page{Dev: true}, templates.DevSignIn{Next: "/e/el_7Hq2mXc9", CSRF: "csrf-token-0", Name: "Alice Smith!", Error: "Use letters, digits, dots, dashes or underscores only."})},
+		{"consent", templates.ConsentPage(signedIn, consent)},
+		{"consent-dev", templates.ConsentPage(dev, consent)},
+		{"consent-long-client", templates.ConsentPage(longUser, longConsent)},
+		{"consent-unnamed-client", templates.ConsentPage(signedIn, unnamed)},
+		{"secret-form", templates.SecretFormPage(signedIn, form)},
+		{"secret-form-error", templates.SecretFormPage(dev, formError)},
+		{"done", templates.DonePage(signedIn, templates.Done{SlotLabel: "Demo API key", ClientName: "Claude Code"})},
+		{"done-unknown-client", templates.DonePage(signedIn, templates.Done{SlotLabel: "Demo API key"})},
+		{"ended-declined", templates.EndedPage(signedIn, templates.Ended{State: "declined", Heading: "You declined this request", Message: "urlflow told the client that you said no. No secret was stored."})},
+		{"ended-nothing-changed", templates.EndedPage(dev, templates.Ended{State: "expired", Heading: "This request has expired", Message: "The link was valid for 10 minutes. Ask your client to start again if you still want to provide the secret.", NothingChanged: true})},
+		{"ended-complete", templates.EndedPage(signedIn, templates.Ended{State: "complete", Heading: "This request is already complete", Message: "Your Demo API key was saved earlier. There is nothing more to do here.", NothingChanged: true})},
+		{"refused", templates.RefusedPage(templates.Page{SignedInAs: "bob", CSRF: "csrf-token-3"}, templates.Refused{SignedInAs: "bob", SignOutAction: "/auth/logout?next=%2Fe%2Fel_7Hq2mXc9", CSRF: "csrf-token-3"})},
+		{"refused-long-name", templates.RefusedPage(longUser, templates.Refused{SignedInAs: longUser.SignedInAs, SignOutAction: "/auth/logout", CSRF: "csrf-token-2"})},
+		{"problem", templates.ProblemPage(templates.Page{}, templates.Problem{Status: http.StatusNotFound, Heading: "This link does not work", Message: "There is no request at this address. Check that you copied the whole link from your client."})},
+		{"problem-dev", templates.ProblemPage(dev, templates.Problem{Status: http.StatusInternalServerError, Heading: "Something went wrong on our side", Message: "urlflow could not reach its storage. Nothing was saved; try again in a minute."})},
+		{"signed-out", templates.SignedOutPage(templates.Page{}, templates.SignedOut{})},
+	}
+}
+
+// render renders a component to a string.
+func render(t *testing.T, c templ.Component) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := c.Render(context.Background(), &buf); err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	return buf.String()
+}
+
+// gallery serves every sample under /gallery/NAME, the stylesheet under /static/ from
+// templates.Static, and everything with urlflow's CSP. A post of the secret form answers,
+// as urlflow does, with the form again and an error, never with the value.
+func gallery(t *testing.T) *httptest.Server {
+	t.Helper()
+	pages := map[string]templ.Component{}
+	for _, s := range samples() {
+		pages[s.name] = s.page
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /static/", http.FileServerFS(templates.Static))
+	mux.HandleFunc("GET /gallery/{name}", func(w http.ResponseWriter, r *http.Request) {
+		page, ok := pages[r.PathValue("name")]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		templ.Handler(page).ServeHTTP(w, r)
+	})
+	mux.HandleFunc("POST /e/el_7Hq2mXc9/secret", func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		v := templates.SecretForm{
+			SlotLabel: "Demo API key", Rules: []string{"start with demo_"},
+			Error: "This does not look like a Demo API key.", CSRF: "csrf-token-1",
+			Action: "/e/el_7Hq2mXc9/secret", DeclineAction: "/e/el_7Hq2mXc9/decline",
+		}
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		templ.Handler(templates.SecretFormPage(templates.Page{SignedInAs: "alice", CSRF: "csrf-token-1"}, v)).ServeHTTP(w, r)
+	})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", csp)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestGallery opens every page in headless Chromium under urlflow's CSP, saves desktop and
+// phone screenshots, and checks what a browser can check best: the stylesheet applies, no
+// CSP violation or console error, every field has a label.
+func TestGallery(t *testing.T) {
+	srv := gallery(t)
+	// One user for all pages: no page here sets a cookie, and a browser context costs
+	// about a second to open.
+	u := browsertest.Start(t).NewUser(t, "gallery")
+	for _, s := range samples() {
+		t.Run(s.name, func(t *testing.T) {
+			u.ClearConsole(t)
+			if status := u.Navigate(t, srv.URL+"/gallery/"+s.name); status != http.StatusOK {
+				t.Fatalf("status %d, want 200", status)
+			}
+			u.Screenshot(t, s.name)
+			u.AssertNoCSPViolations(t)
+			u.AssertNoConsoleErrors(t)
+			if !browsertest.Evaluate[bool](t, u, `getComputedStyle(document.body).display === "flex"`) {
+				t.Error("the stylesheet did not apply")
+			}
+			if title := browsertest.Evaluate[string](t, u, `document.title`); !strings.HasSuffix(title, " · urlflow") {
+				t.Errorf("title %q, want it to end with ' · urlflow'", title)
+			}
+			unlabelled := browsertest.Evaluate[[]string](t, u, `Array.from(document.querySelectorAll("input:not([type=hidden]), select, textarea")).filter(e => e.labels.length === 0).map(e => e.name || e.id || e.outerHTML)`)
+			if len(unlabelled) > 0 {
+				t.Errorf("inputs without a label: %q", unlabelled)
+			}
+			dangling := browsertest.Evaluate[[]string](t, u, `Array.from(document.querySelectorAll("[aria-describedby]")).flatMap(e => e.getAttribute("aria-describedby").split(/\s+/)).filter(id => !document.getElementById(id))`)
+			if len(dangling) > 0 {
+				t.Errorf("aria-describedby names missing ids: %q", dangling)
+			}
+		})
+	}
+}
+
+// TestGalleryDarkScheme saves dark-scheme screenshots of the pages with the most colour.
+func TestGalleryDarkScheme(t *testing.T) {
+	srv := gallery(t)
+	u := browsertest.Start(t).NewUser(t, "gallery-dark")
+	u.SetColorScheme(t, "dark")
+	for _, name := range []string{"consent-dev", "secret-form-error", "refused", "done", "ended-nothing-changed"} {
+		t.Run(name, func(t *testing.T) {
+			u.ClearConsole(t)
+			u.Navigate(t, srv.URL+"/gallery/"+name)
+			if !browsertest.Evaluate[bool](t, u, `matchMedia("(prefers-color-scheme: dark)").matches`) {
+				t.Fatal("dark scheme not emulated")
+			}
+			u.Screenshot(t, name+"-dark")
+			u.AssertNoCSPViolations(t)
+			u.AssertNoConsoleErrors(t)
+		})
+	}
+}
+
+// TestSubmittedSecretIsNeverShownAgain types a secret, submits it, gets the form back with
+// an error, and checks that the value appears nowhere in the new page.
+func TestSubmittedSecretIsNeverShownAgain(t *testing.T) {
+	const secret = "demo_hunter2_must_never_come_back"
+	srv := gallery(t)
+	u := browsertest.Start(t).NewUser(t, "alice")
+	u.Navigate(t, srv.URL+"/gallery/secret-form")
+	u.Fill(t, "#secret", secret)
+	if status := u.Submit(t, `form[action$="/secret"] button[type=submit]`); status != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d after submit, want 422", status)
+	}
+	if got := u.Text(t, "#secret-error"); !strings.Contains(got, "does not look like a Demo API key") {
+		t.Errorf("error text %q", got)
+	}
+	if got := u.Value(t, "#secret"); got != "" {
+		t.Errorf("the secret field holds %q after the error, want it empty", got)
+	}
+	if html := u.HTML(t); strings.Contains(html, secret) {
+		t.Error("the page after the error contains the submitted secret")
+	}
+	if got := browsertest.Evaluate[string](t, u, `document.getElementById("secret").getAttribute("aria-invalid")`); got != "true" {
+		t.Errorf("aria-invalid=%q, want true", got)
+	}
+	u.Screenshot(t, "secret-form-after-post")
+	u.AssertNoCSPViolations(t)
+}

@@ -1,0 +1,448 @@
+package templates_test
+
+import (
+	"io/fs"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/urlflow/urlflow/templates"
+)
+
+// parse parses a rendered page.
+func parse(t *testing.T, page string) *html.Node {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	return doc
+}
+
+// elements returns every element of the document, in document order.
+func elements(doc *html.Node) []*html.Node {
+	var out []*html.Node
+	for n := range doc.Descendants() {
+		if n.Type == html.ElementNode {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func attr(n *html.Node, name string) (string, bool) {
+	for _, a := range n.Attr {
+		if a.Key == name {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
+// text is the text content of n, with runs of white space collapsed.
+func text(n *html.Node) string {
+	var b strings.Builder
+	for d := range n.Descendants() {
+		if d.Type == html.TextNode {
+			b.WriteString(d.Data)
+		}
+	}
+	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+// visibleText is the page's body text with white space collapsed, for "says X" checks.
+func visibleText(t *testing.T, page string) string {
+	t.Helper()
+	for _, n := range elements(parse(t, page)) {
+		if n.Data == "body" {
+			return text(n)
+		}
+	}
+	t.Fatal("no body")
+	return ""
+}
+
+// TestPagesKeepTheCSPAndAccessibilityRules checks every sample page for what the CSP and
+// the accessibility rules require: no inline style or script, lang set, one h1 and no
+// skipped heading level, every field labelled, buttons as <button>, and a CSRF token in
+// every form.
+func TestPagesKeepTheCSPAndAccessibilityRules(t *testing.T) {
+	for _, s := range samples() {
+		t.Run(s.name, func(t *testing.T) {
+			page := render(t, s.page)
+			doc := parse(t, page)
+			els := elements(doc)
+			ids := map[string]bool{}
+			labelFor := map[string]bool{}
+			for _, n := range els {
+				if id, ok := attr(n, "id"); ok {
+					if ids[id] {
+						t.Errorf("duplicate id %q", id)
+					}
+					ids[id] = true
+				}
+				if f, ok := attr(n, "for"); ok && n.Data == "label" {
+					labelFor[f] = true
+				}
+			}
+			h1s, lastLevel := 0, 0
+			sawStylesheet := false
+			for _, n := range els {
+				switch n.Data {
+				case "script", "style", "iframe", "object", "embed":
+					t.Errorf("<%s> element: the CSP forbids it", n.Data)
+				case "html":
+					if lang, _ := attr(n, "lang"); lang != "en" {
+						t.Errorf(`<html lang=%q>, want "en"`, lang)
+					}
+				case "link":
+					if href, _ := attr(n, "href"); href == "/static/urlflow.css" {
+						sawStylesheet = true
+					}
+				case "h1", "h2", "h3", "h4", "h5", "h6":
+					level := int(n.Data[1] - '0')
+					if level == 1 {
+						h1s++
+					}
+					if level > lastLevel+1 {
+						t.Errorf("<%s> %q follows h%d: heading levels skip", n.Data, text(n), lastLevel)
+					}
+					lastLevel = level
+				case "input":
+					typ, _ := attr(n, "type")
+					if typ == "submit" || typ == "button" || typ == "image" {
+						t.Errorf("<input type=%s>: use <button>", typ)
+					}
+					if typ == "hidden" {
+						continue
+					}
+					id, _ := attr(n, "id")
+					if !labelFor[id] && !insideLabel(n) {
+						t.Errorf("input %v has no <label>", n.Attr)
+					}
+				case "button":
+					if typ, _ := attr(n, "type"); typ != "submit" {
+						t.Errorf("button %q has type %q, want submit (there is no script)", text(n), typ)
+					}
+				case "form":
+					if method, _ := attr(n, "method"); method != "post" {
+						t.Errorf("form method %q, want post", method)
+					}
+					if !hasCSRF(n) {
+						t.Errorf("form to %q posts no csrf token", mustAttr(n, "action"))
+					}
+				}
+				for _, a := range n.Attr {
+					if a.Key == "style" || strings.HasPrefix(a.Key, "on") {
+						t.Errorf("<%s %s=...>: the CSP forbids inline style and script", n.Data, a.Key)
+					}
+					if a.Key == "href" || a.Key == "src" || a.Key == "action" {
+						if strings.Contains(a.Val, "://") || strings.HasPrefix(a.Val, "//") {
+							t.Errorf("<%s %s=%q> points off the site", n.Data, a.Key, a.Val)
+						}
+					}
+					if a.Key == "aria-describedby" {
+						for _, id := range strings.Fields(a.Val) {
+							if !ids[id] {
+								t.Errorf("aria-describedby names %q, which is not on the page", id)
+							}
+						}
+					}
+				}
+			}
+			if h1s != 1 {
+				t.Errorf("%d <h1> elements, want 1", h1s)
+			}
+			if !sawStylesheet {
+				t.Error("no link to /static/urlflow.css")
+			}
+			if title := titleOf(els); !strings.HasSuffix(title, " · urlflow") {
+				t.Errorf("title %q, want it to end with ' · urlflow'", title)
+			}
+		})
+	}
+}
+
+func insideLabel(n *html.Node) bool {
+	for p := n.Parent; p != nil; p = p.Parent {
+		if p.Type == html.ElementNode && p.Data == "label" {
+			return true
+		}
+	}
+	return false
+}
+
+func hasCSRF(form *html.Node) bool {
+	for n := range form.Descendants() {
+		if n.Type == html.ElementNode && n.Data == "input" {
+			name, _ := attr(n, "name")
+			typ, _ := attr(n, "type")
+			value, _ := attr(n, "value")
+			if name == "csrf" && typ == "hidden" && value != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func mustAttr(n *html.Node, name string) string {
+	v, _ := attr(n, name)
+	return v
+}
+
+func titleOf(els []*html.Node) string {
+	for _, n := range els {
+		if n.Data == "title" {
+			return text(n)
+		}
+	}
+	return ""
+}
+
+// secretInput returns the secret field of a rendered page.
+func secretInput(t *testing.T, page string) *html.Node {
+	t.Helper()
+	for _, n := range elements(parse(t, page)) {
+		if name, _ := attr(n, "name"); n.Data == "input" && name == "secret" {
+			return n
+		}
+	}
+	t.Fatal("no input named secret")
+	return nil
+}
+
+func secretForm() templates.SecretForm {
+	return templates.SecretForm{
+		SlotLabel: "Demo API key", Rules: []string{"start with demo_"},
+		CSRF: "tok", Action: "/e/x/secret", DeclineAction: "/e/x/decline",
+		ExpiresAt: time.Now().Add(5 * time.Minute),
+	}
+}
+
+func TestSecretFieldIsAnEmptyPasswordFieldEvenAfterAnError(t *testing.T) {
+	for _, withError := range []bool{false, true} {
+		v := secretForm()
+		if withError {
+			v.Error = "Too short."
+		}
+		page := render(t, templates.SecretFormPage(templates.Page{}, v))
+		in := secretInput(t, page)
+		if value, ok := attr(in, "value"); ok {
+			t.Errorf("error=%v: the secret field has value=%q; a value must never be rendered", withError, value)
+		}
+		if typ, _ := attr(in, "type"); typ != "password" {
+			t.Errorf("error=%v: type=%q, want password", withError, typ)
+		}
+		if ac, _ := attr(in, "autocomplete"); ac != "off" {
+			t.Errorf("error=%v: autocomplete=%q, want off", withError, ac)
+		}
+		describedBy, _ := attr(in, "aria-describedby")
+		invalid, hasInvalid := attr(in, "aria-invalid")
+		if withError {
+			if invalid != "true" {
+				t.Errorf("aria-invalid=%q with an error, want true", invalid)
+			}
+			if describedBy != "secret-error secret-rules" {
+				t.Errorf("aria-describedby=%q, want the error and the rules", describedBy)
+			}
+			if !strings.Contains(visibleText(t, page), "Too short.") {
+				t.Error("the error message is not shown")
+			}
+		} else {
+			if hasInvalid {
+				t.Errorf("aria-invalid=%q without an error", invalid)
+			}
+			if describedBy != "secret-rules" {
+				t.Errorf("aria-describedby=%q, want the rules", describedBy)
+			}
+		}
+	}
+}
+
+func TestSecretFormDeclinesInAFormOfItsOwn(t *testing.T) {
+	page := render(t, templates.SecretFormPage(templates.Page{}, secretForm()))
+	var actions []string
+	for _, n := range elements(parse(t, page)) {
+		if n.Data == "form" {
+			actions = append(actions, mustAttr(n, "action"))
+		}
+	}
+	if strings.Join(actions, " ") != "/e/x/secret /e/x/decline" {
+		t.Errorf("form actions %q, want the secret form and then the decline form", actions)
+	}
+}
+
+func TestConsentLabelsTheClientNameAsSelfReported(t *testing.T) {
+	v := templates.Consent{
+		ClientName: "Claude Code", ClientVersion: "2.1.4", Purpose: "To call the forecast API.",
+		SlotLabel: "Demo API key", SlotDescription: "From your Demo settings.", SlotName: "demo_api_key",
+		ExpiresAt: time.Now().Add(10 * time.Minute), CSRF: "tok",
+		ContinueAction: "/e/x/continue", DeclineAction: "/e/x/decline",
+	}
+	got := visibleText(t, render(t, templates.ConsentPage(templates.Page{}, v)))
+	for _, want := range []string{
+		"Claude Code", "2.1.4", "Self-reported by the client", "To call the forecast API.",
+		"Demo API key", "From your Demo settings.", "demo_api_key", "In about 10 minutes",
+		"never shown to the client or the AI model", "Continue", "Decline",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("consent page does not say %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "already stored") {
+		t.Error("consent page talks about replacing, but Replace is not set")
+	}
+	v.Replace = true
+	if got := visibleText(t, render(t, templates.ConsentPage(templates.Page{}, v))); !strings.Contains(got, "already stored") {
+		t.Error("consent page with Replace does not say that a value is already stored")
+	}
+}
+
+func TestConsentEscapesWhatTheClientSaysAboutItself(t *testing.T) {
+	v := templates.Consent{ClientName: `<script>alert("x")</script>`, Purpose: `<img src=x onerror=alert(1)>`, ContinueAction: "/c", DeclineAction: "/d", CSRF: "tok"}
+	page := render(t, templates.ConsentPage(templates.Page{}, v))
+	if strings.Contains(page, "<script>") || strings.Contains(page, "<img") {
+		t.Errorf("client-supplied text reached the page unescaped:\n%s", page)
+	}
+}
+
+func TestEndedSaysNothingWasChangedOnlyWhenNothingChanged(t *testing.T) {
+	for _, nothingChanged := range []bool{false, true} {
+		v := templates.Ended{State: "expired", Heading: "This request has expired", Message: "Start again.", NothingChanged: nothingChanged}
+		got := visibleText(t, render(t, templates.EndedPage(templates.Page{}, v)))
+		if strings.Contains(got, "Nothing was changed.") != nothingChanged {
+			t.Errorf("NothingChanged=%v, page: %s", nothingChanged, got)
+		}
+		for _, want := range []string{"This request has expired", "Expired", "Start again."} {
+			if !strings.Contains(got, want) {
+				t.Errorf("ended page does not say %q: %s", want, got)
+			}
+		}
+	}
+}
+
+func TestEndedShowsTheStateInWords(t *testing.T) {
+	for state, words := range map[string]string{
+		"complete": "Completed", "declined": "Declined", "cancelled": "Cancelled", "expired": "Expired",
+		"in_progress": "In progress", "unknown": "Unknown", "failed": "Not accepted",
+	} {
+		got := visibleText(t, render(t, templates.EndedPage(templates.Page{}, templates.Ended{State: state})))
+		if !strings.Contains(got, "Status "+words) {
+			t.Errorf("state %s: page does not say %q: %s", state, "Status "+words, got)
+		}
+	}
+}
+
+func TestRefusedExplainsPhishingCalmlyAndOffersSignOut(t *testing.T) {
+	v := templates.Refused{SignedInAs: "bob", SignOutAction: "/auth/logout?next=%2Fe%2Fx", CSRF: "tok"}
+	page := render(t, templates.RefusedPage(templates.Page{}, v))
+	got := visibleText(t, page)
+	for _, want := range []string{"another account", "bob", "phishing", "Nothing was changed.", "recorded this attempt", "Sign out"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("refused page does not say %q: %s", want, got)
+		}
+	}
+	found := false
+	for _, n := range elements(parse(t, page)) {
+		if n.Data == "form" && mustAttr(n, "action") == v.SignOutAction && hasCSRF(n) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no sign-out form posting to %q with a csrf token", v.SignOutAction)
+	}
+}
+
+func TestDoneSendsTheUserBackToTheirClient(t *testing.T) {
+	got := visibleText(t, render(t, templates.DonePage(templates.Page{}, templates.Done{SlotLabel: "Demo API key", ClientName: "Claude Code"})))
+	for _, want := range []string{"Demo API key saved", "Return to Claude Code", "close this tab"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("done page does not say %q: %s", want, got)
+		}
+	}
+	got = visibleText(t, render(t, templates.DonePage(templates.Page{}, templates.Done{SlotLabel: "Demo API key"})))
+	if !strings.Contains(got, "Return to your MCP client") {
+		t.Errorf("done page without a client name: %s", got)
+	}
+}
+
+func TestDevSignInPostsNameNextAndCSRF(t *testing.T) {
+	page := render(t, templates.DevSignInPage(templates.Page{Dev: true}, templates.DevSignIn{Next: "/e/x", CSRF: "tok", Name: "al ice", Error: "No spaces."}))
+	fields := map[string]string{}
+	for _, n := range elements(parse(t, page)) {
+		if n.Data == "form" && mustAttr(n, "action") != "/auth/login" {
+			t.Errorf("form to %q on the sign-in page", mustAttr(n, "action"))
+		}
+		if n.Data == "input" {
+			fields[mustAttr(n, "name")] = mustAttr(n, "value")
+		}
+	}
+	if fields["next"] != "/e/x" || fields["csrf"] != "tok" || fields["name"] != "al ice" {
+		t.Errorf("sign-in fields %q", fields)
+	}
+	if got := visibleText(t, page); !strings.Contains(got, "No spaces.") || !strings.Contains(got, "development") {
+		t.Errorf("sign-in page: %s", got)
+	}
+}
+
+func TestLayoutShowsTheDevelopmentBannerOnlyInDevelopment(t *testing.T) {
+	const banner = "Development server"
+	for _, dev := range []bool{false, true} {
+		got := visibleText(t, render(t, templates.SignedOutPage(templates.Page{Dev: dev}, templates.SignedOut{})))
+		if strings.Contains(got, banner) != dev {
+			t.Errorf("Dev=%v: banner shown=%v", dev, !dev)
+		}
+	}
+}
+
+func TestLayoutOffersSignOutOnlyWhenSignedIn(t *testing.T) {
+	signedOut := render(t, templates.ProblemPage(templates.Page{}, templates.Problem{Status: 404}))
+	if strings.Contains(signedOut, "/auth/logout") {
+		t.Error("signed-out page has a sign-out form")
+	}
+	signedIn := render(t, templates.ProblemPage(templates.Page{SignedInAs: "alice", CSRF: "tok"}, templates.Problem{Status: 404}))
+	found := false
+	for _, n := range elements(parse(t, signedIn)) {
+		if n.Data == "form" && mustAttr(n, "action") == "/auth/logout" && hasCSRF(n) {
+			found = true
+		}
+	}
+	if !found || !strings.Contains(visibleText(t, signedIn), "Signed in as alice") {
+		t.Error("signed-in page has no sign-out form with the csrf token and the user's name")
+	}
+}
+
+func TestTitleDefaultsAndOverrides(t *testing.T) {
+	for _, tc := range []struct {
+		page string
+		want string
+	}{
+		{render(t, templates.SignedOutPage(templates.Page{}, templates.SignedOut{})), "You are signed out · urlflow"},
+		{render(t, templates.SignedOutPage(templates.Page{Title: "Bye"}, templates.SignedOut{})), "Bye · urlflow"},
+		{render(t, templates.ProblemPage(templates.Page{}, templates.Problem{Heading: "Not found"})), "Not found · urlflow"},
+	} {
+		if got := titleOf(elements(parse(t, tc.page))); got != tc.want {
+			t.Errorf("title %q, want %q", got, tc.want)
+		}
+	}
+}
+
+func TestStaticHoldsTheStylesheetWithNothingFromTheNetwork(t *testing.T) {
+	css, err := fs.ReadFile(templates.Static, "static/urlflow.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(css) < 1000 {
+		t.Errorf("urlflow.css is only %d bytes", len(css))
+	}
+	if m := regexp.MustCompile(`@import|url\(\s*["']?(https?:)?//`).Find(css); m != nil {
+		t.Errorf("urlflow.css loads from the network: %q", m)
+	}
+	if _, err := fs.Stat(templates.Static, "static/favicon.svg"); err != nil {
+		t.Errorf("the layout links /static/favicon.svg: %v", err)
+	}
+}

@@ -1,0 +1,163 @@
+package templates
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// titled returns p with fallback as its title when it has none, so that every page has a
+// document title and a heading even when the caller sets neither.
+func titled(p Page, fallback string) Page {
+	if strings.TrimSpace(p.Title) == "" {
+		p.Title = fallback
+	}
+	return p
+}
+
+// documentTitle is the text of <title>: the page's title and the product name.
+func documentTitle(p Page) string {
+	if strings.TrimSpace(p.Title) == "" {
+		return "urlflow"
+	}
+	return p.Title + " · urlflow"
+}
+
+// firstOf returns the first of values that is not blank.
+func firstOf(values ...string) string {
+	for _, v := range values {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// stateWords says an elicitation state the way a person would.
+func stateWords(state string) string {
+	switch state {
+	case "pending":
+		return "Waiting for your client"
+	case "consented":
+		return "Approved in your client"
+	case "in_progress":
+		return "In progress"
+	case "complete":
+		return "Completed"
+	case "declined":
+		return "Declined"
+	case "cancelled":
+		return "Cancelled"
+	case "expired":
+		return "Expired"
+	case "failed":
+		return "Not accepted, can be tried again"
+	case "unknown", "":
+		return "Unknown"
+	}
+	return strings.ReplaceAll(state, "_", " ")
+}
+
+// stateClass is the CSS modifier that colours a state's badge.
+func stateClass(state string) string {
+	switch state {
+	case "complete":
+		return "status status-good"
+	case "expired", "failed":
+		return "status status-warn"
+	case "pending", "consented", "in_progress":
+		return "status status-active"
+	}
+	return "status"
+}
+
+// clientName names the requesting client, or says that it gave no name.
+func clientName(name string) string {
+	if strings.TrimSpace(name) == "" {
+		return "An unnamed client"
+	}
+	return name
+}
+
+// machineTime is the datetime attribute of a <time> element.
+func machineTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// clockTime is an expiry time as people read it, with the date only when it is not within
+// a day. Pages cannot know the reader's time zone (there is no script), so the time is in
+// UTC and expiresIn says how far away it is.
+func clockTime(t, now time.Time) string {
+	if d := t.Sub(now); d > -20*time.Hour && d < 20*time.Hour {
+		return t.UTC().Format("15:04 UTC")
+	}
+	return t.UTC().Format("15:04 UTC, 2 Jan 2006")
+}
+
+// expiresIn says when t comes, rounded, as seen at now: "in about 8 minutes", or
+// "already passed".
+func expiresIn(t, now time.Time) string {
+	d := t.Sub(now)
+	switch {
+	case d <= 0:
+		return "already passed"
+	case d < 90*time.Second:
+		return "in about a minute"
+	case d < 90*time.Minute:
+		return fmt.Sprintf("in about %d minutes", int((d+30*time.Second)/time.Minute))
+	case d < 36*time.Hour:
+		return fmt.Sprintf("in about %d hours", int((d+30*time.Minute)/time.Hour))
+	}
+	return fmt.Sprintf("in about %d days", int((d+12*time.Hour)/(24*time.Hour)))
+}
+
+// secretDescribedBy lists the ids that describe the secret field: the error first, then
+// the rules.
+func secretDescribedBy(v SecretForm) string {
+	var ids []string
+	if v.Error != "" {
+		ids = append(ids, "secret-error")
+	}
+	if len(v.Rules) > 0 {
+		ids = append(ids, "secret-rules")
+	}
+	return strings.Join(ids, " ")
+}
+
+// endedIcon picks the icon of the ended page for a state.
+func endedIcon(state string) string {
+	switch state {
+	case "complete":
+		return "check"
+	case "expired":
+		return "clock"
+	case "declined", "cancelled":
+		return "stop"
+	}
+	return "info"
+}
+
+// endedIconClass colours the ended page's icon for a state.
+func endedIconClass(state string) string {
+	switch state {
+	case "complete":
+		return "hero-icon-good"
+	case "expired", "failed":
+		return "hero-icon-warn"
+	}
+	return "hero-icon-neutral"
+}
+
+// endedNext tells the reader of the ended page what to do now.
+func endedNext(state string) string {
+	if state == "complete" {
+		return "Return to your MCP client to carry on. You can close this tab."
+	}
+	return "To try again, start over from your MCP client. You can close this tab."
+}
+
+// capitalize upper-cases the first letter of an ASCII phrase.
+func capitalize(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}

@@ -1,0 +1,212 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/urlflow/urlflow/state"
+)
+
+// caller is who calls the recovery API: the owner of elicitations, or an operator.
+type caller struct {
+	user     state.User
+	operator bool
+}
+
+func (c caller) actor() state.Actor {
+	if c.operator {
+		return state.ActorOperator
+	}
+	return state.ActorUser
+}
+
+// apiCaller authenticates the bearer token of an API request: an operator token or a user
+// token. Anything else is 401 with the resource metadata, like /mcp.
+func (s *Server) apiCaller(c echo.Context) (caller, error) {
+	token, ok := bearerToken(c.Request())
+	if ok && s.opts.Operators.Is(token) {
+		return caller{operator: true}, nil
+	}
+	if ok {
+		id, err := s.opts.Verifier.Verify(c.Request().Context(), token)
+		if err == nil {
+			return caller{user: id.User}, nil
+		}
+	}
+	c.Response().Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata=%q`, s.resourceMetadataURL()))
+	return caller{}, echo.NewHTTPError(http.StatusUnauthorized, "a valid bearer token is required")
+}
+
+func bearerToken(r *http.Request) (string, bool) {
+	fields := strings.Fields(r.Header.Get("Authorization"))
+	if len(fields) != 2 || !strings.EqualFold(fields[0], "Bearer") {
+		return "", false
+	}
+	return fields[1], true
+}
+
+// unknownElicitation is the answer for anything that is not one of the caller's
+// elicitations: no such ID, another user's, or malformed. It reveals nothing.
+func unknownElicitation(c echo.Context, id string) error {
+	return c.JSON(http.StatusNotFound, map[string]string{"id": id, "state": string(state.Unknown)})
+}
+
+// callerElicitation loads the elicitation named in the path if the caller may see it.
+func (s *Server) callerElicitation(c echo.Context) (caller, *state.Elicitation, error) {
+	who, err := s.apiCaller(c)
+	if err != nil {
+		return who, nil, err
+	}
+	id := c.Param("id")
+	e, err := s.opts.Store.Get(c.Request().Context(), id)
+	if errors.Is(err, state.ErrNotFound) || (err == nil && !who.operator && e.User != who.user) {
+		return who, nil, unknownElicitation(c, id)
+	}
+	return who, e, err
+}
+
+func (s *Server) view(ctx context.Context, e *state.Elicitation) (state.View, error) {
+	history, err := s.opts.Store.History(ctx, e.ID)
+	if err != nil {
+		return state.View{}, err
+	}
+	return e.View(state.ElicitationURL(s.opts.PublicURL, e.ID), history), nil
+}
+
+func (s *Server) answer(c echo.Context, status int, e *state.Elicitation) error {
+	v, err := s.view(c.Request().Context(), e)
+	if err != nil {
+		return err
+	}
+	return c.JSON(status, v)
+}
+
+// apiStatus is GET /api/v1/elicitations/{id}.
+func (s *Server) apiStatus(c echo.Context) error {
+	_, e, err := s.callerElicitation(c)
+	if e == nil {
+		return err
+	}
+	return s.answer(c, http.StatusOK, e)
+}
+
+// apiCancel is POST /api/v1/elicitations/{id}/cancel: 200 and cancelled from a running
+// state, 409 with the current state from an ended one.
+func (s *Server) apiCancel(c echo.Context) error {
+	who, e, err := s.callerElicitation(c)
+	if e == nil {
+		return err
+	}
+	change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.CancelRequested, who.actor(), "cancel requested through the API")
+	if err != nil {
+		return err
+	}
+	if !change.Changed() {
+		return s.answer(c, http.StatusConflict, change.Elicitation)
+	}
+	return s.answer(c, http.StatusOK, change.Elicitation)
+}
+
+// retryRequest is the optional body of the retry endpoint.
+type retryRequest struct {
+	// New asks for a new attempt of a flow that ended without success.
+	New bool `json:"new"`
+}
+
+// deliveryWait bounds how long a retry waits to report the re-sent notification's fate.
+const deliveryWait = 5 * time.Second
+
+// apiRetry is POST /api/v1/elicitations/{id}/retry. A running flow answers 200 with its URL
+// to open again. An ended flow has its completion notification sent again to the
+// originating session while that lives (200 with the delivery record). With {"new": true},
+// a flow that ended without success gets a new attempt, linked both ways (201).
+func (s *Server) apiRetry(c echo.Context) error {
+	var req retryRequest
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	if len(strings.TrimSpace(string(body))) > 0 {
+		if err := json.Unmarshal(body, &req); err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, `the body must be empty or JSON like {"new": true}`)
+		}
+	}
+	who, e, err := s.callerElicitation(c)
+	if e == nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	switch {
+	case !e.State.Terminal():
+		return s.answer(c, http.StatusOK, e)
+	case req.New && e.State != state.Complete:
+		next, err := s.opts.Store.Retry(ctx, e.ID, who.actor(), s.opts.TTL)
+		if errors.Is(err, state.ErrConflict) {
+			return s.conflict(c, e, "this request was already retried as "+e.RetriedBy)
+		}
+		if err != nil {
+			return err
+		}
+		c.Response().Header().Set(echo.HeaderLocation, "/api/v1/elicitations/"+next.ID)
+		return s.answer(c, http.StatusCreated, next)
+	case req.New:
+		return s.conflict(c, e, "this request is complete: there is nothing to try again")
+	}
+	return s.resend(c, who, e)
+}
+
+// resend asks the replica holding e's session to send its completion notification again,
+// and waits briefly for the attempt so that the answer carries its outcome.
+func (s *Server) resend(c echo.Context, who caller, e *state.Elicitation) error {
+	ctx := c.Request().Context()
+	if e.SessionID == "" {
+		return s.conflict(c, e, "this request has no client session to notify")
+	}
+	if _, err := s.opts.Store.LiveMCPSession(ctx, e.SessionID); errors.Is(err, state.ErrNotFound) {
+		return s.conflict(c, e, "the client session that started this request has ended; the result stays here")
+	} else if err != nil {
+		return err
+	}
+	wake, stop := s.opts.Hub.Wait(e.ID)
+	defer stop()
+	before := e.Delivery.Attempts
+	e, err := s.opts.Store.Requeue(ctx, e.ID, who.actor())
+	if err != nil {
+		return err
+	}
+	deadline := time.NewTimer(deliveryWait)
+	defer deadline.Stop()
+	for e.Delivery.Attempts == before {
+		select {
+		case <-wake:
+		case <-deadline.C:
+			return s.answer(c, http.StatusOK, e)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if e, err = s.opts.Store.Get(ctx, e.ID); err != nil {
+			return err
+		}
+	}
+	return s.answer(c, http.StatusOK, e)
+}
+
+// conflict answers 409 with the elicitation and what stands in the way.
+func (s *Server) conflict(c echo.Context, e *state.Elicitation, why string) error {
+	v, err := s.view(c.Request().Context(), e)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusConflict, struct {
+		Error string `json:"error"`
+		state.View
+	}{why, v})
+}

@@ -1,0 +1,170 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/urlflow/urlflow/templates"
+)
+
+// Body limits. A secret form holds one field of at most a few KiB; the API takes tiny JSON.
+const (
+	formBodyLimit = 64 << 10
+	apiBodyLimit  = 16 << 10
+)
+
+// contentSecurityPolicy allows nothing but urlflow's own stylesheet and images and forms
+// that post to urlflow: no script, no inline style, no framing.
+const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+func securityHeaders(https bool) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			h := c.Response().Header()
+			h.Set("Content-Security-Policy", contentSecurityPolicy)
+			h.Set("X-Frame-Options", "DENY")
+			h.Set("X-Content-Type-Options", "nosniff")
+			h.Set("Referrer-Policy", "no-referrer")
+			h.Set("Cross-Origin-Opener-Policy", "same-origin")
+			h.Set("Cross-Origin-Resource-Policy", "same-origin")
+			h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()")
+			if !strings.HasPrefix(c.Request().URL.Path, "/static/") {
+				h.Set("Cache-Control", "no-store")
+			}
+			if https {
+				h.Set("Strict-Transport-Security", "max-age=63072000")
+			}
+			return next(c)
+		}
+	}
+}
+
+// loopbackHostOnly refuses requests whose Host is not a loopback name, so that a web page
+// cannot reach a development server through DNS rebinding.
+func loopbackHostOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !isLoopbackHost(c.Request().Host) {
+			return echo.NewHTTPError(http.StatusMisdirectedRequest,
+				"this development server answers only to a loopback host name (127.0.0.1, [::1] or localhost)")
+		}
+		return next(c)
+	}
+}
+
+func isLoopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// limitBody refuses bodies over n bytes with 413, without reading them whole.
+func limitBody(n int64) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if r.ContentLength > n {
+				return errBodyTooLarge
+			}
+			r.Body = http.MaxBytesReader(c.Response(), r.Body, n)
+			return next(c)
+		}
+	}
+}
+
+var errBodyTooLarge = echo.NewHTTPError(http.StatusRequestEntityTooLarge, "the request is too large")
+
+// crossOriginProtection refuses cross-origin browser requests that change anything, by
+// Sec-Fetch-Site and Origin. It complements the per-session CSRF token of every form.
+func crossOriginProtection(next echo.HandlerFunc) echo.HandlerFunc {
+	protection := http.NewCrossOriginProtection()
+	return func(c echo.Context) error {
+		if err := protection.Check(c.Request()); err != nil {
+			return echo.NewHTTPError(http.StatusForbidden, "cross-origin request refused")
+		}
+		return next(c)
+	}
+}
+
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.ErrorContext(c.Request().Context(), "panic serving request",
+					"path", c.Request().URL.Path, "panic", fmt.Sprint(p))
+				err = echo.NewHTTPError(http.StatusInternalServerError)
+			}
+		}()
+		return next(c)
+	}
+}
+
+// logRequests logs every request: method, path (never the query), status and duration.
+func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		r := c.Request()
+		s.log.InfoContext(r.Context(), "http request", "method", r.Method, "path", r.URL.Path,
+			"status", c.Response().Status, "duration_ms", time.Since(start).Milliseconds())
+		return nil
+	}
+}
+
+// handleError answers an error in the form the caller reads: JSON for the API, a page
+// for browsers.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status := http.StatusInternalServerError
+	message := "Something went wrong on our side. Nothing was changed. Please try again in a moment."
+	var he *echo.HTTPError
+	var maxBytes *http.MaxBytesError
+	switch {
+	case errors.As(err, &he):
+		status = he.Code
+		if m, ok := he.Message.(string); ok {
+			message = m
+		} else {
+			message = http.StatusText(status)
+		}
+	case errors.As(err, &maxBytes):
+		status, message = http.StatusRequestEntityTooLarge, "the request is too large"
+	default:
+		s.log.ErrorContext(c.Request().Context(), "request failed", "path", c.Request().URL.Path, "err", err)
+	}
+	if strings.HasPrefix(c.Request().URL.Path, "/api/") || c.Request().URL.Path == "/dev/token" {
+		c.JSON(status, map[string]string{"error": message})
+		return
+	}
+	s.renderProblem(c, status, message)
+}
+
+func staticFiles() http.Handler {
+	sub, err := fs.Sub(templates.Static, "static")
+	if err != nil {
+		panic(err) // the directory is embedded at build time
+	}
+	return http.FileServer(http.FS(sub))
+}

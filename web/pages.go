@@ -1,0 +1,378 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/a-h/templ"
+	"github.com/gorilla/sessions"
+	"github.com/labstack/echo/v4"
+
+	"github.com/urlflow/urlflow/slots"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/templates"
+)
+
+// visitor is the browser behind a page request.
+type visitor struct {
+	sess     *sessions.Session
+	user     state.User
+	signedIn bool
+}
+
+func (s *Server) visitor(c echo.Context) (*visitor, error) {
+	sess, err := s.sessions.Get(c.Request(), s.sessions.name)
+	if err != nil {
+		return nil, fmt.Errorf("load browser session: %w", err)
+	}
+	u, ok := sessionUser(sess)
+	return &visitor{sess: sess, user: u, signedIn: ok}, nil
+}
+
+// csrfToken returns the CSRF token for v's forms, saving a new session first so that it
+// has an ID to bind the token to.
+func (s *Server) csrfToken(c echo.Context, v *visitor) (string, error) {
+	if v.sess.ID == "" {
+		if err := v.sess.Save(c.Request(), c.Response()); err != nil {
+			return "", err
+		}
+	}
+	return s.csrf.token(v.sess.ID), nil
+}
+
+var errBadCSRF = echo.NewHTTPError(http.StatusForbidden,
+	"This form has expired or did not come from this page. Nothing was changed. Go back, reload the page and try again.")
+
+func (s *Server) checkCSRF(c echo.Context, v *visitor) error {
+	if !s.csrf.valid(v.sess.ID, c.FormValue("csrf")) {
+		return errBadCSRF
+	}
+	return nil
+}
+
+// page returns the layout data for v.
+func (s *Server) page(c echo.Context, v *visitor, title string) (templates.Page, error) {
+	p := templates.Page{Title: title, Dev: s.opts.Dev != nil}
+	if v != nil && v.signedIn {
+		p.SignedInAs = v.user.Subject
+		token, err := s.csrfToken(c, v)
+		if err != nil {
+			return p, err
+		}
+		p.CSRF = token
+	}
+	return p, nil
+}
+
+func (s *Server) render(c echo.Context, status int, component templ.Component) error {
+	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	c.Response().WriteHeader(status)
+	return component.Render(c.Request().Context(), c.Response())
+}
+
+// renderProblem renders the generic error page. It is the error handler's page, so it does
+// not touch the session (which may be what failed).
+func (s *Server) renderProblem(c echo.Context, status int, message string) {
+	heading := map[int]string{
+		http.StatusBadRequest:            "That request was not understood",
+		http.StatusForbidden:             "That was refused",
+		http.StatusNotFound:              "This link is not valid",
+		http.StatusMisdirectedRequest:    "Wrong address for this server",
+		http.StatusRequestEntityTooLarge: "That was too large",
+		http.StatusTooManyRequests:       "Too many requests",
+		http.StatusServiceUnavailable:    "urlflow is not available right now",
+	}[status]
+	if heading == "" {
+		heading = "Something went wrong"
+	}
+	p := templates.Page{Title: heading, Dev: s.opts.Dev != nil}
+	if err := s.render(c, status, templates.ProblemPage(p, templates.Problem{Status: status, Heading: heading, Message: message})); err != nil {
+		s.log.WarnContext(c.Request().Context(), "problem page not written", "err", err)
+	}
+}
+
+var errNoSuchElicitation = echo.NewHTTPError(http.StatusNotFound,
+	"This link does not lead to a request we know. It may be mistyped or too old. Nothing was changed.")
+
+// elicitationFor loads elicitation id for v. When it cannot go on it answers the request
+// itself and returns nil: a signed-out visitor goes to sign-in, an unknown ID gets the
+// not-found page, and another user gets the refusal page, which is recorded as a possible
+// phishing attempt and changes nothing.
+func (s *Server) elicitationFor(c echo.Context, v *visitor) (*state.Elicitation, error) {
+	id := c.Param("id")
+	if !v.signedIn {
+		return nil, c.Redirect(http.StatusSeeOther, "/auth/login?next="+url.QueryEscape("/e/"+id))
+	}
+	ctx := c.Request().Context()
+	e, err := s.opts.Store.Get(ctx, id)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, errNoSuchElicitation
+	}
+	if err != nil {
+		return nil, err
+	}
+	if e.User != v.user {
+		reason := "refused: opened by " + v.user.String()
+		if _, err := s.opts.Store.Apply(ctx, e.ID, state.OtherUserOpened, state.ActorOther, reason); err != nil {
+			return nil, err
+		}
+		s.log.WarnContext(ctx, "elicitation opened by another user; refused as possible phishing",
+			"elicitation_id", e.ID, "user", v.user.Key(), "owner", e.User.Key())
+		p, err := s.page(c, v, "This link is not for you")
+		if err != nil {
+			return nil, err
+		}
+		return nil, s.render(c, http.StatusForbidden, templates.RefusedPage(p, templates.Refused{
+			SignedInAs: v.user.Subject, SignOutAction: "/auth/logout", CSRF: p.CSRF,
+		}))
+	}
+	return e, nil
+}
+
+func (s *Server) slotOf(e *state.Elicitation) *slots.Slot {
+	if slot, ok := s.opts.Slots.Lookup(e.Target); ok {
+		return slot
+	}
+	return &slots.Slot{Name: e.Target, Label: e.Target} // removed from configuration since
+}
+
+// openElicitation is GET /e/{id}: the elicitation's own user opening the URL moves it to
+// in_progress and sees the consent page.
+func (s *Server) openElicitation(c echo.Context) error {
+	v, err := s.visitor(c)
+	if err != nil {
+		return err
+	}
+	e, err := s.elicitationFor(c, v)
+	if e == nil {
+		return err
+	}
+	if !e.State.Terminal() {
+		change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.BrowserOpen, state.ActorUser, "opened in the browser")
+		if err != nil {
+			return err
+		}
+		e = change.Elicitation
+	}
+	if e.State.Terminal() {
+		return s.renderEnded(c, v, e, false)
+	}
+	p, err := s.page(c, v, "A request for your "+s.slotOf(e).Label)
+	if err != nil {
+		return err
+	}
+	slot := s.slotOf(e)
+	return s.render(c, http.StatusOK, templates.ConsentPage(p, templates.Consent{
+		ElicitationID: e.ID, ClientName: clientName(e.Client), ClientVersion: e.Client.Version,
+		Purpose: e.Purpose, SlotLabel: slot.Label, SlotDescription: slot.Description, SlotName: slot.Name,
+		Replace: e.Replace, ExpiresAt: e.ExpiresAt, CSRF: p.CSRF,
+		ContinueAction: "/e/" + e.ID + "/continue", DeclineAction: "/e/" + e.ID + "/decline",
+	}))
+}
+
+func clientName(ci state.ClientInfo) string {
+	switch {
+	case ci.Title != "":
+		return ci.Title
+	case ci.Name != "":
+		return ci.Name
+	}
+	return "An MCP client that did not name itself"
+}
+
+// runningPost is the common start of the form posts: the signed-in owner, a valid CSRF
+// token, and a flow that is still running. A post for a flow that has ended is recorded as
+// late and answered with a page that says nothing changed; a post for a flow that is not
+// in progress in this browser goes back to the consent page. It returns nil when the
+// request has been answered.
+func (s *Server) runningPost(c echo.Context) (*visitor, *state.Elicitation, error) {
+	v, err := s.visitor(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !v.signedIn {
+		_, err := s.elicitationFor(c, v)
+		return nil, nil, err
+	}
+	if err := s.checkCSRF(c, v); err != nil {
+		return nil, nil, err
+	}
+	e, err := s.elicitationFor(c, v)
+	if e == nil {
+		return nil, nil, err
+	}
+	if e.State.Terminal() {
+		return nil, nil, s.latePost(c, v, e)
+	}
+	if e.State != state.InProgress {
+		return nil, nil, c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
+	}
+	return v, e, nil
+}
+
+func (s *Server) latePost(c echo.Context, v *visitor, e *state.Elicitation) error {
+	change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.LatePost, state.ActorUser,
+		"form posted after the flow ended: "+c.Request().URL.Path)
+	if err != nil {
+		return err
+	}
+	return s.renderEnded(c, v, change.Elicitation, true)
+}
+
+// continueElicitation is POST /e/{id}/continue: the user agreed on the consent page.
+func (s *Server) continueElicitation(c echo.Context) error {
+	_, e, err := s.runningPost(c)
+	if e == nil {
+		return err
+	}
+	if _, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.PageContinue, state.ActorUser, "continued on the consent page"); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/e/"+e.ID+"/secret")
+}
+
+// secretForm is GET /e/{id}/secret.
+func (s *Server) secretForm(c echo.Context) error {
+	v, err := s.visitor(c)
+	if err != nil {
+		return err
+	}
+	e, err := s.elicitationFor(c, v)
+	if e == nil {
+		return err
+	}
+	if e.State.Terminal() {
+		return s.renderEnded(c, v, e, false)
+	}
+	if e.State != state.InProgress {
+		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
+	}
+	return s.renderSecretForm(c, v, e, http.StatusOK, "")
+}
+
+func (s *Server) renderSecretForm(c echo.Context, v *visitor, e *state.Elicitation, status int, problem string) error {
+	slot := s.slotOf(e)
+	p, err := s.page(c, v, "Enter your "+slot.Label)
+	if err != nil {
+		return err
+	}
+	return s.render(c, status, templates.SecretFormPage(p, templates.SecretForm{
+		ElicitationID: e.ID, SlotLabel: slot.Label, SlotDescription: slot.Description,
+		Rules: slot.Rules(), Error: problem, ExpiresAt: e.ExpiresAt, CSRF: p.CSRF,
+		Action: "/e/" + e.ID + "/secret", DeclineAction: "/e/" + e.ID + "/decline",
+	}))
+}
+
+// submitSecret is POST /e/{id}/secret: validate, seal, and store the secret in the same
+// atomic step that completes the elicitation. A refused value is never shown again and
+// stores nothing; a post that lost a race with the end of the flow changes nothing.
+func (s *Server) submitSecret(c echo.Context) error {
+	v, e, err := s.runningPost(c)
+	if e == nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	slot := s.slotOf(e)
+	secret := state.NewSecret(c.FormValue("secret"))
+	if err := slot.Validate(secret); err != nil {
+		var invalid *slots.InvalidValueError
+		if !errors.As(err, &invalid) {
+			return err
+		}
+		if _, err := s.opts.Store.Apply(ctx, e.ID, state.InputRejected, state.ActorUser, invalid.Rule); err != nil {
+			return err
+		}
+		return s.renderSecretForm(c, v, e, http.StatusUnprocessableEntity, invalid.Rule)
+	}
+	sealed, err := s.opts.Vault.Seal(e.User, slot.Name, secret)
+	if err != nil {
+		return err
+	}
+	cred := &state.Credential{Name: slot.Name, Kind: state.KindSecret, ElicitationID: e.ID,
+		StoredAt: s.opts.Store.Now().UTC(), Sealed: sealed}
+	change, err := s.opts.Store.Apply(ctx, e.ID, state.Verified, state.ActorUser,
+		"secret received and validated", state.WithCredential(cred))
+	if err != nil && !errors.Is(err, state.ErrImpossible) {
+		return err
+	}
+	if !change.Changed() || change.To != state.Complete {
+		return s.renderEnded(c, v, change.Elicitation, true)
+	}
+	p, err := s.page(c, v, "Stored")
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, templates.DonePage(p, templates.Done{
+		SlotLabel: slot.Label, ClientName: clientName(e.Client),
+	}))
+}
+
+// declineElicitation is POST /e/{id}/decline.
+func (s *Server) declineElicitation(c echo.Context) error {
+	v, e, err := s.runningPost(c)
+	if e == nil {
+		return err
+	}
+	change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.PageDecline, state.ActorUser, "declined on the page")
+	if err != nil {
+		return err
+	}
+	return s.renderEnded(c, v, change.Elicitation, !change.Changed())
+}
+
+// renderEnded renders the page of a flow that has ended. nothingChanged marks a request
+// that arrived after the end (status 409).
+func (s *Server) renderEnded(c echo.Context, v *visitor, e *state.Elicitation, nothingChanged bool) error {
+	label := s.slotOf(e).Label
+	var heading, message string
+	switch e.State {
+	case state.Complete:
+		heading = "Already done"
+		message = "Your " + label + " is stored. Return to your client and continue there; you can close this tab."
+	case state.Declined:
+		heading = "You declined this request"
+		message = "Nothing was stored. If that was a mistake, ask your assistant to try again; it will give you a new link."
+	case state.Cancelled:
+		heading = "This request was cancelled"
+		message = "It was cancelled from your client or by an operator. Nothing was stored. Ask your assistant to start again if you still need it."
+	case state.Expired:
+		heading = "This link has expired"
+		message = "It was valid until " + e.ExpiresAt.UTC().Format("15:04 UTC on 2 January 2006") +
+			". Nothing was stored. Ask your assistant to start again; it will give you a new link."
+	default:
+		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
+	}
+	status := http.StatusOK
+	if nothingChanged {
+		status = http.StatusConflict
+	}
+	p, err := s.page(c, v, heading)
+	if err != nil {
+		return err
+	}
+	return s.render(c, status, templates.EndedPage(p, templates.Ended{
+		State: stateWords(e.State), Heading: heading, Message: message, NothingChanged: nothingChanged,
+	}))
+}
+
+func stateWords(st state.State) string {
+	switch st {
+	case state.Complete:
+		return "Complete"
+	case state.Declined:
+		return "Declined"
+	case state.Cancelled:
+		return "Cancelled"
+	case state.Expired:
+		return "Expired"
+	}
+	return string(st)
+}
+
+// home is GET /: a short page saying what this server is.
+func (s *Server) home(c echo.Context) error {
+	return echo.NewHTTPError(http.StatusNotFound,
+		"This is urlflow. There is nothing to see here: open the link your assistant gave you.")
+}

@@ -1,0 +1,169 @@
+// Package web serves urlflow over HTTP with echo: the elicitation pages a user opens from an
+// MCP client, urlflow's own browser sign-in, the recovery API, health checks, and the MCP
+// endpoint behind bearer authentication.
+//
+// The one idea to hold: every page checks who is signed in against the elicitation's user
+// before it shows or changes anything, and every state change is asked of package state,
+// never decided here.
+package web
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/slots"
+	"github.com/urlflow/urlflow/state"
+)
+
+// Options configure a Server. All fields but Dev are required.
+type Options struct {
+	// PublicURL is where users reach urlflow; every URL handed out starts with it.
+	PublicURL *url.URL
+	Store     *state.Store
+	Hub       *state.Hub
+	Vault     *state.Vault
+	// Keys derives the cookie and CSRF keys.
+	Keys      *state.KeyRing
+	Slots     *slots.Catalog
+	Verifier  oauth.Verifier
+	Operators *oauth.Operators
+	// Dev, when set, turns on the development identity: the development sign-in page,
+	// /dev/token, and a loopback-only Host check on every request.
+	Dev *oauth.DevIdentity
+	// MCP is the MCP endpoint, served at /mcp behind bearer authentication.
+	MCP http.Handler
+	// TTL is the deadline of a new attempt started through the retry API.
+	TTL    time.Duration
+	Logger *slog.Logger
+}
+
+// Server is urlflow's HTTP surface.
+type Server struct {
+	opts     Options
+	echo     *echo.Echo
+	sessions *sessionStore
+	csrf     csrfKey
+	log      *slog.Logger
+}
+
+// New returns a Server with every route in place.
+func New(opts Options) *Server {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{
+		opts:     opts,
+		echo:     echo.New(),
+		sessions: newSessionStore(opts.Store, opts.Keys.Derive("session cookie"), opts.PublicURL.Scheme == "https"),
+		csrf:     csrfKey(opts.Keys.Derive("csrf")),
+		log:      log,
+	}
+	s.routes()
+	return s
+}
+
+// Handler returns the http.Handler to serve.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// URL returns the public URL of path.
+func (s *Server) URL(path string) string { return s.opts.PublicURL.JoinPath(path).String() }
+
+func (s *Server) resourceURL() string { return s.URL("/mcp") }
+
+func (s *Server) resourceMetadataURL() string {
+	return s.URL("/.well-known/oauth-protected-resource/mcp")
+}
+
+func (s *Server) routes() {
+	e := s.echo
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(s.recoverPanics, s.logRequests, securityHeaders(s.opts.PublicURL.Scheme == "https"))
+	if s.opts.Dev != nil {
+		e.Use(loopbackHostOnly)
+	}
+
+	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", staticFiles())))
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/", s.home)
+
+	metadata := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource:               s.resourceURL(),
+		ResourceName:           "urlflow",
+		BearerMethodsSupported: []string{"header"},
+		AuthorizationServers:   s.authorizationServers(),
+	})
+	e.Any("/.well-known/oauth-protected-resource", echo.WrapHandler(metadata))
+	e.Any("/.well-known/oauth-protected-resource/mcp", echo.WrapHandler(metadata))
+
+	mcp := auth.RequireBearerToken(oauth.SDKVerifier(s.opts.Verifier), &auth.RequireBearerTokenOptions{
+		ResourceMetadataURL: s.resourceMetadataURL(),
+	})(s.opts.MCP)
+	e.Any("/mcp", echo.WrapHandler(mcp))
+
+	pages := e.Group("", limitBody(formBodyLimit), crossOriginProtection)
+	pages.GET("/e/:id", s.openElicitation)
+	pages.POST("/e/:id/continue", s.continueElicitation)
+	pages.GET("/e/:id/secret", s.secretForm)
+	pages.POST("/e/:id/secret", s.submitSecret)
+	pages.POST("/e/:id/decline", s.declineElicitation)
+	pages.GET("/auth/login", s.signInPage)
+	pages.POST("/auth/login", s.signIn)
+	pages.POST("/auth/logout", s.signOut)
+
+	api := e.Group("/api/v1", limitBody(apiBodyLimit))
+	api.GET("/elicitations/:id", s.apiStatus)
+	api.POST("/elicitations/:id/cancel", s.apiCancel)
+	api.POST("/elicitations/:id/retry", s.apiRetry)
+
+	if s.opts.Dev != nil {
+		e.GET("/dev/token", s.devToken)
+	}
+}
+
+// authorizationServers lists the issuers clients sign in with. The development identity
+// has none: clients send the printed token as a header.
+func (s *Server) authorizationServers() []string {
+	return nil
+}
+
+func (s *Server) healthz(c echo.Context) error {
+	return c.String(http.StatusOK, "ok\n")
+}
+
+// readyz answers 200 when Redis answers and the keys seal and open a value.
+func (s *Server) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	checks := map[string]string{"redis": "ok", "keys": "ok"}
+	status := http.StatusOK
+	if err := s.opts.Store.Ping(ctx); err != nil {
+		checks["redis"] = "unavailable"
+		status = http.StatusServiceUnavailable
+		s.log.WarnContext(ctx, "not ready: Redis", "err", err)
+	}
+	probe := state.User{Issuer: "urn:urlflow:readyz", Subject: "probe"}
+	sealed, err := s.opts.Vault.Seal(probe, "readyz", state.NewSecret("probe"))
+	if err == nil {
+		_, err = s.opts.Vault.Open(probe, "readyz", sealed)
+	}
+	if err != nil {
+		checks["keys"] = "unusable"
+		status = http.StatusServiceUnavailable
+		s.log.WarnContext(ctx, "not ready: keys", "err", err)
+	}
+	return c.JSON(status, checks)
+}
+
+var errNotSignedIn = errors.New("not signed in")

@@ -1,0 +1,169 @@
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/securecookie"
+	"github.com/gorilla/sessions"
+
+	"github.com/urlflow/urlflow/state"
+)
+
+// browserSessionTTL is how long a browser stays signed in without coming back.
+const browserSessionTTL = 12 * time.Hour
+
+// sessionStore is a gorilla/sessions Store whose data lives in Redis (through package
+// state); the cookie holds only the session ID, signed. Values are strings.
+type sessionStore struct {
+	store  *state.Store
+	codec  *securecookie.SecureCookie
+	name   string
+	secure bool
+}
+
+func newSessionStore(store *state.Store, hashKey []byte, secure bool) *sessionStore {
+	codec := securecookie.New(hashKey, nil)
+	codec.MaxAge(int(browserSessionTTL / time.Second))
+	name := "urlflow_session"
+	if secure {
+		name = "__Host-urlflow_session" // pinned to this host, Secure, Path=/
+	}
+	return &sessionStore{store: store, codec: codec, name: name, secure: secure}
+}
+
+func (s *sessionStore) options() *sessions.Options {
+	return &sessions.Options{
+		Path:     "/",
+		MaxAge:   int(browserSessionTTL / time.Second),
+		Secure:   s.secure,
+		HttpOnly: true,
+		SameSite: http.SameSiteLaxMode,
+	}
+}
+
+// Get returns the session of r, cached for the request.
+func (s *sessionStore) Get(r *http.Request, name string) (*sessions.Session, error) {
+	return sessions.GetRegistry(r).Get(s, name)
+}
+
+// New loads the session named by r's cookie, or returns a new empty one. A cookie that does
+// not verify or names a session that no longer exists gives a new session, not an error.
+func (s *sessionStore) New(r *http.Request, name string) (*sessions.Session, error) {
+	sess := sessions.NewSession(s, name)
+	sess.Options = s.options()
+	sess.IsNew = true
+	cookie, err := r.Cookie(name)
+	if err != nil {
+		return sess, nil
+	}
+	var id string
+	if err := s.codec.Decode(name, cookie.Value, &id); err != nil {
+		return sess, nil
+	}
+	data, err := s.store.LoadBrowserSession(r.Context(), id)
+	if errors.Is(err, state.ErrNotFound) {
+		return sess, nil
+	}
+	if err != nil {
+		return sess, err
+	}
+	values := map[string]string{}
+	if err := json.Unmarshal(data, &values); err != nil {
+		return sess, nil
+	}
+	for k, v := range values {
+		sess.Values[k] = v
+	}
+	sess.ID = id
+	sess.IsNew = false
+	return sess, nil
+}
+
+// Save writes sess to Redis and sets its cookie; a negative MaxAge deletes both.
+func (s *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessions.Session) error {
+	if sess.Options.MaxAge < 0 {
+		if sess.ID != "" {
+			if err := s.store.DeleteBrowserSession(r.Context(), sess.ID); err != nil {
+				return err
+			}
+		}
+		http.SetCookie(w, sessions.NewCookie(sess.Name(), "", sess.Options))
+		return nil
+	}
+	if sess.ID == "" {
+		sess.ID = rand.Text()
+	}
+	values := map[string]string{}
+	for k, v := range sess.Values {
+		ks, kok := k.(string)
+		vs, vok := v.(string)
+		if !kok || !vok {
+			return fmt.Errorf("save browser session: only string values are kept (key %v)", k)
+		}
+		values[ks] = vs
+	}
+	data, err := json.Marshal(values)
+	if err != nil {
+		return fmt.Errorf("save browser session: %w", err)
+	}
+	if err := s.store.SaveBrowserSession(r.Context(), sess.ID, data, browserSessionTTL); err != nil {
+		return err
+	}
+	encoded, err := s.codec.Encode(sess.Name(), sess.ID)
+	if err != nil {
+		return fmt.Errorf("encode session cookie: %w", err)
+	}
+	http.SetCookie(w, sessions.NewCookie(sess.Name(), encoded, sess.Options))
+	return nil
+}
+
+// rotate gives sess a new ID at its next Save and deletes the old one, so that a session
+// ID known before sign-in is worthless after it.
+func (s *sessionStore) rotate(r *http.Request, sess *sessions.Session) error {
+	if sess.ID != "" {
+		if err := s.store.DeleteBrowserSession(r.Context(), sess.ID); err != nil {
+			return err
+		}
+	}
+	sess.ID = ""
+	return nil
+}
+
+// Session values.
+const (
+	valueIssuer   = "iss"
+	valueSubject  = "sub"
+	valueSignedIn = "signed_in_at"
+)
+
+func sessionUser(sess *sessions.Session) (state.User, bool) {
+	iss, _ := sess.Values[valueIssuer].(string)
+	sub, _ := sess.Values[valueSubject].(string)
+	u := state.User{Issuer: iss, Subject: sub}
+	return u, iss != "" && sub != ""
+}
+
+// csrfKey derives the CSRF token of a browser session. The token is an HMAC of the session
+// ID, so it changes when the session rotates and needs no storage.
+type csrfKey []byte
+
+func (k csrfKey) token(sessionID string) string {
+	m := hmac.New(sha256.New, k)
+	m.Write([]byte("csrf\x00" + sessionID))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func (k csrfKey) valid(sessionID, token string) bool {
+	if sessionID == "" || token == "" {
+		return false
+	}
+	return hmac.Equal([]byte(k.token(sessionID)), []byte(token))
+}

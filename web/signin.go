@@ -1,0 +1,111 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/templates"
+)
+
+// safeNext returns next if it is a path on this server, and "/" otherwise, so that sign-in
+// can never redirect to another site.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
+		strings.ContainsAny(next, "\\\r\n\t") || len(next) > 512 {
+		return "/"
+	}
+	return next
+}
+
+// signInPage is GET /auth/login. In development it shows the development sign-in form.
+func (s *Server) signInPage(c echo.Context) error {
+	if s.opts.Dev == nil {
+		return echo.NewHTTPError(http.StatusNotFound, "Sign-in is not configured on this server.")
+	}
+	v, err := s.visitor(c)
+	if err != nil {
+		return err
+	}
+	return s.renderDevSignIn(c, v, http.StatusOK, safeNext(c.QueryParam("next")), "", "")
+}
+
+func (s *Server) renderDevSignIn(c echo.Context, v *visitor, status int, next, name, problem string) error {
+	token, err := s.csrfToken(c, v)
+	if err != nil {
+		return err
+	}
+	p, err := s.page(c, v, "Sign in (development)")
+	if err != nil {
+		return err
+	}
+	return s.render(c, status, templates.DevSignInPage(p, templates.DevSignIn{
+		Next: next, CSRF: token, Error: problem, Name: name,
+	}))
+}
+
+// signIn is POST /auth/login: in development, the typed name becomes the signed-in user.
+// The session ID rotates, so an ID planted before sign-in is worthless afterwards.
+func (s *Server) signIn(c echo.Context) error {
+	if s.opts.Dev == nil {
+		return echo.NewHTTPError(http.StatusNotFound, "Sign-in is not configured on this server.")
+	}
+	v, err := s.visitor(c)
+	if err != nil {
+		return err
+	}
+	if err := s.checkCSRF(c, v); err != nil {
+		return err
+	}
+	next := safeNext(c.FormValue("next"))
+	name := strings.ToLower(strings.TrimSpace(c.FormValue("name")))
+	if !oauth.ValidDevName(name) {
+		return s.renderDevSignIn(c, v, http.StatusUnprocessableEntity, next, "",
+			"Use 1 to 64 lower-case letters, digits, dots, dashes or underscores, for example alice.")
+	}
+	if err := s.sessions.rotate(c.Request(), v.sess); err != nil {
+		return err
+	}
+	user := s.opts.Dev.User(name)
+	v.sess.Values[valueIssuer] = user.Issuer
+	v.sess.Values[valueSubject] = user.Subject
+	v.sess.Values[valueSignedIn] = time.Now().UTC().Format(time.RFC3339)
+	if err := v.sess.Save(c.Request(), c.Response()); err != nil {
+		return err
+	}
+	s.log.InfoContext(c.Request().Context(), "browser signed in", "user", user.Key(), "development", true)
+	return c.Redirect(http.StatusSeeOther, next)
+}
+
+// signOut is POST /auth/logout.
+func (s *Server) signOut(c echo.Context) error {
+	v, err := s.visitor(c)
+	if err != nil {
+		return err
+	}
+	if err := s.checkCSRF(c, v); err != nil {
+		return err
+	}
+	v.sess.Options.MaxAge = -1
+	if err := v.sess.Save(c.Request(), c.Response()); err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, templates.SignedOutPage(templates.Page{Title: "Signed out", Dev: s.opts.Dev != nil}, templates.SignedOut{}))
+}
+
+// devToken is GET /dev/token?user=NAME: a bearer token for a development user.
+func (s *Server) devToken(c echo.Context) error {
+	name := c.QueryParam("user")
+	if !oauth.ValidDevName(name) {
+		return echo.NewHTTPError(http.StatusBadRequest,
+			"user must be 1 to 64 lower-case letters, digits, '.', '_' or '-', for example ?user=alice")
+	}
+	token, err := s.opts.Dev.Issue(name)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]string{"token": token})
+}
