@@ -112,16 +112,24 @@ func (s *server) status(id, token string) elicitation {
 // waitState polls elicitation id through the API until it reaches want.
 func (s *server) waitState(id, token, want string, timeout time.Duration) elicitation {
 	s.t.Helper()
+	return s.waitFor(id, token, "state "+want, timeout, func(e elicitation) bool { return e.State == want })
+}
+
+// waitFor polls elicitation id through the API until cond holds. Tests use it for changes
+// that the outside world has no event for (a state reached as a side effect, a delivery
+// recorded after it was written).
+func (s *server) waitFor(id, token, what string, timeout time.Duration, cond func(elicitation) bool) elicitation {
+	s.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		e := s.status(id, token)
-		if e.State == want {
+		if cond(e) {
 			return e
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("elicitation %s is %s after %s, want %s", id, e.State, timeout, want)
+			s.t.Fatalf("elicitation %s: no %s after %s: %+v", id, what, timeout, e)
 		}
-		time.Sleep(100 * time.Millisecond) // polling a public API from outside; there is no event to wait on here
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

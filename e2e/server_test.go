@@ -85,6 +85,7 @@ func startServer(t *testing.T, cfg serverConfig) *server {
 		t.Fatal(err)
 	}
 	cmd.Stderr = s.output
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with a timed-out test
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start urlflow: %v", err)
 	}

@@ -44,6 +44,7 @@ func (s *Store) Requeue(ctx context.Context, id string, actor Actor) (*Elicitati
 			return false, nil, fmt.Errorf("requeue notification of %s: no session: %w", e.ID, ErrConflict)
 		}
 		now := s.now().UTC()
+		e.Delivery.QueuedAt, e.Delivery.WrittenAt = &now, nil // owed again until written again
 		key := undeliveredKey(e.User.Key(), e.SessionID)
 		p.SAdd(ctx, key, e.ID)
 		p.Expire(ctx, key, s.retention)

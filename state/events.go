@@ -19,11 +19,12 @@ type Hub struct {
 	rdb redis.UniversalClient
 	log *slog.Logger
 
-	mu        sync.Mutex
-	waiters   map[string]map[chan Notice]struct{}
-	listeners []func(context.Context, Notice)
-	onConnect []func(context.Context)
-	connected chan struct{} // closed at the first subscription
+	mu            sync.Mutex
+	waiters       map[string]map[chan Notice]struct{}
+	listeners     []func(context.Context, Notice)
+	onConnect     []func(context.Context)
+	connected     chan struct{} // closed at the first subscription
+	connectedOnce sync.Once
 }
 
 // NewHub returns a Hub on rdb. Call Run to start it.
@@ -107,15 +108,11 @@ func (h *Hub) reconnected(ctx context.Context) {
 // Run subscribes to EventsChannel and dispatches notices until ctx ends, subscribing again
 // with backoff whenever the connection is lost.
 func (h *Hub) Run(ctx context.Context) {
-	first := true
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := h.subscribeOnce(ctx, func() {
 			backoff = 100 * time.Millisecond
-			if first {
-				first = false
-				close(h.connected)
-			}
+			h.connectedOnce.Do(func() { close(h.connected) })
 		})
 		if ctx.Err() != nil {
 			return

@@ -7,17 +7,24 @@ import (
 )
 
 // Secret holds a credential in clear. Its value never prints: fmt, slog and encoding/json
-// all show "[redacted]". Only Reveal returns it, at the one place that uses it.
-type Secret struct{ value string }
+// all show "[redacted]", and because the value sits behind a pointer, even a Secret in an
+// unexported struct field (where fmt cannot call its methods) prints as an address, not the
+// value. Only Reveal returns it, at the one place that uses it.
+type Secret struct{ value *string }
 
 // NewSecret wraps v.
-func NewSecret(v string) Secret { return Secret{value: v} }
+func NewSecret(v string) Secret { return Secret{value: &v} }
 
 // Reveal returns the secret in clear.
-func (s Secret) Reveal() string { return s.value }
+func (s Secret) Reveal() string {
+	if s.value == nil {
+		return ""
+	}
+	return *s.value
+}
 
 // IsZero reports whether s is empty.
-func (s Secret) IsZero() bool { return s.value == "" }
+func (s Secret) IsZero() bool { return s.Reveal() == "" }
 
 const redacted = "[redacted]"
 

@@ -150,6 +150,9 @@ func (s *Server) apiRetry(c echo.Context) error {
 	case req.New && e.State != state.Complete:
 		next, err := s.opts.Store.Retry(ctx, e.ID, who.actor(), s.opts.TTL)
 		if errors.Is(err, state.ErrConflict) {
+			if e, err = s.opts.Store.Get(ctx, e.ID); err != nil {
+				return err
+			}
 			return s.conflict(c, e, "this request was already retried as "+e.RetriedBy)
 		}
 		if err != nil {

@@ -172,14 +172,12 @@ func (s *Server) openElicitation(c echo.Context) error {
 	}))
 }
 
+// clientName is how the client named itself (self-reported), or empty.
 func clientName(ci state.ClientInfo) string {
-	switch {
-	case ci.Title != "":
+	if ci.Title != "" {
 		return ci.Title
-	case ci.Name != "":
-		return ci.Name
 	}
-	return "An MCP client that did not name itself"
+	return ci.Name
 }
 
 // runningPost is the common start of the form posts: the signed-in owner, a valid CSRF
@@ -353,26 +351,19 @@ func (s *Server) renderEnded(c echo.Context, v *visitor, e *state.Elicitation, n
 		return err
 	}
 	return s.render(c, status, templates.EndedPage(p, templates.Ended{
-		State: stateWords(e.State), Heading: heading, Message: message, NothingChanged: nothingChanged,
+		State: string(e.State), Heading: heading, Message: message, NothingChanged: nothingChanged,
 	}))
-}
-
-func stateWords(st state.State) string {
-	switch st {
-	case state.Complete:
-		return "Complete"
-	case state.Declined:
-		return "Declined"
-	case state.Cancelled:
-		return "Cancelled"
-	case state.Expired:
-		return "Expired"
-	}
-	return string(st)
 }
 
 // home is GET /: a short page saying what this server is.
 func (s *Server) home(c echo.Context) error {
-	return echo.NewHTTPError(http.StatusNotFound,
-		"This is urlflow. There is nothing to see here: open the link your assistant gave you.")
+	v, err := s.visitor(c)
+	if err != nil {
+		return err
+	}
+	p, err := s.page(c, v, "urlflow")
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, templates.HomePage(p))
 }

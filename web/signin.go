@@ -14,8 +14,12 @@ import (
 // safeNext returns next if it is a path on this server, and "/" otherwise, so that sign-in
 // can never redirect to another site.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
-		strings.ContainsAny(next, "\\\r\n\t") || len(next) > 512 {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") || len(next) > 512 {
+		return "/"
+	}
+	// Browsers drop tabs and newlines inside URLs ("/\t/evil" becomes "//evil"): refuse
+	// every control character.
+	if strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return "/"
 	}
 	return next

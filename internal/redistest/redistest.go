@@ -53,6 +53,8 @@ func (s *Server) start(t testing.TB) {
 	_, port, _ := net.SplitHostPort(s.Addr)
 	s.cmd = exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "yes", "--appendfsync", "always", "--dir", s.dir, "--loglevel", "warning")
+	// If the test binary dies (a timeout panic skips cleanups), the server dies with it.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("start redis-server: %v", err)
 	}

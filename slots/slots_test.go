@@ -1,0 +1,129 @@
+package slots
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/urlflow/urlflow/state"
+)
+
+func demo(t *testing.T) *Slot {
+	t.Helper()
+	c, err := NewCatalog([]Slot{{
+		Name: "demo_api_key", Label: "Demo API key",
+		Validation: Validation{MinLength: 21, MaxLength: 64, Pattern: "demo_[A-Za-z0-9]{16,}", PatternHint: "It starts with demo_."},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := c.Lookup("demo_api_key")
+	return s
+}
+
+func TestValidateNamesTheRuleNeverTheValue(t *testing.T) {
+	slot := demo(t)
+	tests := []struct {
+		value string
+		rule  string // "" means valid
+	}{
+		{"demo_0123456789abcdef", ""},
+		{"", "Enter your Demo API key"},
+		{"demo_short", "too short"},
+		{"demo_" + strings.Repeat("a", 60), "too long"},
+		{"xemo_0123456789abcdef", "does not look like"},
+		{"demo_0123456789abcdef\n", "does not look like"}, // the whole value must match
+		{"prefix demo_0123456789abcdef", "does not look like"},
+		{"\xff\xfe" + strings.Repeat("a", 30), "not valid text"},
+	}
+	for _, tt := range tests {
+		err := slot.Validate(state.NewSecret(tt.value))
+		if tt.rule == "" {
+			if err != nil {
+				t.Errorf("%q refused: %v", tt.value, err)
+			}
+			continue
+		}
+		var invalid *InvalidValueError
+		if !errors.As(err, &invalid) || !strings.Contains(invalid.Rule, tt.rule) {
+			t.Errorf("%q: got %v, want a rule saying %q", tt.value, err, tt.rule)
+			continue
+		}
+		if tt.value != "" && strings.Contains(err.Error(), tt.value) {
+			t.Errorf("the error repeats the value: %v", err)
+		}
+	}
+}
+
+func TestRulesDescribeTheSlot(t *testing.T) {
+	got := strings.Join(demo(t).Rules(), " ")
+	for _, want := range []string{"Between 21 and 64 characters.", "It starts with demo_."} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rules %q lack %q", got, want)
+		}
+	}
+}
+
+func TestCatalogNamesEveryProblem(t *testing.T) {
+	_, err := NewCatalog([]Slot{
+		{Name: "Bad Name", Label: "x"},
+		{Name: "no_label"},
+		{Name: "neg", Label: "x", Validation: Validation{MinLength: -1}},
+		{Name: "huge", Label: "x", Validation: Validation{MaxLength: DefaultMaxLength + 1}},
+		{Name: "bad_re", Label: "x", Validation: Validation{Pattern: "[a-"}},
+		{Name: "twice", Label: "x"},
+		{Name: "twice", Label: "y"},
+	})
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{"Bad Name: name must match", "no_label: label is required", "neg: min_length",
+		"huge: max_length cannot exceed", "bad_re: pattern does not compile", "twice: defined twice"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestMaxLengthDefaults(t *testing.T) {
+	c, err := NewCatalog([]Slot{{Name: "k", Label: "K"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := c.Lookup("k")
+	if s.Validation.MaxLength != DefaultMaxLength {
+		t.Fatalf("max length %d", s.Validation.MaxLength)
+	}
+	if err := s.Validate(state.NewSecret(strings.Repeat("a", DefaultMaxLength+1))); err == nil {
+		t.Fatal("an over-long value was accepted")
+	}
+	if names := c.Names(); len(names) != 1 || names[0] != "k" {
+		t.Fatalf("names %v", names)
+	}
+}
+
+// FuzzValidate checks that no value makes Validate panic, and that its error is always one
+// of the slot's fixed messages, so it can never carry any part of the value.
+func FuzzValidate(f *testing.F) {
+	for _, seed := range []string{"", "demo_0123456789abcdef", "\xff", strings.Repeat("x", 5000), "s no"} {
+		f.Add(seed)
+	}
+	c, err := NewCatalog([]Slot{{Name: "k", Label: "K", Validation: Validation{MinLength: 3, MaxLength: 100, Pattern: "[a-z_0-9]+"}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	slot, _ := c.Lookup("k")
+	messages := map[string]bool{
+		"invalid value: Enter your K.":                                         true,
+		"invalid value: The value is not valid text.":                          true,
+		"invalid value: That is too short: it needs at least 3 characters.":    true,
+		"invalid value: That is too long: it can have at most 100 characters.": true,
+		"invalid value: That does not look like a K.":                          true,
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		err := slot.Validate(state.NewSecret(value))
+		if err != nil && !messages[err.Error()] {
+			t.Fatalf("unexpected message: %v", err)
+		}
+	})
+}
