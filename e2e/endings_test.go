@@ -25,7 +25,7 @@ func TestDeclineInTheClientEndsDeclined(t *testing.T) {
 	}
 	id := str(sc, "elicitationId")
 	c.waitCompletion(id, 30*time.Second)
-	e := s.status(id, s.Token)
+	e := s.waitDelivered(id, s.Token)
 	if e.State != "declined" {
 		t.Fatalf("state %s, want declined", e.State)
 	}
@@ -43,7 +43,7 @@ func TestCancelInTheClientEndsCancelled(t *testing.T) {
 		t.Fatalf("result: %s", text(res))
 	}
 	c.waitCompletion(id, 30*time.Second)
-	requireEvents(t, s.status(id, s.Token), "created", "client_cancel", "notified")
+	requireEvents(t, s.waitDelivered(id, s.Token), "created", "client_cancel", "notified")
 }
 
 func TestDeclineOnThePageEndsDeclined(t *testing.T) {
@@ -64,7 +64,7 @@ func TestDeclineOnThePageEndsDeclined(t *testing.T) {
 		t.Fatalf("result: %s", text(res))
 	}
 	c.waitCompletion(params.ElicitationID, 30*time.Second)
-	e := s.status(params.ElicitationID, s.Token)
+	e := s.waitDelivered(params.ElicitationID, s.Token)
 	requireEvents(t, e, "client_accept", "browser_open", "page_decline", "notified")
 	if e.State != "declined" {
 		t.Fatalf("state %s", e.State)
@@ -112,7 +112,7 @@ func TestTheDeadlineEndsExpiredWithoutAnyReader(t *testing.T) {
 	params := urlElicitationRequired(t, err)[0]
 	// Nobody reads it: the sweeper expires it and the session is told.
 	c.waitCompletion(params.ElicitationID, 30*time.Second)
-	e := s.status(params.ElicitationID, s.Token)
+	e := s.waitDelivered(params.ElicitationID, s.Token)
 	if e.State != "expired" {
 		t.Fatalf("state %s, want expired", e.State)
 	}

@@ -48,7 +48,7 @@ func TestPushStyleCompletesAFullFlow(t *testing.T) {
 		t.Fatalf("set_secret result: %s %v", text(res), sc)
 	}
 
-	e := s.status(params.ElicitationID, s.Token)
+	e := s.waitDelivered(params.ElicitationID, s.Token)
 	if e.State != "complete" || e.URL != "" {
 		t.Fatalf("after the flow: state %s url %q", e.State, e.URL)
 	}
@@ -88,7 +88,7 @@ func TestErrorStyleCompletesAFullFlow(t *testing.T) {
 	if res.IsError || str(structured(t, res), "status") != "stored" {
 		t.Fatalf("retry after completion: %s", text(res))
 	}
-	e := s.status(params.ElicitationID, s.Token)
+	e := s.waitDelivered(params.ElicitationID, s.Token)
 	if e.State != "complete" {
 		t.Fatalf("state %s, want complete", e.State)
 	}

@@ -120,14 +120,30 @@ func (s *server) waitState(id, token, want string, timeout time.Duration) elicit
 // recorded after it was written).
 func (s *server) waitFor(id, token, what string, timeout time.Duration, cond func(elicitation) bool) elicitation {
 	s.t.Helper()
+	var e elicitation
+	eventually(s.t, timeout, what+" of "+id, func() bool {
+		e = s.status(id, token)
+		return cond(e)
+	})
+	return e
+}
+
+// waitDelivered waits until the delivery of elicitation id is recorded as written. The
+// notifier records it after writing, so a client can see the notification first.
+func (s *server) waitDelivered(id, token string) elicitation {
+	s.t.Helper()
+	return s.waitFor(id, token, "written delivery", 10*time.Second,
+		func(e elicitation) bool { return e.Delivery.WrittenAt != nil })
+}
+
+// eventually polls cond until it holds or timeout passes. Only for what the outside of a
+// process offers no event for.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for {
-		e := s.status(id, token)
-		if cond(e) {
-			return e
-		}
+	for !cond() {
 		if time.Now().After(deadline) {
-			s.t.Fatalf("elicitation %s: no %s after %s: %+v", id, what, timeout, e)
+			t.Fatalf("not within %s: %s", timeout, what)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

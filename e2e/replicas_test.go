@@ -25,7 +25,7 @@ func TestCompletionOnAnotherReplicaNotifiesTheOriginatingSession(t *testing.T) {
 	dev.completeSecret(t, onB, canary)
 
 	c.waitCompletion(params.ElicitationID, 30*time.Second)
-	e := a.status(params.ElicitationID, a.Token)
+	e := a.waitDelivered(params.ElicitationID, a.Token)
 	if e.State != "complete" || e.Delivery.WrittenAt == nil {
 		t.Fatalf("state %s, delivery %+v", e.State, e.Delivery)
 	}

@@ -123,6 +123,33 @@ func (s *Server) push(ctx context.Context, req *sdk.CallToolRequest, e *state.El
 	}
 }
 
+// offerNewAttempt sends elicitation/create for a new attempt started through the recovery
+// API ({"new": true}) to the originating session, when this process holds it and its
+// client declared URL mode: that is how the client learns the new URL. The client's answer
+// is recorded like any other.
+func (s *Server) offerNewAttempt(_ context.Context, n state.Notice) {
+	if n.What != state.NoticeRetried {
+		return
+	}
+	ls, ok := s.sessions.get(n.SessionID)
+	if !ok || !supportsURLMode(ls.ss) {
+		return
+	}
+	go func() {
+		ctx := s.notifier.context()
+		e, err := s.opts.Store.Get(ctx, n.ID)
+		if err != nil || e.User != ls.user || e.State != state.Pending {
+			return
+		}
+		ctx, cancel := context.WithDeadline(ctx, e.ExpiresAt)
+		defer cancel()
+		res, err := ls.ss.Elicit(ctx, s.elicitParams(e, s.label(e)))
+		if err := s.recordAnswer(ctx, e.ID, clientAnswer{res, err}); err != nil {
+			s.log.WarnContext(ctx, "answer to a new attempt not recorded", "elicitation_id", e.ID, "err", err)
+		}
+	}()
+}
+
 // recordAnswer records the client's answer to elicitation/create as the state table says.
 func (s *Server) recordAnswer(ctx context.Context, id string, a clientAnswer) error {
 	var (

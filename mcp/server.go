@@ -95,6 +95,7 @@ func New(opts Options) *Server {
 	s.sessions = newSessionRegistry(opts.Store, opts.Replica, log)
 	s.notifier = newNotifier(opts.Store, s.sessions, log)
 	opts.Hub.OnNotice(s.notifier.onNotice)
+	opts.Hub.OnNotice(s.offerNewAttempt)
 	opts.Hub.OnConnect(s.notifier.recheckAll)
 	s.sdk.AddReceivingMiddleware(s.trackSessions)
 	s.addTools()

@@ -88,6 +88,7 @@ const (
 	NoticeState    NoticeKind = "state"    // the state changed
 	NoticeRequeue  NoticeKind = "requeue"  // the completion notification was asked for again
 	NoticeDelivery NoticeKind = "delivery" // a delivery attempt was recorded
+	NoticeRetried  NoticeKind = "retried"  // a new attempt was started (the notice names it)
 )
 
 func (s *Store) publish(ctx context.Context, e *Elicitation, what NoticeKind) {

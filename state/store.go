@@ -528,6 +528,7 @@ func (s *Store) Retry(ctx context.Context, id string, actor Actor, ttl time.Dura
 			return nil, err
 		}
 		s.log.InfoContext(ctx, "elicitation retried", "elicitation_id", next.ID, "retry_of", id, "user", uk)
+		s.publish(ctx, next, NoticeRetried)
 		return next, nil
 	}
 	return nil, fmt.Errorf("retry elicitation %s: too much contention", id)

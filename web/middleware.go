@@ -81,6 +81,15 @@ func limitBody(n int64) echo.MiddlewareFunc {
 				return errBodyTooLarge
 			}
 			r.Body = http.MaxBytesReader(c.Response(), r.Body, n)
+			// Read a form now, so that a body over the limit (sent without a length) is
+			// answered 413 here instead of reading as a form without fields later.
+			if err := r.ParseForm(); err != nil {
+				var tooLarge *http.MaxBytesError
+				if errors.As(err, &tooLarge) {
+					return errBodyTooLarge
+				}
+				return echo.NewHTTPError(http.StatusBadRequest, "the form could not be read")
+			}
 			return next(c)
 		}
 	}
@@ -141,7 +150,13 @@ func (s *Server) handleError(err error, c echo.Context) {
 	message := "Something went wrong on our side. Nothing was changed. Please try again in a moment."
 	var he *echo.HTTPError
 	var maxBytes *http.MaxBytesError
+	var netErr net.Error
 	switch {
+	case errors.As(err, &netErr):
+		// Redis (or another dependency) cannot be reached: say so, without the address.
+		status = http.StatusServiceUnavailable
+		message = "urlflow cannot reach its store right now. Nothing was changed. Please try again in a moment."
+		s.log.ErrorContext(c.Request().Context(), "request failed: store unavailable", "path", c.Request().URL.Path, "err", err)
 	case errors.As(err, &he):
 		status = he.Code
 		if m, ok := he.Message.(string); ok {

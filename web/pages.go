@@ -2,7 +2,6 @@ package web
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 
@@ -25,7 +24,7 @@ type visitor struct {
 func (s *Server) visitor(c echo.Context) (*visitor, error) {
 	sess, err := s.sessions.Get(c.Request(), s.sessions.name)
 	if err != nil {
-		return nil, fmt.Errorf("load browser session: %w", err)
+		return nil, err
 	}
 	u, ok := sessionUser(sess)
 	return &visitor{sess: sess, user: u, signedIn: ok}, nil
