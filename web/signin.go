@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -20,6 +21,9 @@ func safeNext(next string) string {
 	// Browsers drop tabs and newlines inside URLs ("/\t/evil" becomes "//evil"): refuse
 	// every control character.
 	if strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return "/"
+	}
+	if u, err := url.Parse(next); err != nil || u.Scheme != "" || u.Host != "" {
 		return "/"
 	}
 	return next
