@@ -18,6 +18,7 @@ import (
 
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/upstream"
 )
 
 // Style is how a tool asks a 2025-11-25 client with URL mode for a secret.
@@ -44,7 +45,10 @@ const (
 type Options struct {
 	Store *state.Store
 	Hub   *state.Hub
+	Vault *state.Vault
 	Slots *slots.Catalog
+	// Upstream makes call_api's requests.
+	Upstream *upstream.Caller
 	// PublicURL starts every elicitation URL.
 	PublicURL *url.URL
 	Style     Style
@@ -105,9 +109,11 @@ func New(opts Options) *Server {
 }
 
 const instructions = `urlflow collects secrets (API keys, tokens) from the user in their own browser, so that ` +
-	`no secret passes through this conversation. Call set_secret to ask for one; the user gets a link ` +
-	`to open. Tools never return secret values. Use elicitation_status to check on a request and ` +
-	`cancel_elicitation to withdraw one.`
+	`no secret passes through this conversation, and uses them for you. Call set_secret to ask for one; ` +
+	`the user gets a link to open. call_api makes an HTTP request to the secret's API with the secret ` +
+	`added by urlflow (it asks for the secret first if it is missing). list_connections and disconnect ` +
+	`manage what is stored. Tools never return secret values. Use elicitation_status to check on a ` +
+	`request and cancel_elicitation to withdraw one.`
 
 // Handler returns the MCP endpoint (streamable HTTP, stateful sessions). It expects a
 // bearer token verified by the caller (auth.RequireBearerToken).

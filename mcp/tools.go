@@ -3,8 +3,6 @@ package mcp
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,6 +21,25 @@ func (s *Server) addTools() {
 			"encrypted in urlflow. The secret never passes through this conversation; the result only says " +
 			"whether it is stored. If it is already stored, nothing is asked unless replace is true.",
 	}, s.setSecret)
+	sdk.AddTool(s.sdk, &sdk.Tool{
+		Name:  "call_api",
+		Title: "Call an API with a stored secret",
+		Description: "Make an HTTP request to the API a stored secret belongs to. urlflow adds the secret " +
+			"itself, as the secret's configuration says; the result has the status, selected headers and " +
+			"body, never the secret (it is redacted even when the API echoes it). The path stays under the " +
+			"API's base URL. If the secret is not stored yet, the user is asked for it first, as with set_secret.",
+	}, s.callAPI)
+	sdk.AddTool(s.sdk, &sdk.Tool{
+		Name:  "list_connections",
+		Title: "List stored secrets",
+		Description: "List the secrets urlflow keeps for you: name, kind, when each was stored, verified " +
+			"and last used. Never their values.",
+	}, s.listConnections)
+	sdk.AddTool(s.sdk, &sdk.Tool{
+		Name:        "disconnect",
+		Title:       "Delete a stored secret",
+		Description: "Delete one of your stored secrets from urlflow. Tools can no longer use it until it is stored again.",
+	}, s.disconnect)
 	sdk.AddTool(s.sdk, &sdk.Tool{
 		Name:  "elicitation_status",
 		Title: "Check a request",
@@ -50,10 +67,9 @@ func (s *Server) setSecret(ctx context.Context, req *sdk.CallToolRequest, args s
 	if !ok {
 		return nil, nil, errNoUser
 	}
-	slot, ok := s.opts.Slots.Lookup(args.Name)
-	if !ok {
-		return nil, nil, fmt.Errorf("there is no secret named %q; the secrets urlflow can store are: %s",
-			args.Name, strings.Join(s.opts.Slots.Names(), ", "))
+	slot, err := s.slotFor(args.Name)
+	if err != nil {
+		return nil, nil, err
 	}
 	if !args.Replace {
 		switch _, err := s.opts.Store.Credential(ctx, user, slot.Name); {
@@ -67,15 +83,23 @@ func (s *Server) setSecret(ctx context.Context, req *sdk.CallToolRequest, args s
 	if args.Replace {
 		purpose = "Enter a new " + slot.Label + " to replace the one urlflow keeps for you."
 	}
-	e, err := s.openElicitation(ctx, req, user, state.KindSecret, slot.Name, purpose, args.Replace)
-	if err != nil {
-		return nil, nil, s.unavailable(ctx, err)
-	}
-	res, err := s.obtain(ctx, req, e, slot.Label)
+	e, res, err := s.askFor(ctx, req, user, slot.Name, slot.Label, purpose, args.Replace)
 	if res != nil || err != nil {
 		return res, nil, err
 	}
 	return stored(slot.Label, slot.Name, e.ID), nil, nil
+}
+
+// askFor takes the user through an elicitation for secret slot name: the running one of
+// this session, or a new one. It returns the elicitation and no result once the secret is
+// stored, and otherwise what the tool answers now.
+func (s *Server) askFor(ctx context.Context, req *sdk.CallToolRequest, user state.User, name, label, purpose string, replace bool) (*state.Elicitation, *sdk.CallToolResult, error) {
+	e, err := s.openElicitation(ctx, req, user, state.KindSecret, name, purpose, replace)
+	if err != nil {
+		return nil, nil, s.unavailable(ctx, err)
+	}
+	res, err := s.obtain(ctx, req, e, label)
+	return e, res, err
 }
 
 // errUnavailable is what a tool says when urlflow's store fails.

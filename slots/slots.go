@@ -29,6 +29,10 @@ type Slot struct {
 	Description string `yaml:"description"`
 	// Validation holds the rules a value must meet.
 	Validation Validation `yaml:"validation"`
+	// API is where and how tools use the secret (call_api); a slot without it only stores.
+	API *API `yaml:"api"`
+	// Verify is the check a new secret must pass before it is stored.
+	Verify *Verify `yaml:"verify"`
 }
 
 // Validation is what a value must look like. A value that breaks a rule is refused with a
@@ -46,8 +50,9 @@ type Validation struct {
 	pattern *regexp.Regexp
 }
 
-// prepare checks the slot's definition and compiles its pattern. It returns every problem.
-func (s *Slot) prepare() []error {
+// prepare checks the slot's definition, compiles its pattern and resolves its API against
+// urlflow's public URL. It returns every problem.
+func (s *Slot) prepare(publicURL string) []error {
 	var errs []error
 	name := s.Name
 	if name == "" {
@@ -81,6 +86,9 @@ func (s *Slot) prepare() []error {
 			problem("pattern does not compile: %v", err)
 		}
 		v.pattern = re
+	}
+	for _, p := range s.prepareAPI(publicURL) {
+		problem("%s", p)
 	}
 	return errs
 }
@@ -141,23 +149,45 @@ type Catalog struct {
 }
 
 // NewCatalog checks every slot and returns the catalog, or an error naming every problem.
-func NewCatalog(list []Slot) (*Catalog, error) {
+// publicURL replaces {public_url} in API base URLs.
+func NewCatalog(list []Slot, publicURL string) (*Catalog, error) {
 	c := &Catalog{}
 	var errs []error
 	seen := map[string]bool{}
 	for i := range list {
-		s := list[i]
-		errs = append(errs, s.prepare()...)
+		s := list[i].clone()
+		errs = append(errs, s.prepare(publicURL)...)
 		if seen[s.Name] {
 			errs = append(errs, fmt.Errorf("secret slot %s: defined twice", s.Name))
 		}
 		seen[s.Name] = true
-		c.slots = append(c.slots, &s)
+		c.slots = append(c.slots, s)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// clone returns a copy of s that shares nothing with it, so that preparing it leaves the
+// configuration as it was read.
+func (s Slot) clone() *Slot {
+	if s.API != nil {
+		api := *s.API
+		api.Methods = slices.Clone(api.Methods)
+		api.ResponseHeaders = slices.Clone(api.ResponseHeaders)
+		if api.Inject.Basic != nil {
+			basic := *api.Inject.Basic
+			api.Inject.Basic = &basic
+		}
+		s.API = &api
+	}
+	if s.Verify != nil {
+		v := *s.Verify
+		v.Status = slices.Clone(v.Status)
+		s.Verify = &v
+	}
+	return &s
 }
 
 // Lookup returns the slot named name.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urlflow/urlflow/state"
 )
@@ -13,7 +14,7 @@ func demo(t *testing.T) *Slot {
 	c, err := NewCatalog([]Slot{{
 		Name: "demo_api_key", Label: "Demo API key",
 		Validation: Validation{MinLength: 21, MaxLength: 64, Pattern: "demo_[A-Za-z0-9]{16,}", PatternHint: "It starts with demo_."},
-	}})
+	}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestCatalogNamesEveryProblem(t *testing.T) {
 		{Name: "bad_re", Label: "x", Validation: Validation{Pattern: "[a-"}},
 		{Name: "twice", Label: "x"},
 		{Name: "twice", Label: "y"},
-	})
+	}, "")
 	if err == nil {
 		t.Fatal("accepted")
 	}
@@ -86,7 +87,7 @@ func TestCatalogNamesEveryProblem(t *testing.T) {
 }
 
 func TestMaxLengthDefaults(t *testing.T) {
-	c, err := NewCatalog([]Slot{{Name: "k", Label: "K"}})
+	c, err := NewCatalog([]Slot{{Name: "k", Label: "K"}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func FuzzValidate(f *testing.F) {
 	for _, seed := range []string{"", "demo_0123456789abcdef", "\xff", strings.Repeat("x", 5000), "s no"} {
 		f.Add(seed)
 	}
-	c, err := NewCatalog([]Slot{{Name: "k", Label: "K", Validation: Validation{MinLength: 3, MaxLength: 100, Pattern: "[a-z_0-9]+"}}})
+	c, err := NewCatalog([]Slot{{Name: "k", Label: "K", Validation: Validation{MinLength: 3, MaxLength: 100, Pattern: "[a-z_0-9]+"}}}, "")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -126,4 +127,67 @@ func FuzzValidate(f *testing.F) {
 			t.Fatalf("unexpected message: %v", err)
 		}
 	})
+}
+
+func TestAPIConfigurationIsCheckedWithEveryProblemNamed(t *testing.T) {
+	_, err := NewCatalog([]Slot{
+		{Name: "no_base", Label: "x", API: &API{Inject: Injection{Header: "Authorization"}}},
+		{Name: "relative", Label: "x", API: &API{BaseURL: "/api", Inject: Injection{Header: "X"}}},
+		{Name: "query_in_base", Label: "x", API: &API{BaseURL: "https://api.example/v1?x=1", Inject: Injection{Header: "X"}}},
+		{Name: "two_ways", Label: "x", API: &API{BaseURL: "https://api.example", Inject: Injection{Header: "X", Query: "key"}}},
+		{Name: "no_way", Label: "x", API: &API{BaseURL: "https://api.example"}},
+		{Name: "no_placeholder", Label: "x", API: &API{BaseURL: "https://api.example", Inject: Injection{Header: "X", Template: "Bearer"}}},
+		{Name: "bad_method", Label: "x", API: &API{BaseURL: "https://api.example", Methods: []string{"TRACE"}, Inject: Injection{Query: "k"}}},
+		{Name: "slow", Label: "x", API: &API{BaseURL: "https://api.example", Timeout: time.Hour, Inject: Injection{Query: "k"}}},
+		{Name: "verify_alone", Label: "x", Verify: &Verify{Path: "/me"}},
+		{Name: "bad_status", Label: "x", API: &API{BaseURL: "https://api.example", Inject: Injection{Query: "k"}}, Verify: &Verify{Status: []int{42}}},
+	}, "")
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{
+		"no_base: api.base_url is required", "relative: api.base_url must be an absolute http(s) URL",
+		"query_in_base: api.base_url cannot have a query", "two_ways: api.inject needs exactly one",
+		"no_way: api.inject needs exactly one", "no_placeholder: api.inject.template must contain {secret}",
+		`bad_method: api.methods: "TRACE"`, "slow: api.timeout", "verify_alone: verify needs an api section",
+		"bad_status: verify.status: 42",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestAPIDefaultsAndThePublicURLPlaceholder(t *testing.T) {
+	c, err := NewCatalog([]Slot{{Name: "k", Label: "K",
+		API:    &API{BaseURL: "{public_url}/demo/api/", Methods: []string{"get", "post"}, Inject: Injection{Header: "Authorization"}},
+		Verify: &Verify{Path: "/whoami"},
+	}}, "http://127.0.0.1:9999/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := c.Lookup("k")
+	a := s.API
+	if a.Base().String() != "http://127.0.0.1:9999/demo/api" || !a.Allows("POST") || !a.Allows("get") || a.Allows("DELETE") ||
+		a.Inject.Template != SecretPlaceholder || a.Timeout != DefaultTimeout || a.MaxResponseBytes != DefaultMaxResponseBytes ||
+		a.ResponseHeaders[0] != "Content-Type" || s.Verify.Method != "GET" || s.Verify.Status[0] != 200 {
+		t.Fatalf("defaults: %+v %+v", a, s.Verify)
+	}
+}
+
+func TestCatalogsDoNotShareTheirConfiguration(t *testing.T) {
+	list := []Slot{{Name: "k", Label: "K", API: &API{BaseURL: "{public_url}/api", Inject: Injection{Query: "key"}}}}
+	a, err := NewCatalog(list, "http://one.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewCatalog(list, "http://two.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, _ := a.Lookup("k")
+	sb, _ := b.Lookup("k")
+	if sa.API.Base().Host != "one.example" || sb.API.Base().Host != "two.example" || list[0].API.Base() != nil {
+		t.Fatalf("catalogs share state: %s %s %v", sa.API.Base(), sb.API.Base(), list[0].API.Base())
+	}
 }

@@ -20,6 +20,11 @@ func credentialKey(userKey, name string) string { return userTag(userKey) + "c:"
 
 func credentialSetKey(userKey string) string { return userTag(userKey) + "cs" }
 
+// credentialUseKey names the hash of credential name → time of last use.
+func credentialUseKey(userKey string) string { return userTag(userKey) + "cu" }
+
+func auditKey(userKey string) string { return userTag(userKey) + "audit" }
+
 // undeliveredKey names the set of ended elicitations whose completion notification has not
 // yet been written to MCP session sessionID.
 func undeliveredKey(userKey, sessionID string) string {

@@ -267,6 +267,7 @@ type ApplyOption func(*applyConfig)
 
 type applyConfig struct {
 	credential *Credential
+	replaced   bool
 }
 
 // WithCredential stores c for the elicitation's user in the same atomic step that moves
@@ -290,7 +291,10 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor Actor, rea
 	if err != nil {
 		return Change{}, err
 	}
-	key := elicitationKey(uk, id)
+	watched := []string{elicitationKey(uk, id)}
+	if cfg.credential != nil {
+		watched = append(watched, credentialKey(uk, cfg.credential.Name))
+	}
 	for range maxCASAttempts {
 		var (
 			change   Change
@@ -306,12 +310,19 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor Actor, rea
 				change = Change{Elicitation: e, From: e.State, To: e.State}
 				return nil
 			}
+			if cfg.credential != nil {
+				n, err := tx.Exists(ctx, watched[1]).Result()
+				if err != nil {
+					return err
+				}
+				cfg.replaced = n > 0
+			}
 			change, applyErr = s.apply(e, ev, actor, reason)
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				return s.queueChange(ctx, p, change, ev, actor, reason, cfg)
 			})
 			return err
-		}, key)
+		}, watched...)
 		if errors.Is(err, redis.TxFailedErr) {
 			continue
 		}
@@ -371,7 +382,7 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, c Change, ev
 		return err
 	}
 	if cfg.credential != nil && e.State == Complete {
-		if err := s.queueCredential(ctx, p, e.User, cfg.credential); err != nil {
+		if err := s.queueCredential(ctx, p, e.User, cfg.credential, cfg.replaced); err != nil {
 			return err
 		}
 	}

@@ -89,6 +89,9 @@ func samples() []sample {
 		{"problem", templates.ProblemPage(templates.Page{}, templates.Problem{Status: http.StatusNotFound, Heading: "This link does not work", Message: "There is no request at this address. Check that you copied the whole link from your client."})},
 		{"problem-dev", templates.ProblemPage(dev, templates.Problem{Status: http.StatusInternalServerError, Heading: "Something went wrong on our side", Message: "urlflow could not reach its storage. Nothing was saved; try again in a minute."})},
 		{"signed-out", templates.SignedOutPage(templates.Page{}, templates.SignedOut{})},
+		{"home", templates.HomePage(templates.Page{})},
+		{"failed", templates.FailedPage(signedIn, templates.Failed{SlotLabel: "Demo API key", Reason: "the API answered 401 Unauthorized",
+			TryAgainURL: "/e/el_7Hq2mXc9/secret", DeclineAction: "/e/el_7Hq2mXc9/decline", CSRF: "csrf-token-1", ExpiresAt: time.Now().Add(8 * time.Minute)})},
 	}
 }
 

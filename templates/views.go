@@ -112,3 +112,17 @@ type Problem struct {
 
 // SignedOut is the page after signing out.
 type SignedOut struct{}
+
+// Failed is the page after the API refused a new secret (the slot's check failed). The
+// user may try again until the link expires.
+type Failed struct {
+	SlotLabel string
+	// Reason says what the check found, in words ("the API answered 401 Unauthorized").
+	Reason string
+	// TryAgainURL opens the form again.
+	TryAgainURL string
+	// DeclineAction is the POST target of "Decline".
+	DeclineAction string
+	CSRF          string
+	ExpiresAt     time.Time
+}

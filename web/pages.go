@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/gorilla/sessions"
@@ -180,11 +182,14 @@ func clientName(ci state.ClientInfo) string {
 }
 
 // runningPost is the common start of the form posts: the signed-in owner, a valid CSRF
-// token, and a flow that is still running. A post for a flow that has ended is recorded as
-// late and answered with a page that says nothing changed; a post for a flow that is not
-// in progress in this browser goes back to the consent page. It returns nil when the
-// request has been answered.
-func (s *Server) runningPost(c echo.Context) (*visitor, *state.Elicitation, error) {
+// token, and a flow in one of the states the form applies to (in_progress when none are
+// given). A post for a flow that has ended is recorded as late and answered with a page
+// that says nothing changed; a post for a flow in another running state goes back to the
+// consent page. It returns nil when the request has been answered.
+func (s *Server) runningPost(c echo.Context, applies ...state.State) (*visitor, *state.Elicitation, error) {
+	if len(applies) == 0 {
+		applies = []state.State{state.InProgress}
+	}
 	v, err := s.visitor(c)
 	if err != nil {
 		return nil, nil, err
@@ -203,7 +208,7 @@ func (s *Server) runningPost(c echo.Context) (*visitor, *state.Elicitation, erro
 	if e.State.Terminal() {
 		return nil, nil, s.latePost(c, v, e)
 	}
-	if e.State != state.InProgress {
+	if !slices.Contains(applies, e.State) {
 		return nil, nil, c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
 	}
 	return v, e, nil
@@ -239,6 +244,13 @@ func (s *Server) secretForm(c echo.Context) error {
 	e, err := s.elicitationFor(c, v)
 	if e == nil {
 		return err
+	}
+	if e.State == state.Failed {
+		change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.BrowserOpen, state.ActorUser, "trying again after a failed check")
+		if err != nil {
+			return err
+		}
+		e = change.Elicitation
 	}
 	if e.State.Terminal() {
 		return s.renderEnded(c, v, e, false)
@@ -283,14 +295,22 @@ func (s *Server) submitSecret(c echo.Context) error {
 		}
 		return s.renderSecretForm(c, v, e, http.StatusUnprocessableEntity, invalid.Rule)
 	}
+	reason := "secret received and validated"
+	var verifiedAt *time.Time
+	if slot.Verify != nil {
+		if err := s.opts.Upstream.Check(ctx, slot, secret); err != nil {
+			return s.verificationFailed(c, v, e, slot, err)
+		}
+		now := s.opts.Store.Now().UTC()
+		verifiedAt, reason = &now, "secret received and verified with the API"
+	}
 	sealed, err := s.opts.Vault.Seal(e.User, slot.Name, secret)
 	if err != nil {
 		return err
 	}
 	cred := &state.Credential{Name: slot.Name, Kind: state.KindSecret, ElicitationID: e.ID,
-		StoredAt: s.opts.Store.Now().UTC(), Sealed: sealed}
-	change, err := s.opts.Store.Apply(ctx, e.ID, state.Verified, state.ActorUser,
-		"secret received and validated", state.WithCredential(cred))
+		StoredAt: s.opts.Store.Now().UTC(), VerifiedAt: verifiedAt, Sealed: sealed}
+	change, err := s.opts.Store.Apply(ctx, e.ID, state.Verified, state.ActorUser, reason, state.WithCredential(cred))
 	if err != nil && !errors.Is(err, state.ErrImpossible) {
 		return err
 	}
@@ -306,9 +326,30 @@ func (s *Server) submitSecret(c echo.Context) error {
 	}))
 }
 
+// verificationFailed records that the slot's API refused the secret (the flow becomes
+// failed; nothing is stored) and tells the user, who may try again until the deadline.
+func (s *Server) verificationFailed(c echo.Context, v *visitor, e *state.Elicitation, slot *slots.Slot, checkErr error) error {
+	change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.VerifyFailed, state.ActorSystem,
+		"verification failed: "+checkErr.Error())
+	if err != nil && !errors.Is(err, state.ErrImpossible) {
+		return err
+	}
+	if change.To != state.Failed {
+		return s.renderEnded(c, v, change.Elicitation, true)
+	}
+	p, err := s.page(c, v, "")
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusUnprocessableEntity, templates.FailedPage(p, templates.Failed{
+		SlotLabel: slot.Label, Reason: checkErr.Error(), TryAgainURL: "/e/" + e.ID + "/secret",
+		DeclineAction: "/e/" + e.ID + "/decline", CSRF: p.CSRF, ExpiresAt: e.ExpiresAt,
+	}))
+}
+
 // declineElicitation is POST /e/{id}/decline.
 func (s *Server) declineElicitation(c echo.Context) error {
-	v, e, err := s.runningPost(c)
+	v, e, err := s.runningPost(c, state.InProgress, state.Failed)
 	if e == nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/upstream"
 )
 
 // Options configure a Server. All fields but Dev are required.
@@ -41,6 +42,10 @@ type Options struct {
 	Dev *oauth.DevIdentity
 	// MCP is the MCP endpoint, served at /mcp behind bearer authentication.
 	MCP http.Handler
+	// Upstream checks a new secret with its slot's API before it is stored.
+	Upstream *upstream.Caller
+	// DemoAPI, when set, is served under /demo/api (development only).
+	DemoAPI http.Handler
 	// TTL is the deadline of a new attempt started through the retry API.
 	TTL    time.Duration
 	Logger *slog.Logger
@@ -129,6 +134,9 @@ func (s *Server) routes() {
 
 	if s.opts.Dev != nil {
 		e.GET("/dev/token", s.devToken)
+	}
+	if s.opts.DemoAPI != nil {
+		e.Any("/demo/api/*", echo.WrapHandler(s.opts.DemoAPI))
 	}
 }
 

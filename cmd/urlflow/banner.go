@@ -19,6 +19,7 @@ type devBanner struct {
 	OperatorToken string
 	SignIn        string
 	TokenURL      string
+	DemoAPI       string
 	Redis         string
 	Slots         []string
 	Style         mcp.Style
@@ -61,8 +62,10 @@ MCP Inspector (npx @modelcontextprotocol/inspector):
   Transport Type: Streamable HTTP    URL: {{.MCPURL}}
   Authentication: header Authorization, value: Bearer {{.Token}}
 
-Try it: ask your assistant to store your demo API key (tool set_secret, name demo_api_key),
-open the link it shows, sign in as dev, and enter demo_ followed by 16 letters or digits.
+Try it: ask your assistant to call the demo API's /whoami with your demo API key (tool call_api,
+name demo_api_key, GET /whoami). It asks for the key first: open the link it shows, sign in as
+dev, and enter demo_ followed by 16 or more letters or digits. The demo API lives at
+{{.DemoAPI}}.
 
 `))
 

@@ -40,8 +40,9 @@ type config struct {
 	OperatorTokens []string
 	Style          mcp.Style
 	TTL            time.Duration
-	Slots          *slots.Catalog
-	SlotNames      []string
+	// Slots is set by resolvePublicURL: API base URLs may name the public URL.
+	Slots   *slots.Catalog
+	secrets []slots.Slot
 }
 
 // fileConfig is the YAML configuration file.
@@ -195,12 +196,10 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 			cfg.PublicURL = u
 		}
 	}
-	catalog, err := slots.NewCatalog(file.Secrets)
-	if err != nil {
+	// The slots are checked now, and built again once the public URL is known.
+	cfg.secrets = file.Secrets
+	if _, err := slots.NewCatalog(cfg.secrets, "http://127.0.0.1"); err != nil {
 		problem("configuration file %s: %v", describeFile(cfg.ConfigFile), err)
-	} else {
-		cfg.Slots = catalog
-		cfg.SlotNames = catalog.Names()
 	}
 	if err := errors.Join(problems...); err != nil {
 		return nil, err
@@ -234,16 +233,21 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// resolvePublicURL sets the public URL once the listener's address is known: the
-// configured one, or http:// + the address as given (with the real port when the given
-// port was 0).
-func (c *config) resolvePublicURL(bound net.Addr) {
-	if c.PublicURL != nil {
-		return
+// resolvePublicURL sets the public URL once the listener's address is known (the
+// configured one, or http:// + the address as given, with the real port when the given
+// port was 0) and builds the slot catalog with it.
+func (c *config) resolvePublicURL(bound net.Addr) error {
+	if c.PublicURL == nil {
+		host, port, _ := net.SplitHostPort(c.Addr)
+		if port == "0" {
+			_, port, _ = net.SplitHostPort(bound.String())
+		}
+		c.PublicURL = &url.URL{Scheme: "http", Host: net.JoinHostPort(host, port)}
 	}
-	host, port, _ := net.SplitHostPort(c.Addr)
-	if port == "0" {
-		_, port, _ = net.SplitHostPort(bound.String())
+	catalog, err := slots.NewCatalog(c.secrets, c.PublicURL.String())
+	if err != nil {
+		return fmt.Errorf("configuration file %s: %w", describeFile(c.ConfigFile), err)
 	}
-	c.PublicURL = &url.URL{Scheme: "http", Host: net.JoinHostPort(host, port)}
+	c.Slots = catalog
+	return nil
 }

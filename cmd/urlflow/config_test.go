@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,15 +30,23 @@ func TestDevDefaultsNeedNoSetup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Addr != "127.0.0.1:8080" || cfg.Style != mcp.StylePush || cfg.TTL != 10*time.Minute {
-		t.Fatalf("defaults: %+v", cfg)
-	}
-	if _, ok := cfg.Slots.Lookup("demo_api_key"); !ok {
-		t.Fatal("the built-in demo has no demo_api_key slot")
-	}
 	if cfg.PublicURL != nil || cfg.keysGiven || cfg.RedisURL != "" {
 		t.Fatalf("nothing but defaults expected: %+v", cfg)
 	}
+	if cfg.Addr != "127.0.0.1:8080" || cfg.Style != mcp.StylePush || cfg.TTL != 10*time.Minute {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+	if err := cfg.resolvePublicURL(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}); err != nil {
+		t.Fatal(err)
+	}
+	demo, ok := cfg.Slots.Lookup("demo_api_key")
+	if !ok {
+		t.Fatal("the built-in demo has no demo_api_key slot")
+	}
+	if demo.API == nil || demo.API.Base().String() != "http://127.0.0.1:8080/demo/api" {
+		t.Fatalf("the demo slot does not use the demo API at the public URL: %+v", demo.API)
+	}
+
 }
 
 func TestSettingsFollowFlagThenEnvironmentThenFileThenDefault(t *testing.T) {

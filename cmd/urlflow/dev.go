@@ -15,9 +15,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/urlflow/urlflow/demoapi"
 	"github.com/urlflow/urlflow/mcp"
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/upstream"
 	"github.com/urlflow/urlflow/web"
 )
 
@@ -62,7 +64,9 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 		return fmt.Errorf("listen on %s: %w (choose another with --addr, e.g. --addr 127.0.0.1:0 for any free port)", cfg.Addr, err)
 	}
 	defer listener.Close()
-	cfg.resolvePublicURL(listener.Addr())
+	if err := cfg.resolvePublicURL(listener.Addr()); err != nil {
+		return err
+	}
 
 	resource := cfg.PublicURL.JoinPath("mcp").String()
 	identity := oauth.NewDevIdentity(dev.SigningKey, resource)
@@ -75,14 +79,17 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 	log = log.With("replica", replica)
 	store := state.NewStore(rdb, state.StoreOptions{Logger: log})
 	hub := state.NewHub(rdb, log)
+	vault := state.NewVault(cfg.Keys)
+	caller := upstream.New(nil)
 	mcpServer := mcp.New(mcp.Options{
-		Store: store, Hub: hub, Slots: cfg.Slots, PublicURL: cfg.PublicURL, Style: cfg.Style,
+		Store: store, Hub: hub, Vault: vault, Upstream: caller, Slots: cfg.Slots, PublicURL: cfg.PublicURL, Style: cfg.Style,
 		TTL: cfg.TTL, Replica: replica, Version: version(), Logger: log,
 	})
 	webServer := web.New(web.Options{
-		PublicURL: cfg.PublicURL, Store: store, Hub: hub, Vault: state.NewVault(cfg.Keys), Keys: cfg.Keys,
+		PublicURL: cfg.PublicURL, Store: store, Hub: hub, Vault: vault, Keys: cfg.Keys,
 		Slots: cfg.Slots, Verifier: identity, Operators: oauth.NewOperators(cfg.OperatorTokens),
-		Dev: identity, MCP: mcpServer.Handler(), TTL: cfg.TTL, Logger: log,
+		Dev: identity, MCP: mcpServer.Handler(), Upstream: caller, DemoAPI: demoapi.Handler(),
+		TTL: cfg.TTL, Logger: log,
 	})
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -94,8 +101,9 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 	printDevBanner(stdout, devBanner{
 		MCPURL: resource, Listen: listener.Addr().String(), Token: token, OperatorToken: cfg.OperatorTokens[0],
 		SignIn: cfg.PublicURL.JoinPath("auth", "login").String(), Redis: redisNote,
-		Slots: cfg.SlotNames, Style: cfg.Style, TTL: cfg.TTL, StatePath: statePath,
+		Slots: cfg.Slots.Names(), Style: cfg.Style, TTL: cfg.TTL, StatePath: statePath,
 		TokenURL: cfg.PublicURL.JoinPath("dev", "token").String(),
+		DemoAPI:  cfg.PublicURL.JoinPath("demo", "api").String(),
 	})
 	log.Info("urlflow dev listening", "addr", listener.Addr().String(), "public_url", cfg.PublicURL.String(),
 		"style", cfg.Style, "ttl", cfg.TTL.String())

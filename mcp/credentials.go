@@ -1,0 +1,166 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/urlflow/urlflow/slots"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/upstream"
+)
+
+// The tools that use and manage stored credentials. None of them ever returns a value.
+
+type callAPIArgs struct {
+	Name   string            `json:"name" jsonschema:"the stored secret to use, by its slot name (for example demo_api_key)"`
+	Method string            `json:"method" jsonschema:"the HTTP method, one of those the secret's configuration allows"`
+	Path   string            `json:"path" jsonschema:"the path under the API's base URL, for example /whoami"`
+	Query  map[string]string `json:"query,omitempty" jsonschema:"query parameters"`
+	Body   string            `json:"body,omitempty" jsonschema:"the request body; sent as JSON when it is valid JSON"`
+}
+
+type nameArgs struct {
+	Name string `json:"name" jsonschema:"the stored secret, by its slot name"`
+}
+
+// slotFor returns the slot named name or an error listing the known ones.
+func (s *Server) slotFor(name string) (*slots.Slot, error) {
+	slot, ok := s.opts.Slots.Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("there is no secret named %q; the secrets urlflow can store are: %s",
+			name, strings.Join(s.opts.Slots.Names(), ", "))
+	}
+	return slot, nil
+}
+
+func (s *Server) callAPI(ctx context.Context, req *sdk.CallToolRequest, args callAPIArgs) (*sdk.CallToolResult, any, error) {
+	user, ok := userOf(req.Extra)
+	if !ok {
+		return nil, nil, errNoUser
+	}
+	slot, err := s.slotFor(args.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	api := slot.API
+	if api == nil {
+		return nil, nil, fmt.Errorf("the secret %s is only stored; urlflow has no API configured to use it with", slot.Name)
+	}
+	// Refuse what can never work before asking the user for anything.
+	if !api.Allows(args.Method) {
+		return nil, nil, fmt.Errorf("%w: %s; allowed: %s", upstream.ErrMethod, strings.ToUpper(args.Method), strings.Join(api.Methods, ", "))
+	}
+	if _, err := upstream.Resolve(api.Base(), args.Path); err != nil {
+		return nil, nil, err
+	}
+
+	cred, err := s.opts.Store.Credential(ctx, user, slot.Name)
+	if errors.Is(err, state.ErrNotFound) {
+		// Ask for it first, the way set_secret does; the call goes on once it is stored.
+		var res *sdk.CallToolResult
+		if _, res, err = s.askFor(ctx, req, user, slot.Name, slot.Label,
+			"Enter your "+slot.Label+" so that urlflow can call its API for you.", false); res != nil || err != nil {
+			return res, nil, err
+		}
+		cred, err = s.opts.Store.Credential(ctx, user, slot.Name)
+	}
+	if err != nil {
+		return nil, nil, s.unavailable(ctx, err)
+	}
+	secret, err := s.opts.Vault.Open(user, slot.Name, cred.Sealed)
+	if err != nil {
+		s.log.ErrorContext(ctx, "stored credential does not open", "user", user.Key(), "credential", slot.Name, "err", err)
+		return nil, nil, fmt.Errorf("urlflow cannot open your stored %s (its key may have been retired); store it again with set_secret and replace set to true", slot.Label)
+	}
+	resp, err := s.opts.Upstream.Call(ctx, api, secret, upstream.Request{
+		Method: args.Method, Path: args.Path, Query: args.Query, Body: args.Body,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("call_api %s %s: %w", strings.ToUpper(args.Method), args.Path, err)
+	}
+	if err := s.opts.Store.TouchCredential(ctx, user, slot.Name); err != nil {
+		s.log.WarnContext(ctx, "credential use not recorded", "credential", slot.Name, "err", err)
+	}
+	text := fmt.Sprintf("HTTP %d", resp.Status)
+	if resp.Redirected != "" {
+		text += " (a redirect outside the API's base URL, not followed: " + resp.Redirected + ")"
+	}
+	if resp.Body != "" {
+		text += "\n\n" + resp.Body
+	}
+	return &sdk.CallToolResult{
+		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
+		StructuredContent: resp,
+	}, nil, nil
+}
+
+// connectionView is one entry of list_connections.
+type connectionView struct {
+	state.Connection
+	Label string `json:"label"`
+}
+
+func (s *Server) listConnections(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+	user, ok := userOf(req.Extra)
+	if !ok {
+		return nil, nil, errNoUser
+	}
+	conns, err := s.opts.Store.Connections(ctx, user)
+	if err != nil {
+		return nil, nil, s.unavailable(ctx, err)
+	}
+	views := make([]connectionView, 0, len(conns))
+	var lines []string
+	for _, c := range conns {
+		label := c.Name
+		if slot, ok := s.opts.Slots.Lookup(c.Name); ok {
+			label = slot.Label
+		}
+		views = append(views, connectionView{Connection: c, Label: label})
+		line := fmt.Sprintf("- %s (%s): stored %s", label, c.Name, c.StoredAt.UTC().Format("2006-01-02 15:04 UTC"))
+		if c.VerifiedAt != nil {
+			line += ", verified " + c.VerifiedAt.UTC().Format("2006-01-02 15:04 UTC")
+		}
+		if c.LastUsedAt != nil {
+			line += ", last used " + c.LastUsedAt.UTC().Format("2006-01-02 15:04 UTC")
+		} else {
+			line += ", not used yet"
+		}
+		lines = append(lines, line)
+	}
+	text := "You have no stored secrets."
+	if len(lines) > 0 {
+		text = "Your stored secrets (values are never shown):\n" + strings.Join(lines, "\n")
+	}
+	return &sdk.CallToolResult{
+		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
+		StructuredContent: map[string]any{"connections": views},
+	}, nil, nil
+}
+
+func (s *Server) disconnect(ctx context.Context, req *sdk.CallToolRequest, args nameArgs) (*sdk.CallToolResult, any, error) {
+	user, ok := userOf(req.Extra)
+	if !ok {
+		return nil, nil, errNoUser
+	}
+	slot, err := s.slotFor(args.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	deleted, err := s.opts.Store.DeleteCredential(ctx, user, slot.Name, state.ActorClient, "disconnect tool")
+	if err != nil {
+		return nil, nil, s.unavailable(ctx, err)
+	}
+	text := fmt.Sprintf("Your %s is deleted from urlflow. Tools can no longer use it; set_secret stores a new one.", slot.Label)
+	if !deleted {
+		text = fmt.Sprintf("You had no %s stored; nothing was deleted.", slot.Label)
+	}
+	return &sdk.CallToolResult{
+		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
+		StructuredContent: map[string]any{"name": slot.Name, "deleted": deleted},
+	}, nil, nil
+}

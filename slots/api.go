@@ -1,0 +1,187 @@
+package slots
+
+import (
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults and bounds of a slot's API.
+const (
+	DefaultTimeout          = 10 * time.Second
+	MaxTimeout              = 60 * time.Second
+	DefaultMaxResponseBytes = 1 << 20
+	MaxResponseBytes        = 10 << 20
+	// SecretPlaceholder stands for the secret in injection templates.
+	SecretPlaceholder = "{secret}"
+	// PublicURLPlaceholder in a base URL stands for urlflow's own public URL, so that a
+	// configuration can point at urlflow's development demo API.
+	PublicURLPlaceholder = "{public_url}"
+)
+
+// API says where and how tools use a slot's secret (the call_api tool): the base URL every
+// call stays under, the methods allowed, and how the secret is put into a request.
+type API struct {
+	// BaseURL is an absolute http(s) URL; no call can leave it.
+	BaseURL string `yaml:"base_url"`
+	// Methods are the HTTP methods allowed; GET if empty.
+	Methods []string `yaml:"methods"`
+	// Inject says where the secret goes.
+	Inject Injection `yaml:"inject"`
+	// Timeout bounds one call (DefaultTimeout if zero, at most MaxTimeout).
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxResponseBytes bounds the body urlflow reads and returns (DefaultMaxResponseBytes if
+	// zero, at most MaxResponseBytes).
+	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+	// ResponseHeaders are the response headers returned to the tool (Content-Type if empty).
+	ResponseHeaders []string `yaml:"response_headers"`
+
+	base *url.URL
+}
+
+// Injection puts the secret into a request: exactly one of a header (with a template), a
+// query parameter, or HTTP basic authentication.
+type Injection struct {
+	// Header names the header that carries Template, for example Authorization.
+	Header string `yaml:"header"`
+	// Template is the header's value with {secret} in it ("Bearer {secret}"); "{secret}"
+	// if empty.
+	Template string `yaml:"template"`
+	// Query names the query parameter that carries the secret.
+	Query string `yaml:"query"`
+	// Basic sends HTTP basic authentication built from two templates.
+	Basic *BasicAuth `yaml:"basic"`
+}
+
+// BasicAuth holds the username and password templates of basic authentication; either may
+// hold {secret}.
+type BasicAuth struct {
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+}
+
+// Verify is the check a new secret must pass before urlflow stores it: a request to the
+// slot's API with the new secret, and the statuses that mean "valid".
+type Verify struct {
+	// Method is GET if empty.
+	Method string `yaml:"method"`
+	// Path is relative to the API's base URL.
+	Path string `yaml:"path"`
+	// Status lists the statuses that mean valid; 200 if empty.
+	Status []int `yaml:"status"`
+}
+
+// Base returns the parsed base URL.
+func (a *API) Base() *url.URL { return a.base }
+
+// Allows reports whether method is allowed.
+func (a *API) Allows(method string) bool { return slices.Contains(a.Methods, strings.ToUpper(method)) }
+
+// Value returns a template with the secret in it.
+func Value(template, secret string) string {
+	return strings.ReplaceAll(template, SecretPlaceholder, secret)
+}
+
+// prepareAPI checks a slot's API and verification, fills in defaults, and returns every
+// problem.
+func (s *Slot) prepareAPI(publicURL string) []string {
+	var problems []string
+	if s.Verify != nil && s.API == nil {
+		problems = append(problems, "verify needs an api section (the check is a call to the API)")
+	}
+	a := s.API
+	if a == nil {
+		return problems
+	}
+	raw := strings.ReplaceAll(a.BaseURL, PublicURLPlaceholder, strings.TrimRight(publicURL, "/"))
+	u, err := url.Parse(raw)
+	switch {
+	case a.BaseURL == "":
+		problems = append(problems, "api.base_url is required")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		problems = append(problems, fmt.Sprintf("api.base_url must be an absolute http(s) URL, got %q", a.BaseURL))
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		problems = append(problems, "api.base_url cannot have a query, a fragment or user info")
+	default:
+		u.Path = strings.TrimRight(u.Path, "/")
+		u.RawPath = ""
+		a.base = u
+	}
+	if len(a.Methods) == 0 {
+		a.Methods = []string{http.MethodGet}
+	}
+	for i, m := range a.Methods {
+		a.Methods[i] = strings.ToUpper(m)
+		switch a.Methods[i] {
+		case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		default:
+			problems = append(problems, fmt.Sprintf("api.methods: %q is not one of GET, HEAD, POST, PUT, PATCH, DELETE", m))
+		}
+	}
+	problems = append(problems, a.Inject.check()...)
+	switch {
+	case a.Timeout == 0:
+		a.Timeout = DefaultTimeout
+	case a.Timeout < 0 || a.Timeout > MaxTimeout:
+		problems = append(problems, fmt.Sprintf("api.timeout must be between 0 and %s", MaxTimeout))
+	}
+	switch {
+	case a.MaxResponseBytes == 0:
+		a.MaxResponseBytes = DefaultMaxResponseBytes
+	case a.MaxResponseBytes < 0 || a.MaxResponseBytes > MaxResponseBytes:
+		problems = append(problems, fmt.Sprintf("api.max_response_bytes must be between 1 and %d", MaxResponseBytes))
+	}
+	if len(a.ResponseHeaders) == 0 {
+		a.ResponseHeaders = []string{"Content-Type"}
+	}
+	for i, h := range a.ResponseHeaders {
+		a.ResponseHeaders[i] = textproto.CanonicalMIMEHeaderKey(h)
+	}
+	if v := s.Verify; v != nil {
+		if v.Method == "" {
+			v.Method = http.MethodGet
+		}
+		v.Method = strings.ToUpper(v.Method)
+		if len(v.Status) == 0 {
+			v.Status = []int{http.StatusOK}
+		}
+		for _, st := range v.Status {
+			if st < 100 || st > 599 {
+				problems = append(problems, fmt.Sprintf("verify.status: %d is not an HTTP status", st))
+			}
+		}
+	}
+	return problems
+}
+
+func (in *Injection) check() []string {
+	ways := 0
+	for _, set := range []bool{in.Header != "", in.Query != "", in.Basic != nil} {
+		if set {
+			ways++
+		}
+	}
+	var problems []string
+	if ways != 1 {
+		problems = append(problems, "api.inject needs exactly one of header, query or basic")
+	}
+	if in.Header != "" {
+		if in.Template == "" {
+			in.Template = SecretPlaceholder
+		}
+		if !strings.Contains(in.Template, SecretPlaceholder) {
+			problems = append(problems, "api.inject.template must contain {secret}")
+		}
+		if strings.ContainsAny(in.Header, " :\r\n") {
+			problems = append(problems, fmt.Sprintf("api.inject.header: %q is not a header name", in.Header))
+		}
+	}
+	if in.Basic != nil && !strings.Contains(in.Basic.Username+in.Basic.Password, SecretPlaceholder) {
+		problems = append(problems, "api.inject.basic: username or password must contain {secret}")
+	}
+	return problems
+}

@@ -1,0 +1,379 @@
+// Package upstream calls the APIs that stored secrets unlock, on the user's behalf. The
+// secret is injected here, server-side, as the slot's configuration says, and nowhere else.
+//
+// The one idea to hold: no call leaves the slot's base URL. Paths are resolved under it
+// and refused when they try to climb out (.., encoded dots or slashes, another scheme or
+// host); redirects are followed only while they stay under it; the response is bounded in
+// size and time; and the secret is redacted from whatever comes back.
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/urlflow/urlflow/slots"
+	"github.com/urlflow/urlflow/state"
+)
+
+// maxRedirects bounds the redirects followed under the base URL.
+const maxRedirects = 5
+
+// Redacted replaces the secret wherever it appears in a response.
+const Redacted = "[redacted]"
+
+// Errors callers branch on. Their messages are written for the user and never contain the
+// secret.
+var (
+	// ErrOutside: the path would leave the slot's base URL.
+	ErrOutside = errors.New("the path leaves the API's base URL")
+	// ErrMethod: the method is not allowed for the slot.
+	ErrMethod = errors.New("method not allowed for this secret")
+	// ErrTooLarge: the response is larger than the slot allows.
+	ErrTooLarge = errors.New("the response is too large")
+	// ErrTimeout: the API did not answer in time.
+	ErrTimeout = errors.New("the API did not answer in time")
+	// ErrUnreachable: the API could not be reached.
+	ErrUnreachable = errors.New("the API could not be reached")
+)
+
+// Request is a call a tool asks for.
+type Request struct {
+	Method string
+	// Path is relative to the slot's base URL.
+	Path  string
+	Query map[string]string
+	// Body is sent as is; as application/json when it is valid JSON, text/plain otherwise.
+	Body string
+}
+
+// Response is what comes back, with the secret redacted.
+type Response struct {
+	Status int `json:"status"`
+	// Headers holds the slot's selected response headers.
+	Headers map[string]string `json:"headers"`
+	// Body is the body as text, or base64 when it is not valid UTF-8 (BodyEncoding says).
+	Body         string `json:"body"`
+	BodyEncoding string `json:"bodyEncoding"`
+	// Redirected names the redirect target when urlflow stopped at a redirect that leaves
+	// the base URL, empty otherwise.
+	Redirected string `json:"redirected,omitempty"`
+}
+
+// Caller makes the calls. Its zero value is not usable; use New.
+type Caller struct {
+	transport http.RoundTripper
+}
+
+// New returns a Caller on transport (http.DefaultTransport if nil).
+func New(transport http.RoundTripper) *Caller {
+	if transport == nil {
+		transport = http.DefaultTransport
+	}
+	return &Caller{transport: transport}
+}
+
+// Resolve returns the URL of path under base, or ErrOutside. path is taken relative to
+// base's path whether or not it starts with a slash. It refuses anything that could climb
+// out or smuggle a different target: dot segments (also percent-encoded), encoded or
+// literal backslashes, encoded slashes, empty segments, control characters (also
+// percent-encoded), a query or a fragment (queries go in Request.Query), and anything that
+// parses with a scheme or host.
+func Resolve(base *url.URL, path string) (*url.URL, error) {
+	outside := func(why string) error { return fmt.Errorf("%w: %s", ErrOutside, why) }
+	control := func(r rune) bool { return r < 0x20 || r == 0x7f }
+	if strings.ContainsFunc(path, control) {
+		return nil, outside("control characters are not allowed")
+	}
+	if strings.ContainsAny(path, "\\?#") {
+		return nil, outside(`"\", "?" and "#" are not allowed in the path (put the query in query)`)
+	}
+	// Before the other checks, so that a URL is refused as one, not for its "//".
+	if u, err := url.Parse(path); err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" {
+		return nil, outside("the path must be a path, not a URL")
+	}
+	lower := strings.ToLower(path)
+	for _, enc := range []string{"%2e", "%2f", "%5c", "%00", "%25"} {
+		if strings.Contains(lower, enc) {
+			return nil, outside("encoded dots, slashes, backslashes and percent signs are not allowed")
+		}
+	}
+	if strings.Contains(path, "//") {
+		return nil, outside("empty path segments are not allowed")
+	}
+	rel := strings.TrimPrefix(path, "/")
+	var segments []string
+	if rel != "" {
+		segments = strings.Split(rel, "/")
+	}
+	for _, seg := range segments {
+		unescaped, err := url.PathUnescape(seg)
+		if err != nil {
+			return nil, outside("malformed percent-encoding")
+		}
+		// Some servers (Tomcat, Spring) drop ";params" from a segment, making "..;x" a "..".
+		if dots, _, _ := strings.Cut(unescaped, ";"); dots == "." || dots == ".." {
+			return nil, outside("dot segments are not allowed")
+		}
+		// Encoded ones too: the API decodes them, and may pass them on.
+		if strings.ContainsFunc(unescaped, control) {
+			return nil, outside("control characters are not allowed, encoded or not")
+		}
+	}
+	u := *base
+	u.RawQuery, u.Fragment = "", ""
+	if rel != "" {
+		unescaped, err := url.PathUnescape(rel)
+		if err != nil {
+			return nil, outside("malformed percent-encoding")
+		}
+		u.Path = base.Path + "/" + unescaped
+		u.RawPath = base.EscapedPath() + "/" + rel
+		if u.EscapedPath() != u.RawPath {
+			u.RawPath = "" // let net/url escape it
+		}
+	}
+	if !Within(base, &u) {
+		return nil, outside("the result is not under the base URL")
+	}
+	return &u, nil
+}
+
+// Within reports whether u is base or under it: same scheme and host, and a path that is
+// base's path or continues it after a slash.
+func Within(base, u *url.URL) bool {
+	if !strings.EqualFold(u.Scheme, base.Scheme) || !strings.EqualFold(u.Host, base.Host) || u.User != nil {
+		return false
+	}
+	bp, p := base.EscapedPath(), u.EscapedPath()
+	return p == bp || strings.HasPrefix(p, strings.TrimSuffix(bp, "/")+"/")
+}
+
+// under reports whether u is under base by the rules Resolve applies to a path. Within
+// alone accepts a path such as /base/%2e%2e/x, which the API may decode to one outside.
+func under(base, u *url.URL) bool {
+	if !Within(base, u) {
+		return false
+	}
+	_, err := Resolve(base, strings.TrimPrefix(u.EscapedPath(), base.EscapedPath()))
+	return err == nil
+}
+
+// Call makes req to api with secret injected, and returns the response with the secret
+// redacted. Errors wrap the sentinels above.
+func (c *Caller) Call(ctx context.Context, api *slots.API, secret state.Secret, req Request) (*Response, error) {
+	if !api.Allows(req.Method) {
+		return nil, fmt.Errorf("%w: %s (allowed: %s)", ErrMethod, strings.ToUpper(req.Method), strings.Join(api.Methods, ", "))
+	}
+	target, err := Resolve(api.Base(), req.Path)
+	if err != nil {
+		return nil, err
+	}
+	if q := api.Inject.Query; q != "" {
+		if _, ok := req.Query[q]; ok {
+			return nil, fmt.Errorf("the query parameter %q is set by urlflow; leave it out", q)
+		}
+	}
+	values := url.Values{}
+	for _, k := range slices.Sorted(maps.Keys(req.Query)) {
+		values.Set(k, req.Query[k])
+	}
+	ctx, cancel := context.WithTimeout(ctx, api.Timeout)
+	defer cancel()
+	method := strings.ToUpper(req.Method)
+	resp, err := c.do(ctx, api, secret, method, target, values, req.Body)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, api.MaxResponseBytes+1))
+	if err != nil {
+		return nil, transportError(ctx, api, secret, err)
+	}
+	if int64(len(body)) > api.MaxResponseBytes {
+		return nil, fmt.Errorf("%w: more than %d bytes; urlflow returns at most that much", ErrTooLarge, api.MaxResponseBytes)
+	}
+	return redact(api, secret, resp, body), nil
+}
+
+// Check makes the slot's verification request with secret and reports whether the API
+// answered one of the statuses that mean valid. The error explains a failure in words
+// for the user.
+func (c *Caller) Check(ctx context.Context, slot *slots.Slot, secret state.Secret) error {
+	v := slot.Verify
+	if v == nil || slot.API == nil {
+		return errors.New("this secret has no check configured")
+	}
+	target, err := Resolve(slot.API.Base(), v.Path)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, slot.API.Timeout)
+	defer cancel()
+	resp, err := c.do(ctx, slot.API, secret, v.Method, target, nil, "")
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, slot.API.MaxResponseBytes))
+	resp.Body.Close()
+	if !slices.Contains(v.Status, resp.StatusCode) {
+		return fmt.Errorf("the API answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	}
+	return nil
+}
+
+// do sends one request with the secret injected, following redirects only while they stay
+// under the base URL; a redirect that leaves it is returned as the response, unfollowed.
+func (c *Caller) do(ctx context.Context, api *slots.API, secret state.Secret, method string, target *url.URL, query url.Values, body string) (*http.Response, error) {
+	query = cloneValues(query)
+	if q := api.Inject.Query; q != "" {
+		query.Set(q, secret.Reveal())
+	}
+	target.RawQuery = query.Encode()
+	var reader io.Reader
+	if body != "" {
+		reader = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target.String(), reader)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrOutside, "the request could not be built")
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", contentType(body))
+	}
+	inject(api, secret, req.Header, req)
+	client := &http.Client{
+		Transport: c.transport,
+		CheckRedirect: func(next *http.Request, via []*http.Request) error {
+			if len(via) > maxRedirects || !under(api.Base(), next.URL) {
+				return http.ErrUseLastResponse
+			}
+			// Same place, same credential: net/http keeps headers on same-host redirects;
+			// put the secret back where a redirect may have dropped it.
+			inject(api, secret, next.Header, next)
+			if q := api.Inject.Query; q != "" {
+				v := next.URL.Query()
+				v.Set(q, secret.Reveal())
+				next.URL.RawQuery = v.Encode()
+			}
+			return nil
+		},
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, transportError(ctx, api, secret, err)
+	}
+	return resp, nil
+}
+
+func inject(api *slots.API, secret state.Secret, h http.Header, req *http.Request) {
+	in := api.Inject
+	switch {
+	case in.Header != "":
+		h.Set(in.Header, slots.Value(in.Template, secret.Reveal()))
+	case in.Basic != nil:
+		req.SetBasicAuth(slots.Value(in.Basic.Username, secret.Reveal()), slots.Value(in.Basic.Password, secret.Reveal()))
+	}
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = slices.Clone(vs)
+	}
+	return out
+}
+
+func contentType(body string) string {
+	if json.Valid([]byte(body)) {
+		return "application/json"
+	}
+	return "text/plain; charset=utf-8"
+}
+
+// transportError describes a failed exchange without its URL, which could hold a secret
+// injected as a query parameter, and without the secret, which the API's answer can quote
+// (a malformed response is quoted in the error, and may repeat the request line).
+func transportError(ctx context.Context, api *slots.API, secret state.Secret, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: no answer within %s", ErrTimeout, api.Timeout)
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	msg := strings.ReplaceAll(err.Error(), api.Base().Host, "the API host")
+	for _, f := range secretForms(api, secret) {
+		msg = strings.ReplaceAll(msg, f, Redacted)
+	}
+	return fmt.Errorf("%w: %s", ErrUnreachable, msg)
+}
+
+// redact builds the Response, replacing every form of the secret that the request could
+// have carried and the API could echo back.
+func redact(api *slots.API, secret state.Secret, resp *http.Response, body []byte) *Response {
+	forms := secretForms(api, secret)
+	clean := func(s string) string {
+		for _, f := range forms {
+			s = strings.ReplaceAll(s, f, Redacted)
+		}
+		return s
+	}
+	out := &Response{Status: resp.StatusCode, Headers: map[string]string{}, BodyEncoding: "text"}
+	for _, name := range api.ResponseHeaders {
+		if v := resp.Header.Values(name); len(v) > 0 {
+			out.Headers[name] = clean(strings.Join(v, ", "))
+		}
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		if loc := resp.Header.Get("Location"); loc != "" {
+			out.Headers["Location"] = clean(loc)
+			out.Redirected = clean(loc)
+		}
+	}
+	if utf8.Valid(body) {
+		out.Body = clean(string(body))
+		return out
+	}
+	// Binary: redact the raw bytes, then encode.
+	for _, f := range forms {
+		body = bytes.ReplaceAll(body, []byte(f), []byte(Redacted))
+	}
+	out.Body, out.BodyEncoding = base64.StdEncoding.EncodeToString(body), "base64"
+	return out
+}
+
+// secretForms lists the secret as it may come back: plain, URL-escaped, JSON-escaped (an
+// API error in JSON quoting the key), inside its header template, and as the base64 of
+// basic authentication. Longest first, so that a longer form is replaced before a form
+// inside it.
+func secretForms(api *slots.API, secret state.Secret) []string {
+	s := secret.Reveal()
+	if s == "" {
+		return nil
+	}
+	quoted, _ := json.Marshal(s)
+	forms := []string{s, url.QueryEscape(s), url.PathEscape(s), string(quoted[1 : len(quoted)-1])}
+	if in := api.Inject; in.Header != "" {
+		forms = append(forms, slots.Value(in.Template, s))
+	}
+	if b := api.Inject.Basic; b != nil {
+		user, pass := slots.Value(b.Username, s), slots.Value(b.Password, s)
+		forms = append(forms, base64.StdEncoding.EncodeToString([]byte(user+":"+pass)))
+	}
+	forms = append(forms, base64.StdEncoding.EncodeToString([]byte(s)), base64.RawURLEncoding.EncodeToString([]byte(s)))
+	slices.Sort(forms)
+	forms = slices.Compact(forms)
+	slices.SortStableFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	return forms
+}
