@@ -37,6 +37,12 @@ type clientConfig struct {
 	Answer string
 	// Name is the client's self-reported name.
 	Name string
+	// ProtocolVersion is the version the client asks for: "2025-11-25" if empty, so that
+	// the go-sdk client (which prefers 2026-07-28) speaks the 2025 era in these tests.
+	ProtocolVersion string
+	// ManualRetry turns off the go-sdk client's automatic multi round-trip retry, so that
+	// a test sees input_required results and retries by hand.
+	ManualRetry bool
 }
 
 func connect(t *testing.T, s *server, cfg clientConfig) *client {
@@ -70,6 +76,9 @@ func connect(t *testing.T, s *server, cfg clientConfig) *client {
 	} else {
 		opts.Capabilities = &sdk.ClientCapabilities{}
 	}
+	if cfg.ManualRetry {
+		opts.MultiRoundTrip = &sdk.MultiRoundTripOptions{Disabled: true}
+	}
 	cl := sdk.NewClient(&sdk.Implementation{Name: cfg.Name, Version: "1.0.0"}, opts)
 	transport := &sdk.StreamableClientTransport{
 		Endpoint:   s.MCPURL,
@@ -77,7 +86,10 @@ func connect(t *testing.T, s *server, cfg clientConfig) *client {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	session, err := cl.Connect(ctx, transport, nil)
+	if cfg.ProtocolVersion == "" {
+		cfg.ProtocolVersion = "2025-11-25"
+	}
+	session, err := cl.Connect(ctx, transport, &sdk.ClientSessionOptions{ProtocolVersion: cfg.ProtocolVersion})
 	if err != nil {
 		t.Fatalf("connect to %s: %v", s.MCPURL, err)
 	}
@@ -86,8 +98,11 @@ func connect(t *testing.T, s *server, cfg clientConfig) *client {
 	return c
 }
 
-// SessionID returns the MCP session ID.
+// SessionID returns the MCP session ID (empty in the 2026-07-28 era).
 func (c *client) SessionID() string { return c.session.ID() }
+
+// ProtocolVersion returns the protocol version the session negotiated.
+func (c *client) ProtocolVersion() string { return c.session.InitializeResult().ProtocolVersion }
 
 // Call calls tool name with args and returns its result and error.
 func (c *client) Call(ctx context.Context, name string, args map[string]any) (*sdk.CallToolResult, error) {

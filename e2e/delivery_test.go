@@ -27,7 +27,7 @@ func TestNotificationIsWrittenWhenTheStreamOpens(t *testing.T) {
 		Endpoint:             s.MCPURL,
 		HTTPClient:           &http.Client{Transport: &recorder{token: s.Token, traffic: traffic}},
 		DisableStandaloneSSE: true,
-	}, nil)
+	}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

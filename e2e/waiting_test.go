@@ -68,7 +68,7 @@ func TestPushWithProgressTokenSendsProgressAndKeepsWaiting(t *testing.T) {
 	session, err := cl.Connect(t.Context(), &sdk.StreamableClientTransport{
 		Endpoint:   s.MCPURL,
 		HTTPClient: &http.Client{Transport: &recorder{token: s.Token, traffic: &syncBuffer{}}},
-	}, nil)
+	}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

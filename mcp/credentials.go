@@ -37,52 +37,48 @@ func (s *Server) slotFor(name string) (*slots.Slot, error) {
 	return slot, nil
 }
 
-func (s *Server) callAPI(ctx context.Context, req *sdk.CallToolRequest, args callAPIArgs) (*sdk.CallToolResult, any, error) {
-	user, ok := userOf(req.Extra)
-	if !ok {
-		return nil, nil, errNoUser
-	}
+func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.CallToolResult, error) {
 	slot, err := s.slotFor(args.Name)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	api := slot.API
 	if api == nil {
-		return nil, nil, fmt.Errorf("the secret %s is only stored; urlflow has no API configured to use it with", slot.Name)
+		return nil, fmt.Errorf("the secret %s is only stored; urlflow has no API configured to use it with", slot.Name)
 	}
 	// Refuse what can never work before asking the user for anything.
 	if !api.Allows(args.Method) {
-		return nil, nil, fmt.Errorf("%w: %s; allowed: %s", upstream.ErrMethod, strings.ToUpper(args.Method), strings.Join(api.Methods, ", "))
+		return nil, fmt.Errorf("%w: %s; allowed: %s", upstream.ErrMethod, strings.ToUpper(args.Method), strings.Join(api.Methods, ", "))
 	}
 	if _, err := upstream.Resolve(api.Base(), args.Path); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 
-	cred, err := s.opts.Store.Credential(ctx, user, slot.Name)
+	cred, err := s.opts.Store.Credential(ctx, t.user, slot.Name)
 	if errors.Is(err, state.ErrNotFound) {
 		// Ask for it first, the way set_secret does; the call goes on once it is stored.
 		var res *sdk.CallToolResult
-		if _, res, err = s.askFor(ctx, req, user, slot.Name, slot.Label,
-			"Enter your "+slot.Label+" so that urlflow can call its API for you.", false); res != nil || err != nil {
-			return res, nil, err
+		if _, res, err = s.askFor(ctx, t, ask{target: slot.Name, label: slot.Label,
+			purpose: "Enter your " + slot.Label + " so that urlflow can call its API for you."}); res != nil || err != nil {
+			return res, err
 		}
-		cred, err = s.opts.Store.Credential(ctx, user, slot.Name)
+		cred, err = s.opts.Store.Credential(ctx, t.user, slot.Name)
 	}
 	if err != nil {
-		return nil, nil, s.unavailable(ctx, err)
+		return nil, s.unavailable(ctx, err)
 	}
-	secret, err := s.opts.Vault.Open(user, slot.Name, cred.Sealed)
+	secret, err := s.opts.Vault.Open(t.user, slot.Name, cred.Sealed)
 	if err != nil {
-		s.log.ErrorContext(ctx, "stored credential does not open", "user", user.Key(), "credential", slot.Name, "err", err)
-		return nil, nil, fmt.Errorf("urlflow cannot open your stored %s (its key may have been retired); store it again with set_secret and replace set to true", slot.Label)
+		s.log.ErrorContext(ctx, "stored credential does not open", "user", t.user.Key(), "credential", slot.Name, "err", err)
+		return nil, fmt.Errorf("urlflow cannot open your stored %s (its key may have been retired); store it again with set_secret and replace set to true", slot.Label)
 	}
 	resp, err := s.opts.Upstream.Call(ctx, api, secret, upstream.Request{
 		Method: args.Method, Path: args.Path, Query: args.Query, Body: args.Body,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("call_api %s %s: %w", strings.ToUpper(args.Method), args.Path, err)
+		return nil, fmt.Errorf("call_api %s %s: %w", strings.ToUpper(args.Method), args.Path, err)
 	}
-	if err := s.opts.Store.TouchCredential(ctx, user, slot.Name); err != nil {
+	if err := s.opts.Store.TouchCredential(ctx, t.user, slot.Name); err != nil {
 		s.log.WarnContext(ctx, "credential use not recorded", "credential", slot.Name, "err", err)
 	}
 	text := fmt.Sprintf("HTTP %d", resp.Status)
@@ -95,7 +91,7 @@ func (s *Server) callAPI(ctx context.Context, req *sdk.CallToolRequest, args cal
 	return &sdk.CallToolResult{
 		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
 		StructuredContent: resp,
-	}, nil, nil
+	}, nil
 }
 
 // connectionView is one entry of list_connections.
@@ -104,14 +100,10 @@ type connectionView struct {
 	Label string `json:"label"`
 }
 
-func (s *Server) listConnections(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
-	user, ok := userOf(req.Extra)
-	if !ok {
-		return nil, nil, errNoUser
-	}
-	conns, err := s.opts.Store.Connections(ctx, user)
+func (s *Server) listConnections(ctx context.Context, t turn, _ struct{}) (*sdk.CallToolResult, error) {
+	conns, err := s.opts.Store.Connections(ctx, t.user)
 	if err != nil {
-		return nil, nil, s.unavailable(ctx, err)
+		return nil, s.unavailable(ctx, err)
 	}
 	views := make([]connectionView, 0, len(conns))
 	var lines []string
@@ -139,21 +131,17 @@ func (s *Server) listConnections(ctx context.Context, req *sdk.CallToolRequest, 
 	return &sdk.CallToolResult{
 		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
 		StructuredContent: map[string]any{"connections": views},
-	}, nil, nil
+	}, nil
 }
 
-func (s *Server) disconnect(ctx context.Context, req *sdk.CallToolRequest, args nameArgs) (*sdk.CallToolResult, any, error) {
-	user, ok := userOf(req.Extra)
-	if !ok {
-		return nil, nil, errNoUser
-	}
+func (s *Server) disconnect(ctx context.Context, t turn, args nameArgs) (*sdk.CallToolResult, error) {
 	slot, err := s.slotFor(args.Name)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	deleted, err := s.opts.Store.DeleteCredential(ctx, user, slot.Name, state.ActorClient, "disconnect tool")
+	deleted, err := s.opts.Store.DeleteCredential(ctx, t.user, slot.Name, state.ActorClient, "disconnect tool")
 	if err != nil {
-		return nil, nil, s.unavailable(ctx, err)
+		return nil, s.unavailable(ctx, err)
 	}
 	text := fmt.Sprintf("Your %s is deleted from urlflow. Tools can no longer use it; set_secret stores a new one.", slot.Label)
 	if !deleted {
@@ -162,5 +150,5 @@ func (s *Server) disconnect(ctx context.Context, req *sdk.CallToolRequest, args 
 	return &sdk.CallToolResult{
 		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
 		StructuredContent: map[string]any{"name": slot.Name, "deleted": deleted},
-	}, nil, nil
+	}, nil
 }

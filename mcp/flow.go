@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -9,34 +10,63 @@ import (
 	"github.com/urlflow/urlflow/state"
 )
 
-// obtain takes the user through elicitation e in the way the client can follow: push or
-// −32042 for a client with URL mode, the plain-result fallback otherwise. It returns
-// (nil, nil) once e is complete, so that the tool can go on and read the credential;
-// otherwise the result or error the tool returns now.
-func (s *Server) obtain(ctx context.Context, req *sdk.CallToolRequest, e *state.Elicitation, label string) (*sdk.CallToolResult, error) {
-	if !supportsURLMode(req.Session) {
-		return s.userActionRequired(e, label), nil
-	}
-	if s.opts.Style == StyleError {
-		return nil, sdk.URLElicitationRequiredError([]*sdk.ElicitParams{s.elicitParams(e, label)})
-	}
-	return s.push(ctx, req, e, label)
+// ask describes what a tool asks the user for: a secret slot, how people call it, the
+// reason shown on the pages, and whether it replaces a stored one.
+type ask struct {
+	target, label, purpose string
+	replace                bool
 }
 
-// supportsURLMode reports whether the client declared URL-mode elicitation.
-func supportsURLMode(ss *sdk.ServerSession) bool {
-	p := ss.InitializeParams()
-	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil && p.Capabilities.Elicitation.URL != nil
+// askFor takes the user through an elicitation for a, in the way the call's era and client
+// allow. It returns the elicitation and no result once the secret is stored (the tool goes
+// on and reads it), and otherwise the result or error the tool returns now.
+func (s *Server) askFor(ctx context.Context, t turn, a ask) (*state.Elicitation, *sdk.CallToolResult, error) {
+	if t.era == era2026 {
+		return s.multiRoundTrip(ctx, t, a)
+	}
+	e, err := s.openElicitation(ctx, t, a)
+	if err != nil {
+		return nil, nil, s.unavailable(ctx, err)
+	}
+	switch {
+	case !t.urlMode():
+		return e, s.userActionRequired(e, a.label), nil
+	case s.opts.Style == StyleError:
+		return e, nil, sdk.URLElicitationRequiredError([]*sdk.ElicitParams{s.elicitParams(e, a.label, true)})
+	}
+	res, err := s.push(ctx, t, e, a.label)
+	return e, res, err
 }
 
-func (s *Server) elicitParams(e *state.Elicitation, label string) *sdk.ElicitParams {
-	return &sdk.ElicitParams{
-		Mode:          "url",
-		URL:           state.ElicitationURL(s.opts.PublicURL, e.ID),
-		ElicitationID: e.ID,
+// openElicitation reuses the running elicitation of the same user and target in the same
+// session (or, in the sessionless era, of the same user and target), or creates one.
+func (s *Server) openElicitation(ctx context.Context, t turn, a ask) (*state.Elicitation, error) {
+	e, err := s.opts.Store.OpenFor(ctx, t.user, state.KindSecret, a.target, t.sessionID())
+	if err == nil {
+		return e, nil
+	}
+	if !errors.Is(err, state.ErrNotFound) {
+		return nil, err
+	}
+	return s.opts.Store.Create(ctx, state.NewElicitation{
+		User: t.user, Kind: state.KindSecret, Target: a.target, Purpose: a.purpose, Replace: a.replace,
+		Client: t.client(), SessionID: t.sessionID(), Replica: s.opts.Replica, TTL: s.opts.TTL,
+	})
+}
+
+// elicitParams is the URL-mode elicitation for e. The 2026-07-28 input request carries no
+// elicitation ID; the 2025-11-25 elicitation/create and −32042 do.
+func (s *Server) elicitParams(e *state.Elicitation, label string, withID bool) *sdk.ElicitParams {
+	p := &sdk.ElicitParams{
+		Mode: "url",
+		URL:  state.ElicitationURL(s.opts.PublicURL, e.ID),
 		Message: "urlflow needs your " + label + ". Open the link to enter it in your browser; " +
 			"it is never shared with this conversation.",
 	}
+	if withID {
+		p.ElicitationID = e.ID
+	}
+	return p
 }
 
 // clientAnswer is the outcome of elicitation/create.
@@ -51,7 +81,8 @@ type clientAnswer struct {
 // client's accept is recorded as consent and nothing more; its decline or cancel ends the
 // flow. A cancelled tool call leaves the elicitation running: the user may still finish in
 // the browser.
-func (s *Server) push(ctx context.Context, req *sdk.CallToolRequest, e *state.Elicitation, label string) (*sdk.CallToolResult, error) {
+func (s *Server) push(ctx context.Context, t turn, e *state.Elicitation, label string) (*sdk.CallToolResult, error) {
+	req := t.req
 	wake, stop := s.opts.Hub.Wait(e.ID)
 	defer stop()
 
@@ -61,7 +92,7 @@ func (s *Server) push(ctx context.Context, req *sdk.CallToolRequest, e *state.El
 	if e.State == state.Pending || e.State == state.Unknown {
 		// Not yet answered by the client: ask (again). Otherwise the client already agreed.
 		answers = make(chan clientAnswer, 1)
-		params := s.elicitParams(e, label)
+		params := s.elicitParams(e, label, true)
 		go func() {
 			res, err := req.Session.Elicit(elicitCtx, params)
 			answers <- clientAnswer{res, err}
@@ -123,6 +154,13 @@ func (s *Server) push(ctx context.Context, req *sdk.CallToolRequest, e *state.El
 	}
 }
 
+// sessionURLMode reports whether the client of a 2025-11-25 session declared URL-mode
+// elicitation at initialize.
+func sessionURLMode(ss *sdk.ServerSession) bool {
+	p := ss.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil && p.Capabilities.Elicitation.URL != nil
+}
+
 // offerNewAttempt sends elicitation/create for a new attempt started through the recovery
 // API ({"new": true}) to the originating session, when this process holds it and its
 // client declared URL mode: that is how the client learns the new URL. The client's answer
@@ -132,7 +170,7 @@ func (s *Server) offerNewAttempt(_ context.Context, n state.Notice) {
 		return
 	}
 	ls, ok := s.sessions.get(n.SessionID)
-	if !ok || !supportsURLMode(ls.ss) {
+	if !ok || !sessionURLMode(ls.ss) {
 		return
 	}
 	go func() {
@@ -143,7 +181,7 @@ func (s *Server) offerNewAttempt(_ context.Context, n state.Notice) {
 		}
 		ctx, cancel := context.WithDeadline(ctx, e.ExpiresAt)
 		defer cancel()
-		res, err := ls.ss.Elicit(ctx, s.elicitParams(e, s.label(e)))
+		res, err := ls.ss.Elicit(ctx, s.elicitParams(e, s.label(e), true))
 		if err := s.recordAnswer(ctx, e.ID, clientAnswer{res, err}); err != nil {
 			s.log.WarnContext(ctx, "answer to a new attempt not recorded", "elicitation_id", e.ID, "err", err)
 		}

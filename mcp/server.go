@@ -1,7 +1,12 @@
 // Package mcp is urlflow's MCP server, built on the official Go SDK: the tools, the ways a
-// tool asks for a secret in protocol 2025-11-25 (push, −32042 error, and the plain-result
-// fallback for clients without URL mode), and the notifier that tells the originating
+// tool asks for a secret in each protocol era, and the notifier that tells the originating
 // session when a flow has ended.
+//
+// One endpoint serves both eras. Requests of protocol 2026-07-28 (and server/discover) go
+// to a stateless server whose tools ask through multi round-trip results with a signed
+// requestState; everything else (initialize and 2025-11-25 sessions) goes to a stateful
+// server whose tools ask by push (elicitation/create), by the −32042 error, or, for a
+// client without URL mode, with a plain result that tells the user to open the link.
 //
 // The one idea to hold: an accept is consent, never success. A tool that needs a
 // credential reads the credential store; it never takes a client's answer for the outcome.
@@ -64,17 +69,27 @@ type Options struct {
 	// ProgressInterval is the time between progress notifications during a push-style
 	// wait (DefaultProgressInterval if zero).
 	ProgressInterval time.Duration
-	Logger           *slog.Logger
+	// RetryWait bounds how long a multi round-trip retry (2026-07-28) waits for the flow
+	// to end before it answers input_required again (DefaultRetryWait if zero).
+	RetryWait time.Duration
+	// RequestStateKey signs multi round-trip requestState values (32 bytes or more).
+	RequestStateKey []byte
+	Logger          *slog.Logger
 }
+
+// DefaultRetryWait is under common client HTTP timeouts.
+const DefaultRetryWait = 25 * time.Second
 
 // Server is urlflow's MCP server.
 type Server struct {
-	opts     Options
-	sdk      *sdk.Server
-	handler  *sdk.StreamableHTTPHandler
-	sessions *sessionRegistry
-	notifier *notifier
-	log      *slog.Logger
+	opts Options
+	// legacy serves 2025-11-25 sessions; modern serves 2026-07-28 requests.
+	legacy, modern               *sdk.Server
+	legacyHandler, modernHandler *sdk.StreamableHTTPHandler
+	sessions                     *sessionRegistry
+	notifier                     *notifier
+	states                       requestStates
+	log                          *slog.Logger
 }
 
 // New returns a Server with every tool registered. Run must be called for completion
@@ -90,22 +105,38 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{opts: opts, log: log}
-	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "urlflow", Title: "urlflow", Version: opts.Version}, &sdk.ServerOptions{
-		Instructions: instructions,
-		Logger:       log,
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
-	})
+	if opts.RetryWait <= 0 {
+		opts.RetryWait = DefaultRetryWait
+	}
+	if len(opts.RequestStateKey) < 32 {
+		panic("mcp: RequestStateKey needs 32 bytes or more")
+	}
+	s := &Server{opts: opts, log: log, states: requestStates{key: opts.RequestStateKey}}
 	s.sessions = newSessionRegistry(opts.Store, opts.Replica, log)
 	s.notifier = newNotifier(opts.Store, s.sessions, log)
 	opts.Hub.OnNotice(s.notifier.onNotice)
 	opts.Hub.OnNotice(s.offerNewAttempt)
 	opts.Hub.OnConnect(s.notifier.recheckAll)
-	s.sdk.AddReceivingMiddleware(s.trackSessions)
-	s.addTools()
-	s.handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk },
-		&sdk.StreamableHTTPOptions{Logger: log, SessionTimeout: sessionIdleTimeout})
+
+	s.legacy = s.newSDKServer(era2025)
+	s.legacy.AddReceivingMiddleware(s.trackSessions)
+	s.legacyHandler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.legacy },
+		&sdk.StreamableHTTPOptions{Logger: sdkLogger(log), SessionTimeout: sessionIdleTimeout})
+	s.modern = s.newSDKServer(era2026)
+	s.modernHandler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.modern },
+		&sdk.StreamableHTTPOptions{Logger: sdkLogger(log), Stateless: true, PropagateRequestCancellation: true})
 	return s
+}
+
+// newSDKServer returns an SDK server with urlflow's tools for protocol era e.
+func (s *Server) newSDKServer(e era) *sdk.Server {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "urlflow", Title: "urlflow", Version: s.opts.Version}, &sdk.ServerOptions{
+		Instructions: instructions,
+		Logger:       sdkLogger(s.log),
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+	})
+	s.addTools(srv, e)
+	return srv
 }
 
 const instructions = `urlflow collects secrets (API keys, tokens) from the user in their own browser, so that ` +
@@ -115,17 +146,21 @@ const instructions = `urlflow collects secrets (API keys, tokens) from the user 
 	`manage what is stored. Tools never return secret values. Use elicitation_status to check on a ` +
 	`request and cancel_elicitation to withdraw one.`
 
-// Handler returns the MCP endpoint (streamable HTTP, stateful sessions). It expects a
+// Handler returns the MCP endpoint for both protocol eras (streamable HTTP). It expects a
 // bearer token verified by the caller (auth.RequireBearerToken).
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if modernRequest(r) {
+			s.modernHandler.ServeHTTP(w, r)
+			return
+		}
 		if r.Method == http.MethodGet {
 			if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 				// The client (re)opened its stream: what could not be written before can be now.
 				s.notifier.streamOpened(id)
 			}
 		}
-		s.handler.ServeHTTP(w, r)
+		s.legacyHandler.ServeHTTP(w, r)
 	})
 }
 
@@ -138,8 +173,18 @@ func (s *Server) Run(ctx context.Context) {
 
 // trackSessions registers each session at initialize with its user (from the verified
 // token of the initialize request) and the client's self-description.
+//
+// It also pins the session to 2025-11-25 when the client asked initialize for a newer
+// version. The stateful handler negotiates such a client down to 2025-11-25, but the SDK
+// keeps the requested version and gates on it: it would refuse elicitation/create and turn
+// input requests into input_required for a client that now speaks 2025-11-25.
 func (s *Server) trackSessions(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if p, ok := req.GetParams().(*sdk.InitializeParams); ok && method == "initialize" && p.ProtocolVersion >= firstModernVersion {
+			s.log.InfoContext(ctx, "client asked initialize for a sessionless protocol version; serving it as 2025-11-25",
+				"requested", p.ProtocolVersion)
+			p.ProtocolVersion = lastLegacyVersion
+		}
 		res, err := next(ctx, method, req)
 		if method != "initialize" || err != nil {
 			return res, err
@@ -159,4 +204,28 @@ func (s *Server) trackSessions(next sdk.MethodHandler) sdk.MethodHandler {
 		s.sessions.add(ctx, ss, user, client)
 		return res, err
 	}
+}
+
+// sdkLogger passes on the SDK's warnings and errors only: at info level it logs every
+// sessionless request twice, and urlflow logs what matters itself.
+func sdkLogger(log *slog.Logger) *slog.Logger {
+	return slog.New(minLevel{Handler: log.Handler(), min: slog.LevelWarn})
+}
+
+// minLevel is a slog.Handler that drops records below min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(attrs), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
 }

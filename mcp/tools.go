@@ -13,46 +13,92 @@ import (
 // maxStatusWait bounds the wait of elicitation_status.
 const maxStatusWait = 60
 
-func (s *Server) addTools() {
-	sdk.AddTool(s.sdk, &sdk.Tool{
+// turn is one tool call as urlflow's tools see it, whatever the protocol era: the era, the
+// SDK's request, and the user of its verified token.
+type turn struct {
+	era  era
+	req  *sdk.CallToolRequest
+	user state.User
+}
+
+// client returns what the calling client says about itself (self-reported): from the
+// request's _meta in 2026-07-28, from initialize before.
+func (t turn) client() state.ClientInfo {
+	ci := t.req.ClientInfo()
+	if ci == nil {
+		return state.ClientInfo{}
+	}
+	return state.ClientInfo{Name: ci.Name, Title: ci.Title, Version: ci.Version}
+}
+
+// urlMode reports whether the calling client declared URL-mode elicitation.
+func (t turn) urlMode() bool {
+	caps := t.req.ClientCapabilities()
+	return caps != nil && caps.Elicitation != nil && caps.Elicitation.URL != nil
+}
+
+// sessionID is the MCP session of a 2025-11-25 call; 2026-07-28 calls have none.
+func (t turn) sessionID() string {
+	if t.era == era2026 || t.req.Session == nil {
+		return ""
+	}
+	return t.req.Session.ID()
+}
+
+var errNoUser = errors.New("this request carries no verified user; sign in to urlflow and try again")
+
+// tool adapts one of urlflow's tools to the SDK for era e.
+func tool[In any](e era, fn func(context.Context, turn, In) (*sdk.CallToolResult, error)) sdk.ToolHandlerFor[In, any] {
+	return func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
+		user, ok := userOf(req.Extra)
+		if !ok {
+			return nil, nil, errNoUser
+		}
+		res, err := fn(ctx, turn{era: e, req: req, user: user}, in)
+		return res, nil, err
+	}
+}
+
+func (s *Server) addTools(srv *sdk.Server, e era) {
+	sdk.AddTool(srv, &sdk.Tool{
 		Name:  "set_secret",
 		Title: "Store a secret",
 		Description: "Ask the user to enter a secret (such as an API key) in their own browser and store it " +
 			"encrypted in urlflow. The secret never passes through this conversation; the result only says " +
 			"whether it is stored. If it is already stored, nothing is asked unless replace is true.",
-	}, s.setSecret)
-	sdk.AddTool(s.sdk, &sdk.Tool{
+	}, tool(e, s.setSecret))
+	sdk.AddTool(srv, &sdk.Tool{
 		Name:  "call_api",
 		Title: "Call an API with a stored secret",
 		Description: "Make an HTTP request to the API a stored secret belongs to. urlflow adds the secret " +
 			"itself, as the secret's configuration says; the result has the status, selected headers and " +
 			"body, never the secret (it is redacted even when the API echoes it). The path stays under the " +
 			"API's base URL. If the secret is not stored yet, the user is asked for it first, as with set_secret.",
-	}, s.callAPI)
-	sdk.AddTool(s.sdk, &sdk.Tool{
+	}, tool(e, s.callAPI))
+	sdk.AddTool(srv, &sdk.Tool{
 		Name:  "list_connections",
 		Title: "List stored secrets",
 		Description: "List the secrets urlflow keeps for you: name, kind, when each was stored, verified " +
 			"and last used. Never their values.",
-	}, s.listConnections)
-	sdk.AddTool(s.sdk, &sdk.Tool{
+	}, tool(e, s.listConnections))
+	sdk.AddTool(srv, &sdk.Tool{
 		Name:        "disconnect",
 		Title:       "Delete a stored secret",
 		Description: "Delete one of your stored secrets from urlflow. Tools can no longer use it until it is stored again.",
-	}, s.disconnect)
-	sdk.AddTool(s.sdk, &sdk.Tool{
+	}, tool(e, s.disconnect))
+	sdk.AddTool(srv, &sdk.Tool{
 		Name:  "elicitation_status",
 		Title: "Check a request",
 		Description: "Return the state of one of your elicitations (pending, consented, in_progress, complete, " +
 			"failed, unknown, declined, cancelled, expired) with its history. With waitSeconds (at most 60) " +
 			"it waits that long for the elicitation to end.",
-	}, s.elicitationStatus)
-	sdk.AddTool(s.sdk, &sdk.Tool{
+	}, tool(e, s.elicitationStatus))
+	sdk.AddTool(srv, &sdk.Tool{
 		Name:  "cancel_elicitation",
 		Title: "Withdraw a request",
 		Description: "Cancel one of your elicitations that is still running. Its link stops working and " +
 			"nothing is stored. An elicitation that has already ended is left as it is.",
-	}, s.cancelElicitation)
+	}, tool(e, s.cancelElicitation))
 }
 
 type setSecretArgs struct {
@@ -60,46 +106,28 @@ type setSecretArgs struct {
 	Replace bool   `json:"replace,omitempty" jsonschema:"true to replace a secret that is already stored"`
 }
 
-var errNoUser = errors.New("this request carries no verified user; sign in to urlflow and try again")
-
-func (s *Server) setSecret(ctx context.Context, req *sdk.CallToolRequest, args setSecretArgs) (*sdk.CallToolResult, any, error) {
-	user, ok := userOf(req.Extra)
-	if !ok {
-		return nil, nil, errNoUser
-	}
+func (s *Server) setSecret(ctx context.Context, t turn, args setSecretArgs) (*sdk.CallToolResult, error) {
 	slot, err := s.slotFor(args.Name)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if !args.Replace {
-		switch _, err := s.opts.Store.Credential(ctx, user, slot.Name); {
+		switch _, err := s.opts.Store.Credential(ctx, t.user, slot.Name); {
 		case err == nil:
-			return alreadyStored(slot.Label, slot.Name), nil, nil
+			return alreadyStored(slot.Label, slot.Name), nil
 		case !errors.Is(err, state.ErrNotFound):
-			return nil, nil, s.unavailable(ctx, err)
+			return nil, s.unavailable(ctx, err)
 		}
 	}
 	purpose := "Enter your " + slot.Label + " so that urlflow can use it for you."
 	if args.Replace {
 		purpose = "Enter a new " + slot.Label + " to replace the one urlflow keeps for you."
 	}
-	e, res, err := s.askFor(ctx, req, user, slot.Name, slot.Label, purpose, args.Replace)
+	e, res, err := s.askFor(ctx, t, ask{target: slot.Name, label: slot.Label, purpose: purpose, replace: args.Replace})
 	if res != nil || err != nil {
-		return res, nil, err
+		return res, err
 	}
-	return stored(slot.Label, slot.Name, e.ID), nil, nil
-}
-
-// askFor takes the user through an elicitation for secret slot name: the running one of
-// this session, or a new one. It returns the elicitation and no result once the secret is
-// stored, and otherwise what the tool answers now.
-func (s *Server) askFor(ctx context.Context, req *sdk.CallToolRequest, user state.User, name, label, purpose string, replace bool) (*state.Elicitation, *sdk.CallToolResult, error) {
-	e, err := s.openElicitation(ctx, req, user, state.KindSecret, name, purpose, replace)
-	if err != nil {
-		return nil, nil, s.unavailable(ctx, err)
-	}
-	res, err := s.obtain(ctx, req, e, label)
-	return e, res, err
+	return stored(slot.Label, slot.Name, e.ID), nil
 }
 
 // errUnavailable is what a tool says when urlflow's store fails.
@@ -112,27 +140,6 @@ func (s *Server) unavailable(ctx context.Context, err error) error {
 	return errUnavailable
 }
 
-// openElicitation reuses the running elicitation of the same user, kind, target and
-// session, or creates one.
-func (s *Server) openElicitation(ctx context.Context, req *sdk.CallToolRequest, user state.User, kind state.Kind, target, purpose string, replace bool) (*state.Elicitation, error) {
-	sessionID := req.Session.ID()
-	e, err := s.opts.Store.OpenFor(ctx, user, kind, target, sessionID)
-	if err == nil {
-		return e, nil
-	}
-	if !errors.Is(err, state.ErrNotFound) {
-		return nil, err
-	}
-	var client state.ClientInfo
-	if ls, ok := s.sessions.get(sessionID); ok {
-		client = ls.client
-	}
-	return s.opts.Store.Create(ctx, state.NewElicitation{
-		User: user, Kind: kind, Target: target, Purpose: purpose, Replace: replace,
-		Client: client, SessionID: sessionID, Replica: s.opts.Replica, TTL: s.opts.TTL,
-	})
-}
-
 type elicitationArgs struct {
 	ElicitationID string `json:"elicitationId" jsonschema:"the ID of the elicitation"`
 }
@@ -142,37 +149,33 @@ type statusArgs struct {
 	WaitSeconds   int    `json:"waitSeconds,omitempty" jsonschema:"wait up to this many seconds (at most 60) for the elicitation to end"`
 }
 
-// ownElicitation returns elicitation id if it belongs to the request's user, and
-// state.ErrNotFound for anything else.
-func (s *Server) ownElicitation(ctx context.Context, req *sdk.CallToolRequest, id string) (*state.Elicitation, state.User, error) {
-	user, ok := userOf(req.Extra)
-	if !ok {
-		return nil, user, errNoUser
-	}
+// ownElicitation returns elicitation id if it belongs to user, and state.ErrNotFound for
+// anything else.
+func (s *Server) ownElicitation(ctx context.Context, user state.User, id string) (*state.Elicitation, error) {
 	e, err := s.opts.Store.Get(ctx, id)
 	if err != nil {
-		return nil, user, err
+		return nil, err
 	}
 	if e.User != user {
-		return nil, user, state.ErrNotFound
+		return nil, state.ErrNotFound
 	}
-	return e, user, nil
+	return e, nil
 }
 
-func (s *Server) elicitationStatus(ctx context.Context, req *sdk.CallToolRequest, args statusArgs) (*sdk.CallToolResult, any, error) {
+func (s *Server) elicitationStatus(ctx context.Context, t turn, args statusArgs) (*sdk.CallToolResult, error) {
 	wake, stop := s.opts.Hub.Wait(args.ElicitationID)
 	defer stop()
-	e, _, err := s.ownElicitation(ctx, req, args.ElicitationID)
+	e, err := s.ownElicitation(ctx, t.user, args.ElicitationID)
 	if errors.Is(err, state.ErrNotFound) {
-		return unknownElicitation(args.ElicitationID), nil, nil
+		return unknownElicitation(args.ElicitationID), nil
 	}
 	if err != nil {
-		return nil, nil, s.unavailable(ctx, err)
+		return nil, s.unavailable(ctx, err)
 	}
 	wait := time.Duration(min(max(args.WaitSeconds, 0), maxStatusWait)) * time.Second
 	if wait > 0 && !e.State.Terminal() {
 		if e, err = s.waitForEnd(ctx, e, wake, time.Now().Add(wait)); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	return s.statusResult(ctx, e, false)
@@ -198,27 +201,27 @@ func (s *Server) waitForEnd(ctx context.Context, e *state.Elicitation, wake <-ch
 	return e, nil
 }
 
-func (s *Server) cancelElicitation(ctx context.Context, req *sdk.CallToolRequest, args elicitationArgs) (*sdk.CallToolResult, any, error) {
-	e, _, err := s.ownElicitation(ctx, req, args.ElicitationID)
+func (s *Server) cancelElicitation(ctx context.Context, t turn, args elicitationArgs) (*sdk.CallToolResult, error) {
+	e, err := s.ownElicitation(ctx, t.user, args.ElicitationID)
 	if errors.Is(err, state.ErrNotFound) {
-		return unknownElicitation(args.ElicitationID), nil, nil
+		return unknownElicitation(args.ElicitationID), nil
 	}
 	if err != nil {
-		return nil, nil, s.unavailable(ctx, err)
+		return nil, s.unavailable(ctx, err)
 	}
 	change, err := s.opts.Store.Apply(ctx, e.ID, state.CancelRequested, state.ActorClient, "cancelled with cancel_elicitation")
 	if err != nil {
-		return nil, nil, s.unavailable(ctx, err)
+		return nil, s.unavailable(ctx, err)
 	}
 	return s.statusResult(ctx, change.Elicitation, !change.Changed())
 }
 
 // statusResult returns e's public view with its history. notCancelled marks a cancel that
 // found the flow already ended.
-func (s *Server) statusResult(ctx context.Context, e *state.Elicitation, notCancelled bool) (*sdk.CallToolResult, any, error) {
+func (s *Server) statusResult(ctx context.Context, e *state.Elicitation, notCancelled bool) (*sdk.CallToolResult, error) {
 	history, err := s.opts.Store.History(ctx, e.ID)
 	if err != nil {
-		return nil, nil, s.unavailable(ctx, err)
+		return nil, s.unavailable(ctx, err)
 	}
 	view := e.View(state.ElicitationURL(s.opts.PublicURL, e.ID), history)
 	text := describe(e, s.label(e), view.URL)
@@ -229,7 +232,7 @@ func (s *Server) statusResult(ctx context.Context, e *state.Elicitation, notCanc
 		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
 		StructuredContent: view,
 		IsError:           notCancelled,
-	}, nil, nil
+	}, nil
 }
 
 // label is how people call e's target.

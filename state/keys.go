@@ -11,8 +11,12 @@ func elicitationKey(userKey, id string) string { return userTag(userKey) + "e:" 
 
 func historyKey(userKey, id string) string { return userTag(userKey) + "h:" + id }
 
-// openKey names the open elicitation of a user for one target in one MCP session.
+// openKey names the open elicitation of a user for one target in one MCP session, or
+// outside any session (2026-07-28) when sessionID is empty.
 func openKey(userKey string, kind Kind, target, sessionID string) string {
+	if sessionID == "" {
+		sessionID = "~"
+	}
 	return userTag(userKey) + "open:" + string(kind) + ":" + target + ":" + sessionID
 }
 

@@ -127,9 +127,7 @@ func (s *Store) writeNew(ctx context.Context, p redis.Pipeliner, e *Elicitation,
 	if err := s.appendHistory(ctx, p, e, entry); err != nil {
 		return err
 	}
-	if e.SessionID != "" {
-		p.Set(ctx, openKey(uk, e.Kind, e.Target, e.SessionID), e.ID, e.ExpiresAt.Sub(e.CreatedAt))
-	}
+	p.Set(ctx, openKey(uk, e.Kind, e.Target, e.SessionID), e.ID, e.ExpiresAt.Sub(e.CreatedAt))
 	return nil
 }
 
@@ -458,11 +456,8 @@ func (s *Store) update(ctx context.Context, id string, fn func(e *Elicitation, p
 }
 
 // OpenFor returns the running elicitation of user for kind and target started in MCP
-// session sessionID, or ErrNotFound.
+// session sessionID (or outside any session when sessionID is empty), or ErrNotFound.
 func (s *Store) OpenFor(ctx context.Context, user User, kind Kind, target, sessionID string) (*Elicitation, error) {
-	if sessionID == "" {
-		return nil, ErrNotFound
-	}
 	id, err := s.rdb.Get(ctx, openKey(user.Key(), kind, target, sessionID)).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, ErrNotFound

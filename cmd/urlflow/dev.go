@@ -84,6 +84,7 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 	mcpServer := mcp.New(mcp.Options{
 		Store: store, Hub: hub, Vault: vault, Upstream: caller, Slots: cfg.Slots, PublicURL: cfg.PublicURL, Style: cfg.Style,
 		TTL: cfg.TTL, Replica: replica, Version: version(), Logger: log,
+		RequestStateKey: cfg.Keys.Derive("mcp request state"),
 	})
 	webServer := web.New(web.Options{
 		PublicURL: cfg.PublicURL, Store: store, Hub: hub, Vault: vault, Keys: cfg.Keys,

@@ -1,0 +1,87 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/urlflow/urlflow/state"
+)
+
+// inputKey names urlflow's one input request in a multi round-trip result.
+const inputKey = "auth"
+
+// requestStateGrace keeps a requestState valid a little past its elicitation's deadline,
+// so that a retry just after the deadline gets the honest "expired" rather than an error.
+const requestStateGrace = 5 * time.Minute
+
+// multiRoundTrip asks for a in protocol 2026-07-28. The first call creates the elicitation
+// and answers input_required with a URL-mode input request and a signed requestState.
+// A retry must carry a requestState that this server issued for the same user, tool and
+// arguments, and not expired; anything else is refused and changes nothing. The client's
+// answer in the retry is recorded as the state table says (an accept is consent and
+// nothing more). The retry then waits, bounded by RetryWait, for the flow to end: complete
+// lets the tool go on, an end without success gets an honest result, and a flow still
+// running gets input_required again for the same elicitation.
+func (s *Server) multiRoundTrip(ctx context.Context, t turn, a ask) (*state.Elicitation, *sdk.CallToolResult, error) {
+	p := t.req.Params
+	digest := argumentsDigest(p.Arguments)
+	if p.RequestState == "" {
+		e, err := s.openElicitation(ctx, t, a)
+		if err != nil {
+			return nil, nil, s.unavailable(ctx, err)
+		}
+		if !t.urlMode() {
+			return e, s.userActionRequired(e, a.label), nil
+		}
+		return e, s.inputRequired(t, e, a.label, digest), nil
+	}
+
+	st, err := s.states.open(p.RequestState, time.Now(), t.user, p.Name, digest)
+	if err != nil {
+		s.log.WarnContext(ctx, "retry refused", "user", t.user.Key(), "tool", p.Name, "err", err)
+		return nil, nil, fmt.Errorf("%w. Nothing was changed; call the tool again without requestState to start over", err)
+	}
+	wake, stop := s.opts.Hub.Wait(st.ElicitationID)
+	defer stop()
+	e, err := s.ownElicitation(ctx, t.user, st.ElicitationID)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil, fmt.Errorf("%w: its elicitation is gone. Call the tool again without requestState to start over", errBadRequestState)
+	}
+	if err != nil {
+		return nil, nil, s.unavailable(ctx, err)
+	}
+	if answer, ok := p.InputResponses[inputKey].(*sdk.ElicitResult); ok && answer != nil {
+		if err := s.recordAnswer(ctx, e.ID, clientAnswer{res: answer}); err != nil {
+			return nil, nil, s.unavailable(ctx, err)
+		}
+	}
+	if e, err = s.opts.Store.Get(ctx, e.ID); err != nil {
+		return nil, nil, s.unavailable(ctx, err)
+	}
+	if e, err = s.waitForEnd(ctx, e, wake, time.Now().Add(s.opts.RetryWait)); err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case e.State == state.Complete:
+		return e, nil, nil
+	case e.State.Terminal():
+		return e, s.outcome(e, a.label), nil
+	}
+	return e, s.inputRequired(t, e, a.label, digest), nil
+}
+
+// inputRequired is the multi round-trip result that asks the client to show e's URL and
+// call again with the signed requestState.
+func (s *Server) inputRequired(t turn, e *state.Elicitation, label, digest string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{
+		InputRequests: sdk.InputRequestMap{inputKey: s.elicitParams(e, label, false)},
+		RequestState: s.states.seal(requestState{
+			User: t.user.Key(), Tool: t.req.Params.Name, Arguments: digest,
+			ElicitationID: e.ID, Expires: e.ExpiresAt.Add(requestStateGrace).Unix(),
+		}),
+	}
+}
