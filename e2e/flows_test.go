@@ -192,5 +192,12 @@ func TestClientWithoutURLModeGetsTheFallbackAndSucceedsOnTheNextCall(t *testing.
 	if str(structured(t, res), "status") != "stored" {
 		t.Fatalf("after the browser step: %s", text(res))
 	}
+	// The completion notification belongs to URL mode, which this client did not declare.
+	e := s.waitFor(id, s.Token, "skipped delivery", 10*time.Second,
+		func(e elicitation) bool { return strings.HasPrefix(e.Delivery.LastError, "not sent") })
+	if e.Delivery.WrittenAt != nil {
+		t.Fatalf("a notification was written to a client without URL mode: %+v", e.Delivery)
+	}
+	c.noCompletion(0)
 	requireNoCanary(t, rs, map[string]string{"MCP traffic": c.Traffic.String(), "urlflow output": s.Output()})
 }

@@ -155,6 +155,14 @@ func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
 	if !owed {
 		return true
 	}
+	if !sessionURLMode(ls.ss) {
+		// The notification belongs to URL-mode elicitation, which this client did not declare.
+		if _, err := n.store.SkipDelivery(ctx, id, "the client declared no URL-mode elicitation"); err != nil {
+			n.log.WarnContext(ctx, "skipped delivery not recorded", "elicitation_id", id, "err", err)
+			return false
+		}
+		return true
+	}
 	sendCtx, cancel := context.WithTimeout(ctx, deliveryTimeout)
 	sendErr := ls.ss.NotifyElicitationComplete(sendCtx, &sdk.ElicitationCompleteParams{ElicitationID: id})
 	cancel()

@@ -32,6 +32,17 @@ func (s *Store) RecordDelivery(ctx context.Context, id string, attemptErr error)
 	return e, nil
 }
 
+// SkipDelivery records that the completion notification of elicitation id is not owed
+// after all, with why (for example, the session's client declared no URL mode), and takes it
+// out of its session's undelivered set.
+func (s *Store) SkipDelivery(ctx context.Context, id, why string) (*Elicitation, error) {
+	return s.update(ctx, id, func(e *Elicitation, p redis.Pipeliner) (bool, *Entry, error) {
+		e.Delivery.LastError = "not sent: " + why
+		p.SRem(ctx, undeliveredKey(e.User.Key(), e.SessionID), e.ID)
+		return true, nil, nil
+	})
+}
+
 // Requeue asks for the completion notification of ended elicitation id to be sent to its
 // session again, and publishes the wake-up. It returns ErrConflict if id is still running or
 // has no session.

@@ -1,0 +1,70 @@
+package e2e
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/urlflow/urlflow/internal/redistest"
+)
+
+// TestConformance runs the public MCP conformance suite (@modelcontextprotocol/conformance,
+// prerelease line, on the Node 22 that e2e/conformance installs) against urlflow for both
+// protocol eras. Each era has a committed baseline of expected failures, every entry with
+// its reason (e2e/conformance/expected-failures-*.yml): the suite fails on any failure not
+// in the baseline and on any baseline entry that now passes.
+func TestConformance(t *testing.T) {
+	dir, err := filepath.Abs("conformance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := filepath.Join(dir, "node_modules", ".bin", "node")
+	cli := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+	for _, f := range []string{node, cli} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("%s is missing: run `npm ci --prefix e2e/conformance` (the README's test command does)", f)
+		}
+	}
+	rs := redistest.Start(t)
+	s := startServer(t, serverConfig{Redis: rs})
+	proxy := authProxy(t, s.BaseURL, s.Token)
+
+	for _, era := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(era, func(t *testing.T) {
+			cmd := exec.Command(node, cli, "server", "--url", proxy+"/mcp", "--requirements", era,
+				"-o", t.TempDir(), "--expected-failures", filepath.Join(dir, "expected-failures-"+era+".yml"))
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("conformance %s against urlflow: %v\n%s", era, err, out)
+			}
+			t.Logf("%s", out)
+		})
+	}
+}
+
+// authProxy is the test-only proxy in front of urlflow: it adds the bearer token (the suite
+// has no option for one) and keeps the suite's Host and Origin, so that urlflow's own Host
+// and origin checks are what the suite tests. It streams responses as they come (SSE).
+func authProxy(t *testing.T, target, token string) string {
+	t.Helper()
+	to, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(to)
+			r.Out.Host = r.In.Host
+			r.Out.Header.Set("Authorization", "Bearer "+token)
+		},
+		FlushInterval: -1,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(rp.ServeHTTP))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}

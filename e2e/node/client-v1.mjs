@@ -1,0 +1,117 @@
+#!/usr/bin/env node
+// An MCP client on the TypeScript SDK v1 (@modelcontextprotocol/sdk), protocol 2025-11-25
+// over streamable HTTP, driven by urlflow's Go e2e tests through a line protocol (README.md).
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+    ElicitationCompleteNotificationSchema,
+    ElicitRequestSchema,
+    UrlElicitationRequiredError
+} from '@modelcontextprotocol/sdk/types.js';
+
+import { Completions, emit, fail, nextCommand, parseFlags, statusOf, trafficFetch, waitForExit } from './common.mjs';
+
+// How often a client retries after −32042 before it gives up (each retry follows a
+// completion notification, so this only bounds a server that keeps asking).
+const MAX_URL_REQUIRED_ROUNDS = 5;
+
+async function main() {
+    const flags = parseFlags(
+        {
+            // Declare elicitation {form:{}} only: a client that has elicitation but no URL mode.
+            'form-only': { type: 'boolean', default: false },
+            // Send no progress token with tools/call (push style then answers "waiting" after 50 s).
+            'no-progress-token': { type: 'boolean', default: false },
+            // Send DELETE for the session when closing.
+            'terminate-session': { type: 'boolean', default: false }
+        },
+        'urlflow-e2e-ts-v1'
+    );
+    if (flags.urlMode && flags['form-only']) throw new Error('--url-mode and --form-only exclude each other');
+
+    const capabilities = {};
+    if (flags.urlMode) capabilities.elicitation = { url: {} };
+    else if (flags['form-only']) capabilities.elicitation = { form: {} };
+
+    const client = new Client({ name: flags.name, version: '1.0.0' }, { capabilities });
+    const completions = new Completions();
+
+    if (capabilities.elicitation) {
+        // The SDK validates the request (ElicitRequestSchema) and refuses a mode the client
+        // did not declare before this handler runs.
+        client.setRequestHandler(ElicitRequestSchema, async request => {
+            const p = request.params;
+            if (p.mode === 'url') {
+                emit({ event: 'elicitation', via: 'elicitation/create', mode: 'url', url: p.url, elicitationId: p.elicitationId, message: p.message });
+                return { action: 'accept' };
+            }
+            // urlflow must never ask for a secret in form mode; report it and decline.
+            emit({ event: 'elicitation', via: 'elicitation/create', mode: p.mode ?? 'form', message: p.message, requestedSchema: p.requestedSchema });
+            return { action: 'decline' };
+        });
+    }
+    client.setNotificationHandler(ElicitationCompleteNotificationSchema, notification => {
+        const id = notification.params.elicitationId;
+        emit({ event: 'complete', elicitationId: id });
+        completions.add(id);
+    });
+    client.onerror = err => emit({ event: 'transport_error', message: err?.message ?? String(err) });
+
+    const transport = new StreamableHTTPClientTransport(new URL(flags.url), {
+        requestInit: flags.token ? { headers: { Authorization: `Bearer ${flags.token}` } } : undefined,
+        fetch: flags.traffic ? trafficFetch(flags.traffic) : undefined
+    });
+    await client.connect(transport, { timeout: flags.timeoutMs });
+    emit({
+        event: 'connected',
+        protocolVersion: transport.protocolVersion,
+        sessionId: transport.sessionId ?? null,
+        serverInfo: client.getServerVersion() ?? null,
+        capabilities
+    });
+
+    const requestOptions = () => ({
+        timeout: flags.timeoutMs,
+        // A progress token makes urlflow's push wait send progress every 15 s; each one
+        // restarts the SDK's timeout.
+        resetTimeoutOnProgress: true,
+        ...(flags['no-progress-token'] ? {} : { onprogress: p => emit({ event: 'progress', ...p }) })
+    });
+
+    const callOnce = (name, args) => client.callTool({ name, arguments: args }, undefined, requestOptions());
+
+    // callTool: one tool call as a real client would make it.
+    async function callTool(name, args) {
+        for (let round = 0; ; round++) {
+            let result;
+            try {
+                result = await callOnce(name, args);
+            } catch (err) {
+                if (!(err instanceof UrlElicitationRequiredError) || round >= MAX_URL_REQUIRED_ROUNDS) throw err;
+                // Error style: show the URLs, wait for each completion notification, call again.
+                const elicitations = err.elicitations;
+                emit({ event: 'url_required', tool: name, code: err.code, message: err.message, elicitations });
+                await Promise.all(elicitations.filter(e => e.elicitationId).map(e => completions.wait(e.elicitationId)));
+                continue;
+            }
+            emit({ event: 'result', tool: name, result });
+            if (!flags.awaitRetryOn.has(statusOf(result))) return result;
+            // No URL mode: the user finishes in the browser, then the same call again.
+            const cmd = await nextCommand();
+            if (cmd === 'continue') return result;
+            if (cmd !== 'retry') throw new Error(`unknown command ${JSON.stringify(cmd)} (expected "retry" or "continue")`);
+        }
+    }
+
+    await callTool(flags.tool, flags.toolArgs);
+    if (flags.then) await callTool(flags.then, flags.thenArgs);
+    emit({ event: 'done' });
+    if (flags.hold) await waitForExit();
+    if (flags['terminate-session']) await transport.terminateSession().catch(err => emit({ event: 'transport_error', message: err.message }));
+    await client.close();
+}
+
+main().then(
+    () => process.exit(0),
+    err => fail(err)
+);
