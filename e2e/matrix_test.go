@@ -51,6 +51,8 @@ func TestClientMatrix(t *testing.T) {
 		{"ts-sdk-v2/2026/multi-round-trip", "push", tsV2MultiRoundTrip},
 		{"ts-sdk-v1/2025/no-url-mode", "push", tsFallback("client-v1.mjs", lastLegacy)},
 		{"ts-sdk-v2/2026/no-url-mode", "push", tsFallback("client-v2.mjs", modern, "--negotiation", "pin")},
+		{"ts-sdk-v1/2025/form-mode-only", "push", tsFallback("client-v1.mjs", lastLegacy, "--form-only")},
+		{"ts-sdk-v2/2026/form-mode-only", "push", tsFallback("client-v2.mjs", modern, "--negotiation", "pin", "--form-only")},
 	}
 	browser := browsertest.Start(t)
 	for _, c := range cells {

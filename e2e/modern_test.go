@@ -53,6 +53,10 @@ func TestMultiRoundTripCompletesAFullFlow(t *testing.T) {
 	if res := c.CallOK("set_secret", map[string]any{"name": "demo_api_key"}); str(structured(t, res), "status") != "stored" {
 		t.Fatalf("set_secret afterwards: %s", text(res))
 	}
+	// The status tool answers for it in this era too.
+	if st := structured(t, c.CallOK("elicitation_status", map[string]any{"elicitationId": id})); str(st, "state") != "complete" {
+		t.Fatalf("elicitation_status: %v", st)
+	}
 	requireNoCanary(t, rs, map[string]string{"MCP traffic": c.Traffic.String(), "urlflow output": s.Output()})
 }
 
