@@ -24,10 +24,7 @@ func whoami(t *testing.T, c *client) (string, map[string]any) {
 }
 
 func TestSetSecretThenCallAPIAgainstTheDemoAPI(t *testing.T) {
-	rs := redistest.Start(t)
-	s := startServer(t, serverConfig{Redis: rs, Style: "push"})
-	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
-	dev := newPerson(t, browsertest.Start(t), "dev")
+	rs, s, c, dev := startWithDev(t, "push")
 
 	call := c.callAsync("set_secret", map[string]any{"name": "demo_api_key"})
 	params := c.nextElicitation(30 * time.Second)
@@ -66,10 +63,7 @@ func TestSetSecretThenCallAPIAgainstTheDemoAPI(t *testing.T) {
 }
 
 func TestCallAPIAsksForAMissingSecretInTheSameCall(t *testing.T) {
-	rs := redistest.Start(t)
-	s := startServer(t, serverConfig{Redis: rs, Style: "push"})
-	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
-	dev := newPerson(t, browsertest.Start(t), "dev")
+	rs, s, c, dev := startWithDev(t, "push")
 
 	call := c.callAsync("call_api", map[string]any{"name": "demo_api_key", "method": "GET", "path": "/whoami"})
 	params := c.nextElicitation(30 * time.Second)
@@ -99,10 +93,7 @@ func TestCallAPIWithoutURLModeGivesTheFallbackThenWorks(t *testing.T) {
 }
 
 func TestVerificationFailureEndsFailedAndTheUserCanTryAgain(t *testing.T) {
-	rs := redistest.Start(t)
-	s := startServer(t, serverConfig{Redis: rs, Style: "error"})
-	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
-	dev := newPerson(t, browsertest.Start(t), "dev")
+	_, s, c, dev := startWithDev(t, "error")
 
 	_, err := c.Call(t.Context(), "set_secret", map[string]any{"name": "demo_api_key"})
 	params := urlElicitationRequired(t, err)[0]
@@ -142,10 +133,7 @@ func TestVerificationFailureEndsFailedAndTheUserCanTryAgain(t *testing.T) {
 }
 
 func TestReplacingKeepsTheOldSecretUntilTheNewOneIsVerified(t *testing.T) {
-	rs := redistest.Start(t)
-	s := startServer(t, serverConfig{Redis: rs, Style: "error"})
-	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
-	dev := newPerson(t, browsertest.Start(t), "dev")
+	_, _, c, dev := startWithDev(t, "error")
 
 	_, err := c.Call(t.Context(), "set_secret", map[string]any{"name": "demo_api_key"})
 	first := urlElicitationRequired(t, err)[0]

@@ -47,10 +47,7 @@ func TestCancelInTheClientEndsCancelled(t *testing.T) {
 }
 
 func TestDeclineOnThePageEndsDeclined(t *testing.T) {
-	rs := redistest.Start(t)
-	s := startServer(t, serverConfig{Redis: rs, Style: "push"})
-	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
-	dev := newPerson(t, browsertest.Start(t), "dev")
+	_, s, c, dev := startWithDev(t, "push")
 
 	call := c.callAsync("set_secret", map[string]any{"name": "demo_api_key"})
 	params := c.nextElicitation(30 * time.Second)

@@ -15,10 +15,7 @@ import (
 const canary = "demo_CANARYx7Qk2mZp9LwVt4Rb"
 
 func TestPushStyleCompletesAFullFlow(t *testing.T) {
-	rs := redistest.Start(t)
-	s := startServer(t, serverConfig{Redis: rs, Style: "push"})
-	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
-	dev := newPerson(t, browsertest.Start(t), "dev")
+	rs, s, c, dev := startWithDev(t, "push")
 
 	call := c.callAsync("set_secret", map[string]any{"name": "demo_api_key"})
 	params := c.nextElicitation(30 * time.Second)
@@ -65,10 +62,7 @@ func TestPushStyleCompletesAFullFlow(t *testing.T) {
 }
 
 func TestErrorStyleCompletesAFullFlow(t *testing.T) {
-	rs := redistest.Start(t)
-	s := startServer(t, serverConfig{Redis: rs, Style: "error"})
-	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
-	dev := newPerson(t, browsertest.Start(t), "dev")
+	rs, s, c, dev := startWithDev(t, "error")
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

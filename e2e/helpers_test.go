@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/urlflow/urlflow/internal/browsertest"
 	"github.com/urlflow/urlflow/internal/redistest"
 )
 
@@ -210,3 +211,14 @@ func requireNoCanary(t *testing.T, rs *redistest.Server, places map[string]strin
 
 // str returns m[key] as a string.
 func str(m map[string]any, key string) string { return fmt.Sprint(m[key]) }
+
+// startWithDev is the common start of a flow test: its own redis-server, urlflow dev in
+// elicitation style, a go-sdk client with URL mode as the development user "dev", and that
+// user at a browser.
+func startWithDev(t *testing.T, style string) (*redistest.Server, *server, *client, *person) {
+	t.Helper()
+	rs := redistest.Start(t)
+	s := startServer(t, serverConfig{Redis: rs, Style: style})
+	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
+	return rs, s, c, newPerson(t, browsertest.Start(t), "dev")
+}

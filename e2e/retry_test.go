@@ -4,18 +4,12 @@ import (
 	"net/http"
 	"testing"
 	"time"
-
-	"github.com/urlflow/urlflow/internal/browsertest"
-	"github.com/urlflow/urlflow/internal/redistest"
 )
 
 // A new attempt started through the API reaches the originating session as a new
 // elicitation/create, and completes like any other.
 func TestANewAttemptIsOfferedToTheOriginatingSession(t *testing.T) {
-	rs := redistest.Start(t)
-	s := startServer(t, serverConfig{Redis: rs, Style: "error"})
-	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
-	dev := newPerson(t, browsertest.Start(t), "dev")
+	_, s, c, dev := startWithDev(t, "error")
 
 	_, err := c.Call(t.Context(), "set_secret", map[string]any{"name": "demo_api_key"})
 	first := urlElicitationRequired(t, err)[0]

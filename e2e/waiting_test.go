@@ -19,10 +19,7 @@ import (
 
 func TestPushWithoutProgressTokenAnswersStillWaitingAfterFiftySeconds(t *testing.T) {
 	t.Parallel()
-	rs := redistest.Start(t)
-	s := startServer(t, serverConfig{Redis: rs, Style: "push"})
-	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
-	dev := newPerson(t, browsertest.Start(t), "dev")
+	_, s, c, dev := startWithDev(t, "push")
 
 	start := time.Now()
 	call := c.callAsync("set_secret", map[string]any{"name": "demo_api_key"})
