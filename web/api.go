@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,11 +39,27 @@ func (s *Server) apiCaller(c echo.Context) (caller, error) {
 	if ok {
 		id, err := s.opts.Verifier.Verify(c.Request().Context(), token)
 		if err == nil {
+			if missing := missingScopes(id.Scopes, s.opts.RequiredScopes); len(missing) > 0 {
+				c.Response().Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, resource_metadata=%q`,
+					strings.Join(s.opts.RequiredScopes, " "), s.resourceMetadataURL()))
+				return caller{}, echo.NewHTTPError(http.StatusForbidden, "the token lacks the scopes "+strings.Join(missing, ", "))
+			}
 			return caller{user: id.User}, nil
 		}
 	}
 	c.Response().Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata=%q`, s.resourceMetadataURL()))
 	return caller{}, echo.NewHTTPError(http.StatusUnauthorized, "a valid bearer token is required")
+}
+
+// missingScopes returns the scopes of want that are not in have.
+func missingScopes(have, want []string) []string {
+	var missing []string
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			missing = append(missing, w)
+		}
+	}
+	return missing
 }
 
 func bearerToken(r *http.Request) (string, bool) {

@@ -23,6 +23,14 @@ type visitor struct {
 	signedIn bool
 }
 
+// name is how the pages call the signed-in user.
+func (v *visitor) name() string {
+	if n, _ := v.sess.Values[valueName].(string); n != "" {
+		return n
+	}
+	return v.user.Subject
+}
+
 func (s *Server) visitor(c echo.Context) (*visitor, error) {
 	sess, err := s.sessions.Get(c.Request(), s.sessions.name)
 	if err != nil {
@@ -57,7 +65,7 @@ func (s *Server) checkCSRF(c echo.Context, v *visitor) error {
 func (s *Server) page(c echo.Context, v *visitor, title string) (templates.Page, error) {
 	p := templates.Page{Title: title, Dev: s.opts.Dev != nil}
 	if v != nil && v.signedIn {
-		p.SignedInAs = v.user.Subject
+		p.SignedInAs = v.name()
 		token, err := s.csrfToken(c, v)
 		if err != nil {
 			return p, err
@@ -126,7 +134,7 @@ func (s *Server) elicitationFor(c echo.Context, v *visitor) (*state.Elicitation,
 			return nil, err
 		}
 		return nil, s.render(c, http.StatusForbidden, templates.RefusedPage(p, templates.Refused{
-			SignedInAs: v.user.Subject, SignOutAction: "/auth/logout", CSRF: p.CSRF,
+			SignedInAs: v.name(), SignOutAction: "/auth/logout", CSRF: p.CSRF,
 		}))
 	}
 	return e, nil

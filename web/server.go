@@ -40,6 +40,13 @@ type Options struct {
 	// Dev, when set, turns on the development identity: the development sign-in page,
 	// /dev/token, and a loopback-only Host check on every request.
 	Dev *oauth.DevIdentity
+	// SignIn is the browser sign-in with the deployment's issuer; used when Dev is nil.
+	SignIn *oauth.BrowserSignIn
+	// Issuer is the authorization server that MCP clients sign in with, named in the
+	// protected resource metadata; empty in development.
+	Issuer string
+	// RequiredScopes must all be in an MCP or API access token.
+	RequiredScopes []string
 	// MCP is the MCP endpoint, served at /mcp behind bearer authentication.
 	MCP http.Handler
 	// Upstream checks a new secret with its slot's API before it is stored.
@@ -108,12 +115,15 @@ func (s *Server) routes() {
 		ResourceName:           "urlflow",
 		BearerMethodsSupported: []string{"header"},
 		AuthorizationServers:   s.authorizationServers(),
+		ScopesSupported:        s.opts.RequiredScopes,
 	})
 	e.Any("/.well-known/oauth-protected-resource", echo.WrapHandler(metadata))
 	e.Any("/.well-known/oauth-protected-resource/mcp", echo.WrapHandler(metadata))
 
 	mcp := auth.RequireBearerToken(oauth.SDKVerifier(s.opts.Verifier), &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: s.resourceMetadataURL(),
+		Scopes:              s.opts.RequiredScopes,
+		ClockSkew:           oauth.DefaultClockSkew,
 	})(s.opts.MCP)
 	e.Any("/mcp", echo.WrapHandler(mcp))
 
@@ -126,6 +136,7 @@ func (s *Server) routes() {
 	pages.GET("/auth/login", s.signInPage)
 	pages.POST("/auth/login", s.signIn)
 	pages.POST("/auth/logout", s.signOut)
+	pages.GET("/auth/callback", s.signInCallback)
 
 	api := e.Group("/api/v1", limitBody(apiBodyLimit))
 	api.GET("/elicitations/:id", s.apiStatus)
@@ -143,7 +154,10 @@ func (s *Server) routes() {
 // authorizationServers lists the issuers clients sign in with. The development identity
 // has none: clients send the printed token as a header.
 func (s *Server) authorizationServers() []string {
-	return nil
+	if s.opts.Issuer == "" {
+		return nil
+	}
+	return []string{s.opts.Issuer}
 }
 
 func (s *Server) healthz(c echo.Context) error {

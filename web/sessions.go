@@ -141,7 +141,13 @@ func (s *sessionStore) rotate(r *http.Request, sess *sessions.Session) error {
 const (
 	valueIssuer   = "iss"
 	valueSubject  = "sub"
+	valueName     = "name"
 	valueSignedIn = "signed_in_at"
+	// A sign-in in progress (production identity).
+	valueSignInState    = "signin_state"
+	valueSignInNonce    = "signin_nonce"
+	valueSignInVerifier = "signin_verifier"
+	valueSignInNext     = "signin_next"
 )
 
 func sessionUser(sess *sessions.Session) (state.User, bool) {

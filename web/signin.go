@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/templates"
 )
 
@@ -29,16 +31,86 @@ func safeNext(next string) string {
 	return next
 }
 
-// signInPage is GET /auth/login. In development it shows the development sign-in form.
+// signInPage is GET /auth/login. In development it shows the development sign-in form;
+// otherwise it sends the browser to the issuer, keeping the attempt (state, nonce, PKCE
+// verifier, where to return) in the browser session.
 func (s *Server) signInPage(c echo.Context) error {
-	if s.opts.Dev == nil {
+	v, err := s.visitor(c)
+	if err != nil {
+		return err
+	}
+	next := safeNext(c.QueryParam("next"))
+	if s.opts.Dev != nil {
+		return s.renderDevSignIn(c, v, http.StatusOK, next, "", "")
+	}
+	attempt, authURL := s.opts.SignIn.Start()
+	v.sess.Values[valueSignInState] = attempt.State
+	v.sess.Values[valueSignInNonce] = attempt.Nonce
+	v.sess.Values[valueSignInVerifier] = attempt.Verifier
+	v.sess.Values[valueSignInNext] = next
+	if err := v.sess.Save(c.Request(), c.Response()); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusFound, authURL)
+}
+
+// signInCallback is GET /auth/callback: the issuer sends the browser back. The attempt is
+// spent before anything else, so an answer can be used once; the session ID rotates at
+// sign-in.
+func (s *Server) signInCallback(c echo.Context) error {
+	if s.opts.SignIn == nil {
 		return echo.NewHTTPError(http.StatusNotFound, "Sign-in is not configured on this server.")
 	}
 	v, err := s.visitor(c)
 	if err != nil {
 		return err
 	}
-	return s.renderDevSignIn(c, v, http.StatusOK, safeNext(c.QueryParam("next")), "", "")
+	attempt := oauth.SignInAttempt{}
+	attempt.State, _ = v.sess.Values[valueSignInState].(string)
+	attempt.Nonce, _ = v.sess.Values[valueSignInNonce].(string)
+	attempt.Verifier, _ = v.sess.Values[valueSignInVerifier].(string)
+	next, _ := v.sess.Values[valueSignInNext].(string)
+	for _, k := range []string{valueSignInState, valueSignInNonce, valueSignInVerifier, valueSignInNext} {
+		delete(v.sess.Values, k)
+	}
+	if err := v.sess.Save(c.Request(), c.Response()); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	who, err := s.opts.SignIn.Finish(ctx, attempt, c.QueryParams())
+	switch {
+	case errors.Is(err, oauth.ErrSignInDenied):
+		return echo.NewHTTPError(http.StatusForbidden, "You were not signed in: the sign-in was refused or cancelled at "+
+			"your organisation's sign-in page. Nothing was changed. Open your link again to retry.")
+	case errors.Is(err, oauth.ErrSignInState):
+		s.log.WarnContext(ctx, "sign-in answer refused", "err", err)
+		return echo.NewHTTPError(http.StatusBadRequest, "This sign-in answer was already used, has expired, or belongs to "+
+			"another browser. Nothing was changed. Open your link again to sign in.")
+	case err != nil:
+		s.log.ErrorContext(ctx, "sign-in failed", "err", err)
+		return echo.NewHTTPError(http.StatusBadGateway, "Signing you in failed at the last step. Nothing was changed. "+
+			"Open your link again to retry.")
+	}
+	if err := s.signInAs(c, v, who.User, who.Name); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, safeNext(next))
+}
+
+// signInAs makes v's browser session the session of user, under a new session ID.
+func (s *Server) signInAs(c echo.Context, v *visitor, user state.User, name string) error {
+	if err := s.sessions.rotate(c.Request(), v.sess); err != nil {
+		return err
+	}
+	v.sess.Values[valueIssuer] = user.Issuer
+	v.sess.Values[valueSubject] = user.Subject
+	v.sess.Values[valueName] = name
+	v.sess.Values[valueSignedIn] = time.Now().UTC().Format(time.RFC3339)
+	if err := v.sess.Save(c.Request(), c.Response()); err != nil {
+		return err
+	}
+	s.log.InfoContext(c.Request().Context(), "browser signed in", "user", user.Key(), "development", s.opts.Dev != nil)
+	return nil
 }
 
 func (s *Server) renderDevSignIn(c echo.Context, v *visitor, status int, next, name, problem string) error {
@@ -74,17 +146,9 @@ func (s *Server) signIn(c echo.Context) error {
 		return s.renderDevSignIn(c, v, http.StatusUnprocessableEntity, next, "",
 			"Use 1 to 64 lower-case letters, digits, dots, dashes or underscores, for example alice.")
 	}
-	if err := s.sessions.rotate(c.Request(), v.sess); err != nil {
+	if err := s.signInAs(c, v, s.opts.Dev.User(name), name); err != nil {
 		return err
 	}
-	user := s.opts.Dev.User(name)
-	v.sess.Values[valueIssuer] = user.Issuer
-	v.sess.Values[valueSubject] = user.Subject
-	v.sess.Values[valueSignedIn] = time.Now().UTC().Format(time.RFC3339)
-	if err := v.sess.Save(c.Request(), c.Response()); err != nil {
-		return err
-	}
-	s.log.InfoContext(c.Request().Context(), "browser signed in", "user", user.Key(), "development", true)
 	return c.Redirect(http.StatusSeeOther, next)
 }
 

@@ -43,6 +43,20 @@ type config struct {
 	// Slots is set by resolvePublicURL: API base URLs may name the public URL.
 	Slots   *slots.Catalog
 	secrets []slots.Slot
+	// Production identity (urlflow serve).
+	OIDC oidcConfig
+}
+
+// oidcConfig is the deployment's identity: the issuer of MCP access tokens and of the
+// browser sign-in, and the client urlflow is registered as there.
+type oidcConfig struct {
+	Issuer       string
+	ClientID     string
+	ClientSecret string
+	// Scopes must all be in an access token.
+	Scopes []string
+	// Introspection verifies opaque access tokens with RFC 7662.
+	Introspection bool
 }
 
 // fileConfig is the YAML configuration file.
@@ -95,6 +109,9 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 	problem := func(format string, a ...any) { problems = append(problems, fmt.Errorf(format, a...)) }
 
 	cfg := &config{Addr: "127.0.0.1:8080", Style: mcp.StylePush, TTL: 10 * time.Minute}
+	if mode == "serve" {
+		cfg.Addr = ":8080"
+	}
 	style, ttl := string(cfg.Style), ""
 
 	// YAML file.
@@ -158,6 +175,10 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 		}
 	}
 
+	if mode == "serve" {
+		problems = append(problems, cfg.loadServeSettings(getenv)...)
+	}
+
 	// Validation.
 	switch mcp.Style(style) {
 	case mcp.StylePush, mcp.StyleError:
@@ -191,10 +212,14 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 			problem("URLFLOW_PUBLIC_URL: no query, fragment or user info, got %q", cfg.publicURLGiven)
 		case mode == "dev" && !isLoopback(u.Hostname()):
 			problem("URLFLOW_PUBLIC_URL: urlflow dev serves loopback only, got %q", cfg.publicURLGiven)
+		case mode == "serve" && u.Scheme != "https" && !isLoopback(u.Hostname()):
+			problem("URLFLOW_PUBLIC_URL: must be https (cookies and tokens travel over it), got %q", cfg.publicURLGiven)
 		default:
 			u.Path = strings.TrimRight(u.Path, "/")
 			cfg.PublicURL = u
 		}
+	} else if mode == "serve" {
+		problem("URLFLOW_PUBLIC_URL is required: the https URL users and clients reach urlflow at (behind a TLS proxy, its outside address)")
 	}
 	// The slots are checked now, and built again once the public URL is known.
 	cfg.secrets = file.Secrets
@@ -205,6 +230,48 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// loadServeSettings reads what only `urlflow serve` needs, and names every missing or
+// invalid one. serve never falls back to development defaults.
+func (c *config) loadServeSettings(getenv env) []error {
+	var problems []error
+	problem := func(format string, a ...any) { problems = append(problems, fmt.Errorf(format, a...)) }
+	if c.RedisURL == "" {
+		problem("URLFLOW_REDIS_URL is required: urlflow serve never runs the embedded Redis")
+	}
+	if !c.keysGiven {
+		problem("URLFLOW_KEYS is required: the key ring that encrypts credentials (kid:base64-of-32-bytes, comma separated)")
+	}
+	c.OIDC.Issuer = pick("", getenv, "URLFLOW_OIDC_ISSUER", "")
+	switch u, err := url.Parse(c.OIDC.Issuer); {
+	case c.OIDC.Issuer == "":
+		problem("URLFLOW_OIDC_ISSUER is required: the OpenID issuer of your users (MCP access tokens and browser sign-in)")
+	case err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname()))):
+		problem("URLFLOW_OIDC_ISSUER: want an https URL, got %q", c.OIDC.Issuer)
+	}
+	c.OIDC.ClientID = pick("", getenv, "URLFLOW_OIDC_CLIENT_ID", "")
+	if c.OIDC.ClientID == "" {
+		problem("URLFLOW_OIDC_CLIENT_ID is required: the client urlflow is registered as at the issuer (redirect URI: public URL + /auth/callback)")
+	}
+	secret, ok, err := getenv.secret("URLFLOW_OIDC_CLIENT_SECRET")
+	switch {
+	case err != nil:
+		problems = append(problems, err)
+	case !ok || secret == "":
+		problem("URLFLOW_OIDC_CLIENT_SECRET (or URLFLOW_OIDC_CLIENT_SECRET_FILE) is required")
+	default:
+		c.OIDC.ClientSecret = secret
+	}
+	c.OIDC.Scopes = strings.FieldsFunc(pick("", getenv, "URLFLOW_OIDC_SCOPES", ""), func(r rune) bool { return r == ' ' || r == ',' })
+	switch v := pick("", getenv, "URLFLOW_OIDC_INTROSPECTION", "false"); v {
+	case "true", "1", "yes":
+		c.OIDC.Introspection = true
+	case "false", "0", "no":
+	default:
+		problem("URLFLOW_OIDC_INTROSPECTION: want true or false, got %q", v)
+	}
+	return problems
 }
 
 // pick returns the flag value if set, else the environment variable if set, else def.

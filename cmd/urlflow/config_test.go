@@ -203,9 +203,50 @@ func TestDevStateSurvivesARestart(t *testing.T) {
 	}
 }
 
-func TestServeRefusesToStartAndSaysWhy(t *testing.T) {
+func TestServeRefusesToStartNamingEveryMissingSetting(t *testing.T) {
 	err := run(t.Context(), []string{"serve"}, envOf(nil), io.Discard, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "urlflow dev") {
-		t.Fatalf("serve: %v", err)
+	if err == nil {
+		t.Fatal("serve started without any setting")
+	}
+	for _, want := range []string{"URLFLOW_REDIS_URL is required", "URLFLOW_KEYS is required", "URLFLOW_PUBLIC_URL is required",
+		"URLFLOW_OIDC_ISSUER is required", "URLFLOW_OIDC_CLIENT_ID is required", "URLFLOW_OIDC_CLIENT_SECRET"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestServeRefusesInsecureAndInvalidSettings(t *testing.T) {
+	_, err := loadConfig("serve", nil, envOf(map[string]string{
+		"URLFLOW_REDIS_URL":          "redis://127.0.0.1:6379",
+		"URLFLOW_KEYS":               "k1:" + strings.Repeat("A", 43) + "=",
+		"URLFLOW_PUBLIC_URL":         "http://urlflow.example.com",
+		"URLFLOW_OIDC_ISSUER":        "http://id.example.com",
+		"URLFLOW_OIDC_CLIENT_ID":     "urlflow",
+		"URLFLOW_OIDC_CLIENT_SECRET": "s3cret-value",
+		"URLFLOW_OIDC_INTROSPECTION": "maybe",
+	}), io.Discard)
+	for _, want := range []string{"URLFLOW_PUBLIC_URL: must be https", "URLFLOW_OIDC_ISSUER: want an https URL", "URLFLOW_OIDC_INTROSPECTION"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q:\n%v", want, err)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "s3cret-value") {
+		t.Fatal("the error shows the client secret")
+	}
+	cfg, err := loadConfig("serve", nil, envOf(map[string]string{
+		"URLFLOW_REDIS_URL":               "redis://127.0.0.1:6379",
+		"URLFLOW_KEYS":                    "k1:" + strings.Repeat("A", 43) + "=",
+		"URLFLOW_PUBLIC_URL":              "https://urlflow.example.com/",
+		"URLFLOW_OIDC_ISSUER":             "https://id.example.com",
+		"URLFLOW_OIDC_CLIENT_ID":          "urlflow",
+		"URLFLOW_OIDC_CLIENT_SECRET_FILE": writeFile(t, "from-a-file\n"),
+		"URLFLOW_OIDC_SCOPES":             "mcp:tools, openid",
+	}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != ":8080" || cfg.OIDC.ClientSecret != "from-a-file" || len(cfg.OIDC.Scopes) != 2 || cfg.PublicURL.String() != "https://urlflow.example.com" {
+		t.Fatalf("serve settings: %+v", cfg)
 	}
 }

@@ -69,12 +69,39 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 	}
 
 	resource := cfg.PublicURL.JoinPath("mcp").String()
-	identity := oauth.NewDevIdentity(dev.SigningKey, resource)
-	token, err := identity.Issue(devUser)
+	devID := oauth.NewDevIdentity(dev.SigningKey, resource)
+	token, err := devID.Issue(devUser)
 	if err != nil {
 		return err
 	}
 
+	return runService(ctx, cfg, rdb, listener, identity{
+		verifier: devID, dev: devID, demoAPI: demoapi.Handler(),
+	}, log, func() {
+		printDevBanner(stdout, devBanner{
+			MCPURL: resource, Listen: listener.Addr().String(), Token: token, OperatorToken: cfg.OperatorTokens[0],
+			SignIn: cfg.PublicURL.JoinPath("auth", "login").String(), Redis: redisNote,
+			Slots: cfg.Slots.Names(), Style: cfg.Style, TTL: cfg.TTL, StatePath: statePath,
+			TokenURL: cfg.PublicURL.JoinPath("dev", "token").String(),
+			DemoAPI:  cfg.PublicURL.JoinPath("demo", "api").String(),
+		})
+	})
+}
+
+// identity is how a mode knows its users, and what it serves besides the product.
+type identity struct {
+	verifier oauth.Verifier
+	// dev is the development identity (urlflow dev); signIn and issuer the production one.
+	dev     *oauth.DevIdentity
+	signIn  *oauth.BrowserSignIn
+	issuer  string
+	scopes  []string
+	demoAPI http.Handler
+}
+
+// runService assembles urlflow on rdb and listener and serves until ctx ends. started runs
+// once everything is in place, before the first request is served.
+func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, listener net.Listener, id identity, log *slog.Logger, started func()) error {
 	replica := replicaName()
 	log = log.With("replica", replica)
 	store := state.NewStore(rdb, state.StoreOptions{Logger: log})
@@ -88,9 +115,9 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 	})
 	webServer := web.New(web.Options{
 		PublicURL: cfg.PublicURL, Store: store, Hub: hub, Vault: vault, Keys: cfg.Keys,
-		Slots: cfg.Slots, Verifier: identity, Operators: oauth.NewOperators(cfg.OperatorTokens),
-		Dev: identity, MCP: mcpServer.Handler(), Upstream: caller, DemoAPI: demoapi.Handler(),
-		TTL: cfg.TTL, Logger: log,
+		Slots: cfg.Slots, Verifier: id.verifier, Operators: oauth.NewOperators(cfg.OperatorTokens),
+		Dev: id.dev, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,
+		MCP: mcpServer.Handler(), Upstream: caller, DemoAPI: id.demoAPI, TTL: cfg.TTL, Logger: log,
 	})
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -99,15 +126,9 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 	go mcpServer.Run(ctx)
 	go hub.Run(ctx)
 
-	printDevBanner(stdout, devBanner{
-		MCPURL: resource, Listen: listener.Addr().String(), Token: token, OperatorToken: cfg.OperatorTokens[0],
-		SignIn: cfg.PublicURL.JoinPath("auth", "login").String(), Redis: redisNote,
-		Slots: cfg.Slots.Names(), Style: cfg.Style, TTL: cfg.TTL, StatePath: statePath,
-		TokenURL: cfg.PublicURL.JoinPath("dev", "token").String(),
-		DemoAPI:  cfg.PublicURL.JoinPath("demo", "api").String(),
-	})
-	log.Info("urlflow dev listening", "addr", listener.Addr().String(), "public_url", cfg.PublicURL.String(),
-		"style", cfg.Style, "ttl", cfg.TTL.String())
+	started()
+	log.Info("urlflow listening", "addr", listener.Addr().String(), "public_url", cfg.PublicURL.String(),
+		"style", cfg.Style, "ttl", cfg.TTL.String(), "development", id.dev != nil)
 	return serveHTTP(ctx, listener, webServer.Handler(), log)
 }
 

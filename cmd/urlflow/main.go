@@ -2,6 +2,7 @@
 // URL-mode elicitation, in the user's own browser.
 //
 //	urlflow dev       everything embedded, on loopback, with a development identity
+//	urlflow serve     production: real Redis, OpenID identity, settings from the environment
 //	urlflow version   print the version
 package main
 
@@ -36,7 +37,8 @@ const usage = `usage: urlflow <command> [flags]
 commands:
   dev       run everything on this machine: embedded Redis (unless URLFLOW_REDIS_URL is set),
             a development identity, loopback only
-  serve     run in production (not available yet in this version)
+  serve     run in production: a real Redis, your OpenID issuer for identity; every
+            setting from flags, the environment or the configuration file (README)
   version   print the version
 
 Run "urlflow dev -h" for the flags; every setting is also an environment variable (README).
@@ -51,8 +53,7 @@ func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Write
 	case "dev":
 		return runDev(ctx, args[1:], getenv, stdout, stderr)
 	case "serve":
-		return errors.New("serve: production mode needs identity from an OpenID provider, which this " +
-			"version does not support yet; use `urlflow dev` on a laptop (see the README)")
+		return runServe(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "urlflow", version())
 		return nil

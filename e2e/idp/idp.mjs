@@ -378,6 +378,15 @@ const provider = new Provider(issuer, {
   },
 });
 
+// Static clients are validated lazily by oidc-provider; surface a bad one now.
+for (const c of cfg.clients ?? []) {
+  try {
+    if (!(await provider.Client.find(c.client_id))) die(`static client ${c.client_id} not found`);
+  } catch (err) {
+    die(`static client ${c.client_id}: ${err.error_description ?? err.message}`);
+  }
+}
+
 provider.on('access_token.issued', (token) => {
   if (token.grantId) jwtGrants.set(token.jti, token.grantId);
 });

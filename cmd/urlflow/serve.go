@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+
+	"github.com/urlflow/urlflow/oauth"
+)
+
+// runServe is `urlflow serve`: production. Everything comes from configuration, and it
+// refuses to start, naming every missing or invalid setting, rather than fall back to a
+// development default: a real Redis, the public URL, the key ring, and the deployment's
+// OpenID issuer for MCP access tokens and the browser sign-in.
+func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig("serve", args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	rdb, _, closeRedis, err := openRedis(ctx, cfg.RedisURL, log)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+
+	issuer, err := oauth.Discover(ctx, cfg.OIDC.Issuer, nil)
+	if err != nil {
+		return fmt.Errorf("URLFLOW_OIDC_ISSUER: %w", err)
+	}
+	credentials := oauth.ClientCredentials{ClientID: cfg.OIDC.ClientID, ClientSecret: cfg.OIDC.ClientSecret}
+	rsCfg := oauth.ResourceServerConfig{Resource: cfg.PublicURL.JoinPath("mcp").String()}
+	if cfg.OIDC.Introspection {
+		rsCfg.Introspection = &credentials
+	}
+	verifier, err := oauth.NewResourceServer(issuer, rsCfg)
+	if err != nil {
+		return fmt.Errorf("URLFLOW_OIDC_INTROSPECTION: %w", err)
+	}
+	signIn := oauth.NewBrowserSignIn(issuer, credentials, cfg.PublicURL.JoinPath("auth", "callback").String())
+
+	listener, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	defer listener.Close()
+	if err := cfg.resolvePublicURL(listener.Addr()); err != nil {
+		return err
+	}
+	return runService(ctx, cfg, rdb, listener, identity{
+		verifier: verifier, signIn: signIn, issuer: issuer.URL, scopes: cfg.OIDC.Scopes,
+	}, log, func() {
+		fmt.Fprintf(stdout, "urlflow serve: MCP endpoint %s, listening on %s\n", rsCfg.Resource, listener.Addr())
+	})
+}

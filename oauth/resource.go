@@ -1,0 +1,236 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+
+	"github.com/urlflow/urlflow/state"
+)
+
+// DefaultClockSkew is the tolerance for exp and nbf between urlflow's clock and the
+// issuer's.
+const DefaultClockSkew = time.Minute
+
+// Issuer is a discovered OpenID provider: the deployment's issuer.
+type Issuer struct {
+	// URL is the issuer identifier, as configured and as the discovery document repeats it.
+	URL string
+	// IntrospectionEndpoint is the RFC 7662 endpoint it publishes, if any.
+	IntrospectionEndpoint string
+	provider              *oidc.Provider
+	client                *http.Client
+}
+
+// Discover fetches the issuer's discovery document (OpenID Connect Discovery). client is
+// used for everything urlflow asks the issuer (http.DefaultClient if nil).
+func Discover(ctx context.Context, issuerURL string, client *http.Client) (*Issuer, error) {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	provider, err := oidc.NewProvider(oidc.ClientContext(ctx, client), issuerURL)
+	if err != nil {
+		return nil, fmt.Errorf("discover issuer %s: %w", issuerURL, err)
+	}
+	var meta struct {
+		Introspection string `json:"introspection_endpoint"`
+	}
+	if err := provider.Claims(&meta); err != nil {
+		return nil, fmt.Errorf("discover issuer %s: %w", issuerURL, err)
+	}
+	return &Issuer{URL: issuerURL, IntrospectionEndpoint: meta.Introspection, provider: provider, client: client}, nil
+}
+
+// ResourceServerConfig configures a ResourceServer.
+type ResourceServerConfig struct {
+	// Resource is urlflow's resource URL (public URL + /mcp): every accepted token must name
+	// it in aud (RFC 8707).
+	Resource string
+	// Introspection, when set, verifies tokens that are not JWTs with RFC 7662 at the
+	// issuer's introspection endpoint, with these client credentials.
+	Introspection *ClientCredentials
+	// ClockSkew is DefaultClockSkew if zero.
+	ClockSkew time.Duration
+}
+
+// ClientCredentials identify urlflow to its issuer.
+type ClientCredentials struct {
+	ClientID     string
+	ClientSecret string
+}
+
+// ResourceServer verifies the bearer tokens presented to urlflow's MCP endpoint and API.
+// A JWT must be signed by a key the issuer publishes (keys rotate: an unknown key ID makes
+// it fetch them again), come from the issuer, name urlflow's resource in aud, and be within
+// exp and nbf give or take the clock skew. A token that is not a JWT is checked by
+// introspection when that is configured, and refused otherwise. The user is the issuer
+// and the token's sub.
+type ResourceServer struct {
+	issuer   *Issuer
+	cfg      ResourceServerConfig
+	verifier *oidc.IDTokenVerifier
+	now      func() time.Time
+}
+
+// NewResourceServer returns a ResourceServer for tokens of issuer.
+func NewResourceServer(issuer *Issuer, cfg ResourceServerConfig) (*ResourceServer, error) {
+	if cfg.ClockSkew == 0 {
+		cfg.ClockSkew = DefaultClockSkew
+	}
+	if cfg.Introspection != nil && issuer.IntrospectionEndpoint == "" {
+		return nil, fmt.Errorf("issuer %s publishes no introspection endpoint", issuer.URL)
+	}
+	// Signature and issuer are checked by go-oidc; audience and times here, with skew.
+	verifier := issuer.provider.VerifierContext(oidc.ClientContext(context.Background(), issuer.client), &oidc.Config{
+		SkipClientIDCheck: true, SkipExpiryCheck: true,
+	})
+	return &ResourceServer{issuer: issuer, cfg: cfg, verifier: verifier, now: time.Now}, nil
+}
+
+// accessClaims are the claims urlflow reads from an access token (RFC 9068).
+type accessClaims struct {
+	Subject   string          `json:"sub"`
+	Audience  audienceClaim   `json:"aud"`
+	Expiry    *int64          `json:"exp"`
+	NotBefore *int64          `json:"nbf"`
+	Scope     string          `json:"scope"`
+	Scp       json.RawMessage `json:"scp"`
+}
+
+// audienceClaim is a JWT aud: one string or a list.
+type audienceClaim []string
+
+func (a *audienceClaim) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*a = audienceClaim{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return err
+	}
+	*a = many
+	return nil
+}
+
+// Verify checks token and returns its identity. Errors wrap ErrInvalidToken and never
+// contain the token.
+func (r *ResourceServer) Verify(ctx context.Context, token string) (Identity, error) {
+	if strings.Count(token, ".") != 2 {
+		if r.cfg.Introspection != nil {
+			return r.introspect(ctx, token)
+		}
+		return Identity{}, fmt.Errorf("%w: not a JWT", ErrInvalidToken)
+	}
+	t, err := r.verifier.Verify(ctx, token)
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: %s", ErrInvalidToken, oidcReason(err))
+	}
+	var c accessClaims
+	if err := t.Claims(&c); err != nil {
+		return Identity{}, fmt.Errorf("%w: malformed claims", ErrInvalidToken)
+	}
+	return r.identity(c.Subject, c.Audience, c.Expiry, c.NotBefore, scopes(c.Scope, c.Scp))
+}
+
+// identity applies the checks common to JWTs and introspected tokens.
+func (r *ResourceServer) identity(sub string, aud []string, exp, nbf *int64, scopes []string) (Identity, error) {
+	now := r.now()
+	switch {
+	case sub == "":
+		return Identity{}, fmt.Errorf("%w: no subject", ErrInvalidToken)
+	case !slices.Contains(aud, r.cfg.Resource):
+		return Identity{}, fmt.Errorf("%w: wrong audienceClaim (want %s)", ErrInvalidToken, r.cfg.Resource)
+	case exp == nil:
+		return Identity{}, fmt.Errorf("%w: no expiry", ErrInvalidToken)
+	case now.After(time.Unix(*exp, 0).Add(r.cfg.ClockSkew)):
+		return Identity{}, fmt.Errorf("%w: expired", ErrInvalidToken)
+	case nbf != nil && now.Add(r.cfg.ClockSkew).Before(time.Unix(*nbf, 0)):
+		return Identity{}, fmt.Errorf("%w: not valid yet", ErrInvalidToken)
+	}
+	return Identity{
+		User:   state.User{Issuer: r.issuer.URL, Subject: sub},
+		Expiry: time.Unix(*exp, 0),
+		Scopes: scopes,
+	}, nil
+}
+
+// scopes reads the space-separated scope claim, or the scp list some issuers use.
+func scopes(scope string, scp json.RawMessage) []string {
+	if scope != "" {
+		return strings.Fields(scope)
+	}
+	var list []string
+	if json.Unmarshal(scp, &list) == nil {
+		return list
+	}
+	var one string
+	if json.Unmarshal(scp, &one) == nil {
+		return strings.Fields(one)
+	}
+	return nil
+}
+
+// introspect checks an opaque token with RFC 7662.
+func (r *ResourceServer) introspect(ctx context.Context, token string) (Identity, error) {
+	in := r.cfg.Introspection
+	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.issuer.IntrospectionEndpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return Identity{}, fmt.Errorf("introspection request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	req.SetBasicAuth(url.QueryEscape(in.ClientID), url.QueryEscape(in.ClientSecret))
+	resp, err := r.issuer.client.Do(req)
+	if err != nil {
+		return Identity{}, fmt.Errorf("introspection: %w", errors.Unwrap(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return Identity{}, fmt.Errorf("introspection answered %d", resp.StatusCode)
+	}
+	var result struct {
+		Active    bool            `json:"active"`
+		Issuer    string          `json:"iss"`
+		Subject   string          `json:"sub"`
+		Audience  audienceClaim   `json:"aud"`
+		Expiry    *int64          `json:"exp"`
+		NotBefore *int64          `json:"nbf"`
+		Scope     string          `json:"scope"`
+		Scp       json.RawMessage `json:"scp"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<20)).Decode(&result); err != nil {
+		return Identity{}, fmt.Errorf("introspection answer: %w", err)
+	}
+	switch {
+	case !result.Active:
+		return Identity{}, fmt.Errorf("%w: not active", ErrInvalidToken)
+	case result.Issuer != "" && result.Issuer != r.issuer.URL:
+		return Identity{}, fmt.Errorf("%w: wrong issuer", ErrInvalidToken)
+	}
+	return r.identity(result.Subject, result.Audience, result.Expiry, result.NotBefore, scopes(result.Scope, result.Scp))
+}
+
+// oidcReason names what go-oidc found wrong, without quoting the token.
+func oidcReason(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "different provider"):
+		return "wrong issuer"
+	case strings.Contains(msg, "signature"):
+		return "bad signature"
+	case strings.Contains(msg, "malformed"):
+		return "malformed"
+	}
+	return "not valid"
+}
