@@ -223,11 +223,16 @@ const jwtGrants = new Map(); // jti of a JWT access token -> grantId (JWTs are n
 // Keys
 
 function signingJWKS() {
-  if (cfg.jwks) return cfg.jwks;
+  const kidOf = (jwk) => crypto.createHash('sha256').update(jwk.n).digest('base64url').slice(0, 16);
+  if (cfg.jwks) {
+    if (!Array.isArray(cfg.jwks.keys) || !cfg.jwks.keys.some((k) => k.kty === 'RSA' && k.d)) {
+      die('jwks must be {"keys": [...]} with at least one private RSA key');
+    }
+    return { keys: cfg.jwks.keys.map((k) => ({ alg: 'RS256', use: 'sig', ...k, kid: k.kid ?? kidOf(k) })) };
+  }
   const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
   const jwk = privateKey.export({ format: 'jwk' });
-  const kid = crypto.createHash('sha256').update(jwk.n).digest('base64url').slice(0, 16);
-  return { keys: [{ ...jwk, kid, alg: 'RS256', use: 'sig' }] };
+  return { keys: [{ ...jwk, kid: kidOf(jwk), alg: 'RS256', use: 'sig' }] };
 }
 const jwks = signingJWKS();
 const publicKeys = new Map(jwks.keys.filter((k) => k.kty === 'RSA').map((k) => [k.kid, crypto.createPublicKey({
@@ -255,6 +260,7 @@ function addResource(r) {
     audience: subst(r.audience),
     accessTokenFormat: r.accessTokenFormat ?? 'jwt',
     accessTokenTTL: r.accessTokenTTL,
+    defaultScope: r.defaultScope ?? r.scope ?? '',
   };
   if (!['jwt', 'opaque'].includes(res.accessTokenFormat)) throw new Error('accessTokenFormat must be "jwt" or "opaque"');
   const i = resources.findIndex((x) => x.indicator === res.indicator);
@@ -275,7 +281,12 @@ const provider = new Provider(issuer, {
   adapter: Adapter,
   clients: (cfg.clients ?? []).map((c) => ({ ...c, redirect_uris: c.redirect_uris?.map(subst) })),
   jwks,
-  cookies: { keys: [crypto.randomBytes(32).toString('base64url')] },
+  cookies: {
+    keys: [crypto.randomBytes(32).toString('base64url')],
+    // Cookies ignore ports: urlflow and every provider on 127.0.0.1 share one cookie jar, so
+    // each provider's cookie names carry its port.
+    names: { session: `op${port}_session`, interaction: `op${port}_interaction`, resume: `op${port}_resume` },
+  },
   clockTolerance: settings.clockTolerance,
   scopes: staticScopes,
   claims: {
@@ -473,6 +484,14 @@ async function readBody(req, limit = 64 * 1024) {
     chunks.push(c);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+async function jsonBody(req) {
+  try {
+    return JSON.parse(await readBody(req));
+  } catch (err) {
+    throw Object.assign(new Error(`body is not JSON: ${err.message}`), { status: 400 });
+  }
 }
 
 async function formBody(req) {
@@ -689,7 +708,7 @@ async function testControl(req, res, url) {
       log(`test: refresh token TTL override = ${refreshTTLOverride ?? 'none'}`);
       return send(res, 200, { refresh_ttl: refreshTTLOverride ?? null });
     case 'POST /test/clients': {
-      const meta = JSON.parse(await readBody(req));
+      const meta = await jsonBody(req);
       if (!meta.client_id) return send(res, 400, { error: 'client_id is required' });
       meta.redirect_uris = meta.redirect_uris?.map(subst);
       // Validate through the provider's own schema before storing it like a registered client.
@@ -703,7 +722,12 @@ async function testControl(req, res, url) {
       return send(res, 201, meta);
     }
     case 'POST /test/resources': {
-      const r = addResource(JSON.parse(await readBody(req)));
+      let r;
+      try {
+        r = addResource(await jsonBody(req));
+      } catch (err) {
+        return send(res, 400, { error: 'invalid_request', error_description: err.message });
+      }
       log(`test: resource ${r.indicator} added`);
       return send(res, 201, r);
     }
@@ -714,6 +738,28 @@ async function testControl(req, res, url) {
         'POST /test/refresh-ttl?seconds=N', 'POST /test/clients', 'POST /test/resources',
       ] });
   }
+}
+
+// An authorization request for a resource that names none of the resource's scopes gets the
+// resource's defaultScope added (oidc-provider would otherwise grant nothing and answer
+// access_denied when no other scope is requested; MCP clients often send no scope at all).
+function addDefaultScopes(req, url) {
+  const requested = url.searchParams.getAll('resource');
+  if (!requested.length) return;
+  const scopes = new Set((url.searchParams.get('scope') ?? '').split(' ').filter(Boolean));
+  let added = false;
+  for (const indicator of requested) {
+    const r = resources.find((x) => x.indicator === indicator) ?? resources.find((x) => x.indicator === '*');
+    if (!r || !r.defaultScope) continue;
+    const available = r.scope.split(' ').filter(Boolean);
+    if (available.some((sc) => scopes.has(sc))) continue;
+    for (const sc of r.defaultScope.split(' ').filter(Boolean)) scopes.add(sc);
+    added = true;
+  }
+  if (!added) return;
+  url.searchParams.set('scope', [...scopes].join(' '));
+  req.url = `${url.pathname}?${url.searchParams}`;
+  log(`authorization request names no scope of its resource: scope set to "${url.searchParams.get('scope')}"`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -728,6 +774,7 @@ server.on('request', async (req, res) => {
     if (url.pathname.startsWith('/interaction/')) return await interaction(req, res, url);
     if (url.pathname === '/api/me' && settings.protectedApi) return await apiMe(req, res);
     if (url.pathname.startsWith('/test/') && settings.testEndpoints) return await testControl(req, res, url);
+    if (url.pathname === '/auth' && req.method === 'GET') addDefaultScopes(req, url);
     if (url.pathname === '/.well-known/oauth-authorization-server') {
       // RFC 8414 metadata (what MCP clients look for): the same document as OIDC discovery.
       req.url = `/.well-known/openid-configuration${url.search}`;

@@ -7,6 +7,7 @@
 
 import { spawn } from 'node:child_process';
 import * as crypto from 'node:crypto';
+import * as net from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const IDP = fileURLToPath(new URL('./idp.mjs', import.meta.url));
@@ -177,6 +178,7 @@ const accounts = [
 
 async function issuerRole() {
   console.log('# role: issuer');
+  Object.assign(tally, { token: {}, ok: {}, error: {} });
   const idp = await start({
     role: 'issuer',
     accounts,
@@ -313,10 +315,10 @@ async function issuerRole() {
     check('dynamic registration of a public client -> 201, client_id, no secret', reg.status === 201 && regJ.client_id && !regJ.client_secret && regJ.token_endpoint_auth_method === 'none', regJ);
     const b4 = new Browser();
     const p4 = pkce();
-    const r4 = await b4.authorize(issuer, { client_id: regJ.client_id, response_type: 'code', redirect_uri: 'http://127.0.0.1:7777/callback', scope: 'mcp', state: 's4', code_challenge: p4.challenge, code_challenge_method: 'S256', resource: MCP }, { login: 'bob', password: 'bob-pw' });
+    const r4 = await b4.authorize(issuer, { client_id: regJ.client_id, response_type: 'code', redirect_uri: 'http://127.0.0.1:7777/callback', state: 's4', code_challenge: p4.challenge, code_challenge_method: 'S256', resource: MCP }, { login: 'bob', password: 'bob-pw' });
     const tok4 = await post(`${issuer}/token`, { grant_type: 'authorization_code', client_id: regJ.client_id, code: r4.url.searchParams.get('code'), redirect_uri: 'http://127.0.0.1:7777/callback', code_verifier: p4.verifier, resource: MCP });
     const at4 = tok4.json?.access_token && decodeJWT(tok4.json.access_token).payload;
-    check('public client flow: JWT for MCP with sub=bob, refresh token', at4?.aud === MCP && at4.sub === 'bob' && !!tok4.json.refresh_token && !tok4.json.id_token, tok4.json);
+    check('public client flow without scope: JWT for MCP with sub=bob, scope=mcp (defaultScope), refresh token', at4?.aud === MCP && at4.sub === 'bob' && at4.scope === 'mcp' && !!tok4.json.refresh_token && !tok4.json.id_token, tok4.json);
     const ref4 = await post(`${issuer}/token`, { grant_type: 'refresh_token', client_id: regJ.client_id, refresh_token: tok4.json.refresh_token, resource: MCP });
     check('public client refresh (resource param) rotates', ref4.status === 200 && ref4.json.refresh_token !== tok4.json.refresh_token && decodeJWT(ref4.json.access_token).payload.aud === MCP, ref4.json);
 
@@ -464,7 +466,43 @@ async function autoConsent() {
   }
 }
 
+async function offlineAccessMode() {
+  console.log('# refreshTokens: offline_access, fixed port, runtime resources, /test/grants');
+  const port = await new Promise((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => { const p = srv.address().port; srv.close(() => resolve(p)); });
+  });
+  const idp = await start({ port, accounts, refreshTokens: 'offline_access', clients: [{ client_id: 'c', client_secret: 's', redirect_uris: [CB], grant_types: ['authorization_code', 'refresh_token'] }] });
+  const { issuer } = idp;
+  try {
+    check('config port is used', idp.port === port && issuer === `http://127.0.0.1:${port}`, idp);
+    const add = await fetch(`${issuer}/test/resources`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ indicator: '{issuer}/late', scope: 'late.read', accessTokenFormat: 'jwt' }) });
+    check('POST /test/resources adds a resource', add.status === 201);
+    const b = new Browser();
+    const flow = async (extra) => {
+      const p = pkce();
+      const r = await b.authorize(issuer, { client_id: 'c', response_type: 'code', redirect_uri: CB, state: 'o', code_challenge: p.challenge, code_challenge_method: 'S256', ...extra }, { login: 'alice', password: 'alice-pw' });
+      const t = await post(`${issuer}/token`, { grant_type: 'authorization_code', code: r.url.searchParams.get('code'), redirect_uri: CB, code_verifier: p.verifier }, { basic: ['c', 's'] });
+      return { pages: r.pages, tok: t.json };
+    };
+    let f = await flow({ scope: 'openid offline_access' });
+    check('offline_access without prompt=consent -> no refresh token (offline_access dropped)', !f.tok.refresh_token && f.tok.scope === 'openid', f);
+    f = await flow({ scope: 'openid offline_access', prompt: 'consent' });
+    check('offline_access with prompt=consent -> refresh token, one consent page', !!f.tok.refresh_token && f.tok.scope === 'openid offline_access' && f.pages.join() === 'consent', f);
+    f = await flow({ scope: 'late.read', resource: `${issuer}/late` });
+    check('runtime resource: JWT with aud {issuer}/late, scope late.read (no refresh token: no offline_access)', decodeJWT(f.tok.access_token).payload.aud === `${issuer}/late` && f.tok.scope === 'late.read' && !f.tok.refresh_token, f);
+    await fetch(`${issuer}/test/resources`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ indicator: '{issuer}/strict', scope: 'strict.read', defaultScope: '' }) });
+    const p9 = pkce();
+    const r9 = await b.authorize(issuer, { client_id: 'c', response_type: 'code', redirect_uri: CB, state: 'x', code_challenge: p9.challenge, code_challenge_method: 'S256', resource: `${issuer}/strict` });
+    check('resource with defaultScope "" and no scope requested -> error=access_denied (oidc-provider behaviour)', r9.url?.searchParams.get('error') === 'access_denied', r9.url?.href);
+    const g = (await get(`${issuer}/test/grants?account=alice`)).json;
+    check('GET /test/grants lists the grant of alice/c with its tokens', g.grants.length === 1 && g.grants[0].client_id === 'c' && g.grants[0].tokens.RefreshToken === 1, g);
+  } finally {
+    await stop(idp);
+  }
+}
+
 try {
+  await offlineAccessMode();
   await issuerRole();
   await thirdPartyRole('opaque');
   await thirdPartyRole('jwt');
