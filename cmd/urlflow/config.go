@@ -116,7 +116,10 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 
 	// YAML file.
 	cfg.ConfigFile = pick(*configFlag, getenv, "URLFLOW_CONFIG", "")
-	raw := demoConfig
+	var raw []byte
+	if mode == "dev" {
+		raw = demoConfig // serve has no secret slots until its configuration file names some
+	}
 	if cfg.ConfigFile != "" {
 		b, err := os.ReadFile(cfg.ConfigFile)
 		if err != nil {

@@ -50,6 +50,9 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if err := cfg.resolvePublicURL(listener.Addr()); err != nil {
 		return err
 	}
+	if len(cfg.Slots.Names()) == 0 {
+		log.Warn("no secret slots configured: set_secret and call_api have nothing to ask for; name them in the file of URLFLOW_CONFIG")
+	}
 	return runService(ctx, cfg, rdb, listener, identity{
 		verifier: verifier, signIn: signIn, issuer: issuer.URL, scopes: cfg.OIDC.Scopes,
 	}, log, func() {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // An MCP client on the TypeScript SDK v1 (@modelcontextprotocol/sdk), protocol 2025-11-25
 // over streamable HTTP, driven by urlflow's Go e2e tests through a line protocol (README.md).
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
@@ -10,6 +11,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 
 import { Completions, emit, fail, nextCommand, parseFlags, statusOf, trafficFetch, waitForExit } from './common.mjs';
+import { authorizeAndConnect, CallbackListener, LoopbackOAuthProvider, sameEndpoint } from './oauth.mjs';
 
 // How often a client retries after −32042 before it gives up (each retry follows a
 // completion notification, so this only bounds a server that keeps asking).
@@ -55,19 +57,59 @@ async function main() {
         emit({ event: 'complete', elicitationId: id });
         completions.add(id);
     });
-    client.onerror = err => emit({ event: 'transport_error', message: err?.message ?? String(err) });
+    // With --oauth: the SDK's own authorization (README.md). The loopback listener must exist
+    // before the provider, whose client metadata names its redirect URI.
+    let provider;
+    let listener;
+    if (flags.oauth) {
+        listener = await CallbackListener.start();
+        provider = new LoopbackOAuthProvider({ redirectUrl: listener.redirectUrl, clientName: flags.name, scope: flags['oauth-scope'] });
+    }
+    client.onerror = err => {
+        // The connect that stops for authorization fails with the SDK's UnauthorizedError
+        // (reported through onerror too); that is the expected path, not a transport error.
+        if (provider?.authorizationRequested && err instanceof UnauthorizedError && !provider.tokens()) return;
+        emit({ event: 'transport_error', message: err?.message ?? String(err) });
+    };
 
-    const transport = new StreamableHTTPClientTransport(new URL(flags.url), {
-        requestInit: flags.token ? { headers: { Authorization: `Bearer ${flags.token}` } } : undefined,
-        fetch: flags.traffic ? trafficFetch(flags.traffic) : undefined
-    });
-    await client.connect(transport, { timeout: flags.timeoutMs });
+    const mcpURL = new URL(flags.url);
+    const fetchFn = flags.traffic
+        ? trafficFetch(flags.traffic, fetch, { redact: flags.oauth ? u => !sameEndpoint(u, mcpURL) : undefined })
+        : undefined;
+    const newTransport = () =>
+        new StreamableHTTPClientTransport(mcpURL, {
+            requestInit: flags.token ? { headers: { Authorization: `Bearer ${flags.token}` } } : undefined,
+            authProvider: provider,
+            fetch: fetchFn
+        });
+    let transport;
+    if (provider) {
+        transport = await authorizeAndConnect({
+            client,
+            newTransport,
+            connectOptions: { timeout: flags.timeoutMs },
+            provider,
+            listener,
+            timeoutMs: flags.timeoutMs,
+            // v1's finishAuth takes only the code: the state and the RFC 9207 `iss` are
+            // checked here (provider.checkCallback) before it runs.
+            checkIss: true,
+            isUnauthorized: err => err instanceof UnauthorizedError,
+            finish: (t, _params, code) => t.finishAuth(code)
+        });
+    } else {
+        transport = newTransport();
+        await client.connect(transport, { timeout: flags.timeoutMs });
+    }
     emit({
         event: 'connected',
         protocolVersion: transport.protocolVersion,
         sessionId: transport.sessionId ?? null,
         serverInfo: client.getServerVersion() ?? null,
-        capabilities
+        capabilities,
+        // --oauth: the granted access token's audience and scope (read, not verified) and the
+        // registered client_id.
+        ...(provider ? provider.connectedInfo() : {})
     });
 
     const requestOptions = () => ({

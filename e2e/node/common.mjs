@@ -36,6 +36,11 @@ export function fail(err) {
 const COMMON_OPTIONS = {
     url: { type: 'string' },
     token: { type: 'string' },
+    // Instead of --token: the SDK's own authorization (oauth.mjs, README.md).
+    oauth: { type: 'boolean', default: false },
+    // With --oauth: clientMetadata.scope, the SDK's last resort for `scope` (after the
+    // WWW-Authenticate scope and the protected resource metadata's scopes_supported).
+    'oauth-scope': { type: 'string' },
     'url-mode': { type: 'boolean', default: false },
     tool: { type: 'string' },
     args: { type: 'string', default: '{}' },
@@ -57,6 +62,8 @@ export function parseFlags(extraOptions, defaultName) {
     const { values } = parseArgs({ options: { ...COMMON_OPTIONS, ...extraOptions }, strict: true, allowPositionals: false });
     if (!values.url) throw new Error('--url is required');
     if (!values.tool) throw new Error('--tool is required');
+    if (values.oauth && values.token) throw new Error('--oauth and --token exclude each other');
+    if (values['oauth-scope'] !== undefined && !values.oauth) throw new Error('--oauth-scope needs --oauth');
     const flags = {
         ...values,
         name: values.name ?? defaultName,
@@ -161,16 +168,22 @@ export class Completions {
 // Bodies are written whole lines at a time (a line is never split across two writes), so a
 // search for a secret in the file cannot miss it because of chunking. The Authorization
 // header is never written.
-export function trafficFetch(file, baseFetch = fetch) {
+//
+// redact(url), when given, says which requests carry OAuth secrets (with --oauth: every
+// request that is not to the MCP endpoint, i.e. discovery, registration, token); in their
+// bodies the values of the fields in SECRET_FIELDS are replaced by "[redacted]", in
+// form-encoded requests and in JSON responses alike.
+export function trafficFetch(file, baseFetch = fetch, { redact } = {}) {
     let n = 0;
     const write = text => appendFileSync(file, text);
-    const writeLines = (prefix, text) => {
-        if (text === '') return;
-        write(text.split('\n').map(l => `${prefix} ${l}`).join('\n') + '\n');
-    };
     return async (input, init = {}) => {
         const id = ++n;
         const url = input instanceof Request ? input.url : String(input);
+        const hide = redact?.(url) ? redactSecrets : s => s;
+        const writeLines = (prefix, text) => {
+            if (text === '') return;
+            write(text.split('\n').map(l => `${prefix} ${hide(l)}`).join('\n') + '\n');
+        };
         const method = init.method ?? (input instanceof Request ? input.method : 'GET');
         const headers = new Headers(init.headers ?? (input instanceof Request ? input.headers : undefined));
         write(`> #${id} ${method} ${url}${describeHeaders(headers)}\n`);
@@ -211,6 +224,15 @@ export function trafficFetch(file, baseFetch = fetch) {
         Object.defineProperty(wrapped, 'url', { value: response.url });
         return wrapped;
     };
+}
+
+// The OAuth fields whose values never go into the traffic log.
+const SECRET_FIELDS = ['access_token', 'refresh_token', 'id_token', 'code', 'code_verifier', 'client_secret', 'registration_access_token', 'client_assertion'];
+const SECRET_JSON = new RegExp(`("(?:${SECRET_FIELDS.join('|')})"\\s*:\\s*)"(?:[^"\\\\]|\\\\.)*"`, 'g');
+const SECRET_FORM = new RegExp(`(^|&)(${SECRET_FIELDS.join('|')})=[^&]*`, 'g');
+
+export function redactSecrets(line) {
+    return line.replace(SECRET_JSON, '$1"[redacted]"').replace(SECRET_FORM, '$1$2=[redacted]');
 }
 
 function describeHeaders(h) {

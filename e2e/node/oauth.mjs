@@ -1,0 +1,299 @@
+// --oauth for client-v1.mjs and client-v2.mjs: an OAuthClientProvider (the interface both
+// SDKs' StreamableHTTPClientTransport takes as `authProvider`, duck-typed, so nothing here
+// imports an SDK) and the loopback HTTP listener the authorization server redirects the
+// browser to. The SDK does discovery, dynamic client registration, PKCE, the resource
+// indicator, the token exchange and refreshes; this file only keeps what the SDK hands it
+// (in memory, for this one process), prints the authorization URL, and catches the callback.
+//
+// Secrets (access token, refresh token, authorization code, PKCE verifier) are never printed
+// or logged; `tokenInfo` reads the access token's claims only to report `aud` and `scope`.
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+
+import { emit } from './common.mjs';
+
+const CALLBACK_PATH = '/callback';
+
+// CallbackListener is the loopback redirect target: http://127.0.0.1:PORT/callback on a free
+// port. It takes the first request to /callback (anything else is 404), answers it with a
+// small page, and hands its query to whoever waits.
+export class CallbackListener {
+    static async start() {
+        const l = new CallbackListener();
+        await new Promise((resolve, reject) => {
+            l.server.once('error', reject);
+            l.server.listen(0, '127.0.0.1', () => {
+                l.server.off('error', reject);
+                resolve();
+            });
+        });
+        l.redirectUrl = `http://127.0.0.1:${l.server.address().port}${CALLBACK_PATH}`;
+        return l;
+    }
+
+    constructor() {
+        this.redirectUrl = undefined;
+        this.params = undefined;
+        this.waiters = [];
+        this.server = createServer((req, res) => this.handle(req, res));
+    }
+
+    handle(req, res) {
+        const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+        if (req.method !== 'GET' || url.pathname !== CALLBACK_PATH || this.params) {
+            res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8', Connection: 'close' });
+            res.end('not found\n');
+            return;
+        }
+        this.params = url.searchParams;
+        const error = url.searchParams.get('error');
+        const body = error
+            ? `<!doctype html><meta charset="utf-8"><title>Authorization failed</title><h1 id="result">Authorization failed</h1><p id="error">${escapeHTML(error)}</p><p>You can close this tab.</p>\n`
+            : `<!doctype html><meta charset="utf-8"><title>Authorized</title><h1 id="result">Authorized</h1><p>You can close this tab.</p>\n`;
+        res.writeHead(error ? 400 : 200, { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store', Connection: 'close' });
+        res.end(body);
+        for (const w of this.waiters.splice(0)) w.resolve(this.params);
+    }
+
+    // wait resolves with the callback's query (URLSearchParams); rejects after timeoutMs.
+    wait(timeoutMs) {
+        if (this.params) return Promise.resolve(this.params);
+        return new Promise((resolve, reject) => {
+            const timer = setTimeout(() => reject(new Error(`no authorization callback at ${this.redirectUrl} within ${timeoutMs} ms`)), timeoutMs);
+            timer.unref?.();
+            this.waiters.push({
+                resolve: p => {
+                    clearTimeout(timer);
+                    resolve(p);
+                }
+            });
+        });
+    }
+
+    close() {
+        this.server.close();
+        this.server.closeAllConnections?.();
+    }
+}
+
+function escapeHTML(s) {
+    return s.replace(/[&<>"']/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+}
+
+// OAuthError for the {"event":"error"} line: `code` is the OAuth error code, `data` what else
+// is safe to show.
+export class AuthorizationError extends Error {
+    constructor(message, code, data) {
+        super(message);
+        this.name = 'AuthorizationError';
+        if (code !== undefined) this.code = code;
+        if (data !== undefined) this.data = data;
+    }
+}
+
+// LoopbackOAuthProvider implements the SDK's OAuthClientProvider for a public client whose
+// redirect URI is the loopback listener. Everything is kept in memory: every run registers
+// a new client.
+export class LoopbackOAuthProvider {
+    constructor({ redirectUrl, clientName, scope }) {
+        this._redirectUrl = redirectUrl;
+        this._metadata = {
+            client_name: clientName,
+            redirect_uris: [redirectUrl],
+            grant_types: ['authorization_code', 'refresh_token'],
+            response_types: ['code'],
+            token_endpoint_auth_method: 'none',
+            // RFC 8252 loopback client. (v2 derives the same from the redirect URI; v1 would
+            // register nothing, which the provider takes as "web".)
+            application_type: 'native',
+            ...(scope ? { scope } : {})
+        };
+        this._client = undefined;
+        this._tokens = undefined;
+        this._verifier = undefined;
+        this._discovery = undefined;
+        this.expectedState = undefined;
+        this.authorizationRequested = false;
+        // True while finishAuth runs: saveTokens then is the code exchange, else a refresh.
+        this.exchanging = false;
+    }
+
+    get redirectUrl() {
+        return this._redirectUrl;
+    }
+
+    get clientMetadata() {
+        return this._metadata;
+    }
+
+    // A fresh random state for each authorization request; checked on the callback.
+    state() {
+        this.expectedState = randomBytes(24).toString('base64url');
+        return this.expectedState;
+    }
+
+    clientInformation() {
+        return this._client;
+    }
+
+    saveClientInformation(info) {
+        const isNew = info?.client_id !== this._client?.client_id;
+        this._client = info;
+        if (isNew) {
+            emit({
+                event: 'registered',
+                clientId: info.client_id,
+                tokenEndpointAuthMethod: info.token_endpoint_auth_method ?? null,
+                grantTypes: info.grant_types ?? null,
+                redirectUris: info.redirect_uris ?? null,
+                applicationType: info.application_type ?? null,
+                scope: info.scope ?? null
+            });
+        }
+    }
+
+    tokens() {
+        return this._tokens;
+    }
+
+    saveTokens(tokens) {
+        this._tokens = tokens;
+        if (!this.exchanging) emit({ event: 'token_refreshed', ...this.tokenInfo() });
+    }
+
+    redirectToAuthorization(url) {
+        this.authorizationRequested = true;
+        emit({ event: 'authorize', url: String(url) });
+    }
+
+    saveCodeVerifier(verifier) {
+        this._verifier = verifier;
+    }
+
+    codeVerifier() {
+        if (!this._verifier) throw new Error('no PKCE code verifier saved');
+        return this._verifier;
+    }
+
+    discoveryState() {
+        return this._discovery;
+    }
+
+    saveDiscoveryState(state) {
+        this._discovery = state;
+    }
+
+    invalidateCredentials(scope) {
+        if (scope === 'all' || scope === 'client') this._client = undefined;
+        if (scope === 'all' || scope === 'tokens') this._tokens = undefined;
+        if (scope === 'all' || scope === 'verifier') this._verifier = undefined;
+        if (scope === 'all' || scope === 'discovery') this._discovery = undefined;
+    }
+
+    // tokenInfo: what the test may know about the granted access token, read without
+    // verification: `aud` (and `scope`) from the JWT payload, null for an opaque token.
+    tokenInfo() {
+        const t = this._tokens;
+        const claims = t?.access_token ? jwtClaims(t.access_token) : undefined;
+        return {
+            aud: claims?.aud ?? null,
+            scope: claims?.scope ?? t?.scope ?? null,
+            tokenType: t?.token_type ?? null,
+            expiresIn: t?.expires_in ?? null,
+            refreshToken: Boolean(t?.refresh_token),
+            clientId: this._client?.client_id ?? null
+        };
+    }
+
+    // connectedInfo: the fields --oauth adds to {"event":"connected"}.
+    connectedInfo() {
+        const { aud, scope, clientId } = this.tokenInfo();
+        return { aud, scope, clientId };
+    }
+
+    // checkCallback validates the callback's query before the code is redeemed: the state
+    // must be the one sent, an `error` ends the run. With checkIss (v1, whose SDK does not
+    // check it), `iss` must be the recorded issuer (RFC 9207), and must be present when the
+    // authorization server's metadata says it always sends it. Returns the code.
+    checkCallback(params, { checkIss }) {
+        const state = params.get('state');
+        if (!this.expectedState || state !== this.expectedState) {
+            throw new AuthorizationError('authorization callback: state does not match the authorization request', 'state_mismatch');
+        }
+        const metadata = this._discovery?.authorizationServerMetadata;
+        const iss = params.get('iss') ?? undefined;
+        if (checkIss && metadata?.issuer) {
+            if (iss === undefined ? metadata.authorization_response_iss_parameter_supported === true : iss !== metadata.issuer) {
+                throw new AuthorizationError('authorization callback: iss is not the authorization server\'s issuer', 'issuer_mismatch', {
+                    iss: iss ?? null,
+                    expected: metadata.issuer
+                });
+            }
+        }
+        const error = params.get('error');
+        if (error) {
+            throw new AuthorizationError(`authorization failed: ${error}`, error, {
+                error_description: params.get('error_description') ?? null,
+                iss: iss ?? null
+            });
+        }
+        const code = params.get('code');
+        if (!code) throw new AuthorizationError('authorization callback has neither code nor error', 'invalid_callback');
+        return code;
+    }
+}
+
+function jwtClaims(token) {
+    const parts = token.split('.');
+    if (parts.length !== 3) return undefined;
+    try {
+        const claims = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'));
+        return claims && typeof claims === 'object' ? claims : undefined;
+    } catch {
+        return undefined;
+    }
+}
+
+// authorizeAndConnect connects `client` over transports made by newTransport(). When the
+// first connect stops for authorization (the SDK called redirectToAuthorization and the
+// connect failed with its UnauthorizedError), it waits for the browser at the loopback
+// callback, checks it, calls finish(transport, params) (transport.finishAuth with what the
+// SDK wants), prints {"event":"authorized"} and connects again on a new transport (a
+// transport cannot be started twice). Returns the connected transport.
+export async function authorizeAndConnect({ client, newTransport, connectOptions, provider, listener, timeoutMs, checkIss, isUnauthorized, finish }) {
+    const first = newTransport();
+    try {
+        await client.connect(first, connectOptions);
+        listener.close();
+        return first;
+    } catch (err) {
+        if (!provider.authorizationRequested || !isUnauthorized(err)) {
+            listener.close();
+            throw err;
+        }
+    }
+    let params;
+    try {
+        params = await listener.wait(timeoutMs);
+    } finally {
+        listener.close();
+    }
+    const code = provider.checkCallback(params, { checkIss });
+    provider.exchanging = true;
+    try {
+        await finish(first, params, code);
+    } finally {
+        provider.exchanging = false;
+    }
+    emit({ event: 'authorized', ...provider.tokenInfo() });
+    const second = newTransport();
+    await client.connect(second, connectOptions);
+    return second;
+}
+
+// sameEndpoint: whether the request URL u is the MCP endpoint (the only URL whose traffic
+// carries no OAuth secrets in its bodies).
+export function sameEndpoint(u, mcpURL) {
+    const a = new URL(u);
+    return a.origin === mcpURL.origin && a.pathname === mcpURL.pathname;
+}

@@ -1,0 +1,258 @@
+package e2e
+
+import (
+	"bufio"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/urlflow/urlflow/internal/browsertest"
+	"github.com/urlflow/urlflow/internal/redistest"
+)
+
+// production is urlflow serve with a real OpenID provider as the deployment's issuer, two
+// real users, a browser for each, and the test's public client for real access tokens.
+type production struct {
+	s             *server
+	idp           *idp
+	rs            *redistest.Server
+	catcher       *codeCatcher
+	alice, bob    *person
+	resource      string
+	operatorToken string
+}
+
+const (
+	urlflowClientID     = "urlflow"
+	urlflowClientSecret = "urlflow-client-secret"
+)
+
+// startProduction starts a redis-server, the provider and urlflow serve on a free port.
+func startProduction(t *testing.T, style string) *production {
+	t.Helper()
+	port := redistest.FreePort(t)
+	public := fmt.Sprintf("http://127.0.0.1:%d", port)
+	p := &production{rs: redistest.Start(t), catcher: newCodeCatcher(t), resource: public + "/mcp",
+		operatorToken: "op-" + rand.Text()}
+	p.idp = startIDP(t, map[string]any{
+		"role": "issuer",
+		"accounts": []map[string]any{
+			{"id": "alice", "password": "alice-pw", "email": "alice@example.test", "name": "Alice"},
+			{"id": "bob", "password": "bob-pw", "email": "bob@example.test", "name": "Bob"},
+		},
+		"clients": []map[string]any{
+			{"client_id": urlflowClientID, "client_secret": urlflowClientSecret,
+				"redirect_uris": []string{public + "/auth/callback"}, "token_endpoint_auth_method": "client_secret_basic"},
+			testClient(p.catcher),
+		},
+		"resources": []map[string]any{{"indicator": p.resource, "scope": "mcp", "accessTokenFormat": "jwt", "accessTokenTTL": 600}},
+		"consent":   "auto",
+	})
+	key := make([]byte, 32)
+	rand.Read(key)
+	config := t.TempDir() + "/urlflow.yaml"
+	os.WriteFile(config, []byte("secrets:\n  - name: demo_api_key\n    label: Demo API key\n"), 0o600)
+	cmd := exec.Command(binary, "serve", "--addr", fmt.Sprintf("127.0.0.1:%d", port))
+	cmd.Env = append(os.Environ(),
+		"URLFLOW_REDIS_URL="+p.rs.URL(),
+		"URLFLOW_PUBLIC_URL="+public,
+		"URLFLOW_KEYS=k1:"+base64.StdEncoding.EncodeToString(key),
+		"URLFLOW_OIDC_ISSUER="+p.idp.Issuer,
+		"URLFLOW_OIDC_CLIENT_ID="+urlflowClientID,
+		"URLFLOW_OIDC_CLIENT_SECRET="+urlflowClientSecret,
+		"URLFLOW_OPERATOR_TOKENS="+p.operatorToken,
+		"URLFLOW_ELICITATION_STYLE="+style,
+		"URLFLOW_CONFIG="+config,
+	)
+	p.s = runServer(t, cmd, "urlflow serve:")
+	p.s.BaseURL, p.s.MCPURL = public, p.resource
+	browser := browsertest.Start(t)
+	p.alice, p.bob = newPerson(t, browser, "alice"), newPerson(t, browser, "bob")
+	return p
+}
+
+// runServer starts cmd (urlflow) and waits for a stdout line starting with ready.
+func runServer(t *testing.T, cmd *exec.Cmd, ready string) *server {
+	t.Helper()
+	s := &server{t: t, cmd: cmd, output: &syncBuffer{}, exited: make(chan struct{})}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = s.output
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start urlflow: %v", err)
+	}
+	up := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(io.TeeReader(stdout, s.output))
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), ready) {
+				close(up)
+			}
+		}
+	}()
+	go func() { cmd.Wait(); close(s.exited) }()
+	t.Cleanup(s.stop)
+	select {
+	case <-up:
+	case <-s.exited:
+		t.Fatalf("urlflow exited before it was ready:\n%s", s.output.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("urlflow was not ready in 30s:\n%s", s.output.String())
+	}
+	return s
+}
+
+// initialize posts an MCP initialize with token and returns the response.
+func initialize(t *testing.T, mcpURL, token string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, mcpURL, strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+func TestServeAcceptsOnlyValidAccessTokens(t *testing.T) {
+	p := startProduction(t, "push")
+	now := time.Now()
+	claims := func(change func(jwt.MapClaims)) jwt.MapClaims {
+		c := jwt.MapClaims{"iss": p.idp.Issuer, "sub": "alice", "aud": p.resource, "scope": "mcp",
+			"iat": now.Unix(), "exp": now.Add(10 * time.Minute).Unix()}
+		if change != nil {
+			change(c)
+		}
+		return c
+	}
+	otherKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp := initialize(t, p.resource, p.idp.mint(claims(nil), nil)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a valid token got %d", resp.StatusCode)
+	}
+	bad := map[string]string{
+		"none":                          "",
+		"garbage":                       "not-a-token",
+		"wrong audience":                p.idp.mint(claims(func(c jwt.MapClaims) { c["aud"] = "http://127.0.0.1:1/mcp" }), nil),
+		"audience list without urlflow": p.idp.mint(claims(func(c jwt.MapClaims) { c["aud"] = []string{"a", "b"} }), nil),
+		"wrong issuer":                  p.idp.mint(claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" }), nil),
+		"expired":                       p.idp.mint(claims(func(c jwt.MapClaims) { c["exp"] = now.Add(-5 * time.Minute).Unix() }), nil),
+		"not yet valid":                 p.idp.mint(claims(func(c jwt.MapClaims) { c["nbf"] = now.Add(5 * time.Minute).Unix() }), nil),
+		"no expiry":                     p.idp.mint(claims(func(c jwt.MapClaims) { delete(c, "exp") }), nil),
+		"bad signature":                 p.idp.mint(claims(nil), otherKey),
+		"operator token":                p.operatorToken,
+	}
+	for name, token := range bad {
+		t.Run(name, func(t *testing.T) {
+			resp := initialize(t, p.resource, token)
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("got %d, want 401", resp.StatusCode)
+			}
+			if h := resp.Header.Get("WWW-Authenticate"); !strings.Contains(h, `resource_metadata="`+p.s.BaseURL+`/.well-known/oauth-protected-resource/mcp"`) {
+				t.Fatalf("WWW-Authenticate: %q", h)
+			}
+		})
+	}
+	if strings.Contains(p.s.Output(), "mcp session started") && strings.Count(p.s.Output(), "mcp session started") > 1 {
+		t.Fatal("a refused token started a session")
+	}
+	var meta struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	if code := p.s.getJSON("/.well-known/oauth-protected-resource/mcp", "", &meta); code != http.StatusOK ||
+		meta.Resource != p.resource || len(meta.AuthorizationServers) != 1 || meta.AuthorizationServers[0] != p.idp.Issuer {
+		t.Fatalf("protected resource metadata: %d %+v", code, meta)
+	}
+}
+
+// In production the pages sign people in at the real provider. Bob opening Alice's link is
+// refused and changes nothing; Alice signs in and completes it; Bob's tools cannot see or
+// use what Alice stored.
+func TestServeSignsInRealUsersAndRefusesTheWrongOne(t *testing.T) {
+	p := startProduction(t, "error")
+	aliceToken := p.idp.accessToken(t, p.catcher, p.alice, "alice", "alice-pw", p.resource)
+	bobToken := p.idp.accessToken(t, p.catcher, p.bob, "bob", "bob-pw", p.resource)
+	alice := connect(t, p.s, clientConfig{Token: aliceToken, URLMode: true})
+	bob := connect(t, p.s, clientConfig{Token: bobToken, URLMode: true})
+
+	params := askErrorStyle(t, alice)
+	// Bob opens Alice's link: sign-in at the provider (his session there is reused), then refusal.
+	if status := p.bob.Navigate(t, params.URL); status != http.StatusForbidden {
+		t.Fatalf("Bob opening Alice's link got %d, want 403:\n%s", status, p.bob.Text(t, "main"))
+	}
+	p.bob.Screenshot(t, "serve-refused")
+	e := p.s.status(params.ElicitationID, aliceToken)
+	if e.State != "pending" || e.History[len(e.History)-1].Event != "other_user_opened" {
+		t.Fatalf("after Bob: %s %v", e.State, e.events())
+	}
+
+	// Alice signs out of the provider's session? No: her browser signs in to urlflow through it.
+	if status := p.alice.Navigate(t, params.URL); status != http.StatusOK {
+		t.Fatalf("Alice opening her link got %d:\n%s", status, p.alice.Text(t, "main"))
+	}
+	p.alice.Screenshot(t, "serve-consent")
+	if !strings.Contains(p.alice.Text(t, "header"), "alice") {
+		t.Fatalf("the page does not say who is signed in: %s", p.alice.Text(t, "header"))
+	}
+	p.alice.continueToForm(t)
+	if status := p.alice.enterSecret(t, canary); status != http.StatusOK {
+		t.Fatalf("saving the secret got %d", status)
+	}
+	alice.waitCompletion(params.ElicitationID, 30*time.Second)
+	requireEvents(t, p.s.status(params.ElicitationID, aliceToken), "created", "other_user_opened", "browser_open", "verified")
+
+	if res := bob.CallOK("list_connections", nil); strings.Contains(text(res), "demo_api_key") {
+		t.Fatalf("Bob lists Alice's secret: %s", text(res))
+	}
+	var unknown map[string]string
+	if code := p.s.getJSON("/api/v1/elicitations/"+params.ElicitationID, bobToken, &unknown); code != http.StatusNotFound {
+		t.Fatalf("Bob reading Alice's elicitation got %d", code)
+	}
+	requireNoCanary(t, p.rs, map[string]string{"MCP traffic": alice.Traffic.String(), "urlflow output": p.s.Output()})
+}
+
+// A browser coming back from the provider with an answer that is not its own (replayed,
+// forged, or for another browser) is refused and not signed in.
+func TestServeRefusesSignInAnswersThatAreNotThisBrowsers(t *testing.T) {
+	p := startProduction(t, "error")
+	for name, query := range map[string]string{
+		"no state":         "code=abc",
+		"forged state":     "code=abc&state=forged",
+		"provider said no": "error=access_denied&state=whatever",
+	} {
+		t.Run(name, func(t *testing.T) {
+			status := p.bob.Navigate(t, p.s.BaseURL+"/auth/callback?"+query)
+			if status < 400 {
+				t.Fatalf("got %d", status)
+			}
+			// Still signed out: a page that needs sign-in sends the browser to the provider.
+			p.bob.Navigate(t, p.s.BaseURL+"/e/"+randomID())
+			if loc := p.bob.Location(t); !strings.HasPrefix(loc, p.idp.Issuer) {
+				t.Fatalf("after a refused sign-in answer the browser is at %s, not at the provider's sign-in", loc)
+			}
+		})
+	}
+}

@@ -1,0 +1,49 @@
+package web
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/urlflow/urlflow/state"
+)
+
+func TestSessionCookieIsSecureBehindHTTPS(t *testing.T) {
+	e, err := state.StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rdb, err := state.Connect(t.Context(), e.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	store := state.NewStore(rdb, state.StoreOptions{})
+	for _, secure := range []bool{true, false} {
+		sessions := newSessionStore(store, []byte(strings.Repeat("k", 32)), secure)
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		w := httptest.NewRecorder()
+		sess, err := sessions.Get(r, sessions.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess.Values[valueSubject] = "alice"
+		if err := sess.Save(r, w); err != nil {
+			t.Fatal(err)
+		}
+		cookies := w.Result().Cookies()
+		if len(cookies) != 1 {
+			t.Fatalf("cookies: %v", cookies)
+		}
+		c := cookies[0]
+		if c.Secure != secure || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" ||
+			strings.HasPrefix(c.Name, "__Host-") != secure {
+			t.Errorf("secure=%v: cookie %+v", secure, c)
+		}
+		if strings.Contains(c.Value, "alice") {
+			t.Error("the cookie carries session data; it must carry only the signed ID")
+		}
+	}
+}
