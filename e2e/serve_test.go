@@ -41,7 +41,13 @@ const (
 // startProduction starts a redis-server, the provider and urlflow serve on a free port.
 func startProduction(t *testing.T, style string) *production {
 	t.Helper()
-	port := redistest.FreePort(t)
+	return startProductionOn(t, redistest.FreePort(t), style, "")
+}
+
+// startProductionOn is startProduction on port, with more configuration (YAML appended to
+// the configuration file) and environment.
+func startProductionOn(t *testing.T, port int, style, moreConfig string, env ...string) *production {
+	t.Helper()
 	public := fmt.Sprintf("http://127.0.0.1:%d", port)
 	p := &production{rs: redistest.Start(t), catcher: newCodeCatcher(t), resource: public + "/mcp",
 		operatorToken: "op-" + rand.Text()}
@@ -62,7 +68,7 @@ func startProduction(t *testing.T, style string) *production {
 	key := make([]byte, 32)
 	rand.Read(key)
 	config := t.TempDir() + "/urlflow.yaml"
-	os.WriteFile(config, []byte("secrets:\n  - name: demo_api_key\n    label: Demo API key\n"), 0o600)
+	os.WriteFile(config, []byte("secrets:\n  - name: demo_api_key\n    label: Demo API key\n"+moreConfig), 0o600)
 	cmd := exec.Command(binary, "serve", "--addr", fmt.Sprintf("127.0.0.1:%d", port))
 	cmd.Env = append(os.Environ(),
 		"URLFLOW_REDIS_URL="+p.rs.URL(),
@@ -75,6 +81,7 @@ func startProduction(t *testing.T, style string) *production {
 		"URLFLOW_ELICITATION_STYLE="+style,
 		"URLFLOW_CONFIG="+config,
 	)
+	cmd.Env = append(cmd.Env, env...)
 	p.s = runServer(t, cmd, "urlflow serve:")
 	p.s.BaseURL, p.s.MCPURL = public, p.resource
 	browser := browsertest.Start(t)

@@ -35,6 +35,8 @@ type server struct {
 	cmd           *exec.Cmd
 	output        *syncBuffer
 	exited        chan struct{}
+	// configHome is the XDG_CONFIG_HOME of urlflow dev (its development keys).
+	configHome string
 }
 
 // serverConfig configures a urlflow process.
@@ -52,6 +54,10 @@ type serverConfig struct {
 	PublicURL string
 	// Env adds environment variables.
 	Env []string
+	// Addr is the listen address, 127.0.0.1:0 (any free port) if empty.
+	Addr string
+	// ConfigFile is URLFLOW_CONFIG, if set.
+	ConfigFile string
 }
 
 var bannerLine = regexp.MustCompile(`(?m)^\s*(MCP URL|Listening on|Bearer token|Operator token):\s+(\S+)\s*$`)
@@ -65,7 +71,10 @@ func startServer(t *testing.T, cfg serverConfig) *server {
 	if cfg.Style == "" {
 		cfg.Style = "push"
 	}
-	args := []string{"dev", "--addr", "127.0.0.1:0"}
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	args := []string{"dev", "--addr", cfg.Addr}
 	if cfg.PublicURL != "" {
 		args = append(args, "--public-url", cfg.PublicURL)
 	}
@@ -78,8 +87,11 @@ func startServer(t *testing.T, cfg serverConfig) *server {
 	if cfg.TTL != "" {
 		cmd.Env = append(cmd.Env, "URLFLOW_ELICITATION_TTL="+cfg.TTL)
 	}
+	if cfg.ConfigFile != "" {
+		cmd.Env = append(cmd.Env, "URLFLOW_CONFIG="+cfg.ConfigFile)
+	}
 	cmd.Env = append(cmd.Env, cfg.Env...)
-	s := &server{t: t, cmd: cmd, output: &syncBuffer{}, exited: make(chan struct{})}
+	s := &server{t: t, cmd: cmd, output: &syncBuffer{}, exited: make(chan struct{}), configHome: cfg.ConfigHome}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

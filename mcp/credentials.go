@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/upstream"
@@ -38,6 +39,9 @@ func (s *Server) slotFor(name string) (*slots.Slot, error) {
 }
 
 func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.CallToolResult, error) {
+	if p, ok := s.opts.Providers.Lookup(args.Name); ok {
+		return s.callProvider(ctx, t, p, args)
+	}
 	slot, err := s.slotFor(args.Name)
 	if err != nil {
 		return nil, err
@@ -78,9 +82,20 @@ func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.Ca
 	if err != nil {
 		return nil, fmt.Errorf("call_api %s %s: %w", strings.ToUpper(args.Method), args.Path, err)
 	}
-	if err := s.opts.Store.TouchCredential(ctx, t.user, slot.Name); err != nil {
-		s.log.WarnContext(ctx, "credential use not recorded", "credential", slot.Name, "err", err)
+	s.touch(ctx, t.user, slot.Name)
+	return apiResult(resp), nil
+}
+
+// touch records that user's credential name was used.
+func (s *Server) touch(ctx context.Context, user state.User, name string) {
+	if err := s.opts.Store.TouchCredential(ctx, user, name); err != nil {
+		s.log.WarnContext(ctx, "credential use not recorded", "credential", name, "err", err)
 	}
+}
+
+// apiResult is call_api's answer: the status and body as text, and the response as
+// structuredContent.
+func apiResult(resp *upstream.Response) *sdk.CallToolResult {
 	text := fmt.Sprintf("HTTP %d", resp.Status)
 	if resp.Redirected != "" {
 		text += " (a redirect outside the API's base URL, not followed: " + resp.Redirected + ")"
@@ -91,7 +106,7 @@ func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.Ca
 	return &sdk.CallToolResult{
 		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
 		StructuredContent: resp,
-	}, nil
+	}
 }
 
 // connectionView is one entry of list_connections.
@@ -111,9 +126,21 @@ func (s *Server) listConnections(ctx context.Context, t turn, _ struct{}) (*sdk.
 		label := c.Name
 		if slot, ok := s.opts.Slots.Lookup(c.Name); ok {
 			label = slot.Label
+		} else if p, ok := s.opts.Providers.Lookup(c.Name); ok {
+			label = p.Label
 		}
 		views = append(views, connectionView{Connection: c, Label: label})
 		line := fmt.Sprintf("- %s (%s): stored %s", label, c.Name, c.StoredAt.UTC().Format("2006-01-02 15:04 UTC"))
+		if c.Kind == state.KindOAuth {
+			line = fmt.Sprintf("- %s (%s): connected as %s with %s, %s", label, c.Name, c.Account,
+				orNone(strings.Join(c.Scopes, " ")), c.StoredAt.UTC().Format("2006-01-02 15:04 UTC"))
+			if c.RefreshedAt != nil {
+				line += ", refreshed " + c.RefreshedAt.UTC().Format("2006-01-02 15:04 UTC")
+			}
+			if c.NeedsReconnect {
+				line += ", needs to be connected again"
+			}
+		}
 		if c.VerifiedAt != nil {
 			line += ", verified " + c.VerifiedAt.UTC().Format("2006-01-02 15:04 UTC")
 		}
@@ -134,7 +161,17 @@ func (s *Server) listConnections(ctx context.Context, t turn, _ struct{}) (*sdk.
 	}, nil
 }
 
+func orNone(s string) string {
+	if s == "" {
+		return "no scopes"
+	}
+	return s
+}
+
 func (s *Server) disconnect(ctx context.Context, t turn, args nameArgs) (*sdk.CallToolResult, error) {
+	if p, ok := s.opts.Providers.Lookup(args.Name); ok {
+		return s.disconnectProvider(ctx, t, p)
+	}
 	slot, err := s.slotFor(args.Name)
 	if err != nil {
 		return nil, err
@@ -150,5 +187,33 @@ func (s *Server) disconnect(ctx context.Context, t turn, args nameArgs) (*sdk.Ca
 	return &sdk.CallToolResult{
 		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
 		StructuredContent: map[string]any{"name": slot.Name, "deleted": deleted},
+	}, nil
+}
+
+// disconnectProvider revokes a third-party connection at the provider where it can, and
+// deletes it.
+func (s *Server) disconnectProvider(ctx context.Context, t turn, p *oauth.Provider) (*sdk.CallToolResult, error) {
+	deleted, revokeErr, err := s.opts.Keeper.Disconnect(ctx, t.user, p, state.ActorClient)
+	if err != nil {
+		return nil, s.unavailable(ctx, err)
+	}
+	revoked := deleted && revokeErr == nil
+	var text string
+	switch {
+	case !deleted:
+		text = fmt.Sprintf("You had no %s account connected; nothing was deleted.", p.Label)
+	case revoked:
+		text = fmt.Sprintf("Your %s account is disconnected: urlflow revoked its access at %s and deleted its tokens.", p.Label, p.Label)
+	case errors.Is(revokeErr, oauth.ErrNoRevocation):
+		text = fmt.Sprintf("urlflow deleted its tokens for your %s account. %s offers no way for urlflow to revoke "+
+			"them; to remove urlflow's access there too, use your %s account settings.", p.Label, p.Label, p.Label)
+	default:
+		s.log.WarnContext(ctx, "revocation failed; tokens deleted anyway", "provider", p.Name, "err", revokeErr)
+		text = fmt.Sprintf("urlflow deleted its tokens for your %s account, but revoking them at %s failed (%v); "+
+			"to be sure, remove urlflow's access in your %s account settings.", p.Label, p.Label, revokeErr, p.Label)
+	}
+	return &sdk.CallToolResult{
+		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
+		StructuredContent: map[string]any{"name": p.Name, "deleted": deleted, "revoked": revoked},
 	}, nil
 }

@@ -13,8 +13,10 @@ import (
 // ask describes what a tool asks the user for: a secret slot, how people call it, the
 // reason shown on the pages, and whether it replaces a stored one.
 type ask struct {
+	kind                   state.Kind // KindSecret if empty
 	target, label, purpose string
 	replace                bool
+	scopes                 []string // of a third-party connection
 }
 
 // askFor takes the user through an elicitation for a, in the way the call's era and client
@@ -41,7 +43,10 @@ func (s *Server) askFor(ctx context.Context, t turn, a ask) (*state.Elicitation,
 // openElicitation reuses the running elicitation of the same user and target in the same
 // session (or, in the sessionless era, of the same user and target), or creates one.
 func (s *Server) openElicitation(ctx context.Context, t turn, a ask) (*state.Elicitation, error) {
-	e, err := s.opts.Store.OpenFor(ctx, t.user, state.KindSecret, a.target, t.sessionID())
+	if a.kind == "" {
+		a.kind = state.KindSecret
+	}
+	e, err := s.opts.Store.OpenFor(ctx, t.user, a.kind, a.target, t.sessionID())
 	if err == nil {
 		return e, nil
 	}
@@ -49,7 +54,7 @@ func (s *Server) openElicitation(ctx context.Context, t turn, a ask) (*state.Eli
 		return nil, err
 	}
 	return s.opts.Store.Create(ctx, state.NewElicitation{
-		User: t.user, Kind: state.KindSecret, Target: a.target, Purpose: a.purpose, Replace: a.replace,
+		User: t.user, Kind: a.kind, Target: a.target, Purpose: a.purpose, Replace: a.replace, Scopes: a.scopes,
 		Client: t.client(), SessionID: t.sessionID(), Replica: s.opts.Replica, TTL: s.opts.TTL,
 	})
 }

@@ -21,6 +21,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/upstream"
@@ -52,6 +53,9 @@ type Options struct {
 	Hub   *state.Hub
 	Vault *state.Vault
 	Slots *slots.Catalog
+	// Providers are the third-party OAuth providers of connect; Keeper keeps their tokens.
+	Providers *oauth.Providers
+	Keeper    *oauth.Keeper
 	// Upstream makes call_api's requests.
 	Upstream *upstream.Caller
 	// PublicURL starts every elicitation URL.

@@ -76,6 +76,13 @@ func (s *Server) addTools(srv *sdk.Server, e era) {
 			"API's base URL. If the secret is not stored yet, the user is asked for it first, as with set_secret.",
 	}, tool(e, s.callAPI))
 	sdk.AddTool(srv, &sdk.Tool{
+		Name:  "connect",
+		Title: "Connect a third-party account",
+		Description: "Ask the user to connect their account at a third-party provider (by OAuth, in their own " +
+			"browser). urlflow keeps the tokens and uses them for call_api; they never pass through this " +
+			"conversation. scopes asks for more access than the provider's defaults.",
+	}, tool(e, s.connect))
+	sdk.AddTool(srv, &sdk.Tool{
 		Name:  "list_connections",
 		Title: "List stored secrets",
 		Description: "List the secrets urlflow keeps for you: name, kind, when each was stored, verified " +
@@ -237,6 +244,12 @@ func (s *Server) statusResult(ctx context.Context, e *state.Elicitation, notCanc
 
 // label is how people call e's target.
 func (s *Server) label(e *state.Elicitation) string {
+	if e.Kind == state.KindOAuth {
+		if p, ok := s.opts.Providers.Lookup(e.Target); ok {
+			return p.Label + " account"
+		}
+		return e.Target + " account"
+	}
 	if slot, ok := s.opts.Slots.Lookup(e.Target); ok {
 		return slot.Label
 	}

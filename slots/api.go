@@ -75,6 +75,17 @@ type Verify struct {
 	Status []int `yaml:"status"`
 }
 
+// Clone returns a copy of a that shares nothing with it.
+func (a API) Clone() *API {
+	a.Methods = slices.Clone(a.Methods)
+	a.ResponseHeaders = slices.Clone(a.ResponseHeaders)
+	if a.Inject.Basic != nil {
+		basic := *a.Inject.Basic
+		a.Inject.Basic = &basic
+	}
+	return &a
+}
+
 // Base returns the parsed base URL.
 func (a *API) Base() *url.URL { return a.base }
 
@@ -93,10 +104,30 @@ func (s *Slot) prepareAPI(publicURL string) []string {
 	if s.Verify != nil && s.API == nil {
 		problems = append(problems, "verify needs an api section (the check is a call to the API)")
 	}
-	a := s.API
-	if a == nil {
-		return problems
+	if s.API != nil {
+		problems = append(problems, s.API.Prepare(publicURL)...)
 	}
+	if v := s.Verify; v != nil {
+		if v.Method == "" {
+			v.Method = http.MethodGet
+		}
+		v.Method = strings.ToUpper(v.Method)
+		if len(v.Status) == 0 {
+			v.Status = []int{http.StatusOK}
+		}
+		for _, st := range v.Status {
+			if st < 100 || st > 599 {
+				problems = append(problems, fmt.Sprintf("verify.status: %d is not an HTTP status", st))
+			}
+		}
+	}
+	return problems
+}
+
+// Prepare checks a, fills in its defaults and resolves {public_url} in its base URL. It
+// returns every problem, each naming the key ("api.base_url ...").
+func (a *API) Prepare(publicURL string) []string {
+	var problems []string
 	raw := strings.ReplaceAll(a.BaseURL, PublicURLPlaceholder, strings.TrimRight(publicURL, "/"))
 	u, err := url.Parse(raw)
 	switch {
@@ -140,20 +171,6 @@ func (s *Slot) prepareAPI(publicURL string) []string {
 	}
 	for i, h := range a.ResponseHeaders {
 		a.ResponseHeaders[i] = textproto.CanonicalMIMEHeaderKey(h)
-	}
-	if v := s.Verify; v != nil {
-		if v.Method == "" {
-			v.Method = http.MethodGet
-		}
-		v.Method = strings.ToUpper(v.Method)
-		if len(v.Status) == 0 {
-			v.Status = []int{http.StatusOK}
-		}
-		for _, st := range v.Status {
-			if st < 100 || st > 599 {
-				problems = append(problems, fmt.Sprintf("verify.status: %d is not an HTTP status", st))
-			}
-		}
 	}
 	return problems
 }

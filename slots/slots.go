@@ -173,14 +173,7 @@ func NewCatalog(list []Slot, publicURL string) (*Catalog, error) {
 // configuration as it was read.
 func (s Slot) clone() *Slot {
 	if s.API != nil {
-		api := *s.API
-		api.Methods = slices.Clone(api.Methods)
-		api.ResponseHeaders = slices.Clone(api.ResponseHeaders)
-		if api.Inject.Basic != nil {
-			basic := *api.Inject.Basic
-			api.Inject.Basic = &basic
-		}
-		s.API = &api
+		s.API = s.API.Clone()
 	}
 	if s.Verify != nil {
 		v := *s.Verify

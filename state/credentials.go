@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,16 +22,26 @@ type Credential struct {
 	// VerifiedAt is when the secret passed its slot's check with the API; nil when the slot
 	// has no check.
 	VerifiedAt *time.Time `json:"verifiedAt,omitempty"`
-	Sealed     Sealed     `json:"sealed"`
+	// For a third-party connection (kind oauth): the account, the granted scopes, when the
+	// tokens were last refreshed, and whether the provider stopped honouring them.
+	Account        string     `json:"account,omitempty"`
+	Scopes         []string   `json:"scopes,omitempty"`
+	RefreshedAt    *time.Time `json:"refreshedAt,omitempty"`
+	NeedsReconnect bool       `json:"needsReconnect,omitempty"`
+	Sealed         Sealed     `json:"sealed"`
 }
 
 // Connection describes a stored credential to its owner: never its value.
 type Connection struct {
-	Name       string     `json:"name"`
-	Kind       Kind       `json:"kind"`
-	StoredAt   time.Time  `json:"storedAt"`
-	VerifiedAt *time.Time `json:"verifiedAt,omitempty"`
-	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	Name           string     `json:"name"`
+	Kind           Kind       `json:"kind"`
+	StoredAt       time.Time  `json:"storedAt"`
+	VerifiedAt     *time.Time `json:"verifiedAt,omitempty"`
+	LastUsedAt     *time.Time `json:"lastUsedAt,omitempty"`
+	Account        string     `json:"account,omitempty"`
+	Scopes         []string   `json:"scopes,omitempty"`
+	RefreshedAt    *time.Time `json:"refreshedAt,omitempty"`
+	NeedsReconnect bool       `json:"needsReconnect,omitempty"`
 }
 
 // AuditEntry is one line of a user's credential audit log.
@@ -132,7 +143,8 @@ func (s *Store) Connections(ctx context.Context, user User) ([]Connection, error
 		if err != nil {
 			return nil, err
 		}
-		conn := Connection{Name: c.Name, Kind: c.Kind, StoredAt: c.StoredAt, VerifiedAt: c.VerifiedAt}
+		conn := Connection{Name: c.Name, Kind: c.Kind, StoredAt: c.StoredAt, VerifiedAt: c.VerifiedAt,
+			Account: c.Account, Scopes: c.Scopes, RefreshedAt: c.RefreshedAt, NeedsReconnect: c.NeedsReconnect}
 		if t, err := time.Parse(time.RFC3339Nano, used[name]); err == nil {
 			conn.LastUsedAt = &t
 		}
@@ -192,4 +204,45 @@ func (s *Store) AuditLog(ctx context.Context, user User) ([]AuditEntry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// ReplaceCredential stores c in place of user's credential of the same name (a refreshed
+// token), keeping its audit history. It returns ErrNotFound if the credential was deleted
+// meanwhile: a disconnect is not undone by a refresh that raced it.
+func (s *Store) ReplaceCredential(ctx context.Context, user User, c *Credential) error {
+	doc, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("encode credential %s: %w", c.Name, err)
+	}
+	ok, err := s.rdb.SetXX(ctx, credentialKey(user.Key(), c.Name), doc, 0).Result()
+	if err != nil {
+		return fmt.Errorf("replace credential %s: %w", c.Name, err)
+	}
+	if !ok {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// TryLock takes the lock on user's credential name for ttl, if nobody holds it. It returns
+// the holder's token for Unlock, and false when someone else holds it.
+func (s *Store) TryLock(ctx context.Context, user User, name string, ttl time.Duration) (string, bool, error) {
+	token := rand.Text()
+	ok, err := s.rdb.SetNX(ctx, lockKey(user.Key(), name), token, ttl).Result()
+	if err != nil {
+		return "", false, fmt.Errorf("lock credential %s: %w", name, err)
+	}
+	return token, ok, nil
+}
+
+// unlockScript deletes the lock only if it still holds the caller's token, so that a holder
+// whose lock expired cannot free someone else's.
+var unlockScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
+
+// Unlock frees the lock on user's credential name taken with token.
+func (s *Store) Unlock(ctx context.Context, user User, name, token string) error {
+	if err := unlockScript.Run(ctx, s.rdb, []string{lockKey(user.Key(), name)}, token).Err(); err != nil {
+		return fmt.Errorf("unlock credential %s: %w", name, err)
+	}
+	return nil
 }

@@ -93,6 +93,8 @@ type Elicitation struct {
 	Purpose string `json:"purpose"`
 	// Replace is set when the user asked to replace a credential that already exists.
 	Replace bool `json:"replace,omitempty"`
+	// Scopes are the scopes asked of a third-party provider (kind oauth).
+	Scopes []string `json:"scopes,omitempty"`
 	// Client is the MCP client's self-reported name and version.
 	Client ClientInfo `json:"client"`
 	// SessionID is the originating MCP session (2025-11-25), if any.

@@ -29,6 +29,12 @@ func credentialUseKey(userKey string) string { return userTag(userKey) + "cu" }
 
 func auditKey(userKey string) string { return userTag(userKey) + "audit" }
 
+// lockKey names the lock held while one credential is refreshed.
+func lockKey(userKey, name string) string { return userTag(userKey) + "lock:" + name }
+
+// oauthAttemptKey names a third-party authorization in progress, by its state parameter.
+func oauthAttemptKey(state string) string { return keyPrefix + "oauth:" + state }
+
 // undeliveredKey names the set of ended elicitations whose completion notification has not
 // yet been written to MCP session sessionID.
 func undeliveredKey(userKey, sessionID string) string {

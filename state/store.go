@@ -75,6 +75,7 @@ type NewElicitation struct {
 	Target    string
 	Purpose   string
 	Replace   bool
+	Scopes    []string
 	Client    ClientInfo
 	SessionID string
 	Replica   string
@@ -113,7 +114,7 @@ func (s *Store) newRecord(n NewElicitation) (*Elicitation, error) {
 	now := s.now().UTC()
 	return &Elicitation{
 		ID: rand.Text(), User: n.User, Kind: n.Kind, Target: n.Target, State: Pending,
-		Purpose: n.Purpose, Replace: n.Replace, Client: n.Client, SessionID: n.SessionID,
+		Purpose: n.Purpose, Replace: n.Replace, Scopes: n.Scopes, Client: n.Client, SessionID: n.SessionID,
 		Replica: n.Replica, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(n.TTL),
 	}, nil
 }
@@ -502,7 +503,7 @@ func (s *Store) Retry(ctx context.Context, id string, actor Actor, ttl time.Dura
 			}
 			next, err = s.newRecord(NewElicitation{
 				User: old.User, Kind: old.Kind, Target: old.Target, Purpose: old.Purpose,
-				Replace: old.Replace, Client: old.Client, SessionID: old.SessionID,
+				Replace: old.Replace, Scopes: old.Scopes, Client: old.Client, SessionID: old.SessionID,
 				Replica: old.Replica, TTL: ttl,
 			})
 			if err != nil {

@@ -76,10 +76,12 @@ type SecretForm struct {
 	DeclineAction string
 }
 
-// Done is the page after the secret was verified and stored.
+// Done is the page after the secret was verified and stored, or the account connected.
 type Done struct {
 	SlotLabel  string
 	ClientName string
+	// Account names the connected third-party account; empty for a secret.
+	Account string
 }
 
 // Ended is the page for a flow that has ended without (or before) this visit: declined,
@@ -117,6 +119,9 @@ type SignedOut struct{}
 // user may try again until the link expires.
 type Failed struct {
 	SlotLabel string
+	// Connection marks a third-party connection that did not complete (rather than a
+	// secret its API refused).
+	Connection bool
 	// Reason says what the check found, in words ("the API answered 401 Unauthorized").
 	Reason string
 	// TryAgainURL opens the form again.
@@ -125,4 +130,26 @@ type Failed struct {
 	DeclineAction string
 	CSRF          string
 	ExpiresAt     time.Time
+}
+
+// Connect is the consent page of a third-party connection: who asks, which provider, what
+// access, and what urlflow does with it.
+type Connect struct {
+	ElicitationID string
+	// ClientName and ClientVersion are self-reported by the MCP client.
+	ClientName    string
+	ClientVersion string
+	Purpose       string
+	// ProviderLabel names the provider ("GitHub"); ProviderName is its configuration name.
+	ProviderLabel string
+	ProviderName  string
+	// Scopes are the access asked for, as the provider names it.
+	Scopes []string
+	// Reconnect is set when an earlier connection stopped working or is being replaced.
+	Reconnect bool
+	ExpiresAt time.Time
+	CSRF      string
+	// ContinueAction is the POST target that sends the browser to the provider.
+	ContinueAction string
+	DeclineAction  string
 }

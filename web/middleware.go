@@ -25,6 +25,12 @@ const (
 const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
+// contentSecurityPolicyWithFormTarget is the policy of a page whose form is redirected to
+// origin (a provider's authorization endpoint).
+func contentSecurityPolicyWithFormTarget(origin string) string {
+	return strings.Replace(contentSecurityPolicy, "form-action 'self'", "form-action 'self' "+origin, 1)
+}
+
 func securityHeaders(https bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {

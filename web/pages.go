@@ -168,6 +168,9 @@ func (s *Server) openElicitation(c echo.Context) error {
 	if e.State.Terminal() {
 		return s.renderEnded(c, v, e, false)
 	}
+	if e.Kind == state.KindOAuth {
+		return s.renderConnect(c, v, e)
+	}
 	p, err := s.page(c, v, "A request for your "+s.slotOf(e).Label)
 	if err != nil {
 		return err
@@ -237,6 +240,9 @@ func (s *Server) continueElicitation(c echo.Context) error {
 	if e == nil {
 		return err
 	}
+	if e.Kind != state.KindSecret {
+		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
+	}
 	if _, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.PageContinue, state.ActorUser, "continued on the consent page"); err != nil {
 		return err
 	}
@@ -263,7 +269,7 @@ func (s *Server) secretForm(c echo.Context) error {
 	if e.State.Terminal() {
 		return s.renderEnded(c, v, e, false)
 	}
-	if e.State != state.InProgress {
+	if e.State != state.InProgress || e.Kind != state.KindSecret {
 		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
 	}
 	return s.renderSecretForm(c, v, e, http.StatusOK, "")
@@ -289,6 +295,9 @@ func (s *Server) submitSecret(c echo.Context) error {
 	v, e, err := s.runningPost(c)
 	if e == nil {
 		return err
+	}
+	if e.Kind != state.KindSecret {
+		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
 	}
 	ctx := c.Request().Context()
 	slot := s.slotOf(e)
@@ -337,22 +346,30 @@ func (s *Server) submitSecret(c echo.Context) error {
 // verificationFailed records that the slot's API refused the secret (the flow becomes
 // failed; nothing is stored) and tells the user, who may try again until the deadline.
 func (s *Server) verificationFailed(c echo.Context, v *visitor, e *state.Elicitation, slot *slots.Slot, checkErr error) error {
-	change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.VerifyFailed, state.ActorSystem,
-		"verification failed: "+checkErr.Error())
+	return s.failed(c, v, e, templates.Failed{SlotLabel: slot.Label, Reason: checkErr.Error(),
+		TryAgainURL: "/e/" + e.ID + "/secret"}, "verification failed: "+checkErr.Error())
+}
+
+// failed moves e to failed for reason and renders view, which says what happened and
+// where to try again.
+func (s *Server) failed(c echo.Context, v *visitor, e *state.Elicitation, view templates.Failed, reason string) error {
+	change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.VerifyFailed, state.ActorSystem, reason)
 	if err != nil && !errors.Is(err, state.ErrImpossible) {
 		return err
 	}
 	if change.To != state.Failed {
 		return s.renderEnded(c, v, change.Elicitation, true)
 	}
-	p, err := s.page(c, v, "")
+	title := ""
+	if view.Connection {
+		title = "Your " + view.SlotLabel + " was not connected"
+	}
+	p, err := s.page(c, v, title)
 	if err != nil {
 		return err
 	}
-	return s.render(c, http.StatusUnprocessableEntity, templates.FailedPage(p, templates.Failed{
-		SlotLabel: slot.Label, Reason: checkErr.Error(), TryAgainURL: "/e/" + e.ID + "/secret",
-		DeclineAction: "/e/" + e.ID + "/decline", CSRF: p.CSRF, ExpiresAt: e.ExpiresAt,
-	}))
+	view.DeclineAction, view.CSRF, view.ExpiresAt = "/e/"+e.ID+"/decline", p.CSRF, e.ExpiresAt
+	return s.render(c, http.StatusUnprocessableEntity, templates.FailedPage(p, view))
 }
 
 // declineElicitation is POST /e/{id}/decline.
@@ -371,12 +388,15 @@ func (s *Server) declineElicitation(c echo.Context) error {
 // renderEnded renders the page of a flow that has ended. nothingChanged marks a request
 // that arrived after the end (status 409).
 func (s *Server) renderEnded(c echo.Context, v *visitor, e *state.Elicitation, nothingChanged bool) error {
-	label := s.slotOf(e).Label
+	label := s.targetLabel(e)
 	var heading, message string
 	switch e.State {
 	case state.Complete:
 		heading = "Already done"
 		message = "Your " + label + " is stored. Return to your client and continue there; you can close this tab."
+		if e.Kind == state.KindOAuth {
+			message = "Your " + label + " is connected. Return to your client and continue there; you can close this tab."
+		}
 	case state.Declined:
 		heading = "You declined this request"
 		message = "Nothing was stored. If that was a mistake, ask your assistant to try again; it will give you a new link."

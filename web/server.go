@@ -51,6 +51,9 @@ type Options struct {
 	MCP http.Handler
 	// Upstream checks a new secret with its slot's API before it is stored.
 	Upstream *upstream.Caller
+	// Providers are the third-party OAuth providers; Keeper seals their tokens.
+	Providers *oauth.Providers
+	Keeper    *oauth.Keeper
 	// DemoAPI, when set, is served under /demo/api (development only).
 	DemoAPI http.Handler
 	// TTL is the deadline of a new attempt started through the retry API.
@@ -133,6 +136,8 @@ func (s *Server) routes() {
 	pages.GET("/e/:id/secret", s.secretForm)
 	pages.POST("/e/:id/secret", s.submitSecret)
 	pages.POST("/e/:id/decline", s.declineElicitation)
+	pages.POST("/e/:id/authorize", s.authorize)
+	pages.GET("/oauth/callback", s.oauthCallback)
 	pages.GET("/auth/login", s.signInPage)
 	pages.POST("/auth/login", s.signIn)
 	pages.POST("/auth/logout", s.signOut)

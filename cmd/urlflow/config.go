@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	_ "embed"
 	"errors"
 	"flag"
@@ -10,12 +11,14 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/urlflow/urlflow/mcp"
+	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 )
@@ -41,8 +44,9 @@ type config struct {
 	Style          mcp.Style
 	TTL            time.Duration
 	// Slots is set by resolvePublicURL: API base URLs may name the public URL.
-	Slots   *slots.Catalog
-	secrets []slots.Slot
+	Slots     *slots.Catalog
+	secrets   []slots.Slot
+	providers []oauth.ProviderConfig
 	// Production identity (urlflow serve).
 	OIDC oidcConfig
 }
@@ -61,12 +65,12 @@ type oidcConfig struct {
 
 // fileConfig is the YAML configuration file.
 type fileConfig struct {
-	Addr             string       `yaml:"addr"`
-	PublicURL        string       `yaml:"public_url"`
-	ElicitationStyle string       `yaml:"elicitation_style"`
-	ElicitationTTL   string       `yaml:"elicitation_ttl"`
-	Secrets          []slots.Slot `yaml:"secrets"`
-	Providers        []yaml.Node  `yaml:"providers"`
+	Addr             string                 `yaml:"addr"`
+	PublicURL        string                 `yaml:"public_url"`
+	ElicitationStyle string                 `yaml:"elicitation_style"`
+	ElicitationTTL   string                 `yaml:"elicitation_ttl"`
+	Secrets          []slots.Slot           `yaml:"secrets"`
+	Providers        []oauth.ProviderConfig `yaml:"providers"`
 }
 
 // env reads the environment; a test replaces it.
@@ -132,9 +136,6 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 	dec.KnownFields(true)
 	if err := dec.Decode(&file); err != nil && !errors.Is(err, io.EOF) {
 		problem("configuration file %s: %v", describeFile(cfg.ConfigFile), err)
-	}
-	if len(file.Providers) > 0 {
-		problem("configuration file %s: providers: third-party OAuth providers are not supported by this version yet", describeFile(cfg.ConfigFile))
 	}
 	if file.Addr != "" {
 		cfg.Addr = file.Addr
@@ -224,10 +225,20 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 	} else if mode == "serve" {
 		problem("URLFLOW_PUBLIC_URL is required: the https URL users and clients reach urlflow at (behind a TLS proxy, its outside address)")
 	}
-	// The slots are checked now, and built again once the public URL is known.
-	cfg.secrets = file.Secrets
+	// Slots and providers are checked now, and built again once the public URL is known.
+	cfg.secrets, cfg.providers = file.Secrets, file.Providers
 	if _, err := slots.NewCatalog(cfg.secrets, "http://127.0.0.1"); err != nil {
 		problem("configuration file %s: %v", describeFile(cfg.ConfigFile), err)
+	}
+	if _, err := oauth.NewProviders(context.Background(), cfg.providers, oauth.ProviderOptions{
+		PublicURL: "http://127.0.0.1", Getenv: getenv, CheckOnly: true,
+	}); err != nil {
+		problem("configuration file %s: %v", describeFile(cfg.ConfigFile), err)
+	}
+	for _, p := range cfg.providers {
+		if hasSlot(cfg.secrets, p.Name) {
+			problem("configuration file %s: %q is both a secret slot and a provider", describeFile(cfg.ConfigFile), p.Name)
+		}
 	}
 	if err := errors.Join(problems...); err != nil {
 		return nil, err
@@ -275,6 +286,11 @@ func (c *config) loadServeSettings(getenv env) []error {
 		problem("URLFLOW_OIDC_INTROSPECTION: want true or false, got %q", v)
 	}
 	return problems
+}
+
+// hasSlot reports whether secrets has a slot named name.
+func hasSlot(secrets []slots.Slot, name string) bool {
+	return slices.ContainsFunc(secrets, func(s slots.Slot) bool { return s.Name == name })
 }
 
 // pick returns the flag value if set, else the environment variable if set, else def.

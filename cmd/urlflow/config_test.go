@@ -172,11 +172,40 @@ func TestDevRefusesNonLoopbackAddresses(t *testing.T) {
 	}
 }
 
-func TestProvidersAreRefusedUntilSupported(t *testing.T) {
-	file := writeFile(t, "providers:\n  - name: acme\n")
-	_, err := loadConfig("dev", []string{"--config", file}, envOf(nil), io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "providers") {
-		t.Fatalf("providers: %v", err)
+func TestProvidersAreCheckedAtStartWithEveryProblemNamed(t *testing.T) {
+	bad := writeFile(t, `
+secrets:
+  - name: shared
+    label: Shared
+providers:
+  - name: acme
+  - name: shared
+    preset: github
+    client_id: x
+    client_secret: in-clear-s3cret
+`)
+	_, err := loadConfig("dev", []string{"--config", bad}, envOf(nil), io.Discard)
+	if err == nil {
+		t.Fatal("bad providers accepted")
+	}
+	for _, want := range []string{"provider acme: give exactly one of preset, issuer", "provider acme: client_id is required",
+		"provider shared: client_secret may not be written", `"shared" is both a secret slot and a provider`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "in-clear-s3cret") {
+		t.Fatal("the error repeats a client secret")
+	}
+	good := writeFile(t, `
+providers:
+  - name: github
+    preset: github
+    client_id: urlflow
+    client_secret_env: GITHUB_SECRET
+`)
+	if _, err := loadConfig("dev", []string{"--config", good}, envOf(map[string]string{"GITHUB_SECRET": "s"}), io.Discard); err != nil {
+		t.Fatalf("a valid provider refused: %v", err)
 	}
 }
 

@@ -102,14 +102,20 @@ type identity struct {
 // runService assembles urlflow on rdb and listener and serves until ctx ends. started runs
 // once everything is in place, before the first request is served.
 func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, listener net.Listener, id identity, log *slog.Logger, started func()) error {
+	providers, err := oauth.NewProviders(ctx, cfg.providers, oauth.ProviderOptions{PublicURL: cfg.PublicURL.String()})
+	if err != nil {
+		return fmt.Errorf("configuration file %s: %w", describeFile(cfg.ConfigFile), err)
+	}
 	replica := replicaName()
 	log = log.With("replica", replica)
 	store := state.NewStore(rdb, state.StoreOptions{Logger: log})
 	hub := state.NewHub(rdb, log)
 	vault := state.NewVault(cfg.Keys)
+	keeper := oauth.NewKeeper(store, vault, log)
 	caller := upstream.New(nil)
 	mcpServer := mcp.New(mcp.Options{
-		Store: store, Hub: hub, Vault: vault, Upstream: caller, Slots: cfg.Slots, PublicURL: cfg.PublicURL, Style: cfg.Style,
+		Store: store, Hub: hub, Vault: vault, Upstream: caller, Slots: cfg.Slots, Providers: providers, Keeper: keeper,
+		PublicURL: cfg.PublicURL, Style: cfg.Style,
 		TTL: cfg.TTL, Replica: replica, Version: version(), Logger: log,
 		RequestStateKey: cfg.Keys.Derive("mcp request state"),
 	})
@@ -117,7 +123,8 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		PublicURL: cfg.PublicURL, Store: store, Hub: hub, Vault: vault, Keys: cfg.Keys,
 		Slots: cfg.Slots, Verifier: id.verifier, Operators: oauth.NewOperators(cfg.OperatorTokens),
 		Dev: id.dev, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,
-		MCP: mcpServer.Handler(), Upstream: caller, DemoAPI: id.demoAPI, TTL: cfg.TTL, Logger: log,
+		MCP: mcpServer.Handler(), Upstream: caller, Providers: providers, Keeper: keeper,
+		DemoAPI: id.demoAPI, TTL: cfg.TTL, Logger: log,
 	})
 
 	ctx, cancel := context.WithCancel(ctx)

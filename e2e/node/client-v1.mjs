@@ -91,10 +91,9 @@ async function main() {
             provider,
             listener,
             timeoutMs: flags.timeoutMs,
-            // v1's finishAuth takes only the code: the state and the RFC 9207 `iss` are
-            // checked here (provider.checkCallback) before it runs.
-            checkIss: true,
             isUnauthorized: err => err instanceof UnauthorizedError,
+            // v1's finishAuth takes only the code (the state and `iss` were checked as the
+            // callback arrived, by provider.checkCallback; v1 itself checks neither).
             finish: (t, _params, code) => t.finishAuth(code)
         });
     } else {

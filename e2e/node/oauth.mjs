@@ -15,8 +15,9 @@ import { emit } from './common.mjs';
 const CALLBACK_PATH = '/callback';
 
 // CallbackListener is the loopback redirect target: http://127.0.0.1:PORT/callback on a free
-// port. It takes the first request to /callback (anything else is 404), answers it with a
-// small page, and hands its query to whoever waits.
+// port. It takes the first request to /callback (anything else is 404), checks its query
+// with validate (set before the browser can arrive; returns the code or throws), answers it
+// with a small page that says how that went, and then hands the outcome to wait().
 export class CallbackListener {
     static async start() {
         const l = new CallbackListener();
@@ -33,39 +34,48 @@ export class CallbackListener {
 
     constructor() {
         this.redirectUrl = undefined;
-        this.params = undefined;
+        this.validate = () => {
+            throw new Error('callback arrived before the client was ready for it');
+        };
+        this.outcome = undefined;
         this.waiters = [];
         this.server = createServer((req, res) => this.handle(req, res));
     }
 
     handle(req, res) {
         const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-        if (req.method !== 'GET' || url.pathname !== CALLBACK_PATH || this.params) {
+        if (req.method !== 'GET' || url.pathname !== CALLBACK_PATH || this.outcome) {
             res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8', Connection: 'close' });
             res.end('not found\n');
             return;
         }
-        this.params = url.searchParams;
-        const error = url.searchParams.get('error');
-        const body = error
-            ? `<!doctype html><meta charset="utf-8"><title>Authorization failed</title><h1 id="result">Authorization failed</h1><p id="error">${escapeHTML(error)}</p><p>You can close this tab.</p>\n`
+        let outcome;
+        try {
+            outcome = { params: url.searchParams, code: this.validate(url.searchParams) };
+        } catch (err) {
+            outcome = { params: url.searchParams, error: err };
+        }
+        this.outcome = outcome;
+        const body = outcome.error
+            ? `<!doctype html><meta charset="utf-8"><title>Authorization failed</title><h1 id="result">Authorization failed</h1><p id="error">${escapeHTML(String(outcome.error.code ?? outcome.error.message))}</p><p>You can close this tab.</p>\n`
             : `<!doctype html><meta charset="utf-8"><title>Authorized</title><h1 id="result">Authorized</h1><p>You can close this tab.</p>\n`;
-        res.writeHead(error ? 400 : 200, { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store', Connection: 'close' });
-        res.end(body);
-        for (const w of this.waiters.splice(0)) w.resolve(this.params);
+        res.writeHead(outcome.error ? 400 : 200, { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store', Connection: 'close' });
+        // The page goes out before anyone hears of the callback: an error ends the process,
+        // which must not cut the browser's answer short.
+        res.end(body, () => {
+            for (const w of this.waiters.splice(0)) w(outcome);
+        });
     }
 
-    // wait resolves with the callback's query (URLSearchParams); rejects after timeoutMs.
+    // wait resolves with {params, code} or {params, error}; rejects after timeoutMs.
     wait(timeoutMs) {
-        if (this.params) return Promise.resolve(this.params);
+        if (this.outcome) return Promise.resolve(this.outcome);
         return new Promise((resolve, reject) => {
             const timer = setTimeout(() => reject(new Error(`no authorization callback at ${this.redirectUrl} within ${timeoutMs} ms`)), timeoutMs);
             timer.unref?.();
-            this.waiters.push({
-                resolve: p => {
-                    clearTimeout(timer);
-                    resolve(p);
-                }
+            this.waiters.push(outcome => {
+                clearTimeout(timer);
+                resolve(outcome);
             });
         });
     }
@@ -80,8 +90,9 @@ function escapeHTML(s) {
     return s.replace(/[&<>"']/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 }
 
-// OAuthError for the {"event":"error"} line: `code` is the OAuth error code, `data` what else
-// is safe to show.
+// AuthorizationError: a callback that failed its checks. On the {"event":"error"} line `code`
+// is the OAuth `error` (or state_mismatch, issuer_mismatch, invalid_callback) and `data` what
+// else is safe to show.
 export class AuthorizationError extends Error {
     constructor(message, code, data) {
         super(message);
@@ -146,7 +157,6 @@ export class LoopbackOAuthProvider {
                 tokenEndpointAuthMethod: info.token_endpoint_auth_method ?? null,
                 grantTypes: info.grant_types ?? null,
                 redirectUris: info.redirect_uris ?? null,
-                applicationType: info.application_type ?? null,
                 scope: info.scope ?? null
             });
         }
@@ -212,17 +222,18 @@ export class LoopbackOAuthProvider {
     }
 
     // checkCallback validates the callback's query before the code is redeemed: the state
-    // must be the one sent, an `error` ends the run. With checkIss (v1, whose SDK does not
-    // check it), `iss` must be the recorded issuer (RFC 9207), and must be present when the
-    // authorization server's metadata says it always sends it. Returns the code.
-    checkCallback(params, { checkIss }) {
+    // must be the one sent (neither SDK checks it), and `iss` must be the discovered
+    // authorization server metadata's `issuer` (RFC 9207), and present when that metadata
+    // says it is always sent (v1 does not check `iss` at all; v2 checks it again in
+    // finishAuth). Then an `error` ends the run. Returns the code.
+    checkCallback(params) {
         const state = params.get('state');
         if (!this.expectedState || state !== this.expectedState) {
             throw new AuthorizationError('authorization callback: state does not match the authorization request', 'state_mismatch');
         }
         const metadata = this._discovery?.authorizationServerMetadata;
         const iss = params.get('iss') ?? undefined;
-        if (checkIss && metadata?.issuer) {
+        if (metadata?.issuer) {
             if (iss === undefined ? metadata.authorization_response_iss_parameter_supported === true : iss !== metadata.issuer) {
                 throw new AuthorizationError('authorization callback: iss is not the authorization server\'s issuer', 'issuer_mismatch', {
                     iss: iss ?? null,
@@ -256,11 +267,14 @@ function jwtClaims(token) {
 
 // authorizeAndConnect connects `client` over transports made by newTransport(). When the
 // first connect stops for authorization (the SDK called redirectToAuthorization and the
-// connect failed with its UnauthorizedError), it waits for the browser at the loopback
-// callback, checks it, calls finish(transport, params) (transport.finishAuth with what the
-// SDK wants), prints {"event":"authorized"} and connects again on a new transport (a
-// transport cannot be started twice). Returns the connected transport.
-export async function authorizeAndConnect({ client, newTransport, connectOptions, provider, listener, timeoutMs, checkIss, isUnauthorized, finish }) {
+// connect failed with its UnauthorizedError, recognised by isUnauthorized), it waits for the
+// browser at the loopback callback (checked by provider.checkCallback as it arrives, so the
+// page can say whether it worked), calls finish(transport, params, code), i.e.
+// transport.finishAuth in the form the SDK takes, prints {"event":"authorized"} and connects
+// again on a new transport (a transport cannot be started twice). Returns the connected
+// transport. A callback that fails its checks, or none within timeoutMs, throws.
+export async function authorizeAndConnect({ client, newTransport, connectOptions, provider, listener, timeoutMs, isUnauthorized, finish }) {
+    listener.validate = params => provider.checkCallback(params);
     const first = newTransport();
     try {
         await client.connect(first, connectOptions);
@@ -272,13 +286,14 @@ export async function authorizeAndConnect({ client, newTransport, connectOptions
             throw err;
         }
     }
-    let params;
+    let outcome;
     try {
-        params = await listener.wait(timeoutMs);
+        outcome = await listener.wait(timeoutMs);
     } finally {
         listener.close();
     }
-    const code = provider.checkCallback(params, { checkIss });
+    if (outcome.error) throw outcome.error;
+    const { params, code } = outcome;
     provider.exchanging = true;
     try {
         await finish(first, params, code);

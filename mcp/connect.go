@@ -1,0 +1,138 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/upstream"
+)
+
+type connectArgs struct {
+	Provider string   `json:"provider" jsonschema:"the provider to connect, by its configuration name (for example github)"`
+	Scopes   []string `json:"scopes,omitempty" jsonschema:"access to ask for, as the provider names it; the provider's defaults if empty"`
+}
+
+// providerFor returns the provider named name or an error listing the known ones.
+func (s *Server) providerFor(name string) (*oauth.Provider, error) {
+	p, ok := s.opts.Providers.Lookup(name)
+	if !ok {
+		names := s.opts.Providers.Names()
+		if len(names) == 0 {
+			return nil, fmt.Errorf("there is no provider named %q; this urlflow has no third-party providers configured", name)
+		}
+		return nil, fmt.Errorf("there is no provider named %q; the providers are: %s", name, strings.Join(names, ", "))
+	}
+	return p, nil
+}
+
+func (s *Server) connect(ctx context.Context, t turn, args connectArgs) (*sdk.CallToolResult, error) {
+	p, err := s.providerFor(args.Provider)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.opts.Store.Credential(ctx, t.user, p.Name)
+	switch {
+	case err == nil && !c.NeedsReconnect && covers(c.Scopes, args.Scopes):
+		return connected(p, c.Account, "Your "+p.Label+" account is already connected as "+c.Account+"; nothing was asked."), nil
+	case err != nil && !errors.Is(err, state.ErrNotFound):
+		return nil, s.unavailable(ctx, err)
+	}
+	e, res, err := s.askConnect(ctx, t, p, args.Scopes, "Connect your "+p.Label+" account so that urlflow can use it for you.")
+	if res != nil || err != nil {
+		return res, err
+	}
+	c, err = s.opts.Store.Credential(ctx, t.user, p.Name)
+	if err != nil {
+		return nil, s.unavailable(ctx, err)
+	}
+	res = connected(p, c.Account, "Your "+p.Label+" account is connected as "+c.Account+". urlflow keeps its tokens "+
+		"encrypted and uses them for you; they are never shown in this conversation.")
+	res.StructuredContent.(map[string]any)["elicitationId"] = e.ID
+	return res, nil
+}
+
+// askConnect takes the user through a connection to p.
+func (s *Server) askConnect(ctx context.Context, t turn, p *oauth.Provider, scopes []string, purpose string) (*state.Elicitation, *sdk.CallToolResult, error) {
+	if len(scopes) == 0 {
+		scopes = p.DefaultScopes()
+	}
+	return s.askFor(ctx, t, ask{kind: state.KindOAuth, target: p.Name, label: p.Label + " account", purpose: purpose, scopes: scopes})
+}
+
+// covers reports whether granted includes every scope of want.
+func covers(granted, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(granted, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func connected(p *oauth.Provider, account, message string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{
+		Content: []sdk.Content{&sdk.TextContent{Text: message}},
+		StructuredContent: map[string]any{"status": "connected", "provider": p.Name, "account": account,
+			"message": message},
+	}
+}
+
+// callProvider is call_api for a third-party connection: the access token is injected as
+// the provider's API says. A missing connection, or one the provider no longer honours, is
+// asked for first, in the same call. An access token the API refuses (401) is refreshed
+// once and the call made again.
+func (s *Server) callProvider(ctx context.Context, t turn, p *oauth.Provider, args callAPIArgs) (*sdk.CallToolResult, error) {
+	if p.API == nil {
+		return nil, fmt.Errorf("urlflow has no API configured for %s", p.Label)
+	}
+	if !p.API.Allows(args.Method) {
+		return nil, fmt.Errorf("%w: %s; allowed: %s", upstream.ErrMethod, strings.ToUpper(args.Method), strings.Join(p.API.Methods, ", "))
+	}
+	if _, err := upstream.Resolve(p.API.Base(), args.Path); err != nil {
+		return nil, err
+	}
+	tok, err := s.opts.Keeper.Token(ctx, t.user, p, "")
+	if errors.Is(err, oauth.ErrNotConnected) || errors.Is(err, oauth.ErrReconnect) {
+		purpose := "Connect your " + p.Label + " account so that urlflow can call its API for you."
+		if errors.Is(err, oauth.ErrReconnect) {
+			purpose = p.Label + " no longer accepts the connection urlflow had; connect your account again."
+		}
+		if _, res, err := s.askConnect(ctx, t, p, nil, purpose); res != nil || err != nil {
+			return res, err
+		}
+		tok, err = s.opts.Keeper.Token(ctx, t.user, p, "")
+	}
+	if err != nil {
+		return nil, s.connectionError(ctx, p, err)
+	}
+	req := upstream.Request{Method: args.Method, Path: args.Path, Query: args.Query, Body: args.Body}
+	resp, err := s.opts.Upstream.Call(ctx, p.API, state.NewSecret(tok.AccessToken), req)
+	if err == nil && resp.Status == 401 {
+		// The provider refused the access token: refresh it once and try again.
+		if tok, err = s.opts.Keeper.Token(ctx, t.user, p, tok.AccessToken); err != nil {
+			return nil, s.connectionError(ctx, p, err)
+		}
+		resp, err = s.opts.Upstream.Call(ctx, p.API, state.NewSecret(tok.AccessToken), req)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("call_api %s %s: %w", strings.ToUpper(args.Method), args.Path, err)
+	}
+	s.touch(ctx, t.user, p.Name)
+	return apiResult(resp), nil
+}
+
+// connectionError says what went wrong with a connection's tokens.
+func (s *Server) connectionError(ctx context.Context, p *oauth.Provider, err error) error {
+	if errors.Is(err, oauth.ErrReconnect) {
+		return fmt.Errorf("%s no longer accepts urlflow's connection; call connect with provider %s to connect again", p.Label, p.Name)
+	}
+	s.log.ErrorContext(ctx, "connection tokens unusable", "provider", p.Name, "err", err)
+	return fmt.Errorf("urlflow could not get a working token for %s right now; nothing was changed, try again in a moment", p.Label)
+}

@@ -1,0 +1,202 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/urlflow/urlflow/state"
+)
+
+// Refresh timing of Keeper.
+const (
+	// refreshAhead refreshes a token this long before it expires.
+	refreshAhead = time.Minute
+	// lockTTL bounds how long one refresh may hold the lock.
+	lockTTL = 30 * time.Second
+	// lockPoll is how often a caller that found the lock taken looks again.
+	lockPoll = 100 * time.Millisecond
+)
+
+// ErrNotConnected: the user has no connection to the provider.
+var ErrNotConnected = errors.New("not connected")
+
+// Keeper keeps users' third-party tokens: it seals them into the credential store, opens
+// them for use, and refreshes them shortly before they expire (or when the provider just
+// refused the access token). Refreshes happen under a Redis lock per connection, so that
+// concurrent calls refresh once and rotated refresh tokens are stored atomically: one
+// caller refreshes, the others wait and read what it stored.
+type Keeper struct {
+	store *state.Store
+	vault *state.Vault
+	log   *slog.Logger
+}
+
+// NewKeeper returns a Keeper on store and vault.
+func NewKeeper(store *state.Store, vault *state.Vault, log *slog.Logger) *Keeper {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Keeper{store: store, vault: vault, log: log}
+}
+
+// Seal returns the credential that stores t for user's connection to p.
+func (k *Keeper) Seal(user state.User, p *Provider, elicitationID string, t *Token, now time.Time) (*state.Credential, error) {
+	sealed, err := k.seal(user, p.Name, t)
+	if err != nil {
+		return nil, err
+	}
+	return &state.Credential{Name: p.Name, Kind: state.KindOAuth, ElicitationID: elicitationID, StoredAt: now,
+		Account: t.Account.Name, Scopes: t.Scopes, Sealed: sealed}, nil
+}
+
+func (k *Keeper) seal(user state.User, name string, t *Token) (state.Sealed, error) {
+	doc, err := json.Marshal(t)
+	if err != nil {
+		return state.Sealed{}, fmt.Errorf("encode token: %w", err)
+	}
+	return k.vault.Seal(user, name, state.NewSecret(string(doc)))
+}
+
+func (k *Keeper) open(user state.User, c *state.Credential) (*Token, error) {
+	secret, err := k.vault.Open(user, c.Name, c.Sealed)
+	if err != nil {
+		return nil, err
+	}
+	var t Token
+	if err := json.Unmarshal([]byte(secret.Reveal()), &t); err != nil {
+		return nil, fmt.Errorf("decode the stored token of %s", c.Name)
+	}
+	return &t, nil
+}
+
+// Token returns the token of user's connection to p, fresh enough to use. rejected, when
+// not empty, is an access token the provider just refused (401): a token still equal to
+// it is refreshed whatever its expiry says. ErrReconnect means the user must connect
+// again; ErrNotConnected that there is nothing to use.
+func (k *Keeper) Token(ctx context.Context, user state.User, p *Provider, rejected string) (*Token, error) {
+	deadline := time.Now().Add(lockTTL + 5*time.Second)
+	for {
+		_, t, err := k.current(ctx, user, p)
+		if err != nil || !stale(t, rejected) {
+			return t, err
+		}
+		lock, ok, err := k.store.TryLock(ctx, user, p.Name, lockTTL)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return k.refreshLocked(ctx, user, p, rejected, lock)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the token of %s is being refreshed and did not come back in time", p.Name)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(lockPoll): // another caller refreshes; read what it stores
+		}
+	}
+}
+
+// current reads and opens the stored token.
+func (k *Keeper) current(ctx context.Context, user state.User, p *Provider) (*state.Credential, *Token, error) {
+	c, err := k.store.Credential(ctx, user, p.Name)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil, ErrNotConnected
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.Kind != state.KindOAuth {
+		return nil, nil, fmt.Errorf("%s is not a third-party connection", p.Name)
+	}
+	if c.NeedsReconnect {
+		return nil, nil, fmt.Errorf("%w: it was marked so at its last refresh", ErrReconnect)
+	}
+	t, err := k.open(user, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, t, nil
+}
+
+// stale reports whether t must be refreshed before use: the provider refused it, or it
+// expires within refreshAhead (or within a quarter of its lifetime, for short-lived
+// tokens, so that a fresh token is never stale at once).
+func stale(t *Token, rejected string) bool {
+	if rejected != "" && t.AccessToken == rejected {
+		return true
+	}
+	if t.Expiry.IsZero() {
+		return false
+	}
+	ahead := refreshAhead
+	if !t.Obtained.IsZero() {
+		ahead = min(ahead, t.Expiry.Sub(t.Obtained)/4)
+	}
+	return time.Until(t.Expiry) < ahead
+}
+
+// refreshLocked refreshes under the lock taken with lock. Another caller may have
+// refreshed between our read and our lock: then the stored token is used as it is.
+func (k *Keeper) refreshLocked(ctx context.Context, user state.User, p *Provider, rejected, lock string) (*Token, error) {
+	defer func() {
+		if err := k.store.Unlock(context.WithoutCancel(ctx), user, p.Name, lock); err != nil {
+			k.log.WarnContext(ctx, "refresh lock not released; it expires", "credential", p.Name, "err", err)
+		}
+	}()
+	c, t, err := k.current(ctx, user, p)
+	if err != nil || !stale(t, rejected) {
+		return t, err
+	}
+	next, err := p.Refresh(ctx, t)
+	if errors.Is(err, ErrReconnect) {
+		k.log.InfoContext(ctx, "connection needs to be made again", "user", user.Key(), "provider", p.Name, "err", err)
+		c.NeedsReconnect = true
+		if err := k.store.ReplaceCredential(ctx, user, c); err != nil && !errors.Is(err, state.ErrNotFound) {
+			return nil, err
+		}
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := k.seal(user, p.Name, next)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	c.Sealed, c.RefreshedAt, c.Scopes = sealed, &now, next.Scopes
+	if err := k.store.ReplaceCredential(ctx, user, c); err != nil {
+		return nil, err
+	}
+	k.log.InfoContext(ctx, "token refreshed", "user", user.Key(), "provider", p.Name)
+	return next, nil
+}
+
+// Disconnect revokes user's connection to p at the provider where it can, then deletes it.
+// It reports whether there was a connection and, if revoking failed, why: the connection
+// is deleted all the same, since urlflow no longer holds it. A connection the provider
+// already stopped honouring is not revoked again.
+func (k *Keeper) Disconnect(ctx context.Context, user state.User, p *Provider, actor state.Actor) (deleted bool, revokeErr, err error) {
+	c, err := k.store.Credential(ctx, user, p.Name)
+	if errors.Is(err, state.ErrNotFound) {
+		return false, nil, nil
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	if !c.NeedsReconnect {
+		if t, err := k.open(user, c); err != nil {
+			revokeErr = err
+		} else {
+			revokeErr = p.Revoke(ctx, t)
+		}
+	}
+	deleted, err = k.store.DeleteCredential(ctx, user, p.Name, actor, "disconnect tool")
+	return deleted, revokeErr, err
+}

@@ -1,0 +1,53 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// OAuthAttempt is a third-party authorization in progress: what urlflow keeps between
+// sending the browser to the provider and the provider sending it back. It is found by
+// the single-use state parameter and bound to the elicitation and the browser session that
+// started it.
+type OAuthAttempt struct {
+	ElicitationID  string    `json:"elicitationId"`
+	BrowserSession string    `json:"browserSession"`
+	Provider       string    `json:"provider"`
+	Verifier       string    `json:"verifier"`
+	Scopes         []string  `json:"scopes,omitempty"`
+	StartedAt      time.Time `json:"startedAt"`
+}
+
+// SaveOAuthAttempt keeps a for ttl under its state parameter.
+func (s *Store) SaveOAuthAttempt(ctx context.Context, state string, a OAuthAttempt, ttl time.Duration) error {
+	doc, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("encode authorization attempt: %w", err)
+	}
+	if err := s.rdb.Set(ctx, oauthAttemptKey(state), doc, ttl).Err(); err != nil {
+		return fmt.Errorf("save authorization attempt: %w", err)
+	}
+	return nil
+}
+
+// TakeOAuthAttempt returns the attempt of state and deletes it, so that a state is spent
+// once: a replayed or late callback gets ErrNotFound.
+func (s *Store) TakeOAuthAttempt(ctx context.Context, state string) (*OAuthAttempt, error) {
+	doc, err := s.rdb.GetDel(ctx, oauthAttemptKey(state)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("take authorization attempt: %w", err)
+	}
+	var a OAuthAttempt
+	if err := json.Unmarshal(doc, &a); err != nil {
+		return nil, fmt.Errorf("decode authorization attempt: %w", err)
+	}
+	return &a, nil
+}

@@ -1,0 +1,163 @@
+package web
+
+import (
+	"crypto/rand"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/templates"
+)
+
+// oauthAttemptTTL bounds the time between leaving for the provider and coming back.
+const oauthAttemptTTL = 15 * time.Minute
+
+// targetLabel is how people call what e asks for: a secret's label, or a provider's
+// account.
+func (s *Server) targetLabel(e *state.Elicitation) string {
+	if e.Kind == state.KindOAuth {
+		if p, ok := s.opts.Providers.Lookup(e.Target); ok {
+			return p.Label + " account"
+		}
+		return e.Target + " account"
+	}
+	return s.slotOf(e).Label
+}
+
+// renderConnect renders the consent page of a third-party connection. Its Continue form
+// posts to urlflow, which redirects to the provider: the page's form-action allows the
+// provider's authorization origin, since browsers apply it to a form's redirects too.
+func (s *Server) renderConnect(c echo.Context, v *visitor, e *state.Elicitation) error {
+	p, ok := s.opts.Providers.Lookup(e.Target)
+	if !ok {
+		return echo.NewHTTPError(http.StatusServiceUnavailable,
+			"This request is for a provider this server no longer has in its configuration. Nothing was changed.")
+	}
+	page, err := s.page(c, v, "")
+	if err != nil {
+		return err
+	}
+	if origin := p.AuthorizationOrigin(); origin != "" {
+		c.Response().Header().Set("Content-Security-Policy", contentSecurityPolicyWithFormTarget(origin))
+	}
+	_, err = s.opts.Store.Credential(c.Request().Context(), e.User, p.Name)
+	return s.render(c, http.StatusOK, templates.ConnectPage(page, templates.Connect{
+		ElicitationID: e.ID, ClientName: clientName(e.Client), ClientVersion: e.Client.Version, Purpose: e.Purpose,
+		ProviderLabel: p.Label, ProviderName: p.Name, Scopes: e.Scopes, Reconnect: err == nil,
+		ExpiresAt: e.ExpiresAt, CSRF: page.CSRF,
+		ContinueAction: "/e/" + e.ID + "/authorize", DeclineAction: "/e/" + e.ID + "/decline",
+	}))
+}
+
+// authorize is POST /e/{id}/authorize: the user agreed to connect. urlflow keeps a
+// single-use state bound to the elicitation and this browser session, with the PKCE
+// verifier, and sends the browser to the provider.
+func (s *Server) authorize(c echo.Context) error {
+	v, e, err := s.runningPost(c)
+	if e == nil {
+		return err
+	}
+	p, ok := s.opts.Providers.Lookup(e.Target)
+	if e.Kind != state.KindOAuth || !ok {
+		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
+	}
+	ctx := c.Request().Context()
+	stateParam, verifier := rand.Text()+rand.Text(), rand.Text()+rand.Text()+rand.Text()
+	err = s.opts.Store.SaveOAuthAttempt(ctx, stateParam, state.OAuthAttempt{
+		ElicitationID: e.ID, BrowserSession: v.sess.ID, Provider: p.Name, Verifier: verifier,
+		Scopes: e.Scopes, StartedAt: time.Now().UTC(),
+	}, oauthAttemptTTL)
+	if err != nil {
+		return err
+	}
+	if _, err := s.opts.Store.Apply(ctx, e.ID, state.PageContinue, state.ActorUser, "continued to "+p.Label); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, p.AuthCodeURL(stateParam, verifier, e.Scopes))
+}
+
+// oauthCallback is GET /oauth/callback: the provider sends the browser back. The state is
+// spent first (a replay finds nothing), must belong to this browser session and to a flow
+// of the signed-in user that is still in progress; the issuer is checked (RFC 9207); the
+// code is exchanged with the PKCE verifier; the account is read; and the tokens are sealed
+// and stored in the same step that completes the elicitation. A provider error ends the
+// flow failed, and the user may try again; a late or replayed answer changes nothing.
+func (s *Server) oauthCallback(c echo.Context) error {
+	v, err := s.visitor(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	q := c.QueryParams()
+	a, err := s.opts.Store.TakeOAuthAttempt(ctx, q.Get("state"))
+	if errors.Is(err, state.ErrNotFound) {
+		return echo.NewHTTPError(http.StatusBadRequest, "This answer from the provider was already used, has expired, "+
+			"or was not asked for by urlflow. Nothing was changed. Open your link again to start over.")
+	}
+	if err != nil {
+		return err
+	}
+	if !v.signedIn || v.sess.ID != a.BrowserSession {
+		s.log.WarnContext(ctx, "provider answer arrived in another browser; refused", "elicitation_id", a.ElicitationID)
+		if _, err := s.opts.Store.Apply(ctx, a.ElicitationID, state.LatePost, state.ActorOther,
+			"a provider answer arrived in another browser session and was refused"); err != nil && !errors.Is(err, state.ErrNotFound) {
+			return err
+		}
+		return echo.NewHTTPError(http.StatusForbidden, "This answer from the provider belongs to another browser. "+
+			"Nothing was changed. Open your link again in the browser you started in.")
+	}
+	e, err := s.opts.Store.Get(ctx, a.ElicitationID)
+	if errors.Is(err, state.ErrNotFound) || (err == nil && e.User != v.user) {
+		return errNoSuchElicitation
+	}
+	if err != nil {
+		return err
+	}
+	if e.State.Terminal() {
+		return s.latePost(c, v, e)
+	}
+	p, ok := s.opts.Providers.Lookup(a.Provider)
+	if !ok || e.State != state.InProgress {
+		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
+	}
+	view := templates.Failed{SlotLabel: p.Label + " account", Connection: true, TryAgainURL: "/e/" + e.ID}
+	if err := p.CheckIssuer(q.Get("iss")); err != nil {
+		view.Reason = "the answer did not come from " + p.Label + " (" + err.Error() + ")"
+		return s.failed(c, v, e, view, "provider answer refused: "+err.Error())
+	}
+	if code := q.Get("error"); code != "" {
+		view.Reason = p.Label + " answered " + code
+		if code == "access_denied" {
+			view.Reason = "the access was declined at " + p.Label
+		}
+		return s.failed(c, v, e, view, "provider answered "+code)
+	}
+	tok, err := p.Exchange(ctx, q.Get("code"), a.Verifier)
+	if err != nil {
+		s.log.WarnContext(ctx, "connection failed at the exchange", "elicitation_id", e.ID, "provider", p.Name, "err", err)
+		view.Reason = err.Error()
+		return s.failed(c, v, e, view, "exchange failed: "+err.Error())
+	}
+	cred, err := s.opts.Keeper.Seal(e.User, p, e.ID, tok, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	change, err := s.opts.Store.Apply(ctx, e.ID, state.Verified, state.ActorUser,
+		"connected to "+p.Label+" as "+tok.Account.Name, state.WithCredential(cred))
+	if err != nil && !errors.Is(err, state.ErrImpossible) {
+		return err
+	}
+	if !change.Changed() || change.To != state.Complete {
+		return s.renderEnded(c, v, change.Elicitation, true)
+	}
+	page, err := s.page(c, v, "")
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, templates.DonePage(page, templates.Done{
+		SlotLabel: p.Label + " account", ClientName: clientName(e.Client), Account: tok.Account.Name,
+	}))
+}
