@@ -351,7 +351,8 @@ func TestBobCannotOpenOrUseAlicesConnection(t *testing.T) {
 func TestTypeScriptClientSignsInByOAuthThenConnectsAndUsesAnAccount(t *testing.T) {
 	port := redistest.FreePort(t)
 	acme, _ := startAcme(t, port, 3600)
-	p := startProductionOn(t, port, "push", acmeProviderConfig(acme), "ACME_SECRET="+acmeSecret)
+	p := startProductionOn(t, port, productionOptions{style: "push", moreConfig: acmeProviderConfig(acme),
+		env: []string{"ACME_SECRET=" + acmeSecret}})
 
 	n := startNode(t, "client-v1.mjs", p.s, "", "--oauth", "--url-mode",
 		"--tool", "connect", "--args", `{"provider":"acme"}`,

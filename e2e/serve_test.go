@@ -41,13 +41,28 @@ const (
 // startProduction starts a redis-server, the provider and urlflow serve on a free port.
 func startProduction(t *testing.T, style string) *production {
 	t.Helper()
-	return startProductionOn(t, redistest.FreePort(t), style, "")
+	return startProductionOn(t, redistest.FreePort(t), productionOptions{style: style})
 }
 
-// startProductionOn is startProduction on port, with more configuration (YAML appended to
-// the configuration file) and environment.
-func startProductionOn(t *testing.T, port int, style, moreConfig string, env ...string) *production {
+// productionOptions vary startProductionOn.
+type productionOptions struct {
+	style string
+	// moreConfig is YAML appended to urlflow's configuration file.
+	moreConfig string
+	// env adds to urlflow's environment.
+	env []string
+	// tokenFormat is the format of the provider's MCP access tokens: "jwt" (default) or
+	// "opaque".
+	tokenFormat string
+}
+
+// startProductionOn is startProduction on port, with options.
+func startProductionOn(t *testing.T, port int, o productionOptions) *production {
 	t.Helper()
+	if o.tokenFormat == "" {
+		o.tokenFormat = "jwt"
+	}
+	style, moreConfig, env := o.style, o.moreConfig, o.env
 	public := fmt.Sprintf("http://127.0.0.1:%d", port)
 	p := &production{rs: redistest.Start(t), catcher: newCodeCatcher(t), resource: public + "/mcp",
 		operatorToken: "op-" + rand.Text()}
@@ -62,7 +77,8 @@ func startProductionOn(t *testing.T, port int, style, moreConfig string, env ...
 				"redirect_uris": []string{public + "/auth/callback"}, "token_endpoint_auth_method": "client_secret_basic"},
 			testClient(p.catcher),
 		},
-		"resources": []map[string]any{{"indicator": p.resource, "scope": "mcp", "accessTokenFormat": "jwt", "accessTokenTTL": 600}},
+		"resources": []map[string]any{{"indicator": p.resource, "scope": "mcp mcp:admin", "defaultScope": "mcp",
+			"accessTokenFormat": o.tokenFormat, "accessTokenTTL": 600}},
 		"consent":   "auto",
 	})
 	key := make([]byte, 32)
@@ -215,6 +231,9 @@ func TestServeSignsInRealUsersAndRefusesTheWrongOne(t *testing.T) {
 	if e.State != "pending" || e.History[len(e.History)-1].Event != "other_user_opened" {
 		t.Fatalf("after Bob: %s %v", e.State, e.events())
 	}
+	if metrics := p.metrics(t); !strings.Contains(metrics, "urlflow_phishing_refusals_total 1\n") {
+		t.Fatalf("the refusal is not counted:\n%s", metrics)
+	}
 
 	// Alice signs out of the provider's session? No: her browser signs in to urlflow through it.
 	if status := p.alice.Navigate(t, params.URL); status != http.StatusOK {
@@ -262,4 +281,55 @@ func TestServeRefusesSignInAnswersThatAreNotThisBrowsers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// metrics reads /metrics with the operator token, after checking it refuses anyone else.
+func (p *production) metrics(t *testing.T) string {
+	t.Helper()
+	if resp, err := http.Get(p.s.BaseURL + "/metrics"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("/metrics without the operator token: %v %v", resp, err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, p.s.BaseURL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+p.operatorToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %d", resp.StatusCode)
+	}
+	return string(body)
+}
+
+// Opaque access tokens are checked at the issuer by introspection, and a token without a
+// required scope is refused with 403 and the scope in WWW-Authenticate.
+func TestServeIntrospectsOpaqueTokensAndRequiresScopes(t *testing.T) {
+	t.Run("opaque token by introspection", func(t *testing.T) {
+		p := startProductionOn(t, redistest.FreePort(t), productionOptions{style: "push", tokenFormat: "opaque",
+			env: []string{"URLFLOW_OIDC_INTROSPECTION=true"}})
+		token := p.idp.accessToken(t, p.catcher, p.alice, "alice", "alice-pw", p.resource)
+		if strings.Count(token, ".") == 2 {
+			t.Fatal("the provider issued a JWT: the test would not exercise introspection")
+		}
+		if resp := initialize(t, p.resource, token); resp.StatusCode != http.StatusOK {
+			t.Fatalf("an active opaque token got %d", resp.StatusCode)
+		}
+		if resp := initialize(t, p.resource, "opaque-but-unknown-token"); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("an unknown opaque token got %d", resp.StatusCode)
+		}
+	})
+	t.Run("required scope", func(t *testing.T) {
+		p := startProductionOn(t, redistest.FreePort(t), productionOptions{style: "push", env: []string{"URLFLOW_OIDC_SCOPES=mcp:admin"}})
+		token := p.idp.accessToken(t, p.catcher, p.alice, "alice", "alice-pw", p.resource) // scope mcp only
+		resp := initialize(t, p.resource, token)
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `scope="mcp:admin"`) {
+			t.Fatalf("a token without the required scope: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+		}
+		var body map[string]string
+		if code := p.s.getJSON("/api/v1/elicitations/"+randomID(), token, &body); code != http.StatusForbidden {
+			t.Fatalf("the API with a token without the required scope: %d", code)
+		}
+	})
 }

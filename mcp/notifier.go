@@ -170,10 +170,12 @@ func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
 		n.log.WarnContext(ctx, "delivery not recorded", "elicitation_id", id, "err", err)
 	}
 	if sendErr != nil {
+		n.store.Count(ctx, "urlflow_notification_attempts_total", "result", "not_written")
 		n.log.InfoContext(ctx, "completion notification not written; will retry", "elicitation_id", id,
 			"session", e.SessionID, "attempt", e.Delivery.Attempts+1, "err", sendErr)
 		return false
 	}
+	n.store.Count(ctx, "urlflow_notification_attempts_total", "result", "written")
 	n.log.InfoContext(ctx, "completion notification written", "elicitation_id", id, "session", e.SessionID, "state", e.State)
 	return true
 }

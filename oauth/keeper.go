@@ -154,6 +154,7 @@ func (k *Keeper) refreshLocked(ctx context.Context, user state.User, p *Provider
 		return t, err
 	}
 	next, err := p.Refresh(ctx, t)
+	k.store.Count(ctx, "urlflow_token_refreshes_total", "provider", p.Name, "result", refreshResult(err))
 	if errors.Is(err, ErrReconnect) {
 		k.log.InfoContext(ctx, "connection needs to be made again", "user", user.Key(), "provider", p.Name, "err", err)
 		c.NeedsReconnect = true
@@ -199,4 +200,14 @@ func (k *Keeper) Disconnect(ctx context.Context, user state.User, p *Provider, a
 	}
 	deleted, err = k.store.DeleteCredential(ctx, user, p.Name, actor, "disconnect tool")
 	return deleted, revokeErr, err
+}
+
+func refreshResult(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, ErrReconnect):
+		return "reconnect"
+	}
+	return "error"
 }

@@ -101,6 +101,7 @@ func (s *Store) Create(ctx context.Context, n NewElicitation) (*Elicitation, err
 	}
 	s.log.InfoContext(ctx, "elicitation created", "elicitation_id", e.ID, "user", e.User.Key(),
 		"kind", e.Kind, "target", e.Target, "session", e.SessionID)
+	s.Count(ctx, "urlflow_elicitations_created_total", "kind", string(e.Kind))
 	return e, nil
 }
 
@@ -404,6 +405,7 @@ func (s *Store) afterChange(ctx context.Context, c Change, ev Event, actor Actor
 	}
 	s.log.InfoContext(ctx, "elicitation transition", "elicitation_id", e.ID, "user", e.User.Key(),
 		"event", ev, "actor", actor, "from", c.From, "to", c.To)
+	s.Count(ctx, "urlflow_elicitation_transitions_total", "kind", string(e.Kind), "to", string(c.To))
 	if e.State.Terminal() {
 		if err := s.rdb.ZRem(ctx, deadlinesKey, e.ID).Err(); err != nil {
 			s.log.WarnContext(ctx, "deadline index not tidied; the sweeper will", "elicitation_id", e.ID, "err", err)

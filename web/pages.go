@@ -129,6 +129,7 @@ func (s *Server) elicitationFor(c echo.Context, v *visitor) (*state.Elicitation,
 		}
 		s.log.WarnContext(ctx, "elicitation opened by another user; refused as possible phishing",
 			"elicitation_id", e.ID, "user", v.user.Key(), "owner", e.User.Key())
+		s.opts.Store.Count(ctx, "urlflow_phishing_refusals_total")
 		p, err := s.page(c, v, "This link is not for you")
 		if err != nil {
 			return nil, err

@@ -9,10 +9,11 @@ package web
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -110,6 +111,7 @@ func (s *Server) routes() {
 
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", staticFiles())))
 	e.GET("/healthz", s.healthz)
+	e.GET("/metrics", s.metrics)
 	e.GET("/readyz", s.readyz)
 	e.GET("/", s.home)
 
@@ -193,4 +195,26 @@ func (s *Server) readyz(c echo.Context) error {
 	return c.JSON(status, checks)
 }
 
-var errNotSignedIn = errors.New("not signed in")
+// metrics is GET /metrics: the deployment-wide counters in the Prometheus text format, for
+// an operator token. They count kinds of events only.
+func (s *Server) metrics(c echo.Context) error {
+	if token, ok := bearerToken(c.Request()); !ok || !s.opts.Operators.Is(token) {
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="urlflow metrics"`)
+		return echo.NewHTTPError(http.StatusUnauthorized, "an operator token is required")
+	}
+	counters, err := s.opts.Store.Counters(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	typed := map[string]bool{}
+	for _, ctr := range counters {
+		name, _, _ := strings.Cut(ctr.Series, "{")
+		if !typed[name] {
+			fmt.Fprintf(&b, "# TYPE %s counter\n", name)
+			typed[name] = true
+		}
+		fmt.Fprintf(&b, "%s %d\n", ctr.Series, ctr.Value)
+	}
+	return c.Blob(http.StatusOK, "text/plain; version=0.0.4; charset=utf-8", []byte(b.String()))
+}
