@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/urlflow/urlflow/internal/browsertest"
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/oauth"
@@ -109,6 +111,18 @@ func (cs *connectSetup) connectInBrowser(t *testing.T, p *person, url, account, 
 		p.Screenshot(t, "connect-done")
 	}
 	return status
+}
+
+// connectAlice connects Alice's Acme account (error style) with a go-sdk client of hers,
+// and returns the client and the elicitation.
+func (cs *connectSetup) connectAlice(t *testing.T) (*client, *sdk.ElicitParams) {
+	t.Helper()
+	c := connect(t, cs.s, clientConfig{Token: cs.s.devToken("alice"), URLMode: true})
+	_, err := c.Call(t.Context(), "connect", map[string]any{"provider": "acme"})
+	params := urlElicitationRequired(t, err)[0]
+	cs.connectInBrowser(t, cs.alice, params.URL, "alice", "alice-acme-pw", false)
+	c.waitCompletion(params.ElicitationID, 30*time.Second)
+	return c, params
 }
 
 // storedToken opens the sealed token of user's connection to acme with urlflow dev's own
@@ -258,11 +272,7 @@ func TestAProviderRefusalEndsFailedAndTheUserCanTryAgain(t *testing.T) {
 
 func TestConcurrentCallsRefreshAnExpiredTokenOnce(t *testing.T) {
 	cs := startConnect(t, "error", 3)
-	c := connect(t, cs.s, clientConfig{Token: cs.s.devToken("alice"), URLMode: true})
-	_, err := c.Call(t.Context(), "connect", map[string]any{"provider": "acme"})
-	params := urlElicitationRequired(t, err)[0]
-	cs.connectInBrowser(t, cs.alice, params.URL, "alice", "alice-acme-pw", false)
-	c.waitCompletion(params.ElicitationID, 30*time.Second)
+	c, _ := cs.connectAlice(t)
 
 	first := cs.storedToken(t, "alice")
 	time.Sleep(time.Until(first.Expiry)) // the provider's clock decides: wait until the token has expired
@@ -299,15 +309,11 @@ func TestConcurrentCallsRefreshAnExpiredTokenOnce(t *testing.T) {
 
 func TestARevokedGrantAsksTheUserToConnectAgain(t *testing.T) {
 	cs := startConnect(t, "error", 3)
-	c := connect(t, cs.s, clientConfig{Token: cs.s.devToken("alice"), URLMode: true})
-	_, err := c.Call(t.Context(), "connect", map[string]any{"provider": "acme"})
-	params := urlElicitationRequired(t, err)[0]
-	cs.connectInBrowser(t, cs.alice, params.URL, "alice", "alice-acme-pw", false)
-	c.waitCompletion(params.ElicitationID, 30*time.Second)
+	c, params := cs.connectAlice(t)
 
 	cs.acmePost(t, "/test/revoke?account=alice")
 	time.Sleep(time.Until(cs.storedToken(t, "alice").Expiry)) // until the access token has expired
-	_, err = c.Call(t.Context(), "call_api", map[string]any{"name": "acme", "method": "GET", "path": "/me"})
+	_, err := c.Call(t.Context(), "call_api", map[string]any{"name": "acme", "method": "GET", "path": "/me"})
 	again := urlElicitationRequired(t, err)[0]
 	if again.ElicitationID == params.ElicitationID {
 		t.Fatal("no new elicitation for the reconnection")

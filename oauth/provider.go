@@ -412,13 +412,9 @@ func (p *Provider) getJSON(ctx context.Context, u, bearer string, v any) error {
 // doJSON sends req and decodes a 2xx JSON answer into v. Errors name the status, never a
 // token.
 func (p *Provider) doJSON(req *http.Request, v any) error {
-	resp, err := p.client.Do(req)
+	resp, err := p.do(req)
 	if err != nil {
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err
-		}
-		return fmt.Errorf("%s %s: %w", req.Method, req.URL.Host, err)
+		return err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

@@ -298,15 +298,25 @@ func (p *Provider) revokeRFC7009(ctx context.Context, t *Token) error {
 	return p.send(req)
 }
 
-// send sends req and wants a 2xx answer.
-func (p *Provider) send(req *http.Request) error {
+// do sends req. Its error names the method and host, never the URL (which may carry a
+// token in its query).
+func (p *Provider) do(req *http.Request) (*http.Response, error) {
 	resp, err := p.client.Do(req)
 	if err != nil {
 		var uerr *url.Error
 		if errors.As(err, &uerr) {
 			err = uerr.Err
 		}
-		return fmt.Errorf("%s %s: %w", req.Method, req.URL.Host, err)
+		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Host, err)
+	}
+	return resp, nil
+}
+
+// send sends req and wants a 2xx answer.
+func (p *Provider) send(req *http.Request) error {
+	resp, err := p.do(req)
+	if err != nil {
+		return err
 	}
 	resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {

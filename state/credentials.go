@@ -99,16 +99,9 @@ func (s *Store) Credential(ctx context.Context, user User, name string) (*Creden
 }
 
 func readCredential(ctx context.Context, c redis.Cmdable, user User, name string) (*Credential, error) {
-	doc, err := c.Get(ctx, credentialKey(user.Key(), name)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read credential %s: %w", name, err)
-	}
 	var cred Credential
-	if err := json.Unmarshal(doc, &cred); err != nil {
-		return nil, fmt.Errorf("decode credential %s: %w", name, err)
+	if err := decodeDoc(c.Get(ctx, credentialKey(user.Key(), name)), "credential "+name, &cred); err != nil {
+		return nil, err
 	}
 	return &cred, nil
 }

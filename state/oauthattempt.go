@@ -3,11 +3,8 @@ package state
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // OAuthAttempt is a third-party authorization in progress: what urlflow keeps between
@@ -38,16 +35,9 @@ func (s *Store) SaveOAuthAttempt(ctx context.Context, state string, a OAuthAttem
 // TakeOAuthAttempt returns the attempt of state and deletes it, so that a state is spent
 // once: a replayed or late callback gets ErrNotFound.
 func (s *Store) TakeOAuthAttempt(ctx context.Context, state string) (*OAuthAttempt, error) {
-	doc, err := s.rdb.GetDel(ctx, oauthAttemptKey(state)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("take authorization attempt: %w", err)
-	}
 	var a OAuthAttempt
-	if err := json.Unmarshal(doc, &a); err != nil {
-		return nil, fmt.Errorf("decode authorization attempt: %w", err)
+	if err := decodeDoc(s.rdb.GetDel(ctx, oauthAttemptKey(state)), "authorization attempt", &a); err != nil {
+		return nil, err
 	}
 	return &a, nil
 }

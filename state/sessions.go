@@ -62,16 +62,9 @@ func (s *Store) RegisterMCPSession(ctx context.Context, ms MCPSession, ttl time.
 // LiveMCPSession returns the registration of MCP session id, or ErrNotFound once it has
 // ended or its replica stopped refreshing it.
 func (s *Store) LiveMCPSession(ctx context.Context, id string) (*MCPSession, error) {
-	doc, err := s.rdb.Get(ctx, mcpSessionKey(id)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read MCP session: %w", err)
-	}
 	var ms MCPSession
-	if err := json.Unmarshal(doc, &ms); err != nil {
-		return nil, fmt.Errorf("decode MCP session: %w", err)
+	if err := decodeDoc(s.rdb.Get(ctx, mcpSessionKey(id)), "MCP session", &ms); err != nil {
+		return nil, err
 	}
 	return &ms, nil
 }
@@ -80,6 +73,22 @@ func (s *Store) LiveMCPSession(ctx context.Context, id string) (*MCPSession, err
 func (s *Store) ForgetMCPSession(ctx context.Context, id string) error {
 	if err := s.rdb.Del(ctx, mcpSessionKey(id)).Err(); err != nil {
 		return fmt.Errorf("forget MCP session: %w", err)
+	}
+	return nil
+}
+
+// decodeDoc decodes the JSON document a Redis read returned into v: ErrNotFound when there
+// was none, and errors naming what was read.
+func decodeDoc(cmd *redis.StringCmd, what string, v any) error {
+	doc, err := cmd.Bytes()
+	if errors.Is(err, redis.Nil) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", what, err)
+	}
+	if err := json.Unmarshal(doc, v); err != nil {
+		return fmt.Errorf("decode %s: %w", what, err)
 	}
 	return nil
 }
