@@ -396,3 +396,18 @@ func TestTypeScriptClientSignsInByOAuthThenConnectsAndUsesAnAccount(t *testing.T
 	}
 	requireEvents(t, p.s.status(idFromURL(ev.URL), p.operatorToken), "created", "client_accept", "browser_open", "page_continue", "verified")
 }
+
+// connect works in the 2026-07-28 era too: input_required, the browser, the retry.
+func TestConnectByMultiRoundTrip(t *testing.T) {
+	cs := startConnect(t, "push", 3600)
+	c := connect(t, cs.s, clientConfig{Token: cs.s.devToken("alice"), URLMode: true, ProtocolVersion: modern})
+	call := c.callAsync("connect", map[string]any{"provider": "acme"})
+	params := c.nextElicitation(30 * time.Second)
+	cs.connectInBrowser(t, cs.alice, params.URL, "alice", "alice-acme-pw", false)
+	if sc := structured(t, await(t, call, 2*time.Minute)); str(sc, "status") != "connected" {
+		t.Fatalf("connect by multi round-trip: %v", sc)
+	}
+	if res := c.CallOK("call_api", map[string]any{"name": "acme", "method": "GET", "path": "/me"}); structured(t, res)["status"] != float64(http.StatusOK) {
+		t.Fatalf("call_api: %s", text(res))
+	}
+}
