@@ -79,7 +79,7 @@ func startProductionOn(t *testing.T, port int, o productionOptions) *production 
 		},
 		"resources": []map[string]any{{"indicator": p.resource, "scope": "mcp mcp:admin", "defaultScope": "mcp",
 			"accessTokenFormat": o.tokenFormat, "accessTokenTTL": 600}},
-		"consent":   "auto",
+		"consent": "auto",
 	})
 	key := make([]byte, 32)
 	rand.Read(key)
