@@ -16,7 +16,7 @@ import (
 // client is a go-sdk MCP client over real HTTP that records what it receives and every
 // byte it sends and receives.
 type client struct {
-	t       *testing.T
+	t       testing.TB
 	session *sdk.ClientSession
 	// Elicitations receives each elicitation/create the server sends.
 	Elicitations chan *sdk.ElicitParams
@@ -45,7 +45,7 @@ type clientConfig struct {
 	ManualRetry bool
 }
 
-func connect(t *testing.T, s *server, cfg clientConfig) *client {
+func connect(t testing.TB, s *server, cfg clientConfig) *client {
 	t.Helper()
 	if cfg.Answer == "" {
 		cfg.Answer = "accept"
@@ -122,7 +122,7 @@ func (c *client) CallOK(name string, args map[string]any) *sdk.CallToolResult {
 }
 
 // structured decodes the structuredContent of res into a map.
-func structured(t *testing.T, res *sdk.CallToolResult) map[string]any {
+func structured(t testing.TB, res *sdk.CallToolResult) map[string]any {
 	t.Helper()
 	b, err := json.Marshal(res.StructuredContent)
 	if err != nil {

@@ -18,14 +18,14 @@ import (
 // send (a wrong CSRF token, another Origin, an oversized body, another Host), and it never
 // follows redirects by itself, so that tests see every Location.
 type formBrowser struct {
-	t    *testing.T
+	t    testing.TB
 	s    *server
 	name string
 	http *http.Client
 }
 
 // newFormBrowser returns a signed-out formBrowser for development user name on s.
-func newFormBrowser(t *testing.T, s *server, name string) *formBrowser {
+func newFormBrowser(t testing.TB, s *server, name string) *formBrowser {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	if err != nil {
@@ -73,7 +73,7 @@ func (p webPage) field(name string) (string, bool) {
 }
 
 // csrf returns the page's CSRF token and fails the test if it has none.
-func (p webPage) csrf(t *testing.T) string {
+func (p webPage) csrf(t testing.TB) string {
 	t.Helper()
 	v, ok := p.field("csrf")
 	if !ok || v == "" {

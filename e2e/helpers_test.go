@@ -51,7 +51,7 @@ func await(t *testing.T, ch <-chan callResult, timeout time.Duration) *sdk.CallT
 }
 
 // urlElicitationRequired returns the elicitations of a −32042 error.
-func urlElicitationRequired(t *testing.T, err error) []*sdk.ElicitParams {
+func urlElicitationRequired(t testing.TB, err error) []*sdk.ElicitParams {
 	t.Helper()
 	var rpcErr *jsonrpc.Error
 	if !errors.As(err, &rpcErr) || rpcErr.Code != sdk.CodeURLElicitationRequired {
@@ -139,7 +139,7 @@ func (s *server) waitDelivered(id, token string) elicitation {
 
 // eventually polls cond until it holds or timeout passes. Only for what the outside of a
 // process offers no event for.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {

@@ -23,7 +23,7 @@ import (
 
 // server is one running `urlflow dev` process.
 type server struct {
-	t *testing.T
+	t testing.TB
 	// BaseURL is where the process listens, e.g. http://127.0.0.1:PORT. It differs from the
 	// public URL when --public-url is set.
 	BaseURL string
@@ -63,7 +63,7 @@ type serverConfig struct {
 var bannerLine = regexp.MustCompile(`(?m)^\s*(MCP URL|Listening on|Bearer token|Operator token):\s+(\S+)\s*$`)
 
 // startServer starts `urlflow dev` on a free loopback port and waits for its banner.
-func startServer(t *testing.T, cfg serverConfig) *server {
+func startServer(t testing.TB, cfg serverConfig) *server {
 	t.Helper()
 	if cfg.ConfigHome == "" {
 		cfg.ConfigHome = t.TempDir()

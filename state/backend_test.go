@@ -40,7 +40,7 @@ func forEachBackend(t *testing.T, test func(t *testing.T, b *backend)) {
 	})
 }
 
-func connect(t *testing.T, url string, srv *redistest.Server) *backend {
+func connect(t testing.TB, url string, srv *redistest.Server) *backend {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -197,7 +197,7 @@ func newElicitation(user User) NewElicitation {
 	}
 }
 
-func mustCreate(t *testing.T, s *Store, n NewElicitation) *Elicitation {
+func mustCreate(t testing.TB, s *Store, n NewElicitation) *Elicitation {
 	t.Helper()
 	e, err := s.Create(t.Context(), n)
 	if err != nil {
@@ -206,7 +206,7 @@ func mustCreate(t *testing.T, s *Store, n NewElicitation) *Elicitation {
 	return e
 }
 
-func mustGet(t *testing.T, s *Store, id string) *Elicitation {
+func mustGet(t testing.TB, s *Store, id string) *Elicitation {
 	t.Helper()
 	e, err := s.Get(t.Context(), id)
 	if err != nil {
@@ -224,7 +224,7 @@ func mustHistory(t *testing.T, s *Store, id string) []Entry {
 	return h
 }
 
-func mustApply(t *testing.T, s *Store, id string, ev Event, actor Actor, opts ...ApplyOption) Change {
+func mustApply(t testing.TB, s *Store, id string, ev Event, actor Actor, opts ...ApplyOption) Change {
 	t.Helper()
 	c, err := s.Apply(t.Context(), id, ev, actor, "test", opts...)
 	if err != nil {

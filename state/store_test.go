@@ -179,7 +179,7 @@ func TestDeadlineEventBeforeTheDeadlineChangesNothing(t *testing.T) {
 }
 
 // vaultCredential seals secret as user's demo_api_key for elicitation id.
-func vaultCredential(t *testing.T, v *Vault, user User, id, secret string, at time.Time) *Credential {
+func vaultCredential(t testing.TB, v *Vault, user User, id, secret string, at time.Time) *Credential {
 	t.Helper()
 	sealed, err := v.Seal(user, "demo_api_key", NewSecret(secret))
 	if err != nil {

@@ -4,9 +4,11 @@
 package redistest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"syscall"
@@ -51,8 +53,11 @@ func FreePort(t testing.TB) int {
 func (s *Server) start(t testing.TB) {
 	t.Helper()
 	_, port, _ := net.SplitHostPort(s.Addr)
+	// Every write reaches the disk before Redis answers, unless REDISTEST_APPENDFSYNC says
+	// otherwise (benchmarks compare "everysec", Redis's own default for the append-only file).
+	fsync := cmp.Or(os.Getenv("REDISTEST_APPENDFSYNC"), "always")
 	s.cmd = exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "yes", "--appendfsync", "always", "--dir", s.dir, "--loglevel", "warning")
+		"--save", "", "--appendonly", "yes", "--appendfsync", fsync, "--dir", s.dir, "--loglevel", "warning")
 	// If the test binary dies (a timeout panic skips cleanups), the server dies with it.
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {

@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/urlflow/urlflow/internal/redistest"
+)
+
+// The benchmarks of this file measure urlflow as its users meet it: the real binary
+// (`urlflow dev`, error style) against a real redis-server, a go-sdk client over HTTP on
+// loopback, and an HTTP browser for the pages. Run them without the race detector:
+//
+//	go test -run='^$' -bench=. -benchtime=3s ./e2e
+//
+// docs/performance.md records a run and what it means.
+
+// benchSetup is one server with the development user's demo key stored.
+type benchSetup struct {
+	s   *server
+	c   *client
+	dev *formBrowser
+	// completed is the ID of the elicitation that stored the key.
+	completed string
+}
+
+func startBench(b *testing.B) *benchSetup {
+	b.Helper()
+	if raceEnabled {
+		b.Skip("the race detector slows the server several times over: benchmark without -race")
+	}
+	s := startServer(b, serverConfig{Redis: redistest.Start(b), Style: "error"})
+	bs := &benchSetup{s: s, c: connect(b, s, clientConfig{Token: s.Token, URLMode: true}), dev: newFormBrowser(b, s, "dev")}
+	bs.completed = bs.storeSecret(b, false)
+	return bs
+}
+
+// storeSecret calls set_secret (with replace when the key is already stored), enters a
+// valid key on the pages, waits for the completion notification and returns the
+// elicitation's ID.
+func (bs *benchSetup) storeSecret(b *testing.B, replace bool) string {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := bs.c.Call(ctx, "set_secret", map[string]any{"name": "demo_api_key", "replace": replace})
+	params := urlElicitationRequired(b, err)[0]
+	bs.dev.completeSecret(params.URL, "demo_0123456789abcdef")
+	bs.c.waitCompletion(params.ElicitationID, 30*time.Second)
+	return params.ElicitationID
+}
+
+// callOK calls a tool and fails the benchmark unless it succeeds.
+func callOK(b *testing.B, c *client, name string, args map[string]any) *sdk.CallToolResult {
+	res, err := c.Call(b.Context(), name, args)
+	if err != nil || res.IsError {
+		b.Fatalf("%s: %v %s", name, err, text(res))
+	}
+	return res
+}
+
+// BenchmarkToolCalls measures one tool call from the client's point of view: HTTP, bearer
+// token, session, Redis, and for call_api the sealed key opened and the demo API called
+// with it (on the same server, so the figure includes both sides of that request).
+func BenchmarkToolCalls(b *testing.B) {
+	bs := startBench(b)
+	b.Run("ping", func(b *testing.B) { // the floor: HTTP, bearer token and session, no tool
+		for b.Loop() {
+			if err := bs.c.session.Ping(b.Context(), nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("call_api", func(b *testing.B) {
+		for b.Loop() {
+			callOK(b, bs.c, "call_api", whoamiArgs)
+		}
+	})
+	b.Run("call_api-parallel", func(b *testing.B) {
+		b.SetParallelism(4) // 4 calls in flight per CPU, on one session
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				callOK(b, bs.c, "call_api", whoamiArgs)
+			}
+		})
+	})
+	b.Run("elicitation_status", func(b *testing.B) {
+		for b.Loop() {
+			callOK(b, bs.c, "elicitation_status", map[string]any{"elicitationId": bs.completed})
+		}
+	})
+	b.Run("list_connections", func(b *testing.B) {
+		for b.Loop() {
+			callOK(b, bs.c, "list_connections", nil)
+		}
+	})
+	b.Run("call_api-2026-07-28", func(b *testing.B) {
+		modern := connect(b, bs.s, clientConfig{Token: bs.s.Token, URLMode: true, ProtocolVersion: "2026-07-28"})
+		for b.Loop() {
+			callOK(b, modern, "call_api", whoamiArgs)
+		}
+	})
+}
+
+// BenchmarkSession measures what a 2025-11-25 client pays once per connection:
+// initialize, the initialized notification, and closing the session.
+func BenchmarkSession(b *testing.B) {
+	bs := startBench(b)
+	for b.Loop() {
+		c := connect(b, bs.s, clientConfig{Token: bs.s.Token, URLMode: true})
+		if err := c.session.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSecretFlow measures a whole replacement of the demo key as the user lives it,
+// without the time the user takes: set_secret answers −32042, then the browser opens the
+// link (the user is already signed in), continues on the consent page, loads the form and
+// posts the key, which urlflow verifies against the demo API, stores and completes, and
+// the client receives notifications/elicitation/complete.
+func BenchmarkSecretFlow(b *testing.B) {
+	bs := startBench(b)
+	for b.Loop() {
+		id := bs.storeSecret(b, true)
+		if e := bs.s.status(id, bs.s.Token); e.State != "complete" || !strings.Contains(e.Target, "demo_api_key") {
+			b.Fatalf("elicitation %s ended %s", id, e.State)
+		}
+	}
+}
