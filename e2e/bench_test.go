@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -39,18 +37,10 @@ func startBench(b *testing.B) *benchSetup {
 	return bs
 }
 
-// storeSecret calls set_secret (with replace when the key is already stored), enters a
-// valid key on the pages, waits for the completion notification and returns the
-// elicitation's ID.
+// storeSecret replaces the stored demo key by the pages (see storeSecretByPages).
 func (bs *benchSetup) storeSecret(b *testing.B, replace bool) string {
 	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	_, err := bs.c.Call(ctx, "set_secret", map[string]any{"name": "demo_api_key", "replace": replace})
-	params := urlElicitationRequired(b, err)[0]
-	bs.dev.completeSecret(params.URL, "demo_0123456789abcdef")
-	bs.c.waitCompletion(params.ElicitationID, 30*time.Second)
-	return params.ElicitationID
+	return storeSecretByPages(b, bs.c, bs.dev, "demo_0123456789abcdef", replace)
 }
 
 // callOK calls a tool and fails the benchmark unless it succeeds.

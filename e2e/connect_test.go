@@ -139,7 +139,7 @@ func (cs *connectSetup) storedToken(t *testing.T, user string) oauth.Token {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb, err := state.Connect(t.Context(), cs.rs.URL())
+	rdb, err := state.Connect(t.Context(), cs.rs.URL(), state.Standalone)
 	if err != nil {
 		t.Fatal(err)
 	}

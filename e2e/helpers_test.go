@@ -222,3 +222,17 @@ func startWithDev(t *testing.T, style string) (*redistest.Server, *server, *clie
 	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
 	return rs, s, c, newPerson(t, browsertest.Start(t), "dev")
 }
+
+// storeSecretByPages stores value as the demo key of b's user on an error-style server:
+// set_secret (with replace when one is stored already) answers −32042, b enters value on
+// the pages, and c receives the completion notification. It returns the elicitation's ID.
+func storeSecretByPages(t testing.TB, c *client, b *formBrowser, value string, replace bool) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := c.Call(ctx, "set_secret", map[string]any{"name": "demo_api_key", "replace": replace})
+	params := urlElicitationRequired(t, err)[0]
+	b.completeSecret(params.URL, value)
+	c.waitCompletion(params.ElicitationID, 30*time.Second)
+	return params.ElicitationID
+}

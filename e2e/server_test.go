@@ -41,8 +41,11 @@ type server struct {
 
 // serverConfig configures a urlflow process.
 type serverConfig struct {
-	// Redis is the redis-server to use; required.
+	// Redis is the redis-server to use; required unless RedisURL is set.
 	Redis *redistest.Server
+	// RedisURL is URLFLOW_REDIS_URL when Redis is nil (a Cluster or Sentinel, whose
+	// topology Env sets).
+	RedisURL string
 	// ConfigHome is XDG_CONFIG_HOME (development keys); a new temporary one if empty.
 	// Replicas share one so that they share keys.
 	ConfigHome string
@@ -71,6 +74,9 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	if cfg.Style == "" {
 		cfg.Style = "push"
 	}
+	if cfg.RedisURL == "" {
+		cfg.RedisURL = cfg.Redis.URL()
+	}
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
@@ -81,7 +87,7 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(),
 		"XDG_CONFIG_HOME="+cfg.ConfigHome,
-		"URLFLOW_REDIS_URL="+cfg.Redis.URL(),
+		"URLFLOW_REDIS_URL="+cfg.RedisURL,
 		"URLFLOW_ELICITATION_STYLE="+cfg.Style,
 	)
 	if cfg.TTL != "" {

@@ -19,11 +19,15 @@ type backend struct {
 	server *redistest.Server
 }
 
-// forEachBackend runs test once against the embedded Redis and once against a real
-// redis-server, each fresh, as the subtests "embedded" and "redis-server". The state layer
-// must behave the same on both: urlflow runs on either.
+// forEachBackend runs test against each kind of Redis urlflow runs on, each fresh: the
+// embedded miniredis, a real redis-server, a real Redis Cluster of three nodes, and a
+// primary found through a real Sentinel, as the subtests "embedded", "redis-server",
+// "redis-cluster" and "redis-sentinel". The state layer must behave the same on all.
+//
+// Tests that call it run in parallel with each other: each has its own Redis.
 func forEachBackend(t *testing.T, test func(t *testing.T, b *backend)) {
 	t.Helper()
+	t.Parallel()
 	t.Run("embedded", func(t *testing.T) {
 		t.Parallel()
 		e, err := StartEmbedded()
@@ -38,13 +42,26 @@ func forEachBackend(t *testing.T, test func(t *testing.T, b *backend)) {
 		srv := redistest.Start(t)
 		test(t, connect(t, srv.URL(), srv))
 	})
+	t.Run("redis-cluster", func(t *testing.T) {
+		t.Parallel()
+		test(t, connectTo(t, redistest.StartCluster(t, 3).URL(), Cluster, nil))
+	})
+	t.Run("redis-sentinel", func(t *testing.T) {
+		t.Parallel()
+		test(t, connectTo(t, redistest.StartSentinel(t).URL(), Sentinel, nil))
+	})
 }
 
 func connect(t testing.TB, url string, srv *redistest.Server) *backend {
 	t.Helper()
+	return connectTo(t, url, Standalone, srv)
+}
+
+func connectTo(t testing.TB, url string, topology Topology, srv *redistest.Server) *backend {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	rdb, err := Connect(ctx, url)
+	rdb, err := Connect(ctx, url, topology)
 	if err != nil {
 		t.Fatal(err)
 	}

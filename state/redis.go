@@ -5,26 +5,112 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 )
 
-// Connect returns a Redis client for url (redis:// or rediss://, as go-redis parses it)
-// and checks that the server answers. The client is a UniversalClient, the interface the
-// whole package works on.
-func Connect(ctx context.Context, url string) (redis.UniversalClient, error) {
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("parse Redis URL: %w", redactURLError(err))
+// Topology says how urlflow reaches Redis: one server, a Cluster, or a primary found
+// through Sentinel. Every key urlflow writes carries a hash tag, so that each atomic
+// operation stays in one Cluster slot.
+type Topology string
+
+// The topologies of Connect.
+const (
+	// Standalone is one server: redis://[user:password@]host:port[/db].
+	Standalone Topology = "standalone"
+	// Cluster is a Redis Cluster, found from one or more seed nodes:
+	// redis://[user:password@]host:port?addr=host2:port2&addr=host3:port3.
+	Cluster Topology = "cluster"
+	// Sentinel is a primary with replicas watched by Sentinel; the URL names the
+	// sentinels and the primary:
+	// redis://[sentinel-user:sentinel-password@]host:port?master_name=NAME&addr=host2:port2,
+	// with the primary's own credentials, if any, in the username and password parameters.
+	Sentinel Topology = "sentinel"
+)
+
+// Topologies lists the topologies Connect accepts.
+var Topologies = []Topology{Standalone, Cluster, Sentinel}
+
+// ParseTopology returns the topology named s ("" is Standalone).
+func ParseTopology(s string) (Topology, error) {
+	if s == "" {
+		return Standalone, nil
 	}
-	rdb := redis.NewClient(opts)
+	for _, t := range Topologies {
+		if Topology(s) == t {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("unknown Redis topology %q (want standalone, cluster or sentinel)", s)
+}
+
+// Connect returns a Redis client for url (redis:// or rediss://, as go-redis parses it for
+// topology) and checks that Redis answers. The client is a UniversalClient, the interface
+// the whole package works on.
+func Connect(ctx context.Context, url string, topology Topology) (redis.UniversalClient, error) {
+	rdb, err := newClient(url, topology)
+	if err != nil {
+		return nil, err
+	}
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		rdb.Close()
-		return nil, fmt.Errorf("connect to Redis at %s: %w", opts.Addr, err)
+		return nil, fmt.Errorf("connect to Redis (%s) at %s: %w", topology, RedisAddrs(url, topology), err)
 	}
 	return rdb, nil
+}
+
+func newClient(url string, topology Topology) (redis.UniversalClient, error) {
+	switch topology {
+	case Standalone:
+		opts, err := redis.ParseURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("parse Redis URL: %w", redactURLError(err))
+		}
+		return redis.NewClient(opts), nil
+	case Cluster:
+		opts, err := redis.ParseClusterURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("parse Redis Cluster URL: %w", redactURLError(err))
+		}
+		return redis.NewClusterClient(opts), nil
+	case Sentinel:
+		opts, err := redis.ParseFailoverURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("parse Redis Sentinel URL: %w", redactURLError(err))
+		}
+		if opts.MasterName == "" {
+			return nil, errors.New("parse Redis Sentinel URL: the master_name parameter is required")
+		}
+		return redis.NewFailoverClient(opts), nil
+	}
+	return nil, fmt.Errorf("unknown Redis topology %q", topology)
+}
+
+// RedisAddrs returns the addresses that url names for topology, without credentials, for
+// logs and the banner; "(unparsable URL)" when it does not parse.
+func RedisAddrs(url string, topology Topology) string {
+	var addrs []string
+	switch topology {
+	case Cluster:
+		if opts, err := redis.ParseClusterURL(url); err == nil {
+			addrs = opts.Addrs
+		}
+	case Sentinel:
+		if opts, err := redis.ParseFailoverURL(url); err == nil {
+			addrs = opts.SentinelAddrs
+		}
+	default:
+		if opts, err := redis.ParseURL(url); err == nil {
+			addrs = []string{opts.Addr}
+		}
+	}
+	if len(addrs) == 0 {
+		return "(unparsable URL)"
+	}
+	return strings.Join(addrs, ",")
 }
 
 // redactURLError keeps go-redis' word on what is wrong but never the URL itself, which

@@ -15,7 +15,7 @@ func TestSessionCookieIsSecureBehindHTTPS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	rdb, err := state.Connect(t.Context(), e.URL())
+	rdb, err := state.Connect(t.Context(), e.URL(), state.Standalone)
 	if err != nil {
 		t.Fatal(err)
 	}

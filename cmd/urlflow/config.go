@@ -36,6 +36,7 @@ type config struct {
 	// publicURLGiven is the public URL as configured; empty means "http:// + the address".
 	publicURLGiven string
 	RedisURL       string
+	RedisTopology  state.Topology
 	// ConfigFile is the YAML file the slots came from; empty for the embedded demo.
 	ConfigFile     string
 	Keys           *state.KeyRing
@@ -155,6 +156,11 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 	var err error
 	if cfg.RedisURL, _, err = getenv.secret("URLFLOW_REDIS_URL"); err != nil {
 		problems = append(problems, err)
+	}
+	if cfg.RedisTopology, err = state.ParseTopology(pick("", getenv, "URLFLOW_REDIS_TOPOLOGY", "")); err != nil {
+		problem("URLFLOW_REDIS_TOPOLOGY: %v", err)
+	} else if cfg.RedisTopology != state.Standalone && cfg.RedisURL == "" {
+		problem("URLFLOW_REDIS_TOPOLOGY is %s but URLFLOW_REDIS_URL is not set", cfg.RedisTopology)
 	}
 	keys, keysGiven, err := getenv.secret("URLFLOW_KEYS")
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/urlflow/urlflow/mcp"
+	"github.com/urlflow/urlflow/state"
 )
 
 func envOf(m map[string]string) env {
@@ -106,12 +107,14 @@ unknown_key: 1
 		"URLFLOW_KEYS":              "k1:notbase64!!",
 		"URLFLOW_PUBLIC_URL":        "ftp://example.com",
 		"URLFLOW_OPERATOR_TOKENS":   "short",
+		"URLFLOW_REDIS_TOPOLOGY":    "ring",
 	}), io.Discard)
 	if err == nil {
 		t.Fatal("bad settings accepted")
 	}
 	for _, want := range []string{"URLFLOW_ELICITATION_STYLE", "URLFLOW_ELICITATION_TTL", "URLFLOW_KEYS",
-		"URLFLOW_PUBLIC_URL", "URLFLOW_OPERATOR_TOKENS", "loopback only", "unknown_key"} {
+		"URLFLOW_PUBLIC_URL", "URLFLOW_OPERATOR_TOKENS", "loopback only", "unknown_key",
+		`URLFLOW_REDIS_TOPOLOGY: unknown Redis topology "ring"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s:\n%v", want, err)
 		}
@@ -132,6 +135,18 @@ secrets:
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not say %q:\n%v", want, err)
 		}
+	}
+}
+
+func TestARedisTopologyNeedsARedisURL(t *testing.T) {
+	_, err := loadConfig("dev", nil, envOf(map[string]string{"URLFLOW_REDIS_TOPOLOGY": "cluster"}), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "URLFLOW_REDIS_TOPOLOGY is cluster but URLFLOW_REDIS_URL is not set") {
+		t.Fatalf("a cluster without a URL: %v", err)
+	}
+	cfg, err := loadConfig("dev", nil, envOf(map[string]string{"URLFLOW_REDIS_TOPOLOGY": "sentinel",
+		"URLFLOW_REDIS_URL": "redis://127.0.0.1:26379?master_name=urlflow"}), io.Discard)
+	if err != nil || cfg.RedisTopology != state.Sentinel {
+		t.Fatalf("sentinel: %v, %+v", err, cfg)
 	}
 }
 

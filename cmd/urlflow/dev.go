@@ -53,7 +53,7 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 		cfg.OperatorTokens = []string{dev.OperatorToken}
 	}
 
-	rdb, redisNote, closeRedis, err := openRedis(ctx, cfg.RedisURL, log)
+	rdb, redisNote, closeRedis, err := openRedis(ctx, cfg.RedisURL, cfg.RedisTopology, log)
 	if err != nil {
 		return err
 	}
@@ -141,14 +141,14 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 
 // openRedis connects to url, or starts the embedded Redis when url is empty. It returns a
 // note for the banner that never holds a password.
-func openRedis(ctx context.Context, rawURL string, log *slog.Logger) (redis.UniversalClient, string, func(), error) {
+func openRedis(ctx context.Context, rawURL string, topology state.Topology, log *slog.Logger) (redis.UniversalClient, string, func(), error) {
 	if rawURL == "" {
 		embedded, err := state.StartEmbedded()
 		if err != nil {
 			return nil, "", nil, err
 		}
 		log.Warn("URLFLOW_REDIS_URL is not set: using an embedded in-process Redis; everything stored is lost when urlflow stops")
-		rdb, err := state.Connect(ctx, embedded.URL())
+		rdb, err := state.Connect(ctx, embedded.URL(), state.Standalone)
 		if err != nil {
 			embedded.Close()
 			return nil, "", nil, err
@@ -156,19 +156,15 @@ func openRedis(ctx context.Context, rawURL string, log *slog.Logger) (redis.Univ
 		return rdb, "embedded in this process (in memory: everything is lost when urlflow stops)",
 			func() { rdb.Close(); embedded.Close() }, nil
 	}
-	rdb, err := state.Connect(ctx, rawURL)
+	rdb, err := state.Connect(ctx, rawURL, topology)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("URLFLOW_REDIS_URL: %w", err)
 	}
-	return rdb, redactedRedisURL(rawURL), func() { rdb.Close() }, nil
-}
-
-func redactedRedisURL(raw string) string {
-	opts, err := redis.ParseURL(raw)
-	if err != nil {
-		return "(configured)"
+	note := state.RedisAddrs(rawURL, topology)
+	if topology != state.Standalone {
+		note = string(topology) + " " + note
 	}
-	return opts.Addr
+	return rdb, note, func() { rdb.Close() }, nil
 }
 
 func replicaName() string {

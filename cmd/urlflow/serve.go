@@ -21,7 +21,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
-	rdb, _, closeRedis, err := openRedis(ctx, cfg.RedisURL, log)
+	rdb, _, closeRedis, err := openRedis(ctx, cfg.RedisURL, cfg.RedisTopology, log)
 	if err != nil {
 		return err
 	}

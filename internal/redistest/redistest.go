@@ -1,6 +1,7 @@
 // Package redistest starts real redis-server processes for tests, each on a free loopback
 // port with its data in the test's temporary directory, so that tests can stop and
-// restart them without losing data.
+// restart them without losing data: single servers, Redis Clusters and a primary behind
+// Sentinel.
 package redistest
 
 import (
@@ -10,7 +11,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +26,10 @@ type Server struct {
 	// Addr is host:port of the server.
 	Addr string
 	dir  string
+	// conf is a configuration file to start with, if any; args are arguments beyond the
+	// defaults.
+	conf string
+	args []string
 	cmd  *exec.Cmd
 }
 
@@ -30,10 +37,18 @@ type Server struct {
 // test if redis-server is not installed: the project's test command installs it.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return startWith(t, func(*Server) {})
+}
+
+// startWith starts redis-server after configure has set the new server's conf and args
+// (its address and directory are set when configure runs).
+func startWith(t testing.TB, configure func(s *Server)) *Server {
+	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server not found (the README's test command installs it): %v", err)
 	}
 	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t))), dir: t.TempDir()}
+	configure(s)
 	s.start(t)
 	t.Cleanup(s.Stop)
 	return s
@@ -56,8 +71,13 @@ func (s *Server) start(t testing.TB) {
 	// Every write reaches the disk before Redis answers, unless REDISTEST_APPENDFSYNC says
 	// otherwise (benchmarks compare "everysec", Redis's own default for the append-only file).
 	fsync := cmp.Or(os.Getenv("REDISTEST_APPENDFSYNC"), "always")
-	s.cmd = exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1",
+	var args []string
+	if s.conf != "" {
+		args = append(args, s.conf) // redis-server reads a configuration file first
+	}
+	args = append(args, "--port", port, "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "yes", "--appendfsync", fsync, "--dir", s.dir, "--loglevel", "warning")
+	s.cmd = exec.Command("redis-server", append(args, s.args...)...)
 	// If the test binary dies (a timeout panic skips cleanups), the server dies with it.
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
@@ -109,3 +129,128 @@ func (s *Server) Restart(t testing.TB) {
 
 // String describes the server for test logs.
 func (s *Server) String() string { return fmt.Sprintf("redis-server on %s", s.Addr) }
+
+// Cluster is a Redis Cluster of real redis-servers started for one test.
+type Cluster struct {
+	Nodes []*Server
+}
+
+// StartCluster starts a Redis Cluster of n primaries without replicas: the hash slots
+// split evenly, the nodes introduced to each other. It waits until every node says the
+// cluster is ok.
+func StartCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	c := &Cluster{}
+	busPorts := make([]string, n)
+	for i := range n {
+		// The bus port gets a free port of its own: the default, port+10000, may be taken
+		// or beyond 65535.
+		busPorts[i] = strconv.Itoa(FreePort(t))
+		c.Nodes = append(c.Nodes, startWith(t, func(s *Server) {
+			s.args = []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+				"--cluster-node-timeout", "5000", "--cluster-port", busPorts[i]}
+		}))
+	}
+	const slots = 16384
+	ctx := t.Context()
+	clients := make([]*redis.Client, n)
+	for i, node := range c.Nodes {
+		clients[i] = redis.NewClient(&redis.Options{Addr: node.Addr})
+		defer clients[i].Close()
+		// Distinct epochs spare the nodes resolving a collision; then each its slots.
+		first, last := i*slots/n, (i+1)*slots/n-1
+		if err := clients[i].Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err(); err != nil {
+			t.Fatalf("cluster node %s: %v", node.Addr, err)
+		}
+		if err := clients[i].Do(ctx, "CLUSTER", "ADDSLOTSRANGE", first, last).Err(); err != nil {
+			t.Fatalf("cluster node %s: %v", node.Addr, err)
+		}
+	}
+	for i, rdb := range clients {
+		for j := i + 1; j < n; j++ {
+			other := c.Nodes[j]
+			host, port, _ := net.SplitHostPort(other.Addr)
+			if err := rdb.Do(ctx, "CLUSTER", "MEET", host, port, busPorts[j]).Err(); err != nil {
+				t.Fatalf("cluster node %s meeting %s: %v", c.Nodes[i].Addr, other.Addr, err)
+			}
+		}
+	}
+	for _, node := range c.Nodes {
+		node.waitFor(t, "cluster_state:ok", func(ctx context.Context, rdb *redis.Client) (string, error) {
+			return rdb.ClusterInfo(ctx).Result()
+		})
+	}
+	return c
+}
+
+// URL returns the cluster's URL as go-redis' ParseClusterURL reads it: the first node,
+// the others as addr parameters.
+func (c *Cluster) URL() string {
+	u := "redis://" + c.Nodes[0].Addr
+	for i, node := range c.Nodes[1:] {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		u += sep + "addr=" + node.Addr
+	}
+	return u
+}
+
+// SentinelSetup is a primary watched by one Sentinel, started for one test.
+type SentinelSetup struct {
+	Primary  *Server
+	Sentinel *Server
+	// MasterName is the name the Sentinel knows the primary by.
+	MasterName string
+}
+
+// StartSentinel starts a primary and a Sentinel that watches it as "urlflow", and waits
+// until the Sentinel names the primary.
+func StartSentinel(t testing.TB) *SentinelSetup {
+	t.Helper()
+	ss := &SentinelSetup{Primary: Start(t), MasterName: "urlflow"}
+	host, port, _ := net.SplitHostPort(ss.Primary.Addr)
+	ss.Sentinel = startWith(t, func(s *Server) {
+		s.conf = filepath.Join(s.dir, "sentinel.conf") // Sentinel rewrites its file: it must be its own
+		conf := fmt.Sprintf("sentinel monitor %s %s %s 1\nsentinel down-after-milliseconds %[1]s 5000\n", ss.MasterName, host, port)
+		if err := os.WriteFile(s.conf, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s.args = []string{"--sentinel"}
+	})
+	ss.Sentinel.waitFor(t, ss.Primary.Addr, func(ctx context.Context, rdb *redis.Client) (string, error) {
+		addr, err := rdb.Do(ctx, "SENTINEL", "get-master-addr-by-name", ss.MasterName).StringSlice()
+		if err != nil || len(addr) != 2 {
+			return "", err
+		}
+		return net.JoinHostPort(addr[0], addr[1]), nil
+	})
+	return ss
+}
+
+// URL returns the URL of the primary through the Sentinel, as go-redis'
+// ParseFailoverURL reads it.
+func (ss *SentinelSetup) URL() string {
+	return "redis://" + ss.Sentinel.Addr + "?master_name=" + ss.MasterName
+}
+
+// waitFor polls s with ask until its answer contains want, for at most 20 seconds.
+func (s *Server) waitFor(t testing.TB, want string, ask func(context.Context, *redis.Client) (string, error)) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	defer rdb.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		got, err := ask(ctx, rdb)
+		cancel()
+		if err == nil && strings.Contains(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: waited 20s for %q, last answer %q (%v)", s, want, got, err)
+		}
+		time.Sleep(50 * time.Millisecond) // a cluster or sentinel settling has no event to wait on
+	}
+}
