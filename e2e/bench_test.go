@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"cmp"
+	"os"
 	"strings"
 	"testing"
 
@@ -31,7 +33,11 @@ func startBench(b *testing.B) *benchSetup {
 	if raceEnabled {
 		b.Skip("the race detector slows the server several times over: benchmark without -race")
 	}
-	s := startServer(b, serverConfig{Redis: redistest.Start(b), Style: "error"})
+	// The rate limits count as they do by default, with room for far more than a user
+	// may send: URLFLOW_BENCH_RATE_LIMIT=off measures without them.
+	limit := cmp.Or(os.Getenv("URLFLOW_BENCH_RATE_LIMIT"), "100000000/1m")
+	s := startServer(b, serverConfig{Redis: redistest.Start(b), Style: "error",
+		Env: []string{"URLFLOW_RATE_LIMIT_MCP=" + limit, "URLFLOW_RATE_LIMIT_FORMS=" + limit}})
 	bs := &benchSetup{s: s, c: connect(b, s, clientConfig{Token: s.Token, URLMode: true}), dev: newFormBrowser(b, s, "dev")}
 	bs.completed = bs.storeSecret(b, false)
 	return bs

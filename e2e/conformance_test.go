@@ -31,7 +31,9 @@ func TestConformance(t *testing.T) {
 		}
 	}
 	rs := redistest.Start(t)
-	s := startServer(t, serverConfig{Redis: rs})
+	// The suite runs every scenario as one user, as fast as it can: no rate limit here
+	// (TestMCPRequestsOverTheUsersLimitAreRefusedWithRetryAfter tests it).
+	s := startServer(t, serverConfig{Redis: rs, Env: []string{"URLFLOW_RATE_LIMIT_MCP=off"}})
 	proxy := authProxy(t, s.BaseURL, s.Token)
 
 	for _, era := range []string{"2025-11-25", "2026-07-28"} {

@@ -1,5 +1,7 @@
 package state
 
+import "strconv"
+
 // Redis key names. Every key that an atomic operation touches together with an
 // elicitation carries the user's hash tag {u:KEY}, so that the operation stays in one
 // Redis Cluster slot. Keys looked up by ID alone (the index, browser sessions) carry no tag.
@@ -52,3 +54,8 @@ func mcpSessionKey(id string) string { return keyPrefix + "ms:" + id }
 
 // EventsChannel is the Redis channel on which every state change is published.
 const EventsChannel = keyPrefix + "events"
+
+// rateKey counts a user's events of kind what in one window of a rate limit.
+func rateKey(userKey, what string, window int64) string {
+	return userTag(userKey) + "rl:" + what + ":" + strconv.FormatInt(window, 10)
+}

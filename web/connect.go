@@ -64,6 +64,9 @@ func (s *Server) authorize(c echo.Context) error {
 	if e.Kind != state.KindOAuth || !ok {
 		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
 	}
+	if err := s.allowForm(c, v.user); err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	stateParam, verifier := rand.Text()+rand.Text(), rand.Text()+rand.Text()+rand.Text()
 	err = s.opts.Store.SaveOAuthAttempt(ctx, stateParam, state.OAuthAttempt{

@@ -300,6 +300,9 @@ func (s *Server) submitSecret(c echo.Context) error {
 	if e.Kind != state.KindSecret {
 		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
 	}
+	if err := s.allowForm(c, v.user); err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	slot := s.slotOf(e)
 	secret := state.NewSecret(c.FormValue("secret"))

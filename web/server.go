@@ -57,6 +57,8 @@ type Options struct {
 	Keeper    *oauth.Keeper
 	// DemoAPI, when set, is served under /demo/api (development only).
 	DemoAPI http.Handler
+	// RateLimits bound what one user can make urlflow do; the zero value limits nothing.
+	RateLimits RateLimits
 	// TTL is the deadline of a new attempt started through the retry API.
 	TTL    time.Duration
 	Logger *slog.Logger
@@ -129,7 +131,7 @@ func (s *Server) routes() {
 		ResourceMetadataURL: s.resourceMetadataURL(),
 		Scopes:              s.opts.RequiredScopes,
 		ClockSkew:           oauth.DefaultClockSkew,
-	})(s.opts.MCP)
+	})(s.limitMCP(s.opts.MCP))
 	e.Any("/mcp", echo.WrapHandler(mcp))
 
 	pages := e.Group("", limitBody(formBodyLimit), crossOriginProtection)

@@ -21,6 +21,7 @@ import (
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/web"
 )
 
 // demoConfig is the configuration `urlflow dev` uses when URLFLOW_CONFIG names none.
@@ -44,6 +45,7 @@ type config struct {
 	OperatorTokens []string
 	Style          mcp.Style
 	TTL            time.Duration
+	RateLimits     web.RateLimits
 	// Slots is set by resolvePublicURL: API base URLs may name the public URL.
 	Slots     *slots.Catalog
 	secrets   []slots.Slot
@@ -182,6 +184,18 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 				break
 			}
 			cfg.OperatorTokens = append(cfg.OperatorTokens, t)
+		}
+	}
+
+	for _, rl := range []struct {
+		name, def string
+		limit     *state.Limit
+	}{
+		{"URLFLOW_RATE_LIMIT_MCP", "1200/1m", &cfg.RateLimits.MCP},
+		{"URLFLOW_RATE_LIMIT_FORMS", "30/1m", &cfg.RateLimits.Forms},
+	} {
+		if *rl.limit, err = state.ParseLimit(pick("", getenv, rl.name, rl.def)); err != nil {
+			problem("%s: %v", rl.name, err)
 		}
 	}
 

@@ -37,6 +37,9 @@ func TestDevDefaultsNeedNoSetup(t *testing.T) {
 	if cfg.Addr != "127.0.0.1:8080" || cfg.Style != mcp.StylePush || cfg.TTL != 10*time.Minute {
 		t.Fatalf("defaults: %+v", cfg)
 	}
+	if cfg.RateLimits.MCP != (state.Limit{Events: 1200, Window: time.Minute}) || cfg.RateLimits.Forms != (state.Limit{Events: 30, Window: time.Minute}) {
+		t.Fatalf("default rate limits: %+v", cfg.RateLimits)
+	}
 	if err := cfg.resolvePublicURL(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}); err != nil {
 		t.Fatal(err)
 	}
@@ -108,13 +111,16 @@ unknown_key: 1
 		"URLFLOW_PUBLIC_URL":        "ftp://example.com",
 		"URLFLOW_OPERATOR_TOKENS":   "short",
 		"URLFLOW_REDIS_TOPOLOGY":    "ring",
+		"URLFLOW_RATE_LIMIT_MCP":    "lots",
+		"URLFLOW_RATE_LIMIT_FORMS":  "5/0s",
 	}), io.Discard)
 	if err == nil {
 		t.Fatal("bad settings accepted")
 	}
 	for _, want := range []string{"URLFLOW_ELICITATION_STYLE", "URLFLOW_ELICITATION_TTL", "URLFLOW_KEYS",
 		"URLFLOW_PUBLIC_URL", "URLFLOW_OPERATOR_TOKENS", "loopback only", "unknown_key",
-		`URLFLOW_REDIS_TOPOLOGY: unknown Redis topology "ring"`} {
+		`URLFLOW_REDIS_TOPOLOGY: unknown Redis topology "ring"`, `URLFLOW_RATE_LIMIT_MCP: want EVENTS/WINDOW`,
+		`URLFLOW_RATE_LIMIT_FORMS: want a window`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s:\n%v", want, err)
 		}

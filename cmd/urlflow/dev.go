@@ -124,7 +124,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		Slots: cfg.Slots, Verifier: id.verifier, Operators: oauth.NewOperators(cfg.OperatorTokens),
 		Dev: id.dev, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,
 		MCP: mcpServer.Handler(), Upstream: caller, Providers: providers, Keeper: keeper,
-		DemoAPI: id.demoAPI, TTL: cfg.TTL, Logger: log,
+		DemoAPI: id.demoAPI, TTL: cfg.TTL, RateLimits: cfg.RateLimits, Logger: log,
 	})
 
 	ctx, cancel := context.WithCancel(ctx)

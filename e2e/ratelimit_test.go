@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urlflow/urlflow/internal/redistest"
+)
+
+// postMCP posts a ping to /mcp with token, outside any session, and returns the answer.
+func postMCP(t *testing.T, s *server, token string) *http.Response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.MCPURL,
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+func TestMCPRequestsOverTheUsersLimitAreRefusedWithRetryAfter(t *testing.T) {
+	s := startServer(t, serverConfig{Redis: redistest.Start(t), Env: []string{"URLFLOW_RATE_LIMIT_MCP=6/1m"}})
+	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
+
+	var err error
+	for i := 0; i < 10 && err == nil; i++ {
+		_, err = c.Call(t.Context(), "list_connections", nil)
+	}
+	if err == nil || !strings.Contains(err.Error(), "Too Many Requests") {
+		t.Fatalf("ten calls within the limit of six per minute: the last error is %v, want Too Many Requests", err)
+	}
+	resp := postMCP(t, s, s.Token)
+	retry, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if resp.StatusCode != http.StatusTooManyRequests || retry < 1 || retry > 60 {
+		t.Fatalf("over the limit: %d, Retry-After %q; want 429 and 1 to 60 seconds", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	// Another user has a limit of their own.
+	if resp := postMCP(t, s, s.devToken("bob")); resp.StatusCode == http.StatusTooManyRequests {
+		t.Fatal("bob was refused for the development user's requests")
+	}
+	if !strings.Contains(s.Output(), "mcp rate limit reached") {
+		t.Error("the refusal was not logged")
+	}
+}
+
+func TestFormPostsOverTheUsersLimitChangeNothing(t *testing.T) {
+	s := startServer(t, serverConfig{Redis: redistest.Start(t), Style: "error", Env: []string{"URLFLOW_RATE_LIMIT_FORMS=2/1m"}})
+	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
+	params := askErrorStyle(t, c)
+	dev := newFormBrowser(t, s, "dev")
+	dev.open(params.URL)
+	form := dev.continueToForm(params.ElicitationID)
+
+	post := func(value string) webPage {
+		return dev.post("/e/"+params.ElicitationID+"/secret", url.Values{"csrf": {form.csrf(t)}, "secret": {value}})
+	}
+	for range 2 {
+		if page := post("not-a-demo-key"); page.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("a rejected value within the limit answered %d: %s", page.Status, page.Text())
+		}
+	}
+	before := s.status(params.ElicitationID, s.Token)
+	page := post(canary) // a valid key, but one post too many
+	retry, _ := strconv.Atoi(page.Header.Get("Retry-After"))
+	if page.Status != http.StatusTooManyRequests || retry < 1 || retry > 60 || !strings.Contains(page.Text(), "Nothing was changed") {
+		t.Fatalf("the third post answered %d, Retry-After %q: %s", page.Status, page.Header.Get("Retry-After"), page.Text())
+	}
+	after := s.status(params.ElicitationID, s.Token)
+	if after.State != "in_progress" || !reflect.DeepEqual(after.events(), before.events()) {
+		t.Fatalf("the refused post changed the flow: %s %v, was %s %v", after.State, after.events(), before.State, before.events())
+	}
+	if strings.Contains(page.HTML, canary) {
+		t.Error("the refusal page shows the posted value")
+	}
+}

@@ -1,0 +1,65 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Limit is how many events of one kind a user may cause per window. The zero Limit
+// allows everything.
+type Limit struct {
+	Events int
+	Window time.Duration
+}
+
+// Off reports whether l allows everything.
+func (l Limit) Off() bool { return l.Events == 0 }
+
+// ParseLimit reads "EVENTS/WINDOW" (for example "600/1m") or "off".
+func ParseLimit(s string) (Limit, error) {
+	if s == "off" {
+		return Limit{}, nil
+	}
+	events, window, ok := strings.Cut(s, "/")
+	n, err := strconv.Atoi(events)
+	if !ok || err != nil || n < 1 {
+		return Limit{}, fmt.Errorf("want EVENTS/WINDOW like 600/1m, or off; got %q", s)
+	}
+	d, err := time.ParseDuration(window)
+	if err != nil || d < time.Second || d > 24*time.Hour || d%time.Second != 0 {
+		return Limit{}, fmt.Errorf("want a window of whole seconds between 1s and 24h, like 600/1m; got %q", s)
+	}
+	return Limit{Events: n, Window: d}, nil
+}
+
+// Allow counts one event of kind what for user and reports whether it is within l. When it
+// is not, retryAfter is the time until the window ends. Windows are fixed and shared by
+// every replica: the count lives in Redis, in the user's slot. An event over the limit is
+// counted too, so a client that keeps trying stays refused until the window ends.
+func (s *Store) Allow(ctx context.Context, user User, what string, l Limit) (ok bool, retryAfter time.Duration, err error) {
+	if l.Off() {
+		return true, 0, nil
+	}
+	now := s.now()
+	window := now.UnixMilli() / l.Window.Milliseconds()
+	key := rateKey(user.Key(), what, window)
+	var count *redis.IntCmd
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		count = p.Incr(ctx, key)
+		p.PExpire(ctx, key, l.Window+time.Minute) // the window, and slack for clocks
+		return nil
+	})
+	if err != nil {
+		return false, 0, fmt.Errorf("count %s for rate limit: %w", what, err)
+	}
+	if count.Val() <= int64(l.Events) {
+		return true, 0, nil
+	}
+	end := time.UnixMilli((window + 1) * l.Window.Milliseconds())
+	return false, end.Sub(now), nil
+}
