@@ -204,15 +204,7 @@ func TestAnotherUsersToolsCannotUseListOrDeleteACredential(t *testing.T) {
 func TestOperatorTokensCannotUseCredentials(t *testing.T) {
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs})
-	req, _ := http.NewRequest(http.MethodPost, s.MCPURL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
-	req.Header.Set("Authorization", "Bearer "+s.OperatorToken)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp := initialize(t, s.MCPURL, s.OperatorToken)
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("an operator token on /mcp got %d, want 401: operators never reach the tools", resp.StatusCode)
 	}

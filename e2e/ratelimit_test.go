@@ -1,35 +1,15 @@
 package e2e
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/urlflow/urlflow/internal/redistest"
 )
-
-// postMCP posts a ping to /mcp with token, outside any session, and returns the answer.
-func postMCP(t *testing.T, s *server, token string) *http.Response {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.MCPURL,
-		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp
-}
 
 func TestMCPRequestsOverTheUsersLimitAreRefusedWithRetryAfter(t *testing.T) {
 	s := startServer(t, serverConfig{Redis: redistest.Start(t), Env: []string{"URLFLOW_RATE_LIMIT_MCP=6/1m"}})
@@ -42,14 +22,14 @@ func TestMCPRequestsOverTheUsersLimitAreRefusedWithRetryAfter(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Too Many Requests") {
 		t.Fatalf("ten calls within the limit of six per minute: the last error is %v, want Too Many Requests", err)
 	}
-	resp := postMCP(t, s, s.Token)
+	resp := initialize(t, s.MCPURL, s.Token)
 	retry, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 	if resp.StatusCode != http.StatusTooManyRequests || retry < 1 || retry > 60 {
 		t.Fatalf("over the limit: %d, Retry-After %q; want 429 and 1 to 60 seconds", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	// Another user has a limit of their own.
-	if resp := postMCP(t, s, s.devToken("bob")); resp.StatusCode == http.StatusTooManyRequests {
-		t.Fatal("bob was refused for the development user's requests")
+	if resp := initialize(t, s.MCPURL, s.devToken("bob")); resp.StatusCode != http.StatusOK {
+		t.Fatalf("bob's initialize answered %d: his limit is his own", resp.StatusCode)
 	}
 	if !strings.Contains(s.Output(), "mcp rate limit reached") {
 		t.Error("the refusal was not logged")
