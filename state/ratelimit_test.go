@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -54,6 +55,25 @@ func TestAllowCountsPerUserKindAndWindow(t *testing.T) {
 		}
 		if ok, _, err := s.Allow(t.Context(), alice, "mcp", Limit{}); !ok || err != nil {
 			t.Errorf("the zero limit refused: %v", err)
+		}
+	})
+}
+
+func FuzzParseLimit(f *testing.F) {
+	for _, seed := range []string{"600/1m", "off", "5/30s", "0/1m", "1/24h", "9999999999999999999/1s", "5/1.5s", "/", ""} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l, err := ParseLimit(s)
+		if err != nil || l.Off() {
+			return
+		}
+		if l.Events < 1 || l.Window < time.Second || l.Window > 24*time.Hour || l.Window%time.Second != 0 {
+			t.Fatalf("ParseLimit(%q) accepted %+v", s, l)
+		}
+		again, err := ParseLimit(fmt.Sprintf("%d/%s", l.Events, l.Window))
+		if err != nil || again != l {
+			t.Fatalf("ParseLimit(%q) = %+v does not read back: %+v, %v", s, l, again, err)
 		}
 	})
 }
