@@ -17,8 +17,8 @@ type Limit struct {
 	Window time.Duration
 }
 
-// Off reports whether l allows everything.
-func (l Limit) Off() bool { return l.Events == 0 }
+// Off reports whether l allows everything: no events or no window given.
+func (l Limit) Off() bool { return l.Events <= 0 || l.Window <= 0 }
 
 // ParseLimit reads "EVENTS/WINDOW" (for example "600/1m") or "off".
 func ParseLimit(s string) (Limit, error) {
@@ -37,29 +37,39 @@ func ParseLimit(s string) (Limit, error) {
 	return Limit{Events: n, Window: d}, nil
 }
 
-// Allow counts one event of kind what for user and reports whether it is within l. When it
-// is not, retryAfter is the time until the window ends. Windows are fixed and shared by
-// every replica: the count lives in Redis, in the user's slot. An event over the limit is
-// counted too, so a client that keeps trying stays refused until the window ends.
-func (s *Store) Allow(ctx context.Context, user User, what string, l Limit) (ok bool, retryAfter time.Duration, err error) {
+// Decision is the answer of Allow.
+type Decision struct {
+	Allowed bool
+	// RetryAfter is the time until the window ends, when not allowed.
+	RetryAfter time.Duration
+	// FirstRefusal is set on the first event of a window that is not allowed, so that a
+	// caller logs and counts a client that keeps trying once, not on every try.
+	FirstRefusal bool
+}
+
+// Allow counts one event of kind what for user and decides whether it is within l. Windows
+// are fixed and shared by every replica: the count lives in Redis, in the user's slot. An
+// event over the limit is counted too, so a client that keeps trying stays refused until
+// the window ends.
+func (s *Store) Allow(ctx context.Context, user User, what string, l Limit) (Decision, error) {
 	if l.Off() {
-		return true, 0, nil
+		return Decision{Allowed: true}, nil
 	}
 	now := s.now()
 	window := now.UnixMilli() / l.Window.Milliseconds()
 	key := rateKey(user.Key(), what, window)
 	var count *redis.IntCmd
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		count = p.Incr(ctx, key)
 		p.PExpire(ctx, key, l.Window+time.Minute) // the window, and slack for clocks
 		return nil
 	})
 	if err != nil {
-		return false, 0, fmt.Errorf("count %s for rate limit: %w", what, err)
+		return Decision{}, fmt.Errorf("count %s for rate limit: %w", what, err)
 	}
 	if count.Val() <= int64(l.Events) {
-		return true, 0, nil
+		return Decision{Allowed: true}, nil
 	}
 	end := time.UnixMilli((window + 1) * l.Window.Milliseconds())
-	return false, end.Sub(now), nil
+	return Decision{RetryAfter: end.Sub(now), FirstRefusal: count.Val() == int64(l.Events)+1}, nil
 }

@@ -27,34 +27,40 @@ func TestAllowCountsPerUserKindAndWindow(t *testing.T) {
 		clk.Advance(10 * time.Second) // 12:00:10, so that the window ends in 50s
 		s := newStore(b, clk)
 		limit := Limit{Events: 3, Window: time.Minute}
-		allow := func(u User, what string) (bool, time.Duration) {
+		allow := func(u User, what string) Decision {
 			t.Helper()
-			ok, retry, err := s.Allow(t.Context(), u, what, limit)
+			d, err := s.Allow(t.Context(), u, what, limit)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return ok, retry
+			return d
 		}
 		for i := range 3 {
-			if ok, _ := allow(alice, "mcp"); !ok {
+			if d := allow(alice, "mcp"); !d.Allowed {
 				t.Fatalf("event %d of 3 refused", i+1)
 			}
 		}
-		if ok, retry := allow(alice, "mcp"); ok || retry != 50*time.Second {
-			t.Fatalf("the fourth event: allowed %v, retry after %s; want refused for 50s", ok, retry)
+		if d := allow(alice, "mcp"); d != (Decision{RetryAfter: 50 * time.Second, FirstRefusal: true}) {
+			t.Fatalf("the fourth event: %+v; want the first refusal, for 50s", d)
 		}
-		if ok, _ := allow(bob, "mcp"); !ok {
+		clk.Advance(20 * time.Second)
+		if d := allow(alice, "mcp"); d != (Decision{RetryAfter: 30 * time.Second}) {
+			t.Fatalf("the fifth event: %+v; want a refusal for 30s, not the first", d)
+		}
+		if d := allow(bob, "mcp"); !d.Allowed {
 			t.Error("another user's event was refused")
 		}
-		if ok, _ := allow(alice, "page"); !ok {
+		if d := allow(alice, "page"); !d.Allowed {
 			t.Error("another kind of event was refused")
 		}
-		clk.Advance(50 * time.Second)
-		if ok, _ := allow(alice, "mcp"); !ok {
+		clk.Advance(30 * time.Second)
+		if d := allow(alice, "mcp"); !d.Allowed {
 			t.Error("the first event of the next window was refused")
 		}
-		if ok, _, err := s.Allow(t.Context(), alice, "mcp", Limit{}); !ok || err != nil {
-			t.Errorf("the zero limit refused: %v", err)
+		for _, off := range []Limit{{}, {Events: 5}, {Window: time.Minute}} {
+			if d, err := s.Allow(t.Context(), alice, "mcp", off); !d.Allowed || err != nil {
+				t.Errorf("limit %+v refused: %v", off, err)
+			}
 		}
 	})
 }

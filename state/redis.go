@@ -13,8 +13,8 @@ import (
 )
 
 // Topology says how urlflow reaches Redis: one server, a Cluster, or a primary found
-// through Sentinel. Every key urlflow writes carries a hash tag, so that each atomic
-// operation stays in one Cluster slot.
+// through Sentinel. Every key that an atomic operation touches carries the user's hash
+// tag, so that the operation stays in one Cluster slot.
 type Topology string
 
 // The topologies of Connect.
@@ -62,22 +62,26 @@ func Connect(ctx context.Context, url string, topology Topology) (redis.Universa
 	return rdb, nil
 }
 
-func newClient(url string, topology Topology) (redis.UniversalClient, error) {
+func newClient(rawURL string, topology Topology) (redis.UniversalClient, error) {
 	switch topology {
 	case Standalone:
-		opts, err := redis.ParseURL(url)
+		opts, err := redis.ParseURL(rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("parse Redis URL: %w", redactURLError(err))
 		}
 		return redis.NewClient(opts), nil
 	case Cluster:
-		opts, err := redis.ParseClusterURL(url)
+		opts, err := redis.ParseClusterURL(rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("parse Redis Cluster URL: %w", redactURLError(err))
 		}
+		// A Cluster has database 0 only; go-redis would ignore a /db quietly.
+		if u, err := url.Parse(rawURL); err == nil && u.Path != "" && u.Path != "/" && u.Path != "/0" {
+			return nil, fmt.Errorf("parse Redis Cluster URL: a cluster has no database %s: remove it", strings.TrimPrefix(u.Path, "/"))
+		}
 		return redis.NewClusterClient(opts), nil
 	case Sentinel:
-		opts, err := redis.ParseFailoverURL(url)
+		opts, err := redis.ParseFailoverURL(rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("parse Redis Sentinel URL: %w", redactURLError(err))
 		}

@@ -18,6 +18,7 @@ func TestConnectNamesWhatIsWrongWithoutThePassword(t *testing.T) {
 	}{
 		{"malformed", "redis://:hunter2@127.0.0.1:notaport", Standalone, "parse Redis URL"},
 		{"cluster with an unknown parameter", "redis://:hunter2@127.0.0.1:7000?colour=blue", Cluster, "parse Redis Cluster URL"},
+		{"cluster with a database", "redis://:hunter2@127.0.0.1:7000/5?addr=127.0.0.1:7001", Cluster, "a cluster has no database 5"},
 		{"sentinel without master_name", "redis://:hunter2@127.0.0.1:26379", Sentinel, "master_name parameter is required"},
 		{"unknown topology", "redis://:hunter2@127.0.0.1:6379", Topology("ring"), `unknown Redis topology "ring"`},
 		{"nobody listening", "redis://:hunter2@127.0.0.1:1", Standalone, "connect to Redis (standalone) at 127.0.0.1:1"},

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -19,8 +20,8 @@ import (
 type RateLimits struct {
 	// MCP bounds the requests to /mcp of one user.
 	MCP state.Limit
-	// Forms bounds the form posts of one user that make urlflow call out: a secret
-	// checked with its API, a connect that leaves for the provider.
+	// Forms bounds the secret-form and connect posts of one user: each may make urlflow
+	// call out (a secret checked with its API, a connect that leaves for the provider).
 	Forms state.Limit
 }
 
@@ -29,48 +30,64 @@ func retryAfterSeconds(d time.Duration) string {
 	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
 }
 
+// limitCheckTimeout bounds the Redis work of a rate limit check: past it, the request is
+// served uncounted rather than kept waiting on a Redis that is slow or failing over.
+const limitCheckTimeout = 250 * time.Millisecond
+
+// allow counts an event of kind what for user under l. It answers nil when the event is
+// allowed, or when it could not be counted (a limit never causes an outage); otherwise
+// the Decision, after logging and counting the first refusal of the window.
+func (s *Server) allow(ctx context.Context, user state.User, what string, l state.Limit) *state.Decision {
+	checkCtx, cancel := context.WithTimeout(ctx, limitCheckTimeout)
+	defer cancel()
+	d, err := s.opts.Store.Allow(checkCtx, user, what, l)
+	if err != nil {
+		s.log.WarnContext(ctx, "rate limit not checked", "what", what, "err", err)
+		return nil
+	}
+	if d.Allowed {
+		return nil
+	}
+	if d.FirstRefusal {
+		s.log.WarnContext(ctx, "rate limit reached", "what", what, "user", user.Key(), "limit", l.Events,
+			"window", l.Window.String(), "retry_after", d.RetryAfter.String())
+		s.opts.Store.Count(ctx, "urlflow_rate_limited_total", "what", what)
+	}
+	return &d
+}
+
 // limitMCP wraps the MCP endpoint, behind bearer authentication, with the MCP rate limit
 // of the token's user: over it, 429 with Retry-After, and the request is not served.
 func (s *Server) limitMCP(next http.Handler) http.Handler {
+	l := s.opts.RateLimits.MCP
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, ok := oauth.UserOf(auth.TokenInfoFromContext(r.Context()))
-		if ok {
-			allowed, retry, err := s.opts.Store.Allow(r.Context(), user, "mcp", s.opts.RateLimits.MCP)
-			if err != nil {
-				// Counting failed: serve the request. A limit never causes an outage.
-				s.log.WarnContext(r.Context(), "mcp rate limit not checked", "err", err)
-			} else if !allowed {
-				s.log.WarnContext(r.Context(), "mcp rate limit reached", "user", user.Key(), "retry_after", retry)
-				s.opts.Store.Count(r.Context(), "urlflow_rate_limited_total", "what", "mcp")
-				w.Header().Set("Retry-After", retryAfterSeconds(retry))
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusTooManyRequests)
-				fmt.Fprintf(w, `{"error":"rate_limited","error_description":"too many requests for this user (at most %d per %s); try again in %s seconds"}`+"\n",
-					s.opts.RateLimits.MCP.Events, s.opts.RateLimits.MCP.Window, retryAfterSeconds(retry))
-				return
-			}
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if d := s.allow(r.Context(), user, "mcp", l); d != nil {
+			retry := retryAfterSeconds(d.RetryAfter)
+			w.Header().Set("Retry-After", retry)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprintf(w, `{"error":"rate_limited","error_description":"too many requests for this user (at most %d per %s); try again in %s seconds"}`+"\n",
+				l.Events, l.Window, retry)
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// allowForm counts a form post of user that makes urlflow call out. Over the limit it
-// returns a 429 error, with Retry-After set, that the caller returns before changing
-// anything.
+// allowForm counts a secret-form or connect post of user. Over the limit it returns a 429
+// error, with Retry-After set, that the caller returns before changing anything.
 func (s *Server) allowForm(c echo.Context, user state.User) error {
-	ctx := c.Request().Context()
-	allowed, retry, err := s.opts.Store.Allow(ctx, user, "form", s.opts.RateLimits.Forms)
-	if err != nil {
-		s.log.WarnContext(ctx, "form rate limit not checked", "err", err)
+	d := s.allow(c.Request().Context(), user, "form", s.opts.RateLimits.Forms)
+	if d == nil {
 		return nil
 	}
-	if allowed {
-		return nil
-	}
-	s.log.WarnContext(ctx, "form rate limit reached", "user", user.Key(), "path", c.Request().URL.Path, "retry_after", retry)
-	s.opts.Store.Count(ctx, "urlflow_rate_limited_total", "what", "form")
-	c.Response().Header().Set("Retry-After", retryAfterSeconds(retry))
+	retry := retryAfterSeconds(d.RetryAfter)
+	c.Response().Header().Set("Retry-After", retry)
 	return echo.NewHTTPError(http.StatusTooManyRequests, fmt.Sprintf(
-		"You have sent this form too often. Nothing was changed. Please wait %s seconds, then go back and try again.",
-		retryAfterSeconds(retry)))
+		"You have sent this form too often. Nothing was changed. Please wait %s seconds, then go back and try again.", retry))
 }

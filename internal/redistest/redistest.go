@@ -89,14 +89,41 @@ func (s *Server) start(t testing.TB) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err := rdb.Ping(ctx).Err()
-		cancel()
 		if err == nil {
+			s.checkOwnership(t, ctx, rdb)
+			cancel()
 			return
 		}
+		cancel()
 		if time.Now().After(deadline) {
 			t.Fatalf("redis-server on %s did not answer: %v", s.Addr, err)
 		}
 		time.Sleep(20 * time.Millisecond) // polling a starting process; there is no event to wait on
+	}
+}
+
+// checkOwnership fails the test unless the server that answers on s.Addr is the one s
+// started: another test's server could have taken the port between FreePort and the
+// start, and two tests would share data without a word.
+func (s *Server) checkOwnership(t testing.TB, ctx context.Context, rdb *redis.Client) {
+	t.Helper()
+	want, got := s.dir, ""
+	if s.conf != "" { // a Sentinel has no CONFIG command; it names its file in INFO
+		want = s.conf
+		info, _ := rdb.Info(ctx, "server").Result()
+		for line := range strings.SplitSeq(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "config_file:"); ok {
+				got = v
+			}
+		}
+	} else if cfg, err := rdb.ConfigGet(ctx, "dir").Result(); err == nil {
+		got = cfg["dir"]
+	}
+	if resolved, err := filepath.EvalSymlinks(want); err == nil {
+		want = resolved
+	}
+	if got != want {
+		t.Fatalf("%s is not the server this test started (it works in %q, want %q): a port was taken twice", s, got, want)
 	}
 }
 
