@@ -10,8 +10,8 @@ import {
     UrlElicitationRequiredError
 } from '@modelcontextprotocol/sdk/types.js';
 
-import { Completions, emit, fail, nextCommand, parseFlags, statusOf, trafficFetch, waitForExit } from './common.mjs';
-import { authorizeAndConnect, CallbackListener, LoopbackOAuthProvider, sameEndpoint } from './oauth.mjs';
+import { Completions, emit, fail, nextCommand, parseFlags, statusOf, waitForExit } from './common.mjs';
+import { connectClient } from './oauth.mjs';
 
 // How often a client retries after −32042 before it gives up (each retry follows a
 // completion notification, so this only bounds a server that keeps asking).
@@ -57,49 +57,15 @@ async function main() {
         emit({ event: 'complete', elicitationId: id });
         completions.add(id);
     });
-    // With --oauth: the SDK's own authorization (README.md). The loopback listener must exist
-    // before the provider, whose client metadata names its redirect URI.
-    let provider;
-    let listener;
-    if (flags.oauth) {
-        listener = await CallbackListener.start();
-        provider = new LoopbackOAuthProvider({ redirectUrl: listener.redirectUrl, clientName: flags.name, scope: flags['oauth-scope'] });
-    }
-    client.onerror = err => {
-        // The connect that stops for authorization fails with the SDK's UnauthorizedError
-        // (reported through onerror too); that is the expected path, not a transport error.
-        if (provider?.authorizationRequested && err instanceof UnauthorizedError && !provider.tokens()) return;
-        emit({ event: 'transport_error', message: err?.message ?? String(err) });
-    };
-
-    const mcpURL = new URL(flags.url);
-    const fetchFn = flags.traffic
-        ? trafficFetch(flags.traffic, fetch, { redact: flags.oauth ? u => !sameEndpoint(u, mcpURL) : undefined })
-        : undefined;
-    const newTransport = () =>
-        new StreamableHTTPClientTransport(mcpURL, {
-            requestInit: flags.token ? { headers: { Authorization: `Bearer ${flags.token}` } } : undefined,
-            authProvider: provider,
-            fetch: fetchFn
-        });
-    let transport;
-    if (provider) {
-        transport = await authorizeAndConnect({
-            client,
-            newTransport,
-            connectOptions: { timeout: flags.timeoutMs },
-            provider,
-            listener,
-            timeoutMs: flags.timeoutMs,
-            isUnauthorized: err => err instanceof UnauthorizedError,
-            // v1's finishAuth takes only the code (the state and `iss` were checked as the
-            // callback arrived, by provider.checkCallback; v1 itself checks neither).
-            finish: (t, _params, code) => t.finishAuth(code)
-        });
-    } else {
-        transport = newTransport();
-        await client.connect(transport, { timeout: flags.timeoutMs });
-    }
+    const { transport, provider } = await connectClient({
+        client,
+        flags,
+        Transport: StreamableHTTPClientTransport,
+        UnauthorizedError,
+        // v1's finishAuth takes only the code (the state and `iss` were checked as the
+        // callback arrived, by provider.checkCallback; v1 itself checks neither).
+        finish: (t, _params, code) => t.finishAuth(code)
+    });
     emit({
         event: 'connected',
         protocolVersion: transport.protocolVersion,

@@ -5,8 +5,8 @@
 // Driven by urlflow's Go e2e tests through a line protocol (README.md).
 import { Client, StreamableHTTPClientTransport, UnauthorizedError, UrlElicitationRequiredError } from '@modelcontextprotocol/client';
 
-import { Completions, emit, fail, nextCommand, parseFlags, statusOf, trafficFetch, waitForExit } from './common.mjs';
-import { authorizeAndConnect, CallbackListener, LoopbackOAuthProvider, sameEndpoint } from './oauth.mjs';
+import { Completions, emit, fail, nextCommand, parseFlags, statusOf, waitForExit } from './common.mjs';
+import { connectClient } from './oauth.mjs';
 
 const MAX_URL_REQUIRED_ROUNDS = 5;
 
@@ -75,47 +75,16 @@ async function main() {
         emit({ event: 'complete', elicitationId: id });
         completions.add(id);
     });
-    // With --oauth: the SDK's own authorization (README.md), as in client-v1.mjs.
-    let provider;
-    let listener;
-    if (flags.oauth) {
-        listener = await CallbackListener.start();
-        provider = new LoopbackOAuthProvider({ redirectUrl: listener.redirectUrl, clientName: flags.name, scope: flags['oauth-scope'] });
-    }
-    client.onerror = err => {
-        if (provider?.authorizationRequested && err instanceof UnauthorizedError && !provider.tokens()) return;
-        emit({ event: 'transport_error', message: err?.message ?? String(err) });
-    };
-
-    const mcpURL = new URL(flags.url);
-    const fetchFn = flags.traffic
-        ? trafficFetch(flags.traffic, fetch, { redact: flags.oauth ? u => !sameEndpoint(u, mcpURL) : undefined })
-        : undefined;
-    const newTransport = () =>
-        new StreamableHTTPClientTransport(mcpURL, {
-            requestInit: flags.token ? { headers: { Authorization: `Bearer ${flags.token}` } } : undefined,
-            authProvider: provider,
-            fetch: fetchFn
-        });
-    let transport;
-    if (provider) {
-        transport = await authorizeAndConnect({
-            client,
-            newTransport,
-            connectOptions: { timeout: flags.timeoutMs },
-            provider,
-            listener,
-            timeoutMs: flags.timeoutMs,
-            isUnauthorized: err => err instanceof UnauthorizedError,
-            // v2's finishAuth takes the callback's query and checks `iss` again itself (RFC 9207:
-            // against the discovered metadata's issuer, required since that metadata says it
-            // is always sent) before it redeems the code; it never checks the state.
-            finish: (t, params) => t.finishAuth(params)
-        });
-    } else {
-        transport = newTransport();
-        await client.connect(transport, { timeout: flags.timeoutMs });
-    }
+    const { transport, provider } = await connectClient({
+        client,
+        flags,
+        Transport: StreamableHTTPClientTransport,
+        UnauthorizedError,
+        // v2's finishAuth takes the callback's query and checks `iss` again itself (RFC 9207:
+        // against the discovered metadata's issuer, required since that metadata says it
+        // is always sent) before it redeems the code; it never checks the state.
+        finish: (t, params) => t.finishAuth(params)
+    });
     const discover = client.getDiscoverResult();
     emit({
         event: 'connected',

@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 
-import { emit } from './common.mjs';
+import { emit, trafficFetch } from './common.mjs';
 
 const CALLBACK_PATH = '/callback';
 
@@ -311,4 +311,52 @@ export async function authorizeAndConnect({ client, newTransport, connectOptions
 export function sameEndpoint(u, mcpURL) {
     const a = new URL(u);
     return a.origin === mcpURL.origin && a.pathname === mcpURL.pathname;
+}
+
+// connectClient connects `client` to flags.url as both test clients do: with flags.token as
+// a bearer token, or with --oauth through the SDK's own authorization (README.md), for which
+// the loopback listener must exist before the provider, whose client metadata names its
+// redirect URI. With --traffic it records every HTTP body (OAuth traffic redacted). What
+// differs between SDK v1 and v2 is passed in: the transport class, the SDK's
+// UnauthorizedError, and finish (see authorizeAndConnect). Returns the connected transport
+// and the provider (undefined without --oauth).
+export async function connectClient({ client, flags, Transport, UnauthorizedError, finish }) {
+    let provider;
+    let listener;
+    if (flags.oauth) {
+        listener = await CallbackListener.start();
+        provider = new LoopbackOAuthProvider({ redirectUrl: listener.redirectUrl, clientName: flags.name, scope: flags['oauth-scope'] });
+    }
+    client.onerror = err => {
+        // The connect that stops for authorization fails with the SDK's UnauthorizedError
+        // (reported through onerror too); that is the expected path, not a transport error.
+        if (provider?.authorizationRequested && err instanceof UnauthorizedError && !provider.tokens()) return;
+        emit({ event: 'transport_error', message: err?.message ?? String(err) });
+    };
+    const mcpURL = new URL(flags.url);
+    const fetchFn = flags.traffic
+        ? trafficFetch(flags.traffic, fetch, { redact: flags.oauth ? u => !sameEndpoint(u, mcpURL) : undefined })
+        : undefined;
+    const newTransport = () =>
+        new Transport(mcpURL, {
+            requestInit: flags.token ? { headers: { Authorization: `Bearer ${flags.token}` } } : undefined,
+            authProvider: provider,
+            fetch: fetchFn
+        });
+    if (!provider) {
+        const transport = newTransport();
+        await client.connect(transport, { timeout: flags.timeoutMs });
+        return { transport };
+    }
+    const transport = await authorizeAndConnect({
+        client,
+        newTransport,
+        connectOptions: { timeout: flags.timeoutMs },
+        provider,
+        listener,
+        timeoutMs: flags.timeoutMs,
+        isUnauthorized: err => err instanceof UnauthorizedError,
+        finish
+    });
+    return { transport, provider };
 }
