@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
@@ -153,7 +154,12 @@ func initialize(t *testing.T, mcpURL, token string) *http.Response {
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body)) // read it whole, so that the connection is free
 	return resp
 }
 
@@ -175,26 +181,31 @@ func TestServeAcceptsOnlyValidAccessTokens(t *testing.T) {
 	if resp := initialize(t, p.resource, p.idp.mint(claims(nil), nil)); resp.StatusCode != http.StatusOK {
 		t.Fatalf("a valid token got %d", resp.StatusCode)
 	}
-	bad := map[string]string{
-		"none":                          "",
-		"garbage":                       "not-a-token",
-		"wrong audience":                p.idp.mint(claims(func(c jwt.MapClaims) { c["aud"] = "http://127.0.0.1:1/mcp" }), nil),
-		"audience list without urlflow": p.idp.mint(claims(func(c jwt.MapClaims) { c["aud"] = []string{"a", "b"} }), nil),
-		"wrong issuer":                  p.idp.mint(claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" }), nil),
-		"expired":                       p.idp.mint(claims(func(c jwt.MapClaims) { c["exp"] = now.Add(-5 * time.Minute).Unix() }), nil),
-		"not yet valid":                 p.idp.mint(claims(func(c jwt.MapClaims) { c["nbf"] = now.Add(5 * time.Minute).Unix() }), nil),
-		"no expiry":                     p.idp.mint(claims(func(c jwt.MapClaims) { delete(c, "exp") }), nil),
-		"bad signature":                 p.idp.mint(claims(nil), otherKey),
-		"operator token":                p.operatorToken,
+	// Each refusal says why (the reason urlflow found) and never quotes the token.
+	bad := map[string]struct{ token, reason string }{
+		"none":                          {"", "no bearer token"},
+		"garbage":                       {"not-a-token", "not a JWT"},
+		"wrong audience":                {p.idp.mint(claims(func(c jwt.MapClaims) { c["aud"] = "http://127.0.0.1:1/mcp" }), nil), "wrong audience (want "},
+		"audience list without urlflow": {p.idp.mint(claims(func(c jwt.MapClaims) { c["aud"] = []string{"a", "b"} }), nil), "wrong audience (want "},
+		"wrong issuer":                  {p.idp.mint(claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" }), nil), "wrong issuer"},
+		"expired":                       {p.idp.mint(claims(func(c jwt.MapClaims) { c["exp"] = now.Add(-5 * time.Minute).Unix() }), nil), "expired"},
+		"not yet valid":                 {p.idp.mint(claims(func(c jwt.MapClaims) { c["nbf"] = now.Add(5 * time.Minute).Unix() }), nil), "not valid yet"},
+		"no expiry":                     {p.idp.mint(claims(func(c jwt.MapClaims) { delete(c, "exp") }), nil), "no expiry"},
+		"bad signature":                 {p.idp.mint(claims(nil), otherKey), "bad signature"},
+		"operator token":                {p.operatorToken, "not a JWT"},
 	}
-	for name, token := range bad {
+	for name, tt := range bad {
 		t.Run(name, func(t *testing.T) {
-			resp := initialize(t, p.resource, token)
+			resp := initialize(t, p.resource, tt.token)
+			body, _ := io.ReadAll(resp.Body)
 			if resp.StatusCode != http.StatusUnauthorized {
 				t.Fatalf("got %d, want 401", resp.StatusCode)
 			}
 			if h := resp.Header.Get("WWW-Authenticate"); !strings.Contains(h, `resource_metadata="`+p.s.BaseURL+`/.well-known/oauth-protected-resource/mcp"`) {
 				t.Fatalf("WWW-Authenticate: %q", h)
+			}
+			if !strings.Contains(string(body), tt.reason) || (tt.token != "" && strings.Contains(string(body), tt.token)) {
+				t.Fatalf("the refusal %q does not say %q, or quotes the token", body, tt.reason)
 			}
 		})
 	}

@@ -139,17 +139,18 @@ func (r *ResourceServer) Verify(ctx context.Context, token string) (Identity, er
 	if err := t.Claims(&c); err != nil {
 		return Identity{}, fmt.Errorf("%w: malformed claims", ErrInvalidToken)
 	}
-	return r.identity(c.Subject, c.Audience, c.Expiry, c.NotBefore, scopes(c.Scope, c.Scp))
+	return r.identity(c)
 }
 
 // identity applies the checks common to JWTs and introspected tokens.
-func (r *ResourceServer) identity(sub string, aud []string, exp, nbf *int64, scopes []string) (Identity, error) {
+func (r *ResourceServer) identity(c accessClaims) (Identity, error) {
 	now := r.now()
+	sub, exp, nbf := c.Subject, c.Expiry, c.NotBefore
 	switch {
 	case sub == "":
 		return Identity{}, fmt.Errorf("%w: no subject", ErrInvalidToken)
-	case !slices.Contains(aud, r.cfg.Resource):
-		return Identity{}, fmt.Errorf("%w: wrong audienceClaim (want %s)", ErrInvalidToken, r.cfg.Resource)
+	case !slices.Contains(c.Audience, r.cfg.Resource):
+		return Identity{}, fmt.Errorf("%w: wrong audience (want %s)", ErrInvalidToken, r.cfg.Resource)
 	case exp == nil:
 		return Identity{}, fmt.Errorf("%w: no expiry", ErrInvalidToken)
 	case now.After(time.Unix(*exp, 0).Add(r.cfg.ClockSkew)):
@@ -160,7 +161,7 @@ func (r *ResourceServer) identity(sub string, aud []string, exp, nbf *int64, sco
 	return Identity{
 		User:   state.User{Issuer: r.issuer.URL, Subject: sub},
 		Expiry: time.Unix(*exp, 0),
-		Scopes: scopes,
+		Scopes: scopes(c.Scope, c.Scp),
 	}, nil
 }
 
@@ -200,14 +201,9 @@ func (r *ResourceServer) introspect(ctx context.Context, token string) (Identity
 		return Identity{}, fmt.Errorf("introspection answered %d", resp.StatusCode)
 	}
 	var result struct {
-		Active    bool            `json:"active"`
-		Issuer    string          `json:"iss"`
-		Subject   string          `json:"sub"`
-		Audience  audienceClaim   `json:"aud"`
-		Expiry    *int64          `json:"exp"`
-		NotBefore *int64          `json:"nbf"`
-		Scope     string          `json:"scope"`
-		Scp       json.RawMessage `json:"scp"`
+		Active bool   `json:"active"`
+		Issuer string `json:"iss"`
+		accessClaims
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<20)).Decode(&result); err != nil {
 		return Identity{}, fmt.Errorf("introspection answer: %w", err)
@@ -218,7 +214,7 @@ func (r *ResourceServer) introspect(ctx context.Context, token string) (Identity
 	case result.Issuer != "" && result.Issuer != r.issuer.URL:
 		return Identity{}, fmt.Errorf("%w: wrong issuer", ErrInvalidToken)
 	}
-	return r.identity(result.Subject, result.Audience, result.Expiry, result.NotBefore, scopes(result.Scope, result.Scp))
+	return r.identity(result.accessClaims)
 }
 
 // oidcReason names what go-oidc found wrong, without quoting the token.
