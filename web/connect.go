@@ -148,19 +148,6 @@ func (s *Server) oauthCallback(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	change, err := s.opts.Store.Apply(ctx, e.ID, state.Verified, state.ActorUser,
-		"connected to "+p.Label+" as "+tok.Account.Name, state.WithCredential(cred))
-	if err != nil && !errors.Is(err, state.ErrImpossible) {
-		return err
-	}
-	if !change.Changed() || change.To != state.Complete {
-		return s.renderEnded(c, v, change.Elicitation, true)
-	}
-	page, err := s.page(c, v, "")
-	if err != nil {
-		return err
-	}
-	return s.render(c, http.StatusOK, templates.DonePage(page, templates.Done{
-		SlotLabel: p.Label + " account", ClientName: clientName(e.Client), Account: tok.Account.Name,
-	}))
+	return s.complete(c, v, e, "connected to "+p.Label+" as "+tok.Account.Name, cred, "",
+		templates.Done{SlotLabel: p.Label + " account", ClientName: clientName(e.Client), Account: tok.Account.Name})
 }

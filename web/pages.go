@@ -331,20 +331,25 @@ func (s *Server) submitSecret(c echo.Context) error {
 	}
 	cred := &state.Credential{Name: slot.Name, Kind: state.KindSecret, ElicitationID: e.ID,
 		StoredAt: s.opts.Store.Now().UTC(), VerifiedAt: verifiedAt, Sealed: sealed}
-	change, err := s.opts.Store.Apply(ctx, e.ID, state.Verified, state.ActorUser, reason, state.WithCredential(cred))
+	return s.complete(c, v, e, reason, cred, "Stored", templates.Done{SlotLabel: slot.Label, ClientName: clientName(e.Client)})
+}
+
+// complete stores cred and completes e in one step, then shows the done page (titled
+// title) with done; when the flow ended another way in the meantime, nothing is stored
+// and the page says how it ended.
+func (s *Server) complete(c echo.Context, v *visitor, e *state.Elicitation, reason string, cred *state.Credential, title string, done templates.Done) error {
+	change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.Verified, state.ActorUser, reason, state.WithCredential(cred))
 	if err != nil && !errors.Is(err, state.ErrImpossible) {
 		return err
 	}
 	if !change.Changed() || change.To != state.Complete {
 		return s.renderEnded(c, v, change.Elicitation, true)
 	}
-	p, err := s.page(c, v, "Stored")
+	p, err := s.page(c, v, title)
 	if err != nil {
 		return err
 	}
-	return s.render(c, http.StatusOK, templates.DonePage(p, templates.Done{
-		SlotLabel: slot.Label, ClientName: clientName(e.Client),
-	}))
+	return s.render(c, http.StatusOK, templates.DonePage(p, done))
 }
 
 // verificationFailed records that the slot's API refused the secret (the flow becomes
