@@ -10,12 +10,8 @@ import {
     UrlElicitationRequiredError
 } from '@modelcontextprotocol/sdk/types.js';
 
-import { Completions, emit, fail, nextCommand, parseFlags, statusOf, waitForExit } from './common.mjs';
+import { Completions, emit, fail, parseFlags, toolCaller, waitForExit } from './common.mjs';
 import { connectClient } from './oauth.mjs';
-
-// How often a client retries after −32042 before it gives up (each retry follows a
-// completion notification, so this only bounds a server that keeps asking).
-const MAX_URL_REQUIRED_ROUNDS = 5;
 
 async function main() {
     const flags = parseFlags(
@@ -85,30 +81,12 @@ async function main() {
         ...(flags['no-progress-token'] ? {} : { onprogress: p => emit({ event: 'progress', ...p }) })
     });
 
-    const callOnce = (name, args) => client.callTool({ name, arguments: args }, undefined, requestOptions());
-
-    // callTool: one tool call as a real client would make it.
-    async function callTool(name, args) {
-        for (let round = 0; ; round++) {
-            let result;
-            try {
-                result = await callOnce(name, args);
-            } catch (err) {
-                if (!(err instanceof UrlElicitationRequiredError) || round >= MAX_URL_REQUIRED_ROUNDS) throw err;
-                // Error style: show the URLs, wait for each completion notification, call again.
-                const elicitations = err.elicitations;
-                emit({ event: 'url_required', tool: name, code: err.code, message: err.message, elicitations });
-                await Promise.all(elicitations.filter(e => e.elicitationId).map(e => completions.wait(e.elicitationId)));
-                continue;
-            }
-            emit({ event: 'result', tool: name, result });
-            if (!flags.awaitRetryOn.has(statusOf(result))) return result;
-            // No URL mode: the user finishes in the browser, then the same call again.
-            const cmd = await nextCommand();
-            if (cmd === 'continue') return result;
-            if (cmd !== 'retry') throw new Error(`unknown command ${JSON.stringify(cmd)} (expected "retry" or "continue")`);
-        }
-    }
+    const callTool = toolCaller({
+        callOnce: (name, args) => client.callTool({ name, arguments: args }, undefined, requestOptions()),
+        UrlRequired: UrlElicitationRequiredError,
+        completions,
+        awaitRetryOn: flags.awaitRetryOn
+    });
 
     await callTool(flags.tool, flags.toolArgs);
     if (flags.then) await callTool(flags.then, flags.thenArgs);

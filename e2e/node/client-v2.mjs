@@ -5,10 +5,8 @@
 // Driven by urlflow's Go e2e tests through a line protocol (README.md).
 import { Client, StreamableHTTPClientTransport, UnauthorizedError, UrlElicitationRequiredError } from '@modelcontextprotocol/client';
 
-import { Completions, emit, fail, nextCommand, parseFlags, statusOf, waitForExit } from './common.mjs';
+import { Completions, emit, fail, parseFlags, toolCaller, waitForExit } from './common.mjs';
 import { connectClient } from './oauth.mjs';
-
-const MAX_URL_REQUIRED_ROUNDS = 5;
 
 async function main() {
     const flags = parseFlags(
@@ -107,27 +105,14 @@ async function main() {
         ...(flags['no-progress-token'] ? {} : { onprogress: p => emit({ event: 'progress', ...p }) })
     });
 
-    async function callTool(name, args) {
-        for (let round = 0; ; round++) {
-            let result;
-            try {
-                // On 2026-07-28 the input_required rounds happen inside this one call.
-                result = await client.callTool({ name, arguments: args }, requestOptions());
-            } catch (err) {
-                if (!(err instanceof UrlElicitationRequiredError) || round >= MAX_URL_REQUIRED_ROUNDS) throw err;
-                // 2025 fallback, error style (as client-v1).
-                const elicitations = err.elicitations;
-                emit({ event: 'url_required', tool: name, code: err.code, message: err.message, elicitations });
-                await Promise.all(elicitations.filter(e => e.elicitationId).map(e => completions.wait(e.elicitationId)));
-                continue;
-            }
-            emit({ event: 'result', tool: name, result });
-            if (!flags.awaitRetryOn.has(statusOf(result))) return result;
-            const cmd = await nextCommand();
-            if (cmd === 'continue') return result;
-            if (cmd !== 'retry') throw new Error(`unknown command ${JSON.stringify(cmd)} (expected "retry" or "continue")`);
-        }
-    }
+    const callTool = toolCaller({
+        // On 2026-07-28 the input_required rounds happen inside this one call; −32042 is the
+        // 2025 fallback, error style.
+        callOnce: (name, args) => client.callTool({ name, arguments: args }, requestOptions()),
+        UrlRequired: UrlElicitationRequiredError,
+        completions,
+        awaitRetryOn: flags.awaitRetryOn
+    });
 
     await callTool(flags.tool, flags.toolArgs);
     if (flags.then) await callTool(flags.then, flags.thenArgs);

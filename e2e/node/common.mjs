@@ -249,3 +249,34 @@ export function statusOf(result) {
     const sc = result?.structuredContent;
     return sc && typeof sc === 'object' && typeof sc.status === 'string' ? sc.status : undefined;
 }
+
+// How often a client calls a tool again after −32042 before it gives up (each retry follows
+// a completion notification, so this only bounds a server that keeps asking).
+const MAX_URL_REQUIRED_ROUNDS = 5;
+
+// toolCaller returns callTool(name, args): one tool call as a real client makes it, the same
+// for both SDKs. callOnce makes the SDK's call. After a −32042 (an UrlRequired error of the
+// SDK: error style) it shows the URLs, waits for each completion notification and calls
+// again; after a result whose status is in awaitRetryOn (no URL mode: the user finishes in
+// the browser) it waits for the test's "retry" (call again) or "continue".
+export function toolCaller({ callOnce, UrlRequired, completions, awaitRetryOn }) {
+    return async function callTool(name, args) {
+        for (let round = 0; ; round++) {
+            let result;
+            try {
+                result = await callOnce(name, args);
+            } catch (err) {
+                if (!(err instanceof UrlRequired) || round >= MAX_URL_REQUIRED_ROUNDS) throw err;
+                const elicitations = err.elicitations;
+                emit({ event: 'url_required', tool: name, code: err.code, message: err.message, elicitations });
+                await Promise.all(elicitations.filter(e => e.elicitationId).map(e => completions.wait(e.elicitationId)));
+                continue;
+            }
+            emit({ event: 'result', tool: name, result });
+            if (!awaitRetryOn.has(statusOf(result))) return result;
+            const cmd = await nextCommand();
+            if (cmd === 'continue') return result;
+            if (cmd !== 'retry') throw new Error(`unknown command ${JSON.stringify(cmd)} (expected "retry" or "continue")`);
+        }
+    };
+}
