@@ -9,6 +9,7 @@ package browsertest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -37,9 +38,12 @@ const (
 	PhoneWidth   = 390
 )
 
-// Browser is one headless Chromium process, started for one test.
+// Browser is one headless Chromium process. A test starts its own with Start; a package
+// whose tests share one starts it with Launch (for example in TestMain). Users in one
+// Browser never share cookies or storage, so parallel tests can share it.
 type Browser struct {
-	ctx context.Context
+	ctx   context.Context
+	close func()
 }
 
 // ExecPath returns the Chromium binary to run: $URLFLOW_CHROMIUM when set, else
@@ -78,11 +82,28 @@ func Flags(userDataDir string) []string {
 // installs it).
 func Start(t testing.TB) *Browser {
 	t.Helper()
-	path, err := ExecPath()
+	b, err := Launch()
 	if err != nil {
 		t.Fatalf("browsertest: %v", err)
 	}
-	profile := t.TempDir()
+	t.Cleanup(b.Close)
+	return b
+}
+
+// launchTimeout bounds the start of Chromium.
+const launchTimeout = 60 * time.Second
+
+// Launch starts headless Chromium with a fresh, empty profile in a new temporary directory.
+// The caller stops it with Close.
+func Launch() (*Browser, error) {
+	path, err := ExecPath()
+	if err != nil {
+		return nil, err
+	}
+	profile, err := os.MkdirTemp("", "urlflow-chromium-")
+	if err != nil {
+		return nil, fmt.Errorf("create a Chromium profile: %w", err)
+	}
 	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(path)}
 	for _, f := range Flags(profile) {
 		name, value, hasValue := strings.Cut(strings.TrimPrefix(f, "--"), "=")
@@ -94,26 +115,31 @@ func Start(t testing.TB) *Browser {
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() {
+	b := &Browser{ctx: ctx, close: func() {
 		cancel()
-		cancelAlloc()
-	})
-	startCtx, stop := context.WithTimeout(ctx, 60*time.Second)
-	defer stop()
-	// Start the browser with a context that lives as long as the test, then wait for it
+		cancelAlloc() // waits for the browser process to exit
+		os.RemoveAll(profile)
+	}}
+	// Start the browser with a context that lives as long as the Browser, then wait for it
 	// with a deadline: Do binds the browser's life to the context of the first call.
 	started := make(chan error, 1)
 	go func() { started <- chromedp.Do(ctx) }()
+	timeout := time.NewTimer(launchTimeout)
+	defer timeout.Stop()
 	select {
 	case err = <-started:
-	case <-startCtx.Done():
-		err = startCtx.Err()
+	case <-timeout.C:
+		err = fmt.Errorf("no answer within %s", launchTimeout)
 	}
 	if err != nil {
-		t.Fatalf("browsertest: start %s: %v", path, err)
+		b.Close()
+		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	return &Browser{ctx: ctx}
+	return b, nil
 }
+
+// Close stops the browser and removes its profile.
+func (b *Browser) Close() { b.close() }
 
 // User is one simulated person: a browser context of its own (its own cookies and
 // storage) with one tab, and the console messages that tab has logged.
@@ -181,13 +207,22 @@ func (u *User) Navigate(t testing.TB, url string) int {
 	return int(resp.Status)
 }
 
-// Fill types value into the field that the CSS selector matches, replacing its content.
+// Fill types value into the field that the CSS selector matches, replacing its content:
+// it focuses the field, empties it, and sends the keys to the focused element, as a person
+// typing would.
+//
+// It does not use chromedp's SendKeys or Clear: SendKeys reads the node's attributes
+// without holding the node's lock while chromedp's event loop may be writing them (a
+// data race the race detector reports, chromedp v0.23.0 query.go), and Clear resets only
+// the value attribute, not what was typed.
 func (u *User) Fill(t testing.TB, selector, value string) {
 	t.Helper()
-	u.do(t, "fill "+selector,
-		chromedp.Clear(chromedp.CSS(selector)),
-		chromedp.SendKeys(chromedp.CSS(selector), value),
-	)
+	u.do(t, "focus "+selector, chromedp.Focus(chromedp.CSS(selector), chromedp.NodeVisible))
+	quoted, _ := json.Marshal(selector) // a string always encodes
+	if !Evaluate[bool](t, u, `(f => { f.value = ""; return f === document.activeElement })(document.querySelector(`+string(quoted)+`))`) {
+		t.Fatalf("browsertest: %s: fill %s: the field lost the focus", u.Name, selector)
+	}
+	u.do(t, "type into "+selector, chromedp.KeyEvent(value))
 }
 
 // Click clicks the element that the CSS selector matches and does not wait for anything

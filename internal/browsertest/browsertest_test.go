@@ -39,6 +39,17 @@ func site(t *testing.T) *httptest.Server {
 	mux.HandleFunc("GET /form", func(w http.ResponseWriter, r *http.Request) {
 		page(w, `<form method="post" action="/echo"><label for="n">Name</label><input id="n" name="n"><button id="go">Go</button></form>`)
 	})
+	mux.HandleFunc("GET /restless-form", func(w http.ResponseWriter, r *http.Request) {
+		// A script (this page has no policy that forbids it) adds and removes an attribute
+		// of the field all the time, so that the browser keeps sending attribute events
+		// while a test types into it.
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>t</title></head><body>`+
+			`<form method="post" action="/echo"><label for="n">Name</label><input id="n" name="n"><button id="go">Go</button></form>`+
+			`<script>let i = 0; setInterval(() => { const f = document.getElementById("n"); `+
+			`if (i++ % 2) { f.removeAttribute("data-tick"); } else { f.setAttribute("data-tick", String(i)); } }, 1);</script>`+
+			`</body></html>`)
+	})
 	mux.HandleFunc("POST /echo", func(w http.ResponseWriter, r *http.Request) {
 		page(w, `<h1 id="echo">Hello, `+html.EscapeString(r.FormValue("n"))+`</h1>`)
 	})
@@ -104,6 +115,22 @@ func TestFillAndSubmitAForm(t *testing.T) {
 	}
 	u.AssertNoCSPViolations(t)
 	u.AssertNoConsoleErrors(t)
+}
+
+// TestFillIsSafeWhileThePageChangesTheField types into a field whose attributes the page
+// changes every millisecond. Run under the race detector, it caught Fill reading the
+// node's attributes while chromedp's event loop wrote them.
+func TestFillIsSafeWhileThePageChangesTheField(t *testing.T) {
+	srv := site(t)
+	u := browsertest.Start(t).NewUser(t, "restless")
+	u.Navigate(t, srv.URL+"/restless-form")
+	for i := range 20 {
+		want := fmt.Sprintf("value %d", i)
+		u.Fill(t, "#n", want)
+		if got := u.Value(t, "#n"); got != want {
+			t.Fatalf("field value %q after Fill, want %q (Fill must replace what was typed before)", got, want)
+		}
+	}
 }
 
 func TestCSPViolationsAreCollected(t *testing.T) {
