@@ -76,6 +76,9 @@ type Options struct {
 	// RetryWait bounds how long a multi round-trip retry (2026-07-28) waits for the flow
 	// to end before it answers input_required again (DefaultRetryWait if zero).
 	RetryWait time.Duration
+	// StatusWaitLimit caps the waitSeconds of elicitation_status (DefaultStatusWaitLimit if
+	// zero).
+	StatusWaitLimit time.Duration
 	// RequestStateKey signs multi round-trip requestState values (32 bytes or more).
 	RequestStateKey []byte
 	Logger          *slog.Logger
@@ -83,6 +86,10 @@ type Options struct {
 
 // DefaultRetryWait is under common client HTTP timeouts.
 const DefaultRetryWait = 25 * time.Second
+
+// DefaultStatusWaitLimit is the longest wait elicitation_status accepts: about the time
+// after which many clients give up on a request.
+const DefaultStatusWaitLimit = 60 * time.Second
 
 // Server is urlflow's MCP server.
 type Server struct {
@@ -111,6 +118,9 @@ func New(opts Options) *Server {
 	}
 	if opts.RetryWait <= 0 {
 		opts.RetryWait = DefaultRetryWait
+	}
+	if opts.StatusWaitLimit <= 0 {
+		opts.StatusWaitLimit = DefaultStatusWaitLimit
 	}
 	if len(opts.RequestStateKey) < 32 {
 		panic("mcp: RequestStateKey needs 32 bytes or more")

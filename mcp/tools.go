@@ -10,9 +10,6 @@ import (
 	"github.com/urlflow/urlflow/state"
 )
 
-// maxStatusWait bounds the wait of elicitation_status.
-const maxStatusWait = 60
-
 // turn is one tool call as urlflow's tools see it, whatever the protocol era: the era, the
 // SDK's request, and the user of its verified token.
 type turn struct {
@@ -179,7 +176,9 @@ func (s *Server) elicitationStatus(ctx context.Context, t turn, args statusArgs)
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
-	wait := time.Duration(min(max(args.WaitSeconds, 0), maxStatusWait)) * time.Second
+	// Clamp the seconds before converting them, so that a huge waitSeconds cannot overflow.
+	seconds := min(max(args.WaitSeconds, 0), int(s.opts.StatusWaitLimit/time.Second)+1)
+	wait := min(time.Duration(seconds)*time.Second, s.opts.StatusWaitLimit)
 	if wait > 0 && !e.State.Terminal() {
 		if e, err = s.waitForEnd(ctx, e, wake, time.Now().Add(wait)); err != nil {
 			return nil, err

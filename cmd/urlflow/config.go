@@ -46,6 +46,9 @@ type config struct {
 	Style          mcp.Style
 	TTL            time.Duration
 	RateLimits     web.RateLimits
+	// Waits are the tool calls' product timeouts, shortened only by the test-only settings
+	// (testSettings); zero fields mean the defaults.
+	Waits waits
 	// Slots is set by resolvePublicURL: API base URLs may name the public URL.
 	Slots     *slots.Catalog
 	secrets   []slots.Slot
@@ -64,6 +67,42 @@ type oidcConfig struct {
 	Scopes []string
 	// Introspection verifies opaque access tokens with RFC 7662.
 	Introspection bool
+}
+
+// waits are the product timeouts that tests shorten instead of waiting them out.
+type waits struct {
+	Push, Progress, Retry, StatusLimit time.Duration
+}
+
+// testSettings are the settings that exist for tests only: each shortens one of the
+// product's waits so that an end-to-end test need not wait it out. urlflow dev accepts
+// them; urlflow serve refuses to start when one is set.
+var testSettings = []struct {
+	name string
+	wait func(*waits) *time.Duration
+}{
+	{"URLFLOW_TEST_PUSH_WAIT", func(w *waits) *time.Duration { return &w.Push }},
+	{"URLFLOW_TEST_PROGRESS_INTERVAL", func(w *waits) *time.Duration { return &w.Progress }},
+	{"URLFLOW_TEST_RETRY_WAIT", func(w *waits) *time.Duration { return &w.Retry }},
+	{"URLFLOW_TEST_STATUS_WAIT_LIMIT", func(w *waits) *time.Duration { return &w.StatusLimit }},
+}
+
+// loadTestSettings reads the test-only settings for mode, and names every problem.
+func (c *config) loadTestSettings(mode string, getenv env) []error {
+	var problems []error
+	for _, ts := range testSettings {
+		v, ok := getenv(ts.name)
+		switch d, err := time.ParseDuration(v); {
+		case !ok || v == "":
+		case mode != "dev":
+			problems = append(problems, fmt.Errorf("%s is a test-only setting that only urlflow dev accepts: unset it", ts.name))
+		case err != nil || d < 10*time.Millisecond || d > time.Hour:
+			problems = append(problems, fmt.Errorf("%s: want a duration between 10ms and 1h, got %q", ts.name, v))
+		default:
+			*ts.wait(&c.Waits) = d
+		}
+	}
+	return problems
 }
 
 // fileConfig is the YAML configuration file.
@@ -202,6 +241,7 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 	if mode == "serve" {
 		problems = append(problems, cfg.loadServeSettings(getenv)...)
 	}
+	problems = append(problems, cfg.loadTestSettings(mode, getenv)...)
 
 	// Validation.
 	switch mcp.Style(style) {

@@ -300,3 +300,48 @@ func TestServeRefusesInsecureAndInvalidSettings(t *testing.T) {
 		t.Fatalf("serve settings: %+v", cfg)
 	}
 }
+
+func TestTestOnlyWaitsAreAcceptedByDevAndRefusedByServe(t *testing.T) {
+	short := map[string]string{
+		"URLFLOW_TEST_PUSH_WAIT":         "2s",
+		"URLFLOW_TEST_PROGRESS_INTERVAL": "500ms",
+		"URLFLOW_TEST_RETRY_WAIT":        "1s",
+		"URLFLOW_TEST_STATUS_WAIT_LIMIT": "3s",
+	}
+	cfg, err := loadConfig("dev", nil, envOf(short), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := waits{Push: 2 * time.Second, Progress: 500 * time.Millisecond, Retry: time.Second, StatusLimit: 3 * time.Second}
+	if cfg.Waits != want {
+		t.Fatalf("dev waits: %+v, want %+v", cfg.Waits, want)
+	}
+	if cfg, err := loadConfig("dev", nil, envOf(nil), io.Discard); err != nil || cfg.Waits != (waits{}) {
+		t.Fatalf("without test settings the waits must be the product's defaults (zero): %+v %v", cfg, err)
+	}
+
+	_, err = loadConfig("dev", nil, envOf(map[string]string{"URLFLOW_TEST_PUSH_WAIT": "soon", "URLFLOW_TEST_RETRY_WAIT": "2h"}), io.Discard)
+	for _, want := range []string{`URLFLOW_TEST_PUSH_WAIT: want a duration between 10ms and 1h, got "soon"`, "URLFLOW_TEST_RETRY_WAIT: want a duration"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q:\n%v", want, err)
+		}
+	}
+
+	serve := map[string]string{
+		"URLFLOW_REDIS_URL":          "redis://127.0.0.1:6379",
+		"URLFLOW_KEYS":               "k1:" + strings.Repeat("A", 43) + "=",
+		"URLFLOW_PUBLIC_URL":         "https://urlflow.example.com",
+		"URLFLOW_OIDC_ISSUER":        "https://id.example.com",
+		"URLFLOW_OIDC_CLIENT_ID":     "urlflow",
+		"URLFLOW_OIDC_CLIENT_SECRET": "s3cret-value",
+	}
+	for k, v := range short {
+		serve[k] = v
+	}
+	_, err = loadConfig("serve", nil, envOf(serve), io.Discard)
+	for name := range short {
+		if want := name + " is a test-only setting that only urlflow dev accepts"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("serve does not refuse %s:\n%v", name, err)
+		}
+	}
+}

@@ -118,6 +118,8 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		PublicURL: cfg.PublicURL, Style: cfg.Style,
 		TTL: cfg.TTL, Replica: replica, Version: version(), Logger: log,
 		RequestStateKey: cfg.Keys.Derive("mcp request state"),
+		PushWait:        cfg.Waits.Push, ProgressInterval: cfg.Waits.Progress,
+		RetryWait: cfg.Waits.Retry, StatusWaitLimit: cfg.Waits.StatusLimit,
 	})
 	webServer := web.New(web.Options{
 		PublicURL: cfg.PublicURL, Store: store, Hub: hub, Vault: vault, Keys: cfg.Keys,
