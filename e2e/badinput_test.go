@@ -59,6 +59,7 @@ func with(form url.Values, key, value string) url.Values {
 const anotherValidSecret = "demo_NOTSTOREDx7Qk2mZp9LwVt"
 
 func TestFormPostsWithoutAValidCSRFTokenAreRefused(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs, Style: "error"})
 	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
@@ -147,6 +148,7 @@ func TestFormPostsWithoutAValidCSRFTokenAreRefused(t *testing.T) {
 }
 
 func TestARejectedSecretIsNeverShownAndNothingIsStored(t *testing.T) {
+	t.Parallel()
 	f := startOpenFlow(t)
 	token := f.b.continueToForm(f.id).csrf(t)
 	path := "/e/" + f.id + "/secret"
@@ -208,6 +210,7 @@ func TestARejectedSecretIsNeverShownAndNothingIsStored(t *testing.T) {
 }
 
 func TestAnOversizedFormPostIsRefused(t *testing.T) {
+	t.Parallel()
 	f := startOpenFlow(t)
 	token := f.b.continueToForm(f.id).csrf(t)
 	before := f.s.status(f.id, f.s.Token)
@@ -240,6 +243,7 @@ func TestAnOversizedFormPostIsRefused(t *testing.T) {
 }
 
 func TestPostsAfterTheFlowCompletedChangeNothing(t *testing.T) {
+	t.Parallel()
 	f := startOpenFlow(t)
 	form := f.b.continueToForm(f.id)
 	token := form.csrf(t)
@@ -288,6 +292,7 @@ func TestPostsAfterTheFlowCompletedChangeNothing(t *testing.T) {
 }
 
 func TestCrossOriginFormPostsAreRefused(t *testing.T) {
+	t.Parallel()
 	f := startOpenFlow(t)
 	token := f.consent.csrf(t)
 	before := f.s.status(f.id, f.s.Token)
@@ -333,6 +338,7 @@ func TestCrossOriginFormPostsAreRefused(t *testing.T) {
 }
 
 func TestANonLoopbackHostIsMisdirected(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs, Style: "error"})
 	id := askErrorStyle(t, connect(t, s, clientConfig{Token: s.Token, URLMode: true})).ElicitationID
@@ -374,6 +380,7 @@ func TestANonLoopbackHostIsMisdirected(t *testing.T) {
 }
 
 func TestDevTokenNeedsAValidUserName(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs})
 	queries := []string{
@@ -395,6 +402,7 @@ func TestDevTokenNeedsAValidUserName(t *testing.T) {
 }
 
 func TestSetSecretWithAnUnknownSlotNamesTheKnownOnes(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs, Style: "push"})
 	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
@@ -419,6 +427,7 @@ func TestSetSecretWithAnUnknownSlotNamesTheKnownOnes(t *testing.T) {
 }
 
 func TestElicitationLinksThatLeadNowhereAreNotFound(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs})
 	b := newFormBrowser(t, s, "dev")
@@ -451,6 +460,7 @@ func TestElicitationLinksThatLeadNowhereAreNotFound(t *testing.T) {
 }
 
 func TestASignedOutVisitSignsInAndReturnsToTheLink(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs, Style: "error"})
 	id := askErrorStyle(t, connect(t, s, clientConfig{Token: s.Token, URLMode: true})).ElicitationID
@@ -489,6 +499,7 @@ func TestASignedOutVisitSignsInAndReturnsToTheLink(t *testing.T) {
 }
 
 func TestSignInNeverLeavesTheSite(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs})
 	nexts := []string{

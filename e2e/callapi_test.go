@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urlflow/urlflow/internal/browsertest"
 	"github.com/urlflow/urlflow/internal/redistest"
 )
 
@@ -24,6 +23,7 @@ func whoami(t *testing.T, c *client) (string, map[string]any) {
 }
 
 func TestSetSecretThenCallAPIAgainstTheDemoAPI(t *testing.T) {
+	t.Parallel()
 	rs, s, c, dev := startWithDev(t, "push")
 
 	call := c.callAsync("set_secret", map[string]any{"name": "demo_api_key"})
@@ -63,6 +63,7 @@ func TestSetSecretThenCallAPIAgainstTheDemoAPI(t *testing.T) {
 }
 
 func TestCallAPIAsksForAMissingSecretInTheSameCall(t *testing.T) {
+	t.Parallel()
 	rs, s, c, dev := startWithDev(t, "push")
 
 	call := c.callAsync("call_api", map[string]any{"name": "demo_api_key", "method": "GET", "path": "/whoami"})
@@ -76,10 +77,11 @@ func TestCallAPIAsksForAMissingSecretInTheSameCall(t *testing.T) {
 }
 
 func TestCallAPIWithoutURLModeGivesTheFallbackThenWorks(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs})
 	c := connect(t, s, clientConfig{Token: s.Token})
-	dev := newPerson(t, browsertest.Start(t), "dev")
+	dev := newPerson(t, sharedBrowser(t), "dev")
 
 	res := c.CallOK("call_api", map[string]any{"name": "demo_api_key", "method": "GET", "path": "/whoami"})
 	sc := structured(t, res)
@@ -93,6 +95,7 @@ func TestCallAPIWithoutURLModeGivesTheFallbackThenWorks(t *testing.T) {
 }
 
 func TestVerificationFailureEndsFailedAndTheUserCanTryAgain(t *testing.T) {
+	t.Parallel()
 	_, s, c, dev := startWithDev(t, "error")
 
 	_, err := c.Call(t.Context(), "set_secret", map[string]any{"name": "demo_api_key"})
@@ -133,6 +136,7 @@ func TestVerificationFailureEndsFailedAndTheUserCanTryAgain(t *testing.T) {
 }
 
 func TestReplacingKeepsTheOldSecretUntilTheNewOneIsVerified(t *testing.T) {
+	t.Parallel()
 	_, _, c, dev := startWithDev(t, "error")
 
 	_, err := c.Call(t.Context(), "set_secret", map[string]any{"name": "demo_api_key"})
@@ -164,11 +168,12 @@ func TestReplacingKeepsTheOldSecretUntilTheNewOneIsVerified(t *testing.T) {
 }
 
 func TestAnotherUsersToolsCannotUseListOrDeleteACredential(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs, Style: "error"})
 	alice := connect(t, s, clientConfig{Token: s.devToken("alice"), URLMode: true})
 	bob := connect(t, s, clientConfig{Token: s.devToken("bob"), URLMode: true})
-	person := newPerson(t, browsertest.Start(t), "alice")
+	person := newPerson(t, sharedBrowser(t), "alice")
 
 	_, err := alice.Call(t.Context(), "set_secret", map[string]any{"name": "demo_api_key"})
 	params := urlElicitationRequired(t, err)[0]
@@ -202,6 +207,7 @@ func TestAnotherUsersToolsCannotUseListOrDeleteACredential(t *testing.T) {
 }
 
 func TestOperatorTokensCannotUseCredentials(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs})
 	resp := initialize(t, s.MCPURL, s.OperatorToken)

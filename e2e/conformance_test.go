@@ -19,6 +19,7 @@ import (
 // its reason (e2e/conformance/expected-failures-*.yml): the suite fails on any failure not
 // in the baseline and on any baseline entry that now passes.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	dir, err := filepath.Abs("conformance")
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +39,7 @@ func TestConformance(t *testing.T) {
 
 	for _, era := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(era, func(t *testing.T) {
+			t.Parallel()
 			cmd := exec.Command(node, cli, "server", "--url", proxy+"/mcp", "--requirements", era,
 				"-o", t.TempDir(), "--expected-failures", filepath.Join(dir, "expected-failures-"+era+".yml"))
 			out, err := cmd.CombinedOutput()

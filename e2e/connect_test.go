@@ -15,7 +15,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/urlflow/urlflow/internal/browsertest"
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/state"
@@ -42,7 +41,7 @@ func startConnect(t *testing.T, style string, acmeAccessTTL int) *connectSetup {
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs, Style: style, Addr: fmt.Sprintf("127.0.0.1:%d", port),
 		ConfigFile: config, Env: []string{"ACME_SECRET=" + acmeSecret}})
-	return &connectSetup{rs: rs, s: s, acme: acme, alice: newPerson(t, browsertest.Start(t), "alice")}
+	return &connectSetup{rs: rs, s: s, acme: acme, alice: newPerson(t, sharedBrowser(t), "alice")}
 }
 
 // startAcme starts the third-party provider for urlflow on port, and writes urlflow's
@@ -186,6 +185,7 @@ func (cs *connectSetup) acmePost(t *testing.T, path string) {
 }
 
 func TestConnectAThirdPartyAccountAndUseIt(t *testing.T) {
+	t.Parallel()
 	cs := startConnect(t, "push", 3600)
 	c := connect(t, cs.s, clientConfig{Token: cs.s.devToken("alice"), URLMode: true})
 
@@ -243,6 +243,7 @@ func TestConnectAThirdPartyAccountAndUseIt(t *testing.T) {
 }
 
 func TestAProviderRefusalEndsFailedAndTheUserCanTryAgain(t *testing.T) {
+	t.Parallel()
 	cs := startConnect(t, "error", 3600)
 	c := connect(t, cs.s, clientConfig{Token: cs.s.devToken("alice"), URLMode: true})
 	_, err := c.Call(t.Context(), "connect", map[string]any{"provider": "acme"})
@@ -271,6 +272,7 @@ func TestAProviderRefusalEndsFailedAndTheUserCanTryAgain(t *testing.T) {
 }
 
 func TestConcurrentCallsRefreshAnExpiredTokenOnce(t *testing.T) {
+	t.Parallel()
 	cs := startConnect(t, "error", 3)
 	c, _ := cs.connectAlice(t)
 
@@ -308,6 +310,7 @@ func TestConcurrentCallsRefreshAnExpiredTokenOnce(t *testing.T) {
 }
 
 func TestARevokedGrantAsksTheUserToConnectAgain(t *testing.T) {
+	t.Parallel()
 	cs := startConnect(t, "error", 3)
 	c, params := cs.connectAlice(t)
 
@@ -329,10 +332,11 @@ func TestARevokedGrantAsksTheUserToConnectAgain(t *testing.T) {
 }
 
 func TestBobCannotOpenOrUseAlicesConnection(t *testing.T) {
+	t.Parallel()
 	cs := startConnect(t, "error", 3600)
 	alice := connect(t, cs.s, clientConfig{Token: cs.s.devToken("alice"), URLMode: true})
 	bob := connect(t, cs.s, clientConfig{Token: cs.s.devToken("bob"), URLMode: true})
-	bobAtBrowser := newPerson(t, browsertest.Start(t), "bob")
+	bobAtBrowser := newPerson(t, sharedBrowser(t), "bob")
 
 	_, err := alice.Call(t.Context(), "connect", map[string]any{"provider": "acme"})
 	params := urlElicitationRequired(t, err)[0]
@@ -355,6 +359,7 @@ func TestBobCannotOpenOrUseAlicesConnection(t *testing.T) {
 // real MCP authorization flow (discovery from the 401, dynamic registration, PKCE, the
 // resource indicator), then connects Alice's Acme account, then uses it through call_api.
 func TestTypeScriptClientSignsInByOAuthThenConnectsAndUsesAnAccount(t *testing.T) {
+	t.Parallel()
 	port := redistest.FreePort(t)
 	acme, _ := startAcme(t, port, 3600)
 	p := startProductionOn(t, port, productionOptions{style: "push", moreConfig: acmeProviderConfig(acme),
@@ -399,6 +404,7 @@ func TestTypeScriptClientSignsInByOAuthThenConnectsAndUsesAnAccount(t *testing.T
 
 // connect works in the 2026-07-28 era too: input_required, the browser, the retry.
 func TestConnectByMultiRoundTrip(t *testing.T) {
+	t.Parallel()
 	cs := startConnect(t, "push", 3600)
 	c := connect(t, cs.s, clientConfig{Token: cs.s.devToken("alice"), URLMode: true, ProtocolVersion: modern})
 	call := c.callAsync("connect", map[string]any{"provider": "acme"})

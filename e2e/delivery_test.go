@@ -9,7 +9,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/urlflow/urlflow/internal/browsertest"
 	"github.com/urlflow/urlflow/internal/redistest"
 )
 
@@ -17,6 +16,7 @@ import (
 // (queued, not written) and retries; when the client opens its stream, the notification is
 // written at once, not after the next backoff.
 func TestNotificationIsWrittenWhenTheStreamOpens(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs, Style: "error"})
 	traffic := &syncBuffer{}
@@ -32,7 +32,7 @@ func TestNotificationIsWrittenWhenTheStreamOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer session.Close()
-	dev := newPerson(t, browsertest.Start(t), "dev")
+	dev := newPerson(t, sharedBrowser(t), "dev")
 
 	_, err = session.CallTool(t.Context(), &sdk.CallToolParams{Name: "set_secret", Arguments: map[string]any{"name": "demo_api_key"}})
 	params := urlElicitationRequired(t, err)[0]

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urlflow/urlflow/internal/browsertest"
 	"github.com/urlflow/urlflow/internal/redistest"
 )
 
@@ -14,6 +13,7 @@ import (
 // honestly, and notifies the originating session.
 
 func TestDeclineInTheClientEndsDeclined(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs, Style: "push"})
 	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true, Answer: "decline"})
@@ -33,6 +33,7 @@ func TestDeclineInTheClientEndsDeclined(t *testing.T) {
 }
 
 func TestCancelInTheClientEndsCancelled(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs, Style: "push"})
 	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true, Answer: "cancel"})
@@ -47,6 +48,7 @@ func TestCancelInTheClientEndsCancelled(t *testing.T) {
 }
 
 func TestDeclineOnThePageEndsDeclined(t *testing.T) {
+	t.Parallel()
 	_, s, c, dev := startWithDev(t, "push")
 
 	call := c.callAsync("set_secret", map[string]any{"name": "demo_api_key"})
@@ -77,6 +79,7 @@ func TestDeclineOnThePageEndsDeclined(t *testing.T) {
 }
 
 func TestCancelThroughTheAPIEndsCancelled(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs, Style: "push"})
 	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
@@ -100,10 +103,11 @@ func TestCancelThroughTheAPIEndsCancelled(t *testing.T) {
 }
 
 func TestTheDeadlineEndsExpiredWithoutAnyReader(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs, Style: "error", TTL: "5s"})
 	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
-	dev := newPerson(t, browsertest.Start(t), "dev")
+	dev := newPerson(t, sharedBrowser(t), "dev")
 
 	_, err := c.Call(t.Context(), "set_secret", map[string]any{"name": "demo_api_key"})
 	params := urlElicitationRequired(t, err)[0]
@@ -125,10 +129,11 @@ func TestTheDeadlineEndsExpiredWithoutAnyReader(t *testing.T) {
 }
 
 func TestAClientThatNeverAnswersLeavesTheStateUnknown(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs, Style: "push"})
 	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true, Answer: "fail"})
-	dev := newPerson(t, browsertest.Start(t), "dev")
+	dev := newPerson(t, sharedBrowser(t), "dev")
 
 	call := c.callAsync("set_secret", map[string]any{"name": "demo_api_key"})
 	params := c.nextElicitation(30 * time.Second)

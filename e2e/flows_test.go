@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urlflow/urlflow/internal/browsertest"
 	"github.com/urlflow/urlflow/internal/redistest"
 )
 
@@ -15,6 +14,7 @@ import (
 const canary = "demo_CANARYx7Qk2mZp9LwVt4Rb"
 
 func TestPushStyleCompletesAFullFlow(t *testing.T) {
+	t.Parallel()
 	rs, s, c, dev := startWithDev(t, "push")
 
 	call := c.callAsync("set_secret", map[string]any{"name": "demo_api_key"})
@@ -62,6 +62,7 @@ func TestPushStyleCompletesAFullFlow(t *testing.T) {
 }
 
 func TestErrorStyleCompletesAFullFlow(t *testing.T) {
+	t.Parallel()
 	rs, s, c, dev := startWithDev(t, "error")
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -91,13 +92,14 @@ func TestErrorStyleCompletesAFullFlow(t *testing.T) {
 }
 
 func TestNotificationGoesOnlyToTheOriginatingSession(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs, Style: "error"})
 	alice := s.devToken("alice")
 	origin := connect(t, s, clientConfig{Token: alice, URLMode: true})
 	sameUser := connect(t, s, clientConfig{Token: alice, URLMode: true})
 	otherUser := connect(t, s, clientConfig{Token: s.devToken("bob"), URLMode: true})
-	person := newPerson(t, browsertest.Start(t), "alice")
+	person := newPerson(t, sharedBrowser(t), "alice")
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -112,11 +114,12 @@ func TestNotificationGoesOnlyToTheOriginatingSession(t *testing.T) {
 }
 
 func TestOtherUserIsRefusedAndNothingChanges(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs, Style: "error"})
 	alice := s.devToken("alice")
 	c := connect(t, s, clientConfig{Token: alice, URLMode: true})
-	bob := newPerson(t, browsertest.Start(t), "bob")
+	bob := newPerson(t, sharedBrowser(t), "bob")
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -150,10 +153,11 @@ func TestOtherUserIsRefusedAndNothingChanges(t *testing.T) {
 }
 
 func TestClientWithoutURLModeGetsTheFallbackAndSucceedsOnTheNextCall(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs, Style: "push"})
 	c := connect(t, s, clientConfig{Token: s.Token, URLMode: false})
-	dev := newPerson(t, browsertest.Start(t), "dev")
+	dev := newPerson(t, sharedBrowser(t), "dev")
 
 	res := c.CallOK("set_secret", map[string]any{"name": "demo_api_key"})
 	sc := structured(t, res)

@@ -13,7 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/urlflow/urlflow/internal/browsertest"
 	"github.com/urlflow/urlflow/internal/redistest"
 )
 
@@ -220,7 +219,7 @@ func startWithDev(t *testing.T, style string) (*redistest.Server, *server, *clie
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs, Style: style})
 	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
-	return rs, s, c, newPerson(t, browsertest.Start(t), "dev")
+	return rs, s, c, newPerson(t, sharedBrowser(t), "dev")
 }
 
 // storeSecretByPages stores value as the demo key of b's user on an error-style server:

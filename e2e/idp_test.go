@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,10 +27,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// idp is a real OpenID provider (oidc-provider, e2e/idp) run for one test. Its signing
-// key is the test's, so that the test can also mint tokens that are bad on purpose.
+// idp is a real OpenID provider (oidc-provider, e2e/idp) run for the tests. Its signing key
+// is the test's, so that the test can also mint tokens that are bad on purpose.
 type idp struct {
-	t      *testing.T
 	Issuer string
 	key    *rsa.PrivateKey
 	cmd    *exec.Cmd
@@ -35,42 +38,84 @@ type idp struct {
 
 const idpKeyID = "e2e-key"
 
-// startIDP starts the provider with config (see e2e/idp/README.md); the signing key is
-// added to it.
+// startIDP starts a provider with config (see e2e/idp/README.md) for one test; the signing
+// key is added to it.
 func startIDP(t *testing.T, config map[string]any) *idp {
 	t.Helper()
-	dir, err := filepath.Abs("idp")
+	p, err := launchIDP(config)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(p.stop)
+	return p
+}
+
+// issuer is the deployment's issuer that the tests of urlflow serve share, started by the
+// first test that needs it. Each test registers its own clients and resource (register),
+// so the tests stay apart: their users are the same two accounts, but every test has its
+// own urlflow, Redis and browser contexts.
+var issuer struct {
+	once sync.Once
+	p    *idp
+	err  error
+}
+
+// sharedIssuer returns the package's issuer, starting it on first use.
+func sharedIssuer(t *testing.T) *idp {
+	t.Helper()
+	issuer.once.Do(func() {
+		issuer.p, issuer.err = launchIDP(map[string]any{
+			"role": "issuer",
+			"accounts": []map[string]any{
+				{"id": "alice", "password": "alice-pw", "email": "alice@example.test", "name": "Alice"},
+				{"id": "bob", "password": "bob-pw", "email": "bob@example.test", "name": "Bob"},
+			},
+			"consent": "auto",
+		})
+	})
+	if issuer.err != nil {
+		t.Fatal(issuer.err)
+	}
+	return issuer.p
+}
+
+// stopSharedIssuer stops the package's issuer, if it was started.
+func stopSharedIssuer() {
+	if issuer.p != nil {
+		issuer.p.stop()
+	}
+}
+
+// launchIDP starts a provider with config; the caller stops it.
+func launchIDP(config map[string]any) (*idp, error) {
+	dir, err := filepath.Abs("idp")
+	if err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatalf("e2e/idp has no node_modules: run `npm ci --prefix e2e/idp` (the README's test command does)")
+		return nil, errors.New("e2e/idp has no node_modules: run `npm ci --prefix e2e/idp` (the README's test command does)")
 	}
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	jwk, err := json.Marshal(jose.JSONWebKey{Key: key, KeyID: idpKeyID, Algorithm: "RS256", Use: "sig"})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	config["jwks"] = map[string]any{"keys": []json.RawMessage{jwk}}
 	raw, _ := json.Marshal(config)
-	p := &idp{t: t, key: key, log: &syncBuffer{}}
+	p := &idp{key: key, log: &syncBuffer{}}
 	p.cmd = exec.Command("node", filepath.Join(dir, "idp.mjs"), "--config-json", string(raw))
 	p.cmd.Stderr = p.log
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start the OpenID provider: %v", err)
+		return nil, fmt.Errorf("start the OpenID provider: %w", err)
 	}
-	t.Cleanup(func() {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		p.cmd.Wait()
-	})
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -83,15 +128,37 @@ func startIDP(t *testing.T, config map[string]any) *idp {
 	}()
 	select {
 	case p.Issuer = <-ready:
+		return p, nil
 	case <-time.After(30 * time.Second):
-		t.Fatalf("the OpenID provider did not start:\n%s", p.log.String())
+		p.stop()
+		return nil, fmt.Errorf("the OpenID provider did not start:\n%s", p.log.String())
 	}
-	return p
+}
+
+func (p *idp) stop() {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.cmd.Wait()
+}
+
+// register adds a client (what "/test/clients") or a resource ("/test/resources") to the
+// running provider.
+func (p *idp) register(t *testing.T, what string, metadata map[string]any) {
+	t.Helper()
+	body, _ := json.Marshal(metadata)
+	resp, err := http.Post(p.Issuer+what, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		answer, _ := io.ReadAll(resp.Body)
+		t.Fatalf("POST %s: %d %s", what, resp.StatusCode, answer)
+	}
 }
 
 // mint signs claims with the provider's key (or with key, when not nil).
-func (p *idp) mint(claims jwt.MapClaims, key *rsa.PrivateKey) string {
-	p.t.Helper()
+func (p *idp) mint(t *testing.T, claims jwt.MapClaims, key *rsa.PrivateKey) string {
+	t.Helper()
 	if key == nil {
 		key = p.key
 	}
@@ -100,19 +167,21 @@ func (p *idp) mint(claims jwt.MapClaims, key *rsa.PrivateKey) string {
 	tok.Header["typ"] = "at+jwt"
 	s, err := tok.SignedString(key)
 	if err != nil {
-		p.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return s
 }
 
-// codeCatcher is a loopback redirect URI that hands over the authorization codes it gets.
+// codeCatcher is a public client of the provider whose loopback redirect URI hands over the
+// authorization codes it gets.
 type codeCatcher struct {
-	URL   string
-	codes chan url.Values
+	ClientID string
+	URL      string
+	codes    chan url.Values
 }
 
 func newCodeCatcher(t *testing.T) *codeCatcher {
-	c := &codeCatcher{codes: make(chan url.Values, 4)}
+	c := &codeCatcher{ClientID: "e2e-cli-" + rand.Text()[:8], codes: make(chan url.Values, 4)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/callback" {
 			http.NotFound(w, r) // the browser's favicon request
@@ -126,9 +195,6 @@ func newCodeCatcher(t *testing.T) *codeCatcher {
 	return c
 }
 
-// testClientID is a public client the tests register to get real access tokens.
-const testClientID = "e2e-cli"
-
 // accessToken gets a real access token for resource by the authorization code flow with
 // PKCE, with person signing in at the provider as account in Chromium.
 func (p *idp) accessToken(t *testing.T, c *codeCatcher, person *person, account, password, resource string) string {
@@ -136,7 +202,7 @@ func (p *idp) accessToken(t *testing.T, c *codeCatcher, person *person, account,
 	verifier := rand.Text() + rand.Text()
 	sum := sha256.Sum256([]byte(verifier))
 	q := url.Values{
-		"client_id": {testClientID}, "response_type": {"code"}, "redirect_uri": {c.URL},
+		"client_id": {c.ClientID}, "response_type": {"code"}, "redirect_uri": {c.URL},
 		"scope": {"mcp"}, "resource": {resource}, "state": {"s1"},
 		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"},
 	}
@@ -153,7 +219,7 @@ func (p *idp) accessToken(t *testing.T, c *codeCatcher, person *person, account,
 	}
 	resp, err := http.PostForm(p.Issuer+"/token", url.Values{
 		"grant_type": {"authorization_code"}, "code": {got.Get("code")}, "redirect_uri": {c.URL},
-		"client_id": {testClientID}, "code_verifier": {verifier}, "resource": {resource},
+		"client_id": {c.ClientID}, "code_verifier": {verifier}, "resource": {resource},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -184,8 +250,8 @@ func (p *idp) login(t *testing.T, person *person, account, password string) {
 	}
 }
 
-// testClient is the provider configuration of the public client accessToken uses.
-func testClient(c *codeCatcher) map[string]any {
-	return map[string]any{"client_id": testClientID, "redirect_uris": []string{c.URL},
+// metadata is the provider configuration of the public client accessToken uses.
+func (c *codeCatcher) metadata() map[string]any {
+	return map[string]any{"client_id": c.ClientID, "redirect_uris": []string{c.URL},
 		"token_endpoint_auth_method": "none", "grant_types": []string{"authorization_code"}}
 }

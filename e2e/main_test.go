@@ -1,19 +1,38 @@
 // Package e2e tests urlflow as a whole: the real binary (`urlflow dev`) against a real
 // redis-server, MCP clients over real HTTP, and headless Chromium as the user.
+//
+// Every test runs in parallel with the others: each starts its own redis-server and
+// urlflow on free ports, and its people get browser contexts of their own in the one
+// Chromium the package shares.
 package e2e
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
+
+	"github.com/urlflow/urlflow/internal/browsertest"
 )
 
 // binary is the urlflow binary built once for all tests.
 var binary string
 
+// defaultParallel is how many tests run at once unless -parallel is given. The tests
+// spend most of their time waiting on processes (urlflow, Redis, Chromium, Node) rather
+// than computing, so more than one per CPU keeps the machine busy.
+const defaultParallel = "6"
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	parallelGiven := false
+	flag.Visit(func(f *flag.Flag) { parallelGiven = parallelGiven || f.Name == "test.parallel" })
+	if !parallelGiven {
+		flag.Set("test.parallel", defaultParallel)
+	}
 	os.Exit(runTests(m))
 }
 
@@ -35,5 +54,31 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: build urlflow:", err)
 		return 1
 	}
+	defer closeBrowser()
+	defer stopSharedIssuer()
 	return m.Run()
+}
+
+// browser is the package's one Chromium, started by the first test that needs it.
+var browser struct {
+	once sync.Once
+	b    *browsertest.Browser
+	err  error
+}
+
+// sharedBrowser returns the package's Chromium, starting it on first use. Each person
+// the tests create in it (newPerson) has a browser context of its own.
+func sharedBrowser(t testing.TB) *browsertest.Browser {
+	t.Helper()
+	browser.once.Do(func() { browser.b, browser.err = browsertest.Launch() })
+	if browser.err != nil {
+		t.Fatalf("browsertest: %v", browser.err)
+	}
+	return browser.b
+}
+
+func closeBrowser() {
+	if browser.b != nil {
+		browser.b.Close()
+	}
 }

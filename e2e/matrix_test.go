@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urlflow/urlflow/internal/browsertest"
 	"github.com/urlflow/urlflow/internal/redistest"
 )
 
@@ -40,6 +39,7 @@ type cell struct {
 }
 
 func TestClientMatrix(t *testing.T) {
+	t.Parallel()
 	cells := []cell{
 		{"go-sdk/2025/push", "push", goPush},
 		{"go-sdk/2025/error", "error", goError},
@@ -54,9 +54,10 @@ func TestClientMatrix(t *testing.T) {
 		{"ts-sdk-v1/2025/form-mode-only", "push", tsFallback("client-v1.mjs", lastLegacy, "--form-only")},
 		{"ts-sdk-v2/2026/form-mode-only", "push", tsFallback("client-v2.mjs", modern, "--negotiation", "pin", "--form-only")},
 	}
-	browser := browsertest.Start(t)
+	browser := sharedBrowser(t)
 	for _, c := range cells {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			rs := redistest.Start(t)
 			s := startServer(t, serverConfig{Redis: rs, Style: c.style})
 			run := c.run(t, s, newPerson(t, browser, "dev"))

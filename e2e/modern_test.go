@@ -10,7 +10,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/urlflow/urlflow/internal/browsertest"
 	"github.com/urlflow/urlflow/internal/redistest"
 )
 
@@ -20,13 +19,14 @@ const modern = "2026-07-28"
 // input_required with a URL and a signed requestState; the client retries, and the retry
 // waits for the flow to end.
 func TestMultiRoundTripCompletesAFullFlow(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs})
 	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true, ProtocolVersion: modern})
 	if got := c.ProtocolVersion(); got != modern || c.SessionID() != "" {
 		t.Fatalf("negotiated %q with session %q, want %s without a session", got, c.SessionID(), modern)
 	}
-	dev := newPerson(t, browsertest.Start(t), "dev")
+	dev := newPerson(t, sharedBrowser(t), "dev")
 
 	call := c.callAsync("call_api", map[string]any{"name": "demo_api_key", "method": "GET", "path": "/whoami"})
 	params := c.nextElicitation(30 * time.Second)
@@ -75,8 +75,10 @@ func inputRequired(t *testing.T, c *client, tool string, args map[string]any) *s
 }
 
 func TestATamperedOrMisusedRequestStateIsRefusedAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
-	s := startServer(t, serverConfig{Redis: rs})
+	// The genuine retry at the end waits for the flow; a second instead of 25 is enough.
+	s := startServer(t, serverConfig{Redis: rs, Env: []string{"URLFLOW_TEST_RETRY_WAIT=1s"}})
 	alice := connect(t, s, clientConfig{Token: s.devToken("alice"), URLMode: true, ProtocolVersion: modern, ManualRetry: true})
 	bob := connect(t, s, clientConfig{Token: s.devToken("bob"), URLMode: true, ProtocolVersion: modern, ManualRetry: true})
 
@@ -132,6 +134,7 @@ func TestATamperedOrMisusedRequestStateIsRefusedAndChangesNothing(t *testing.T) 
 }
 
 func TestADeclineInTheRetryEndsDeclined(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs})
 	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true, ProtocolVersion: modern, Answer: "decline"})
@@ -145,10 +148,11 @@ func TestADeclineInTheRetryEndsDeclined(t *testing.T) {
 }
 
 func TestModernClientWithoutURLModeGetsTheFallbackAndSucceedsOnTheNextCall(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs})
 	c := connect(t, s, clientConfig{Token: s.Token, ProtocolVersion: modern})
-	dev := newPerson(t, browsertest.Start(t), "dev")
+	dev := newPerson(t, sharedBrowser(t), "dev")
 
 	res := c.CallOK("call_api", map[string]any{"name": "demo_api_key", "method": "GET", "path": "/whoami"})
 	sc := structured(t, res)
@@ -169,6 +173,7 @@ func TestModernClientWithoutURLModeGetsTheFallbackAndSucceedsOnTheNextCall(t *te
 // A client that asks for 2026-07-28 in initialize (not server/discover) is negotiated down
 // and served as a 2025 client: a session, and elicitation/create, not input_required.
 func TestAClientNegotiatedDownIsServedAsA2025Client(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs})
 	post := func(session, body string) (*http.Response, *bufio.Reader) {

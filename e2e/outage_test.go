@@ -13,6 +13,7 @@ import (
 const subscribedLine = "subscribed to elicitation events"
 
 func TestRedisOutageIsReportedAndRecoveredFrom(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := startServer(t, serverConfig{Redis: rs, Style: "error"})
 	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})

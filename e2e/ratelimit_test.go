@@ -12,6 +12,7 @@ import (
 )
 
 func TestMCPRequestsOverTheUsersLimitAreRefusedWithRetryAfter(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverConfig{Redis: redistest.Start(t), Env: []string{"URLFLOW_RATE_LIMIT_MCP=6/24h"}})
 	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
 
@@ -38,6 +39,7 @@ func TestMCPRequestsOverTheUsersLimitAreRefusedWithRetryAfter(t *testing.T) {
 }
 
 func TestFormPostsOverTheUsersLimitChangeNothing(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverConfig{Redis: redistest.Start(t), Style: "error", Env: []string{"URLFLOW_RATE_LIMIT_FORMS=2/24h"}})
 	c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
 	params := askErrorStyle(t, c)

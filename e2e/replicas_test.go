@@ -5,19 +5,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urlflow/urlflow/internal/browsertest"
 	"github.com/urlflow/urlflow/internal/redistest"
 )
 
 // Two replicas share one Redis. The MCP session lives on replica A; the user's browser
 // lands on replica B. B completes the flow, A notifies its session.
 func TestCompletionOnAnotherReplicaNotifiesTheOriginatingSession(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	home := t.TempDir() // shared development keys
 	a := startServer(t, serverConfig{Redis: rs, Style: "error", ConfigHome: home})
 	b := startServer(t, serverConfig{Redis: rs, Style: "error", ConfigHome: home, PublicURL: a.BaseURL})
 	c := connect(t, a, clientConfig{Token: a.Token, URLMode: true})
-	dev := newPerson(t, browsertest.Start(t), "dev")
+	dev := newPerson(t, sharedBrowser(t), "dev")
 
 	_, err := c.Call(t.Context(), "set_secret", map[string]any{"name": "demo_api_key"})
 	params := urlElicitationRequired(t, err)[0]

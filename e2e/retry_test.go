@@ -9,6 +9,7 @@ import (
 // A new attempt started through the API reaches the originating session as a new
 // elicitation/create, and completes like any other.
 func TestANewAttemptIsOfferedToTheOriginatingSession(t *testing.T) {
+	t.Parallel()
 	_, s, c, dev := startWithDev(t, "error")
 
 	_, err := c.Call(t.Context(), "set_secret", map[string]any{"name": "demo_api_key"})

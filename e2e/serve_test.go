@@ -18,12 +18,12 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/urlflow/urlflow/internal/browsertest"
 	"github.com/urlflow/urlflow/internal/redistest"
 )
 
-// production is urlflow serve with a real OpenID provider as the deployment's issuer, two
-// real users, a browser for each, and the test's public client for real access tokens.
+// production is urlflow serve with a real OpenID provider as the deployment's issuer (the
+// package's shared one), two real users, a browser for each, and the test's public client
+// for real access tokens.
 type production struct {
 	s             *server
 	idp           *idp
@@ -32,14 +32,15 @@ type production struct {
 	alice, bob    *person
 	resource      string
 	operatorToken string
+	// clientID is the client urlflow is registered as at the shared issuer: one per test.
+	clientID string
 }
 
-const (
-	urlflowClientID     = "urlflow"
-	urlflowClientSecret = "urlflow-client-secret"
-)
+// urlflowClientSecret is the secret of the client urlflow is registered as at the issuer.
+const urlflowClientSecret = "urlflow-client-secret"
 
-// startProduction starts a redis-server, the provider and urlflow serve on a free port.
+// startProduction starts a redis-server and urlflow serve on a free port, registered at the
+// shared issuer.
 func startProduction(t *testing.T, style string) *production {
 	t.Helper()
 	return startProductionOn(t, redistest.FreePort(t), productionOptions{style: style})
@@ -66,22 +67,13 @@ func startProductionOn(t *testing.T, port int, o productionOptions) *production 
 	style, moreConfig, env := o.style, o.moreConfig, o.env
 	public := fmt.Sprintf("http://127.0.0.1:%d", port)
 	p := &production{rs: redistest.Start(t), catcher: newCodeCatcher(t), resource: public + "/mcp",
-		operatorToken: "op-" + rand.Text()}
-	p.idp = startIDP(t, map[string]any{
-		"role": "issuer",
-		"accounts": []map[string]any{
-			{"id": "alice", "password": "alice-pw", "email": "alice@example.test", "name": "Alice"},
-			{"id": "bob", "password": "bob-pw", "email": "bob@example.test", "name": "Bob"},
-		},
-		"clients": []map[string]any{
-			{"client_id": urlflowClientID, "client_secret": urlflowClientSecret,
-				"redirect_uris": []string{public + "/auth/callback"}, "token_endpoint_auth_method": "client_secret_basic"},
-			testClient(p.catcher),
-		},
-		"resources": []map[string]any{{"indicator": p.resource, "scope": "mcp mcp:admin", "defaultScope": "mcp",
-			"accessTokenFormat": o.tokenFormat, "accessTokenTTL": 600}},
-		"consent": "auto",
-	})
+		operatorToken: "op-" + rand.Text(), clientID: fmt.Sprintf("urlflow-%d", port)}
+	p.idp = sharedIssuer(t)
+	p.idp.register(t, "/test/clients", map[string]any{"client_id": p.clientID, "client_secret": urlflowClientSecret,
+		"redirect_uris": []string{public + "/auth/callback"}, "token_endpoint_auth_method": "client_secret_basic"})
+	p.idp.register(t, "/test/clients", p.catcher.metadata())
+	p.idp.register(t, "/test/resources", map[string]any{"indicator": p.resource, "scope": "mcp mcp:admin", "defaultScope": "mcp",
+		"accessTokenFormat": o.tokenFormat, "accessTokenTTL": 600})
 	key := make([]byte, 32)
 	rand.Read(key)
 	config := t.TempDir() + "/urlflow.yaml"
@@ -92,7 +84,7 @@ func startProductionOn(t *testing.T, port int, o productionOptions) *production 
 		"URLFLOW_PUBLIC_URL="+public,
 		"URLFLOW_KEYS=k1:"+base64.StdEncoding.EncodeToString(key),
 		"URLFLOW_OIDC_ISSUER="+p.idp.Issuer,
-		"URLFLOW_OIDC_CLIENT_ID="+urlflowClientID,
+		"URLFLOW_OIDC_CLIENT_ID="+p.clientID,
 		"URLFLOW_OIDC_CLIENT_SECRET="+urlflowClientSecret,
 		"URLFLOW_OPERATOR_TOKENS="+p.operatorToken,
 		"URLFLOW_ELICITATION_STYLE="+style,
@@ -101,7 +93,7 @@ func startProductionOn(t *testing.T, port int, o productionOptions) *production 
 	cmd.Env = append(cmd.Env, env...)
 	p.s = runServer(t, cmd, "urlflow serve:")
 	p.s.BaseURL, p.s.MCPURL = public, p.resource
-	browser := browsertest.Start(t)
+	browser := sharedBrowser(t)
 	p.alice, p.bob = newPerson(t, browser, "alice"), newPerson(t, browser, "bob")
 	return p
 }
@@ -164,6 +156,7 @@ func initialize(t *testing.T, mcpURL, token string) *http.Response {
 }
 
 func TestServeAcceptsOnlyValidAccessTokens(t *testing.T) {
+	t.Parallel()
 	p := startProduction(t, "push")
 	now := time.Now()
 	claims := func(change func(jwt.MapClaims)) jwt.MapClaims {
@@ -178,20 +171,20 @@ func TestServeAcceptsOnlyValidAccessTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp := initialize(t, p.resource, p.idp.mint(claims(nil), nil)); resp.StatusCode != http.StatusOK {
+	if resp := initialize(t, p.resource, p.idp.mint(t, claims(nil), nil)); resp.StatusCode != http.StatusOK {
 		t.Fatalf("a valid token got %d", resp.StatusCode)
 	}
 	// Each refusal says why (the reason urlflow found) and never quotes the token.
 	bad := map[string]struct{ token, reason string }{
 		"none":                          {"", "no bearer token"},
 		"garbage":                       {"not-a-token", "not a JWT"},
-		"wrong audience":                {p.idp.mint(claims(func(c jwt.MapClaims) { c["aud"] = "http://127.0.0.1:1/mcp" }), nil), "wrong audience (want "},
-		"audience list without urlflow": {p.idp.mint(claims(func(c jwt.MapClaims) { c["aud"] = []string{"a", "b"} }), nil), "wrong audience (want "},
-		"wrong issuer":                  {p.idp.mint(claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" }), nil), "wrong issuer"},
-		"expired":                       {p.idp.mint(claims(func(c jwt.MapClaims) { c["exp"] = now.Add(-5 * time.Minute).Unix() }), nil), "expired"},
-		"not yet valid":                 {p.idp.mint(claims(func(c jwt.MapClaims) { c["nbf"] = now.Add(5 * time.Minute).Unix() }), nil), "not valid yet"},
-		"no expiry":                     {p.idp.mint(claims(func(c jwt.MapClaims) { delete(c, "exp") }), nil), "no expiry"},
-		"bad signature":                 {p.idp.mint(claims(nil), otherKey), "bad signature"},
+		"wrong audience":                {p.idp.mint(t, claims(func(c jwt.MapClaims) { c["aud"] = "http://127.0.0.1:1/mcp" }), nil), "wrong audience (want "},
+		"audience list without urlflow": {p.idp.mint(t, claims(func(c jwt.MapClaims) { c["aud"] = []string{"a", "b"} }), nil), "wrong audience (want "},
+		"wrong issuer":                  {p.idp.mint(t, claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" }), nil), "wrong issuer"},
+		"expired":                       {p.idp.mint(t, claims(func(c jwt.MapClaims) { c["exp"] = now.Add(-5 * time.Minute).Unix() }), nil), "expired"},
+		"not yet valid":                 {p.idp.mint(t, claims(func(c jwt.MapClaims) { c["nbf"] = now.Add(5 * time.Minute).Unix() }), nil), "not valid yet"},
+		"no expiry":                     {p.idp.mint(t, claims(func(c jwt.MapClaims) { delete(c, "exp") }), nil), "no expiry"},
+		"bad signature":                 {p.idp.mint(t, claims(nil), otherKey), "bad signature"},
 		"operator token":                {p.operatorToken, "not a JWT"},
 	}
 	for name, tt := range bad {
@@ -226,6 +219,7 @@ func TestServeAcceptsOnlyValidAccessTokens(t *testing.T) {
 // refused and changes nothing; Alice signs in and completes it; Bob's tools cannot see or
 // use what Alice stored.
 func TestServeSignsInRealUsersAndRefusesTheWrongOne(t *testing.T) {
+	t.Parallel()
 	p := startProduction(t, "error")
 	aliceToken := p.idp.accessToken(t, p.catcher, p.alice, "alice", "alice-pw", p.resource)
 	bobToken := p.idp.accessToken(t, p.catcher, p.bob, "bob", "bob-pw", p.resource)
@@ -274,6 +268,7 @@ func TestServeSignsInRealUsersAndRefusesTheWrongOne(t *testing.T) {
 // A browser coming back from the provider with an answer that is not its own (replayed,
 // forged, or for another browser) is refused and not signed in.
 func TestServeRefusesSignInAnswersThatAreNotThisBrowsers(t *testing.T) {
+	t.Parallel()
 	p := startProduction(t, "error")
 	for name, query := range map[string]string{
 		"no state":         "code=abc",
@@ -317,7 +312,9 @@ func (p *production) metrics(t *testing.T) string {
 // Opaque access tokens are checked at the issuer by introspection, and a token without a
 // required scope is refused with 403 and the scope in WWW-Authenticate.
 func TestServeIntrospectsOpaqueTokensAndRequiresScopes(t *testing.T) {
+	t.Parallel()
 	t.Run("opaque token by introspection", func(t *testing.T) {
+		t.Parallel()
 		p := startProductionOn(t, redistest.FreePort(t), productionOptions{style: "push", tokenFormat: "opaque",
 			env: []string{"URLFLOW_OIDC_INTROSPECTION=true"}})
 		token := p.idp.accessToken(t, p.catcher, p.alice, "alice", "alice-pw", p.resource)
@@ -332,6 +329,7 @@ func TestServeIntrospectsOpaqueTokensAndRequiresScopes(t *testing.T) {
 		}
 	})
 	t.Run("required scope", func(t *testing.T) {
+		t.Parallel()
 		p := startProductionOn(t, redistest.FreePort(t), productionOptions{style: "push", env: []string{"URLFLOW_OIDC_SCOPES=mcp:admin"}})
 		token := p.idp.accessToken(t, p.catcher, p.alice, "alice", "alice-pw", p.resource) // scope mcp only
 		resp := initialize(t, p.resource, token)

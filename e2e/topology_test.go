@@ -12,6 +12,7 @@ import (
 // Sentinel, and completes a flow on each: the elicitation, the pages, the completion
 // notification (through Redis pub/sub), and call_api with the stored key.
 func TestAFlowOnEveryRedisTopology(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		topology string
 		start    func(t *testing.T) (url, addr string)
@@ -26,6 +27,7 @@ func TestAFlowOnEveryRedisTopology(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.topology, func(t *testing.T) {
+			t.Parallel()
 			url, addr := tt.start(t)
 			s := startServer(t, serverConfig{RedisURL: url, Style: "error", Env: []string{"URLFLOW_REDIS_TOPOLOGY=" + tt.topology}})
 			if !strings.Contains(s.Output(), tt.topology+" "+addr) {
