@@ -327,7 +327,7 @@ func presetSlack(p *Provider, _ ProviderConfig) {
 			return err
 		}
 		if !r.OK {
-			return fmt.Errorf("Slack answered %q", r.Error)
+			return fmt.Errorf("auth.revoke answered %q", r.Error)
 		}
 		return nil
 	}
