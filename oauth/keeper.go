@@ -172,7 +172,11 @@ func (k *Keeper) refreshLocked(ctx context.Context, user state.User, p *Provider
 	}
 	now := time.Now().UTC()
 	c.Sealed, c.RefreshedAt, c.Scopes = sealed, &now, next.Scopes
-	if err := k.store.ReplaceCredential(ctx, user, c); err != nil {
+	err = k.store.ReplaceCredential(ctx, user, c)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, ErrNotConnected // disconnected while the refresh was on its way
+	}
+	if err != nil {
 		return nil, err
 	}
 	k.log.InfoContext(ctx, "token refreshed", "user", user.Key(), "provider", p.Name)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -99,11 +100,29 @@ func NewResourceServer(issuer *Issuer, cfg ResourceServerConfig) (*ResourceServe
 type accessClaims struct {
 	Subject   string          `json:"sub"`
 	Audience  audienceClaim   `json:"aud"`
-	Expiry    *int64          `json:"exp"`
-	NotBefore *int64          `json:"nbf"`
+	Expiry    *numericDate    `json:"exp"`
+	NotBefore *numericDate    `json:"nbf"`
 	Scope     string          `json:"scope"`
 	Scp       json.RawMessage `json:"scp"`
 }
+
+// numericDate is a JWT NumericDate (RFC 7519): seconds since the epoch, which may have a
+// fraction. The fraction is dropped.
+type numericDate int64
+
+func (d *numericDate) UnmarshalJSON(b []byte) error {
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err != nil {
+		return err
+	}
+	if math.Abs(secs) > 1<<53 {
+		return errors.New("date out of range")
+	}
+	*d = numericDate(secs)
+	return nil
+}
+
+func (d numericDate) time() time.Time { return time.Unix(int64(d), 0) }
 
 // audienceClaim is a JWT aud: one string or a list.
 type audienceClaim []string
@@ -153,14 +172,14 @@ func (r *ResourceServer) identity(c accessClaims) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: wrong audience (want %s)", ErrInvalidToken, r.cfg.Resource)
 	case exp == nil:
 		return Identity{}, fmt.Errorf("%w: no expiry", ErrInvalidToken)
-	case now.After(time.Unix(*exp, 0).Add(r.cfg.ClockSkew)):
+	case now.After(exp.time().Add(r.cfg.ClockSkew)):
 		return Identity{}, fmt.Errorf("%w: expired", ErrInvalidToken)
-	case nbf != nil && now.Add(r.cfg.ClockSkew).Before(time.Unix(*nbf, 0)):
+	case nbf != nil && now.Add(r.cfg.ClockSkew).Before(nbf.time()):
 		return Identity{}, fmt.Errorf("%w: not valid yet", ErrInvalidToken)
 	}
 	return Identity{
 		User:   state.User{Issuer: r.issuer.URL, Subject: sub},
-		Expiry: time.Unix(*exp, 0),
+		Expiry: exp.time(),
 		Scopes: scopes(c.Scope, c.Scp),
 	}, nil
 }
@@ -223,10 +242,10 @@ func oidcReason(err error) string {
 	switch {
 	case strings.Contains(msg, "different provider"):
 		return "wrong issuer"
+	case strings.Contains(msg, "malformed"): // before "signature": "malformed jwt: unexpected signature algorithm"
+		return "malformed"
 	case strings.Contains(msg, "signature"):
 		return "bad signature"
-	case strings.Contains(msg, "malformed"):
-		return "malformed"
 	}
 	return "not valid"
 }
