@@ -30,14 +30,7 @@ func (s *Server) multiRoundTrip(ctx context.Context, t turn, a ask) (*state.Elic
 	p := t.req.Params
 	digest := argumentsDigest(p.Arguments)
 	if p.RequestState == "" {
-		e, err := s.openElicitation(ctx, t, a)
-		if err != nil {
-			return nil, nil, s.unavailable(ctx, err)
-		}
-		if !t.urlMode() {
-			return e, s.userActionRequired(e, a.label), nil
-		}
-		return e, s.inputRequired(t, e, a.label, digest), nil
+		return s.firstRound(ctx, t, a, digest)
 	}
 
 	st, err := s.states.open(p.RequestState, time.Now(), t.user, p.Name, digest)
@@ -67,9 +60,31 @@ func (s *Server) multiRoundTrip(ctx context.Context, t turn, a ask) (*state.Elic
 	}
 	switch {
 	case e.State == state.Complete:
+		// The credential may have been deleted (disconnect) since the flow stored it: the
+		// requestState outlives its flow. Then the call starts over rather than going on
+		// without it.
+		switch _, err := s.opts.Store.Credential(ctx, t.user, a.target); {
+		case errors.Is(err, state.ErrNotFound):
+			return s.firstRound(ctx, t, a, digest)
+		case err != nil:
+			return nil, nil, s.unavailable(ctx, err)
+		}
 		return e, nil, nil
 	case e.State.Terminal():
 		return e, s.outcome(e, a.label), nil
+	}
+	return e, s.inputRequired(t, e, a.label, digest), nil
+}
+
+// firstRound opens the elicitation for a and asks the client to show it: input_required,
+// or the link for a client without URL mode.
+func (s *Server) firstRound(ctx context.Context, t turn, a ask, digest string) (*state.Elicitation, *sdk.CallToolResult, error) {
+	e, err := s.openElicitation(ctx, t, a)
+	if err != nil {
+		return nil, nil, s.unavailable(ctx, err)
+	}
+	if !t.urlMode() {
+		return e, s.userActionRequired(e, a.label), nil
 	}
 	return e, s.inputRequired(t, e, a.label, digest), nil
 }

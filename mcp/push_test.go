@@ -1,0 +1,180 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/urlflow/urlflow/state"
+)
+
+// Push style (2025-11-25): the tool sends elicitation/create and waits for the flow to end.
+
+func setSecretParams(name string) *sdk.CallToolParams {
+	return &sdk.CallToolParams{Name: "set_secret", Arguments: map[string]any{"name": name}}
+}
+
+func TestPushAcceptIsConsentNotSuccess(t *testing.T) {
+	t.Parallel()
+	const wait = 300 * time.Millisecond
+	f := newFixture(t, withPushWait(wait))
+	c := f.connect(alice, clientConfig{urlMode: true})
+
+	started := time.Now()
+	res := c.call("set_secret", map[string]any{"name": demoSlot})
+	if elapsed := time.Since(started); elapsed < wait {
+		t.Errorf("the call returned after %s, before PushWait (%s)", elapsed, wait)
+	}
+	asked := receive(t, c.elicitations, "elicitation/create")
+	if asked.Mode != "url" || asked.ElicitationID == "" || f.idOf(asked.URL) != asked.ElicitationID ||
+		!strings.Contains(asked.Message, "Demo API key") {
+		t.Fatalf("elicitation/create: %+v", asked)
+	}
+	got := flowOf(t, res)
+	if res.IsError || got.Status != "waiting" || got.State != state.Consented || got.ElicitationID != asked.ElicitationID ||
+		got.URL != asked.URL || got.ExpiresAt == nil || got.Name != demoSlot {
+		t.Fatalf("after an accept and no browser: isError=%v %+v", res.IsError, got)
+	}
+	if !strings.Contains(textOf(res), asked.URL) {
+		t.Errorf("the text does not give the link: %q", textOf(res))
+	}
+	if f.secretOf(alice, demoSlot) != "" {
+		t.Fatal("an accept stored a credential")
+	}
+	e := f.get(asked.ElicitationID)
+	if e.State != state.Consented || e.SessionID != c.sessionID || e.User != alice || e.Client.Name != "test-client" {
+		t.Fatalf("record: %+v", e)
+	}
+	if !hasEntry(f.history(e.ID), state.ClientAccept, state.ActorClient, state.Pending, state.Consented) {
+		t.Errorf("the accept is not in the history: %+v", f.history(e.ID))
+	}
+}
+
+func TestPushStoresOnceTheBrowserCompletes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c := f.connect(alice, clientConfig{urlMode: true})
+
+	call := c.start(setSecretParams(demoSlot))
+	asked := receive(t, c.elicitations, "elicitation/create")
+	f.waitForState(asked.ElicitationID, state.Consented)
+	nothingIn(t, call, "result before the browser finished")
+
+	f.browserCompletes(asked.ElicitationID, demoKey)
+	out := receive(t, call, "result")
+	if out.err != nil {
+		t.Fatal(out.err)
+	}
+	got := flowOf(t, out.res)
+	if out.res.IsError || got.Status != "stored" || got.State != state.Complete || got.ElicitationID != asked.ElicitationID {
+		t.Fatalf("result: %+v", got)
+	}
+	if strings.Contains(wholeOf(out.res), demoKey) {
+		t.Fatal("the result carries the secret")
+	}
+	if f.secretOf(alice, demoSlot) != demoKey {
+		t.Fatal("the secret is not stored")
+	}
+}
+
+func TestPushAnswersTheClientsRefusalHonestly(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		action string
+		want   state.State
+		event  state.Event
+	}{
+		{"decline", state.Declined, state.ClientDecline},
+		{"cancel", state.Cancelled, state.ClientCancel},
+	}
+	for _, tt := range tests {
+		t.Run(tt.action, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			c := f.connect(alice, clientConfig{urlMode: true, answer: answerWith(tt.action)})
+
+			res := c.call("set_secret", map[string]any{"name": demoSlot})
+			got := flowOf(t, res)
+			if res.IsError || got.Status != string(tt.want) || got.State != tt.want || got.URL != "" {
+				t.Fatalf("isError=%v %+v", res.IsError, got)
+			}
+			if !strings.Contains(textOf(res), string(tt.want)) || !strings.Contains(textOf(res), "Nothing was stored") {
+				t.Errorf("text: %q", textOf(res))
+			}
+			if !hasEntry(f.history(got.ElicitationID), tt.event, state.ActorClient, state.Pending, tt.want) {
+				t.Errorf("history: %+v", f.history(got.ElicitationID))
+			}
+			if f.secretOf(alice, demoSlot) != "" {
+				t.Fatal("a credential was stored")
+			}
+		})
+	}
+}
+
+func TestPushWithoutAnAnswerIsUnknown(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		answer func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error)
+		reason string
+	}{
+		{"elicitation/create fails", func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return nil, errors.New("the client has no window to show")
+		}, "elicitation/create failed"},
+		{"the client never answers", neverAnswer, "did not answer elicitation/create in time"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, withPushWait(300*time.Millisecond))
+			c := f.connect(alice, clientConfig{urlMode: true, answer: tt.answer})
+
+			res := c.call("set_secret", map[string]any{"name": demoSlot})
+			got := flowOf(t, res)
+			if res.IsError || got.Status != "waiting" || got.State != state.Unknown || got.URL == "" {
+				t.Fatalf("isError=%v %+v", res.IsError, got)
+			}
+			h := f.history(got.ElicitationID)
+			last := h[len(h)-1]
+			if last.Event != state.NoAnswer || last.Actor != state.ActorSystem || last.To != state.Unknown ||
+				!strings.Contains(last.Reason, tt.reason) {
+				t.Fatalf("history: %+v", h)
+			}
+			// Unknown is not the end: the user can still finish in the browser.
+			f.browserCompletes(got.ElicitationID, demoKey)
+			if res := c.call("set_secret", map[string]any{"name": demoSlot}); flowOf(t, res).Status != "stored" {
+				t.Fatalf("after the browser finished: %s", textOf(res))
+			}
+		})
+	}
+}
+
+func TestPushWithAProgressTokenWaitsPastPushWaitWithProgress(t *testing.T) {
+	t.Parallel()
+	const interval = 50 * time.Millisecond
+	f := newFixture(t, withPushWait(interval), withProgressInterval(interval))
+	c := f.connect(alice, clientConfig{urlMode: true})
+
+	params := setSecretParams(demoSlot)
+	params.SetProgressToken("p-1")
+	call := c.start(params)
+	asked := receive(t, c.elicitations, "elicitation/create")
+	// Four notifications take four intervals, far past PushWait, and the call still waits.
+	for step := 1; step <= 4; step++ {
+		p := receive(t, c.progress, "progress notification")
+		if p.ProgressToken != "p-1" || p.Progress != float64(step) || !strings.Contains(p.Message, asked.URL) {
+			t.Fatalf("progress %d: %+v", step, p)
+		}
+	}
+	nothingIn(t, call, "result while the flow runs")
+
+	f.browserCompletes(asked.ElicitationID, demoKey)
+	out := receive(t, call, "result")
+	if out.err != nil || flowOf(t, out.res).Status != "stored" {
+		t.Fatalf("result: %v %v", out.err, out.res)
+	}
+}
