@@ -146,6 +146,11 @@ const deliveryWait = 5 * time.Second
 // originating session while that lives (200 with the delivery record). With {"new": true},
 // a flow that ended without success gets a new attempt, linked both ways (201).
 func (s *Server) apiRetry(c echo.Context) error {
+	// The caller first: without a valid token the answer is 401, whatever the body.
+	who, e, err := s.callerElicitation(c)
+	if e == nil {
+		return err
+	}
 	var req retryRequest
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
@@ -155,10 +160,6 @@ func (s *Server) apiRetry(c echo.Context) error {
 		if err := json.Unmarshal(body, &req); err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, `the body must be empty or JSON like {"new": true}`)
 		}
-	}
-	who, e, err := s.callerElicitation(c)
-	if e == nil {
-		return err
 	}
 	ctx := c.Request().Context()
 	switch {

@@ -1,0 +1,426 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/state"
+)
+
+func TestStatusAnswersTheOwnerWithTheHistory(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	f.browser(t, "alice").open(e.ID)
+
+	got := f.api(t, http.MethodGet, "/api/v1/elicitations/"+e.ID, f.token(t, "alice"), "")
+
+	var v state.View
+	got.decode(t, &v)
+	if got.Status != http.StatusOK || v.ID != e.ID || v.State != state.InProgress || v.Kind != state.KindSecret ||
+		v.Target != demoSlot || v.URL != f.URL+"/e/"+e.ID || !v.ExpiresAt.Equal(e.ExpiresAt) {
+		t.Errorf("answered %d %+v, want 200 with the running elicitation and its URL", got.Status, v)
+	}
+	if evs := events(v.History); !slices.Equal(evs, []state.Event{state.Created, state.BrowserOpen}) {
+		t.Errorf("history %v, want created, browser_open", evs)
+	}
+}
+
+func TestAnythingThatIsNotTheCallersElicitationReadsAsUnknown(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	alices := f.newFlow(t, "alice")
+	before := f.snapshot(t, alices.ID)
+	bob := f.token(t, "bob")
+	for _, tc := range []struct{ name, id string }{
+		{"another user's", alices.ID},
+		{"well formed, never created", rand.Text()},
+		{"malformed", "not-an-id"},
+		{"lower case", strings.ToLower(alices.ID)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, r := range []struct{ method, path, body string }{
+				{http.MethodGet, "", ""},
+				{http.MethodPost, "/cancel", ""},
+				{http.MethodPost, "/retry", ""},
+				{http.MethodPost, "/retry", `{"new": true}`},
+				{http.MethodPost, "/retry", "not JSON"},
+			} {
+				got := f.api(t, r.method, "/api/v1/elicitations/"+tc.id+r.path, bob, r.body)
+				var body map[string]any
+				got.decode(t, &body)
+				if got.Status != http.StatusNotFound || len(body) != 2 || body["id"] != tc.id || body["state"] != "unknown" {
+					t.Errorf("%s %s: %d %v, want 404 {id, state: unknown}", r.method, r.path, got.Status, body)
+				}
+			}
+		})
+	}
+	f.wantUnchanged(t, alices.ID, before)
+}
+
+func TestCancelEndsARunningFlowAndRefusesAnEndedOne(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	for _, tc := range []struct {
+		name   string
+		setup  []state.Event
+		status int
+		want   state.State
+	}{
+		{"pending", nil, http.StatusOK, state.Cancelled},
+		{"consented", []state.Event{state.ClientAccept}, http.StatusOK, state.Cancelled},
+		{"in progress", []state.Event{state.BrowserOpen}, http.StatusOK, state.Cancelled},
+		{"failed", []state.Event{state.BrowserOpen, state.VerifyFailed}, http.StatusOK, state.Cancelled},
+		{"unknown", []state.Event{state.NoAnswer}, http.StatusOK, state.Cancelled},
+		{"declined", []state.Event{state.ClientDecline}, http.StatusConflict, state.Declined},
+		{"cancelled", []state.Event{state.ClientCancel}, http.StatusConflict, state.Cancelled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := f.newFlow(t, "alice")
+			for _, ev := range tc.setup {
+				f.apply(t, e.ID, ev, state.ActorSystem)
+			}
+			from := f.get(t, e.ID).State
+
+			got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/cancel", f.token(t, "alice"), "")
+
+			var v state.View
+			got.decode(t, &v)
+			if got.Status != tc.status || v.State != tc.want || v.ID != e.ID {
+				t.Errorf("answered %d in state %s, want %d in %s", got.Status, v.State, tc.status, tc.want)
+			}
+			f.wantState(t, e.ID, tc.want)
+			last := f.lastEntry(t, e.ID)
+			if last.Event != state.CancelRequested || last.Actor != state.ActorUser || last.From != from || last.To != tc.want {
+				t.Errorf("last history entry %+v, want cancel by the user from %s to %s", last, from, tc.want)
+			}
+			if len(v.History) == 0 || v.History[len(v.History)-1].Event != state.CancelRequested {
+				t.Error("the answer's history does not end with the cancel")
+			}
+		})
+	}
+}
+
+func TestCancelOfACompleteFlowChangesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	b := f.browser(t, "alice")
+	b.submit(e.ID, b.continueToForm(e.ID), validKey).want(t, http.StatusOK)
+
+	got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/cancel", f.token(t, "alice"), "")
+
+	var v state.View
+	got.decode(t, &v)
+	if got.Status != http.StatusConflict || v.State != state.Complete || v.URL != "" {
+		t.Errorf("answered %d %+v, want 409 complete without a URL", got.Status, v)
+	}
+	if _, value := f.storedSecret(t, "alice", demoSlot); value != validKey {
+		t.Error("the credential changed")
+	}
+}
+
+func TestAnOperatorReadsAndCancelsAnyonesElicitation(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+
+	status := f.api(t, http.MethodGet, "/api/v1/elicitations/"+e.ID, f.operatorToken, "")
+	var v state.View
+	status.decode(t, &v)
+	if status.Status != http.StatusOK || v.ID != e.ID || len(v.History) != 1 {
+		t.Errorf("status answered %d %+v, want 200 with the history", status.Status, v)
+	}
+
+	cancel := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/cancel", f.operatorToken, "")
+	cancel.decode(t, &v)
+	if cancel.Status != http.StatusOK || v.State != state.Cancelled {
+		t.Errorf("cancel answered %d %s, want 200 cancelled", cancel.Status, v.State)
+	}
+	if last := f.lastEntry(t, e.ID); last.Actor != state.ActorOperator || last.Event != state.CancelRequested {
+		t.Errorf("last history entry %+v, want a cancel by the operator", last)
+	}
+	unknown := f.api(t, http.MethodGet, "/api/v1/elicitations/"+rand.Text(), f.operatorToken, "")
+	if unknown.Status != http.StatusNotFound {
+		t.Errorf("an unknown ID answered %d to the operator, want 404", unknown.Status)
+	}
+}
+
+func TestRetryOfARunningFlowAnswersItsURL(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	before := f.snapshot(t, e.ID)
+	for _, body := range []string{"", "  ", `{}`, `{"new": true}`} {
+		got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/retry", f.token(t, "alice"), body)
+		var v state.View
+		got.decode(t, &v)
+		if got.Status != http.StatusOK || v.ID != e.ID || v.State != state.Pending || v.URL != f.URL+"/e/"+e.ID {
+			t.Errorf("body %q: answered %d %+v, want 200 with the URL", body, got.Status, v)
+		}
+	}
+	f.wantUnchanged(t, e.ID, before)
+}
+
+func TestRetryOfAnEndedFlowSendsTheNotificationAgainToALiveSession(t *testing.T) {
+	t.Parallel()
+	// The stand-in notifier writes every requeued notification, as the MCP server does for
+	// a session whose stream is connected.
+	f := newFixture(t, fixtureOptions{notifier: func(ctx context.Context, s *state.Store, n state.Notice) {
+		if n.What == state.NoticeRequeue {
+			s.RecordDelivery(ctx, n.ID, nil)
+		}
+	}})
+	session := f.liveSession(t, "alice")
+	e := f.newFlow(t, "alice", inSession(session))
+	f.apply(t, e.ID, state.ClientDecline, state.ActorClient)
+
+	got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/retry", f.token(t, "alice"), "")
+
+	var v state.View
+	got.decode(t, &v)
+	if got.Status != http.StatusOK || v.State != state.Declined || v.Delivery.Attempts != 1 || v.Delivery.WrittenAt == nil {
+		t.Errorf("answered %d %+v, want 200 with the delivery written", got.Status, v)
+	}
+	h := events(f.history(t, e.ID))
+	if !slices.Contains(h, state.NotifyRequeued) || h[len(h)-1] != state.Notified {
+		t.Errorf("history %v, want notify_requeued then notified", h)
+	}
+}
+
+func TestRetryReportsADeliveryThatFailed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{notifier: func(ctx context.Context, s *state.Store, n state.Notice) {
+		if n.What == state.NoticeRequeue {
+			s.RecordDelivery(ctx, n.ID, errors.New("the stream is not connected"))
+		}
+	}})
+	session := f.liveSession(t, "alice")
+	e := f.newFlow(t, "alice", inSession(session))
+	f.apply(t, e.ID, state.CancelRequested, state.ActorUser)
+
+	got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/retry", f.operatorToken, "")
+
+	var v state.View
+	got.decode(t, &v)
+	if got.Status != http.StatusOK || v.Delivery.Attempts != 1 || v.Delivery.WrittenAt != nil || v.Delivery.LastError != "the stream is not connected" {
+		t.Errorf("answered %d %+v, want 200 with the failed attempt", got.Status, v.Delivery)
+	}
+	if entry := f.history(t, e.ID); !slices.ContainsFunc(entry, func(e state.Entry) bool {
+		return e.Event == state.NotifyRequeued && e.Actor == state.ActorOperator
+	}) {
+		t.Errorf("history %v has no notify_requeued by the operator", events(entry))
+	}
+}
+
+func TestRetryOfAnEndedFlowWithoutALiveSessionIsAConflict(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	for _, tc := range []struct {
+		name    string
+		session string
+		says    string
+	}{
+		{"session ended", "gone-" + rand.Text(), "the client session that started this request has ended; the result stays here"},
+		{"no session", "", "this request has no client session to notify"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := f.newFlow(t, "alice", inSession(tc.session))
+			f.apply(t, e.ID, state.ClientDecline, state.ActorClient)
+			before := f.snapshot(t, e.ID)
+
+			got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/retry", f.token(t, "alice"), "")
+
+			var body struct {
+				Error string `json:"error"`
+				state.View
+			}
+			got.decode(t, &body)
+			if got.Status != http.StatusConflict || body.Error != tc.says || body.State != state.Declined || body.ID != e.ID {
+				t.Errorf("answered %d %q in %s, want 409 %q", got.Status, body.Error, body.State, tc.says)
+			}
+			f.wantUnchanged(t, e.ID, before)
+		})
+	}
+}
+
+func TestANewAttemptOfAFlowThatEndedWithoutSuccessIsLinkedBothWays(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	for _, tc := range []struct {
+		name string
+		end  func(t *testing.T, id string)
+	}{
+		{"declined", func(t *testing.T, id string) { f.apply(t, id, state.ClientDecline, state.ActorClient) }},
+		{"cancelled", func(t *testing.T, id string) { f.apply(t, id, state.CancelRequested, state.ActorUser) }},
+		{"expired", func(t *testing.T, id string) { f.clock.Advance(11 * time.Minute) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := f.newFlow(t, "alice", inSession("session-"+tc.name))
+			tc.end(t, old.ID)
+			ended := f.get(t, old.ID).State
+			if ended != state.State(tc.name) {
+				t.Fatalf("the flow is %s, want %s", ended, tc.name)
+			}
+
+			got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+old.ID+"/retry", f.token(t, "alice"), `{"new": true}`)
+
+			var next state.View
+			got.decode(t, &next)
+			if got.Status != http.StatusCreated || next.ID == old.ID || next.RetryOf != old.ID || next.State != state.Pending ||
+				next.URL != f.URL+"/e/"+next.ID || got.Header.Get("Location") != "/api/v1/elicitations/"+next.ID {
+				t.Fatalf("answered %d %+v (Location %q), want 201 with a new pending attempt", got.Status, next, got.Header.Get("Location"))
+			}
+			if o := f.get(t, old.ID); o.RetriedBy != next.ID || o.State != ended {
+				t.Errorf("the old attempt is %s with retriedBy %q, want %s with %q", o.State, o.RetriedBy, ended, next.ID)
+			}
+			n := f.get(t, next.ID)
+			if n.User != f.user("alice") || n.Purpose != old.Purpose || n.Target != old.Target || n.SessionID != old.SessionID {
+				t.Errorf("the new attempt %+v is not for the same user, purpose, slot and session", n)
+			}
+			if !n.ExpiresAt.After(f.clock.Now().Add(9 * time.Minute)) {
+				t.Errorf("the new attempt expires at %s, want the configured 10 minutes", n.ExpiresAt)
+			}
+
+			again := f.api(t, http.MethodPost, "/api/v1/elicitations/"+old.ID+"/retry", f.token(t, "alice"), `{"new": true}`)
+			var conflict struct {
+				Error string `json:"error"`
+				state.View
+			}
+			again.decode(t, &conflict)
+			if again.Status != http.StatusConflict || conflict.Error != "this request was already retried as "+next.ID || conflict.RetriedBy != next.ID {
+				t.Errorf("a second new attempt answered %d %q, want 409 naming the first", again.Status, conflict.Error)
+			}
+		})
+	}
+}
+
+func TestANewAttemptOfACompleteFlowIsAConflict(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	b := f.browser(t, "alice")
+	b.submit(e.ID, b.continueToForm(e.ID), validKey).want(t, http.StatusOK)
+	before := f.snapshot(t, e.ID)
+
+	got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/retry", f.token(t, "alice"), `{"new": true}`)
+
+	var body struct {
+		Error string `json:"error"`
+		state.View
+	}
+	got.decode(t, &body)
+	if got.Status != http.StatusConflict || body.State != state.Complete || !strings.Contains(body.Error, "complete") {
+		t.Errorf("answered %d %+v, want 409 complete", got.Status, body)
+	}
+	f.wantUnchanged(t, e.ID, before)
+}
+
+func TestARetryBodyThatIsNotJSONIsABadRequest(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	f.apply(t, e.ID, state.ClientDecline, state.ActorClient)
+	before := f.snapshot(t, e.ID)
+	for _, body := range []string{"new", `{"new": "yes"}`, `{"new": true`} {
+		got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/retry", f.token(t, "alice"), body)
+		var answer map[string]string
+		got.decode(t, &answer)
+		if got.Status != http.StatusBadRequest || !strings.Contains(answer["error"], `{"new": true}`) {
+			t.Errorf("body %q: answered %d %v, want 400 saying what the body may be", body, got.Status, answer)
+		}
+	}
+	f.wantUnchanged(t, e.ID, before)
+	if f.get(t, e.ID).RetriedBy != "" {
+		t.Error("a bad body started a new attempt")
+	}
+}
+
+func TestTheAPIWantsAValidBearerToken(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	before := f.snapshot(t, e.ID)
+	otherResource, err := oauth.NewDevIdentity([]byte(rand.Text()), f.URL+"/elsewhere").Issue("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey, err := oauth.NewDevIdentity([]byte(rand.Text()), f.URL+"/mcp").Issue("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metadata := fmt.Sprintf(`Bearer resource_metadata=%q`, f.URL+"/.well-known/oauth-protected-resource/mcp")
+	for _, tc := range []struct {
+		name          string
+		authorization string
+	}{
+		{"none", ""},
+		{"not bearer", "Basic YWxpY2U6c2VjcmV0"},
+		{"garbage", "Bearer not-a-token"},
+		{"for another resource", "Bearer " + otherResource},
+		{"signed with another key", "Bearer " + otherKey},
+		{"three fields", "Bearer " + f.token(t, "alice") + " extra"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, r := range []struct{ method, path, body string }{
+				{http.MethodGet, "", ""}, {http.MethodPost, "/cancel", ""}, {http.MethodPost, "/retry", ""},
+				{http.MethodPost, "/retry", `{"new": true}`},
+				{http.MethodPost, "/retry", "not JSON"}, // the token is checked before the body
+			} {
+				req := request{method: r.method, path: "/api/v1/elicitations/" + e.ID + r.path,
+					header: http.Header{"Authorization": {tc.authorization}}}
+				if r.body != "" {
+					req.body, req.contentType = strings.NewReader(r.body), "application/json"
+				}
+				got := f.send(t, nil, req)
+				var body map[string]string
+				got.decode(t, &body)
+				if got.Status != http.StatusUnauthorized || got.Header.Get("WWW-Authenticate") != metadata ||
+					body["error"] != "a valid bearer token is required" {
+					t.Errorf("%s %s: %d %q %v, want 401 with the resource metadata", r.method, r.path, got.Status, got.Header.Get("WWW-Authenticate"), body)
+				}
+			}
+		})
+	}
+	f.wantUnchanged(t, e.ID, before)
+}
+
+func TestTheAPIWantsTheRequiredScopes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{requiredScopes: []string{"urlflow", "profile"},
+		scopes: map[string][]string{"alice": {"profile", "urlflow"}, "bob": {"profile"}}})
+	alices := f.newFlow(t, "alice")
+	bobs := f.newFlow(t, "bob")
+	before := f.snapshot(t, bobs.ID)
+
+	for _, path := range []string{"", "/cancel"} {
+		method := http.MethodGet
+		if path != "" {
+			method = http.MethodPost
+		}
+		got := f.api(t, method, "/api/v1/elicitations/"+bobs.ID+path, f.token(t, "bob"), "")
+		var body map[string]string
+		got.decode(t, &body)
+		want := fmt.Sprintf(`Bearer error="insufficient_scope", scope="urlflow profile", resource_metadata=%q`,
+			f.URL+"/.well-known/oauth-protected-resource/mcp")
+		if got.Status != http.StatusForbidden || got.Header.Get("WWW-Authenticate") != want || body["error"] != "the token lacks the scopes urlflow" {
+			t.Errorf("%s %s without the scope: %d %q %v, want 403 insufficient_scope", method, path, got.Status, got.Header.Get("WWW-Authenticate"), body)
+		}
+	}
+	f.wantUnchanged(t, bobs.ID, before)
+
+	if got := f.api(t, http.MethodGet, "/api/v1/elicitations/"+alices.ID, f.token(t, "alice"), ""); got.Status != http.StatusOK {
+		t.Errorf("with the scopes: %d, want 200", got.Status)
+	}
+	if got := f.api(t, http.MethodGet, "/api/v1/elicitations/"+bobs.ID, f.operatorToken, ""); got.Status != http.StatusOK {
+		t.Errorf("an operator token: %d, want 200 (operators carry no scopes)", got.Status)
+	}
+}

@@ -1,0 +1,234 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/urlflow/urlflow/state"
+)
+
+func TestConnectingAnAccountStoresTheConnection(t *testing.T) {
+	t.Parallel()
+	p := newProvider(t)
+	f := newFixture(t, fixtureOptions{provider: p})
+	e := f.newFlow(t, "alice", asConnection)
+	b := f.browser(t, "alice")
+
+	consent := b.open(e.ID)
+	consent.want(t, http.StatusOK, "Acme", "probe-client", "Self-reported by the client", "profile", "Continue", "Decline")
+	if csp := consent.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self' "+p.srv.URL+";") {
+		t.Errorf("the consent page's CSP %q does not let its form go on to the provider", csp)
+	}
+	authURL := b.startConnect(e.ID, consent)
+	callback := b.atProvider(authURL)
+	done := b.get(callback)
+
+	done.want(t, http.StatusOK, "Acme account connected", providerAccount, "probe-client")
+	f.wantState(t, e.ID, state.Complete)
+	issued, _ := p.tokens()
+	cred, err := f.store.Credential(t.Context(), f.user("alice"), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cred.Kind != state.KindOAuth || cred.Account != providerAccount || cred.ElicitationID != e.ID || !slices.Equal(cred.Scopes, []string{"profile"}) {
+		t.Errorf("stored %+v, want the Acme connection of this elicitation", cred)
+	}
+	sealed, err := f.vault.Open(f.user("alice"), "acme", cred.Sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var token struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal([]byte(sealed.Reveal()), &token); err != nil || len(issued) != 1 || token.AccessToken != issued[0] {
+		t.Errorf("the stored token is not the one Acme issued (%v)", err)
+	}
+	want := []state.Event{state.Created, state.BrowserOpen, state.PageContinue, state.Verified}
+	if got := events(f.history(t, e.ID)); !slices.Equal(got, want) {
+		t.Errorf("history %v, want %v", got, want)
+	}
+	if last := f.lastEntry(t, e.ID); last.Reason != "connected to Acme as "+providerAccount {
+		t.Errorf("the completion says %q", last.Reason)
+	}
+	if strings.Contains(f.logs.String(), issued[0]) || strings.Contains(done.Body, issued[0]) {
+		t.Error("the access token reached the log or the page")
+	}
+
+	b.get("/e/"+e.ID).want(t, http.StatusOK, "Already done", "Your Acme account is connected")
+	// A second connection says it replaces the first.
+	again := f.newFlow(t, "alice", asConnection)
+	b.get("/e/"+again.ID).want(t, http.StatusOK, "Connecting again replaces it")
+}
+
+func TestAProviderAnswerIsSpentOnce(t *testing.T) {
+	t.Parallel()
+	p := newProvider(t)
+	f := newFixture(t, fixtureOptions{provider: p})
+	e := f.newFlow(t, "alice", asConnection)
+	b := f.browser(t, "alice")
+	callback := b.atProvider(b.startConnect(e.ID, b.open(e.ID)))
+	b.get(callback).want(t, http.StatusOK)
+	before := f.snapshot(t, e.ID)
+
+	b.get(callback).want(t, http.StatusBadRequest, "already used", "Nothing was changed")
+
+	f.wantUnchanged(t, e.ID, before)
+	if _, exchanges := p.tokens(); exchanges != 1 {
+		t.Errorf("the code was exchanged %d times, want once", exchanges)
+	}
+	b.get("/oauth/callback?state=never-issued&code=x").want(t, http.StatusBadRequest, "already used")
+}
+
+func TestAProviderAnswerInAnotherBrowserIsRefusedAndSpent(t *testing.T) {
+	t.Parallel()
+	p := newProvider(t)
+	f := newFixture(t, fixtureOptions{provider: p})
+	for _, tc := range []struct {
+		name  string
+		other func(t *testing.T) *browser
+	}{
+		{"signed out", func(t *testing.T) *browser { return f.browser(t, "nobody") }},
+		{"another user", func(t *testing.T) *browser {
+			b := f.browser(t, "bob")
+			b.signIn("/")
+			return b
+		}},
+		{"the same user elsewhere", func(t *testing.T) *browser {
+			b := f.browser(t, "alice")
+			b.signIn("/")
+			return b
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := f.newFlow(t, "alice", asConnection)
+			alice := f.browser(t, "alice")
+			callback := alice.atProvider(alice.startConnect(e.ID, alice.open(e.ID)))
+			before := f.snapshot(t, e.ID)
+
+			tc.other(t).get(callback).want(t, http.StatusForbidden, "belongs to another browser", "Nothing was changed")
+
+			f.wantState(t, e.ID, state.InProgress)
+			h := f.history(t, e.ID)
+			last := h[len(h)-1]
+			if len(h) != before.History+1 || last.Event != state.LatePost || last.Actor != state.ActorOther || last.To != state.InProgress {
+				t.Errorf("history %v ends with %+v, want one late_post by another user", events(h), last)
+			}
+			f.wantNoCredential(t, "alice", "acme")
+			alice.get(callback).want(t, http.StatusBadRequest, "already used")
+			f.wantState(t, e.ID, state.InProgress)
+		})
+	}
+	if _, exchanges := p.tokens(); exchanges != 0 {
+		t.Errorf("a refused answer's code was exchanged %d times", exchanges)
+	}
+}
+
+func TestAFailedConnectionCanBeTriedAgain(t *testing.T) {
+	t.Parallel()
+	p := newProvider(t)
+	f := newFixture(t, fixtureOptions{provider: p})
+	for _, tc := range []struct {
+		name    string
+		refusal string
+		tamper  func(callback url.Values)
+		says    string
+	}{
+		{"access denied", "access_denied", nil, "the access was declined at Acme"},
+		{"a provider error", "server_error", nil, "Acme answered server_error"},
+		{"another issuer", "", func(q url.Values) { q.Set("iss", "https://evil.example") }, "the answer did not come from Acme"},
+		{"a code Acme does not know", "", func(q url.Values) { q.Set("code", "forged") }, "the provider answered 400 (invalid_grant)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			user := strings.ToLower(strings.ReplaceAll(tc.name, " ", "-")) // each case connects once
+			e := f.newFlow(t, user, asConnection)
+			b := f.browser(t, user)
+			p.refuse(tc.refusal)
+			callback := b.atProvider(b.startConnect(e.ID, b.open(e.ID)))
+			if tc.tamper != nil {
+				u, _ := url.Parse(callback)
+				q := u.Query()
+				tc.tamper(q)
+				u.RawQuery = q.Encode()
+				callback = u.String()
+			}
+
+			failed := b.get(callback)
+
+			failed.want(t, http.StatusUnprocessableEntity, "Your Acme account was not connected", tc.says, "Try again", "Decline")
+			if !strings.Contains(failed.Body, `href="/e/`+e.ID+`"`) {
+				t.Error("the page offers no way to try again")
+			}
+			f.wantState(t, e.ID, state.Failed)
+			f.wantNoCredential(t, user, "acme")
+
+			p.refuse("")
+			consent := b.get("/e/" + e.ID)
+			consent.want(t, http.StatusOK, "Acme")
+			f.wantState(t, e.ID, state.InProgress)
+			b.get(b.atProvider(b.startConnect(e.ID, consent))).want(t, http.StatusOK, "Acme account connected")
+			f.wantState(t, e.ID, state.Complete)
+		})
+	}
+}
+
+func TestAProviderAnswerAfterTheFlowEndedChangesNothing(t *testing.T) {
+	t.Parallel()
+	p := newProvider(t)
+	f := newFixture(t, fixtureOptions{provider: p})
+	e := f.newFlow(t, "alice", asConnection)
+	b := f.browser(t, "alice")
+	callback := b.atProvider(b.startConnect(e.ID, b.open(e.ID)))
+	f.apply(t, e.ID, state.CancelRequested, state.ActorUser)
+
+	b.get(callback).want(t, http.StatusConflict, "This request was cancelled", "Nothing was changed")
+
+	f.wantState(t, e.ID, state.Cancelled)
+	f.wantNoCredential(t, "alice", "acme")
+	if last := f.lastEntry(t, e.ID); last.Event != state.LatePost {
+		t.Errorf("last history entry %+v, want late_post", last)
+	}
+	if _, exchanges := p.tokens(); exchanges != 0 {
+		t.Errorf("the code of an ended flow was exchanged %d times", exchanges)
+	}
+}
+
+func TestAFormOfTheOtherKindGoesBackToTheConsentPage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{provider: newProvider(t)})
+	secret := f.newFlow(t, "alice")
+	connection := f.newFlow(t, "alice", asConnection)
+	b := f.browser(t, "alice")
+	b.open(secret.ID).want(t, http.StatusOK)
+	b.get("/e/"+connection.ID).want(t, http.StatusOK)
+	csrf := b.csrf()
+	for _, tc := range []struct {
+		id, method, action string
+	}{
+		{secret.ID, http.MethodPost, "authorize"},
+		{connection.ID, http.MethodPost, "continue"},
+		{connection.ID, http.MethodGet, "secret"},
+		{connection.ID, http.MethodPost, "secret"},
+	} {
+		before := f.snapshot(t, tc.id)
+		got := b.send(request{method: tc.method, path: "/e/" + tc.id + "/" + tc.action,
+			form: url.Values{"csrf": {csrf}, "secret": {validKey}}})
+		if got.Status != http.StatusSeeOther || got.Location() != "/e/"+tc.id {
+			t.Errorf("%s %s: %d to %q, want 303 to the consent page", tc.method, tc.action, got.Status, got.Location())
+		}
+		f.wantUnchanged(t, tc.id, before)
+	}
+	f.wantNoCredential(t, "alice", demoSlot)
+	f.wantNoCredential(t, "alice", "acme")
+}
+
+func TestAConnectionToAProviderNoLongerConfiguredIsUnavailable(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice", asConnection)
+	f.browser(t, "alice").open(e.ID).want(t, http.StatusServiceUnavailable, "no longer has in its configuration")
+	f.wantNoCredential(t, "alice", "acme")
+}

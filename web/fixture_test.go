@@ -1,0 +1,871 @@
+package web
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"html"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/urlflow/urlflow/demoapi"
+	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/slots"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/upstream"
+)
+
+// This file is the one place that assembles urlflow's HTTP surface for the tests of this
+// package, as `urlflow dev` does (cmd/urlflow/dev.go, runService): a real redis-server, the
+// development identity, the demo slot checked against the demo API served by the same
+// server, an operator token, and a probe in place of the MCP server. Tests create
+// elicitations through the store, as the MCP tools do, and act as the user through a
+// browser with a cookie jar.
+
+// demoSlot is the slot of `urlflow dev` (cmd/urlflow/demo.yaml): a demo key, checked with
+// the demo API before it is stored.
+const demoSlot = "demo_api_key"
+
+// Values of the demo slot. The demo API accepts "demo_" and at least 16 letters or digits.
+const (
+	validKey     = "demo_0123456789abcdef"
+	invalidKey   = "not-a-demo-key-CANARY-4711"  // breaks the slot's pattern
+	unverifiable = "demo_short1CANARY"           // passes the slot's rules, refused by the API
+	otherKey     = "demo_fedcba9876543210CANARY" // valid, for posts that must store nothing
+)
+
+func demoSlots() []slots.Slot {
+	return []slots.Slot{{
+		Name:        demoSlot,
+		Label:       "Demo API key",
+		Description: "A key for urlflow's demo API.",
+		Validation: slots.Validation{MinLength: 8, MaxLength: 128, Pattern: "demo_[A-Za-z0-9]+",
+			PatternHint: "It starts with demo_ followed by letters or digits."},
+		API: &slots.API{
+			BaseURL: slots.PublicURLPlaceholder + demoapi.Prefix,
+			Methods: []string{http.MethodGet, http.MethodPost},
+			Inject:  slots.Injection{Header: "Authorization", Template: "Bearer " + slots.SecretPlaceholder},
+		},
+		Verify: &slots.Verify{Method: http.MethodGet, Path: "/whoami", Status: []int{http.StatusOK}},
+	}}
+}
+
+// fixtureOptions change the fixture where a test needs it.
+type fixtureOptions struct {
+	rateLimits RateLimits
+	// requiredScopes must be in every token; scopes grants them to development users by
+	// name (development tokens carry none).
+	requiredScopes []string
+	scopes         map[string][]string
+	// issuer is named in the protected resource metadata.
+	issuer string
+	// provider is a third-party OAuth provider, configured as "acme".
+	provider *provider
+	// https makes the public URL https, as behind a proxy that terminates TLS; the test
+	// server still speaks plain HTTP.
+	https bool
+	// redisQuery is added to the Redis URL: client options as go-redis parses them.
+	redisQuery string
+	// notifier stands in for the MCP server's completion notifier: it sees every notice
+	// published on the hub.
+	notifier func(context.Context, *state.Store, state.Notice)
+}
+
+// fixture is urlflow's HTTP surface, in process, on its own redis-server.
+type fixture struct {
+	// URL is where the server listens; also its public URL unless the options say https.
+	URL           string
+	server        *Server
+	redis         *redistest.Server
+	store         *state.Store
+	vault         *state.Vault
+	dev           *oauth.DevIdentity
+	clock         *testClock
+	mcp           *mcpProbe
+	logs          *syncBuffer
+	operatorToken string
+	// demoHook runs before the demo API answers (see whileVerifying).
+	demoHook atomic.Pointer[func(*http.Request)]
+}
+
+func newFixture(t *testing.T, opts fixtureOptions) *fixture {
+	t.Helper()
+	ctx := t.Context()
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
+
+	redis := redistest.Start(t)
+	redisURL := redis.URL()
+	if opts.redisQuery != "" {
+		redisURL += "?" + opts.redisQuery
+	}
+	rdb, err := state.Connect(ctx, redisURL, state.Standalone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	clock := &testClock{}
+	store := state.NewStore(rdb, state.StoreOptions{Now: clock.Now, Logger: log})
+	hub := state.NewHub(rdb, log)
+	if opts.notifier != nil {
+		hub.OnNotice(func(ctx context.Context, n state.Notice) { opts.notifier(ctx, store, n) })
+	}
+	keys, err := state.ParseKeyRing(state.GenerateKeyRing("k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vault := state.NewVault(keys)
+
+	srv := httptest.NewUnstartedServer(nil)
+	baseURL := "http://" + srv.Listener.Addr().String()
+	publicURL, err := url.Parse(baseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.https {
+		publicURL.Scheme = "https"
+	}
+	// The demo API is reached where the server listens, over plain HTTP.
+	catalog, err := slots.NewCatalog(demoSlots(), baseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var configs []oauth.ProviderConfig
+	if opts.provider != nil {
+		configs = append(configs, opts.provider.config(publicURL.JoinPath("oauth", "callback").String()))
+	}
+	providers, err := oauth.NewProviders(ctx, configs, oauth.ProviderOptions{
+		PublicURL: publicURL.String(),
+		Getenv:    func(name string) (string, bool) { return "secret-of-" + name, true },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := oauth.NewDevIdentity([]byte(rand.Text()), publicURL.JoinPath("mcp").String())
+	var verifier oauth.Verifier = dev
+	if opts.scopes != nil {
+		verifier = scopeGranter{dev, opts.scopes}
+	}
+	f := &fixture{
+		URL: baseURL, redis: redis, store: store, vault: vault, dev: dev, clock: clock,
+		mcp: &mcpProbe{}, logs: logs, operatorToken: "operator-" + rand.Text(),
+	}
+	f.server = New(Options{
+		PublicURL: publicURL, Store: store, Hub: hub, Vault: vault, Keys: keys, Slots: catalog,
+		Verifier: verifier, Operators: oauth.NewOperators([]string{f.operatorToken}), Dev: dev,
+		Issuer: opts.issuer, RequiredScopes: opts.requiredScopes, MCP: f.mcp,
+		Upstream: upstream.New(nil), Providers: providers, Keeper: oauth.NewKeeper(store, vault, log), DemoAPI: f.demoAPI(),
+		RateLimits: opts.rateLimits, TTL: 10 * time.Minute, Logger: log,
+	})
+	srv.Config.Handler = f.server.Handler()
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); hub.Run(hubCtx) }()
+	t.Cleanup(func() { stopHub(); <-hubDone })
+	select {
+	case <-hub.Connected():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hub did not subscribe within 10s")
+	}
+	return f
+}
+
+// demoAPI is the demo API, with the test's hook in front.
+func (f *fixture) demoAPI() http.Handler {
+	demo := demoapi.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hook := f.demoHook.Load(); hook != nil {
+			(*hook)(r)
+		}
+		demo.ServeHTTP(w, r)
+	})
+}
+
+// whileVerifying makes fn run whenever the demo API is called, before it answers: while
+// urlflow checks a secret with it.
+func (f *fixture) whileVerifying(fn func(*http.Request)) { f.demoHook.Store(&fn) }
+
+// waitReady waits until /readyz answers 200, as after Redis comes back: the Redis client
+// probes a server that refused it about once a second.
+func (f *fixture) waitReady(t testing.TB) {
+	t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(15 * time.Second)
+	for {
+		if got := f.send(t, nil, request{method: http.MethodGet, path: "/readyz"}); got.Status == http.StatusOK {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("/readyz did not answer 200 within 15s")
+		}
+	}
+}
+
+// user returns the development user called name.
+func (f *fixture) user(name string) state.User { return f.dev.User(name) }
+
+// token returns a bearer token for development user name.
+func (f *fixture) token(t testing.TB, name string) string {
+	t.Helper()
+	tok, err := f.dev.Issue(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// newFlow creates a pending elicitation of development user owner for the demo slot, as
+// set_secret does. change, if given, adjusts what is created.
+func (f *fixture) newFlow(t testing.TB, owner string, change ...func(*state.NewElicitation)) *state.Elicitation {
+	t.Helper()
+	n := state.NewElicitation{
+		User: f.user(owner), Kind: state.KindSecret, Target: demoSlot, Purpose: "to list your demo projects",
+		Client: state.ClientInfo{Name: "probe-client", Version: "1.2.3"}, TTL: 10 * time.Minute,
+	}
+	for _, c := range change {
+		c(&n)
+	}
+	e, err := f.store.Create(t.Context(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// liveSession registers a live MCP session of development user owner and returns its ID.
+func (f *fixture) liveSession(t testing.TB, owner string) string {
+	t.Helper()
+	id := "session-" + rand.Text()
+	err := f.store.RegisterMCPSession(t.Context(), state.MCPSession{ID: id, User: f.user(owner), Replica: "test",
+		StartedAt: f.clock.Now()}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// asConnection makes a new elicitation a connection to the stand-in provider.
+func asConnection(n *state.NewElicitation) {
+	n.Kind, n.Target, n.Scopes = state.KindOAuth, "acme", []string{"profile"}
+}
+
+// inSession makes a new elicitation belong to MCP session id.
+func inSession(id string) func(*state.NewElicitation) {
+	return func(n *state.NewElicitation) { n.SessionID, n.Replica = id, "test" }
+}
+
+// apply applies event ev to elicitation id as actor, for tests that need a flow in a given
+// state, and fails the test unless it changed the state.
+func (f *fixture) apply(t testing.TB, id string, ev state.Event, actor state.Actor) {
+	t.Helper()
+	change, err := f.store.Apply(t.Context(), id, ev, actor, "set up by the test")
+	if err != nil || !change.Changed() {
+		t.Fatalf("apply %s to %s: changed=%v, err=%v", ev, id, change.Changed(), err)
+	}
+}
+
+// get returns elicitation id as stored.
+func (f *fixture) get(t testing.TB, id string) *state.Elicitation {
+	t.Helper()
+	e, err := f.store.Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// history returns the history of elicitation id.
+func (f *fixture) history(t testing.TB, id string) []state.Entry {
+	t.Helper()
+	h, err := f.store.History(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// snapshot is what a request that changes nothing must leave as it was.
+type snapshot struct {
+	State   state.State
+	History int
+}
+
+func (f *fixture) snapshot(t testing.TB, id string) snapshot {
+	t.Helper()
+	return snapshot{State: f.get(t, id).State, History: len(f.history(t, id))}
+}
+
+// wantState fails the test unless elicitation id is in state want.
+func (f *fixture) wantState(t testing.TB, id string, want state.State) {
+	t.Helper()
+	if got := f.get(t, id).State; got != want {
+		t.Errorf("elicitation is %s, want %s", got, want)
+	}
+}
+
+// wantUnchanged fails the test unless elicitation id is as in before: same state, no new
+// history entry.
+func (f *fixture) wantUnchanged(t testing.TB, id string, before snapshot) {
+	t.Helper()
+	if after := f.snapshot(t, id); after != before {
+		t.Errorf("the elicitation changed: %+v, want %+v; history: %s", after, before, events(f.history(t, id)))
+	}
+}
+
+// lastEntry returns the newest history entry of elicitation id.
+func (f *fixture) lastEntry(t testing.TB, id string) state.Entry {
+	t.Helper()
+	h := f.history(t, id)
+	if len(h) == 0 {
+		t.Fatalf("elicitation %s has no history", id)
+	}
+	return h[len(h)-1]
+}
+
+// wantNoCredential fails the test if owner has a credential name.
+func (f *fixture) wantNoCredential(t testing.TB, owner, name string) {
+	t.Helper()
+	if c, err := f.store.Credential(t.Context(), f.user(owner), name); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("%s has a credential %s (%+v, %v), want none", owner, name, c, err)
+	}
+}
+
+// storedSecret returns owner's stored secret of slot name, opened.
+func (f *fixture) storedSecret(t testing.TB, owner, name string) (*state.Credential, string) {
+	t.Helper()
+	c, err := f.store.Credential(t.Context(), f.user(owner), name)
+	if err != nil {
+		t.Fatalf("%s's credential %s: %v", owner, name, err)
+	}
+	secret, err := f.vault.Open(f.user(owner), name, c.Sealed)
+	if err != nil {
+		t.Fatalf("open %s's credential %s: %v", owner, name, err)
+	}
+	return c, secret.Reveal()
+}
+
+// counter returns the value of counter series ("name" or `name{label="value"}`), 0 if unset.
+func (f *fixture) counter(t testing.TB, series string) int64 {
+	t.Helper()
+	counters, err := f.store.Counters(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range counters {
+		if c.Series == series {
+			return c.Value
+		}
+	}
+	return 0
+}
+
+// events lists the events of a history, for messages and comparisons.
+func events(h []state.Entry) []state.Event {
+	var evs []state.Event
+	for _, e := range h {
+		evs = append(evs, e.Event)
+	}
+	return evs
+}
+
+// testClock is the store's clock: the real time, moved forward by the test.
+type testClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Advance moves the clock forward by d.
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+// scopeGranter stands in for an issuer whose tokens carry scopes: development tokens carry
+// none, so it adds the scopes of the user's name.
+type scopeGranter struct {
+	dev    *oauth.DevIdentity
+	scopes map[string][]string
+}
+
+func (g scopeGranter) Verify(ctx context.Context, token string) (oauth.Identity, error) {
+	id, err := g.dev.Verify(ctx, token)
+	if err == nil {
+		id.Scopes = g.scopes[id.User.Subject]
+	}
+	return id, err
+}
+
+// mcpProbe stands in for the MCP server behind the bearer check: it records the user of
+// every request that reaches it.
+type mcpProbe struct {
+	// panics makes the probe panic, as a handler with a bug would.
+	panics atomic.Bool
+
+	mu    sync.Mutex
+	users []state.User
+}
+
+func (p *mcpProbe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p.panics.Load() {
+		panic("the probe was told to panic")
+	}
+	user, _ := oauth.UserOf(auth.TokenInfoFromContext(r.Context()))
+	p.mu.Lock()
+	p.users = append(p.users, user)
+	p.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"probe":"reached"}`)
+}
+
+// reached returns the users of the requests that reached the probe.
+func (p *mcpProbe) reached() []state.User {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.users)
+}
+
+// syncBuffer is a bytes.Buffer that the server's logger and the test share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// answer is one HTTP answer of the server.
+type answer struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// Location returns the Location header.
+func (a answer) Location() string { return a.Header.Get("Location") }
+
+var (
+	tagPattern   = regexp.MustCompile(`(?s)<[^>]*>`)
+	spacePattern = regexp.MustCompile(`\s+`)
+)
+
+// Text returns an HTML page's text as a person reads it: tags removed, entities decoded,
+// white space collapsed.
+func (a answer) Text() string {
+	return strings.TrimSpace(spacePattern.ReplaceAllString(html.UnescapeString(tagPattern.ReplaceAllString(a.Body, " ")), " "))
+}
+
+// field returns the value of the first input named name.
+func (a answer) field(name string) (string, bool) {
+	tag := regexp.MustCompile(`<input[^>]*\bname="` + regexp.QuoteMeta(name) + `"[^>]*>`).FindString(a.Body)
+	if tag == "" {
+		return "", false
+	}
+	m := regexp.MustCompile(`\bvalue="([^"]*)"`).FindStringSubmatch(tag)
+	if m == nil {
+		return "", true
+	}
+	return html.UnescapeString(m[1]), true
+}
+
+// csrf returns the page's CSRF token, failing the test if it has none.
+func (a answer) csrf(t testing.TB) string {
+	t.Helper()
+	v, ok := a.field("csrf")
+	if !ok || v == "" {
+		t.Fatalf("the page (status %d) has no CSRF field: %s", a.Status, a.Text())
+	}
+	return v
+}
+
+// want fails the test unless the answer has status and, for each of texts, contains it in
+// its text (a page's words, or a JSON body).
+func (a answer) want(t testing.TB, status int, texts ...string) {
+	t.Helper()
+	page := a.Text()
+	if a.Status != status {
+		t.Fatalf("status %d, want %d: %s", a.Status, status, page)
+	}
+	for _, text := range texts {
+		if !strings.Contains(page, text) {
+			t.Errorf("the answer does not say %q: %s", text, page)
+		}
+	}
+}
+
+// decode decodes a JSON answer into v.
+func (a answer) decode(t testing.TB, v any) {
+	t.Helper()
+	if ct := a.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("Content-Type %q, want JSON: %s", ct, a.Body)
+	}
+	if err := json.Unmarshal([]byte(a.Body), v); err != nil {
+		t.Fatalf("decode %s: %v", a.Body, err)
+	}
+}
+
+// request is one request to the server.
+type request struct {
+	method string
+	path   string
+	form   url.Values
+	body   io.Reader // instead of form, sent with an unknown length
+	// contentType is the body's type; a form's by default.
+	contentType string
+	token       string // sent as a bearer token
+	header      http.Header
+	host        string
+}
+
+// send sends r with client, never following a redirect.
+func (f *fixture) send(t testing.TB, client *http.Client, r request) answer {
+	t.Helper()
+	var body io.Reader
+	switch {
+	case r.form != nil:
+		body = strings.NewReader(r.form.Encode())
+	case r.body != nil:
+		body = r.body
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	target := r.path
+	if !strings.HasPrefix(target, "http") {
+		target = f.URL + target
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, target, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.body != nil {
+		req.ContentLength = -1
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", cmp.Or(r.contentType, "application/x-www-form-urlencoded"))
+	}
+	if r.token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	for k, vs := range r.header {
+		req.Header[k] = vs
+	}
+	if r.host != "" {
+		req.Host = r.host
+	}
+	if client == nil {
+		client = noRedirects(nil)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", r.method, r.path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read the answer: %v", r.method, r.path, err)
+	}
+	return answer{Status: resp.StatusCode, Header: resp.Header, Body: string(data)}
+}
+
+func noRedirects(jar http.CookieJar) *http.Client {
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// api sends an API request with token (none if empty) and a JSON body (none if empty).
+func (f *fixture) api(t testing.TB, method, path, token, body string) answer {
+	t.Helper()
+	r := request{method: method, path: path, token: token}
+	if body != "" {
+		r.body, r.contentType = strings.NewReader(body), "application/json"
+	}
+	return f.send(t, nil, r)
+}
+
+// browser is a browser without JavaScript: a cookie jar, and every redirect left to the
+// test. It sends exactly what a test asks, also what a real browser would not send.
+type browser struct {
+	t      testing.TB
+	f      *fixture
+	name   string
+	client *http.Client
+}
+
+// browser returns a signed-out browser for development user name.
+func (f *fixture) browser(t testing.TB, name string) *browser {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &browser{t: t, f: f, name: name, client: noRedirects(jar)}
+}
+
+func (b *browser) send(r request) answer {
+	b.t.Helper()
+	return b.f.send(b.t, b.client, r)
+}
+
+func (b *browser) get(path string) answer {
+	b.t.Helper()
+	return b.send(request{method: http.MethodGet, path: path})
+}
+
+func (b *browser) post(path string, form url.Values) answer {
+	b.t.Helper()
+	return b.send(request{method: http.MethodPost, path: path, form: form})
+}
+
+// sessionCookie returns the browser's session cookie value, empty if it has none.
+func (b *browser) sessionCookie() string {
+	u, _ := url.Parse(b.f.URL)
+	for _, c := range b.client.Jar.Cookies(u) {
+		if c.Name == b.f.server.sessions.name {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// sessionID decodes a session cookie value into its session ID.
+func (f *fixture) sessionID(t testing.TB, cookie string) string {
+	t.Helper()
+	var id string
+	if err := f.server.sessions.codec.Decode(f.server.sessions.name, cookie, &id); err != nil {
+		t.Fatalf("decode session cookie: %v", err)
+	}
+	return id
+}
+
+// setSessionCookie puts a session cookie with value into the browser.
+func (b *browser) setSessionCookie(value string) {
+	u, _ := url.Parse(b.f.URL)
+	b.client.Jar.SetCookies(u, []*http.Cookie{{Name: b.f.server.sessions.name, Value: value, Path: "/"}})
+}
+
+// signIn signs in on the development page as the browser's user, going on to next, and
+// fails the test unless that works.
+func (b *browser) signIn(next string) {
+	b.t.Helper()
+	page := b.get("/auth/login?next=" + url.QueryEscape(next))
+	page.want(b.t, http.StatusOK)
+	formNext, _ := page.field("next")
+	done := b.post("/auth/login", url.Values{"name": {b.name}, "csrf": {page.csrf(b.t)}, "next": {formNext}})
+	if done.Status != http.StatusSeeOther || done.Location() != next {
+		b.t.Fatalf("signing in as %s answered %d to %q: %s", b.name, done.Status, done.Location(), done.Text())
+	}
+}
+
+// open signs in and opens elicitation id, returning the page.
+func (b *browser) open(id string) answer {
+	b.t.Helper()
+	b.signIn("/e/" + id)
+	return b.get("/e/" + id)
+}
+
+// csrf returns a valid CSRF token of the browser's session, from the home page.
+func (b *browser) csrf() string {
+	b.t.Helper()
+	return b.get("/").csrf(b.t)
+}
+
+// continueToForm opens elicitation id (signed in), continues on the consent page and
+// returns the secret form.
+func (b *browser) continueToForm(id string) answer {
+	b.t.Helper()
+	consent := b.open(id)
+	consent.want(b.t, http.StatusOK)
+	next := b.post("/e/"+id+"/continue", url.Values{"csrf": {consent.csrf(b.t)}})
+	if next.Status != http.StatusSeeOther || next.Location() != "/e/"+id+"/secret" {
+		b.t.Fatalf("continue answered %d to %q: %s", next.Status, next.Location(), next.Text())
+	}
+	form := b.get(next.Location())
+	form.want(b.t, http.StatusOK)
+	return form
+}
+
+// submit posts value on the secret form of elicitation id with the form's CSRF token.
+func (b *browser) submit(id string, form answer, value string) answer {
+	b.t.Helper()
+	return b.post("/e/"+id+"/secret", url.Values{"csrf": {form.csrf(b.t)}, "secret": {value}})
+}
+
+// startConnect posts Continue on the connect page consent of elicitation id and returns
+// the provider's authorization URL it is sent to.
+func (b *browser) startConnect(id string, consent answer) string {
+	b.t.Helper()
+	consent.want(b.t, http.StatusOK)
+	got := b.post("/e/"+id+"/authorize", url.Values{"csrf": {consent.csrf(b.t)}})
+	if got.Status != http.StatusSeeOther || !strings.HasPrefix(got.Location(), "http://") {
+		b.t.Fatalf("authorize answered %d to %q, want 303 to the provider: %s", got.Status, got.Location(), got.Text())
+	}
+	return got.Location()
+}
+
+// atProvider opens the provider's authorization URL, where the user decides at once, and
+// returns the URL on urlflow the provider sends the browser back to.
+func (b *browser) atProvider(authURL string) string {
+	b.t.Helper()
+	got := b.get(authURL)
+	if got.Status != http.StatusSeeOther || !strings.HasPrefix(got.Location(), b.f.URL+"/oauth/callback?") {
+		b.t.Fatalf("the provider answered %d to %q: %s", got.Status, got.Location(), got.Body)
+	}
+	return got.Location()
+}
+
+// provider is an in-process third-party OAuth provider, "Acme", with explicit endpoints:
+// its authorization endpoint answers at once (the user approves, unless refusal is set),
+// its token endpoint checks the client, the redirect URI and PKCE and spends each code
+// once, and its userinfo endpoint names the account of the tokens it issued.
+type provider struct {
+	srv *httptest.Server
+
+	mu          sync.Mutex
+	redirectURI string
+	refusal     string            // the error the authorization endpoint answers; "" approves
+	challenges  map[string]string // code -> PKCE challenge
+	issued      []string          // access tokens
+	exchanges   int
+}
+
+// The client urlflow is at the provider, and the account it connects.
+const (
+	providerClientID = "urlflow"
+	providerSecret   = "secret-of-ACME_SECRET" // what the fixture's Getenv gives ACME_SECRET
+	providerAccount  = "alice-at-acme"
+)
+
+func newProvider(t testing.TB) *provider {
+	p := &provider{challenges: map[string]string{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /authorize", p.authorize)
+	mux.HandleFunc("POST /token", p.token)
+	mux.HandleFunc("GET /userinfo", p.userinfo)
+	p.srv = httptest.NewServer(mux)
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *provider) config(redirectURI string) oauth.ProviderConfig {
+	p.mu.Lock()
+	p.redirectURI = redirectURI
+	p.mu.Unlock()
+	return oauth.ProviderConfig{
+		Name: "acme", Label: "Acme", ClientID: providerClientID, ClientSecretEnv: "ACME_SECRET",
+		AuthorizationURL: p.srv.URL + "/authorize", TokenURL: p.srv.URL + "/token", UserinfoURL: p.srv.URL + "/userinfo",
+		Scopes: []string{"profile"},
+	}
+}
+
+// refuse makes the authorization endpoint answer code ("" approves again).
+func (p *provider) refuse(code string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refusal = code
+}
+
+// tokens returns the access tokens issued, and how many exchanges were asked for.
+func (p *provider) tokens() ([]string, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.issued), p.exchanges
+}
+
+func (p *provider) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if q.Get("client_id") != providerClientID || q.Get("response_type") != "code" || q.Get("redirect_uri") != p.redirectURI ||
+		q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("state") == "" || q.Get("scope") != "profile" {
+		http.Error(w, "bad authorization request: "+q.Encode(), http.StatusBadRequest)
+		return
+	}
+	answer := url.Values{"state": {q.Get("state")}}
+	if p.refusal != "" {
+		answer.Set("error", p.refusal)
+	} else {
+		code := rand.Text()
+		p.challenges[code] = q.Get("code_challenge")
+		answer.Set("code", code)
+	}
+	http.Redirect(w, r, p.redirectURI+"?"+answer.Encode(), http.StatusSeeOther)
+}
+
+func (p *provider) token(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.exchanges++
+	code := r.PostFormValue("code")
+	challenge, known := p.challenges[code]
+	delete(p.challenges, code)
+	sum := sha256.Sum256([]byte(r.PostFormValue("code_verifier")))
+	if !known || base64.RawURLEncoding.EncodeToString(sum[:]) != challenge || r.PostFormValue("grant_type") != "authorization_code" ||
+		r.PostFormValue("client_id") != providerClientID || r.PostFormValue("client_secret") != providerSecret ||
+		r.PostFormValue("redirect_uri") != p.redirectURI {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"error":"invalid_grant"}`)
+		return
+	}
+	token := "acme-token-" + rand.Text()
+	p.issued = append(p.issued, token)
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"access_token": token, "token_type": "Bearer", "expires_in": 3600,
+		"refresh_token": "acme-refresh-" + rand.Text(), "scope": "profile"})
+}
+
+func (p *provider) userinfo(w http.ResponseWriter, r *http.Request) {
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	p.mu.Lock()
+	known := slices.Contains(p.issued, token)
+	p.mu.Unlock()
+	if !known {
+		http.Error(w, "unknown token", http.StatusUnauthorized)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"sub":"acme-42","preferred_username":"`+providerAccount+`"}`)
+}

@@ -1,0 +1,420 @@
+package web
+
+import (
+	"crypto/rand"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urlflow/urlflow/state"
+)
+
+func TestASignedOutVisitorIsSentToSignInAndNothingChanges(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	before := f.snapshot(t, e.ID)
+
+	for _, path := range []string{"/e/" + e.ID, "/e/" + e.ID + "/secret"} {
+		page := f.browser(t, "alice").get(path)
+		if page.Status != http.StatusSeeOther || page.Location() != "/auth/login?next="+url.QueryEscape("/e/"+e.ID) {
+			t.Errorf("GET %s answered %d to %q, want 303 to sign-in and back to the link", path, page.Status, page.Location())
+		}
+	}
+	form := url.Values{"csrf": {"x"}, "secret": {validKey}}
+	for _, path := range []string{"/e/" + e.ID + "/continue", "/e/" + e.ID + "/secret", "/e/" + e.ID + "/decline"} {
+		page := f.browser(t, "alice").post(path, form)
+		if page.Status != http.StatusSeeOther || !strings.HasPrefix(page.Location(), "/auth/login?next=") {
+			t.Errorf("POST %s answered %d to %q, want 303 to sign-in", path, page.Status, page.Location())
+		}
+	}
+	f.wantUnchanged(t, e.ID, before)
+	f.wantNoCredential(t, "alice", demoSlot)
+}
+
+func TestTheOwnerOpeningTheLinkSeesTheConsentPageAndTheFlowIsInProgress(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	for _, tc := range []struct {
+		name  string
+		setup []state.Event // applied after creation, to reach the state opened
+		from  state.State
+	}{
+		{"pending", nil, state.Pending},
+		{"consented", []state.Event{state.ClientAccept}, state.Consented},
+		{"unknown", []state.Event{state.NoAnswer}, state.Unknown},
+		{"failed", []state.Event{state.BrowserOpen, state.VerifyFailed}, state.Failed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := f.newFlow(t, "alice")
+			for _, ev := range tc.setup {
+				f.apply(t, e.ID, ev, state.ActorSystem)
+			}
+			page := f.browser(t, "alice").open(e.ID)
+			page.want(t, http.StatusOK, "A request for your Demo API key", "probe-client", "1.2.3",
+				"Self-reported by the client", "to list your demo projects", "demo_api_key", "Continue", "Decline")
+			f.wantState(t, e.ID, state.InProgress)
+			last := f.lastEntry(t, e.ID)
+			if last.Event != state.BrowserOpen || last.Actor != state.ActorUser || last.From != tc.from || last.To != state.InProgress {
+				t.Errorf("last history entry %+v, want browser_open by the user from %s to in_progress", last, tc.from)
+			}
+		})
+	}
+}
+
+func TestContinueOnTheConsentPageLeadsToTheSecretForm(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+
+	form := f.browser(t, "alice").continueToForm(e.ID)
+
+	form.want(t, http.StatusOK, "Enter your Demo API key", "Between 8 and 128 characters.",
+		"It starts with demo_ followed by letters or digits.", "Save", "Decline")
+	if v, ok := form.field("secret"); !ok || v != "" {
+		t.Errorf("the secret field is %q (present %v), want present and empty", v, ok)
+	}
+	f.wantState(t, e.ID, state.InProgress)
+	if got, want := events(f.history(t, e.ID)), []state.Event{state.Created, state.BrowserOpen, state.PageContinue}; !slices.Equal(got, want) {
+		t.Errorf("history %v, want %v", got, want)
+	}
+}
+
+func TestAValueThatBreaksTheSlotsRulesIsRefusedNeverEchoedAndStoresNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	b := f.browser(t, "alice")
+	form := b.continueToForm(e.ID)
+
+	for _, tc := range []struct {
+		name, value, rule string
+	}{
+		{"empty", "", "Enter your Demo API key."},
+		{"too short", "demo_1", "That is too short: it needs at least 8 characters."},
+		{"too long", "demo_" + strings.Repeat("CANARY", 25), "That is too long: it can have at most 128 characters."},
+		{"wrong shape", invalidKey, "That does not look like a Demo API key. It starts with demo_ followed by letters or digits."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			page := b.submit(e.ID, form, tc.value)
+
+			page.want(t, http.StatusUnprocessableEntity, tc.rule, "Enter your Demo API key")
+			if tc.value != "" && strings.Contains(page.Body, tc.value) {
+				t.Error("the refused value is in the page")
+			}
+			if v, _ := page.field("secret"); v != "" {
+				t.Errorf("the secret field is filled in again with %q", v)
+			}
+			f.wantState(t, e.ID, state.InProgress)
+			f.wantNoCredential(t, "alice", demoSlot)
+			last := f.lastEntry(t, e.ID)
+			if last.Event != state.InputRejected || last.Reason != tc.rule || last.From != state.InProgress || last.To != state.InProgress {
+				t.Errorf("last history entry %+v, want input_rejected with the rule, changing nothing", last)
+			}
+		})
+	}
+	if strings.Contains(f.logs.String(), "CANARY") {
+		t.Error("a refused value reached the log")
+	}
+}
+
+func TestAValidValueCompletesTheFlowAndIsStoredInTheSameStep(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	b := f.browser(t, "alice")
+	form := b.continueToForm(e.ID)
+
+	page := b.submit(e.ID, form, validKey)
+
+	page.want(t, http.StatusOK, "Demo API key", "probe-client")
+	if strings.Contains(page.Body, validKey) {
+		t.Error("the stored value is in the page")
+	}
+	f.wantState(t, e.ID, state.Complete)
+	cred, value := f.storedSecret(t, "alice", demoSlot)
+	if value != validKey || cred.ElicitationID != e.ID || cred.Kind != state.KindSecret || cred.VerifiedAt == nil {
+		t.Errorf("stored %+v (value matches: %v), want the key of this elicitation, verified", cred, value == validKey)
+	}
+	last := f.lastEntry(t, e.ID)
+	if last.Event != state.Verified || last.Actor != state.ActorUser || last.To != state.Complete ||
+		last.Reason != "secret received and verified with the API" {
+		t.Errorf("last history entry %+v, want verified by the user, to complete", last)
+	}
+	if strings.Contains(f.logs.String(), validKey) {
+		t.Error("the secret reached the log")
+	}
+}
+
+func TestASecretTheAPIRefusesFailsTheFlowAndTheUserCanTryAgain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	b := f.browser(t, "alice")
+	form := b.continueToForm(e.ID)
+
+	page := b.submit(e.ID, form, unverifiable)
+
+	page.want(t, http.StatusUnprocessableEntity, "Your Demo API key was not accepted", "Nothing was stored",
+		"the API answered 401 Unauthorized", "Try again")
+	if strings.Contains(page.Body, unverifiable) {
+		t.Error("the refused value is in the page")
+	}
+	if !strings.Contains(page.Body, `href="/e/`+e.ID+`/secret"`) {
+		t.Error("the page offers no way to try again with the form")
+	}
+	f.wantState(t, e.ID, state.Failed)
+	f.wantNoCredential(t, "alice", demoSlot)
+	if last := f.lastEntry(t, e.ID); last.Event != state.VerifyFailed || last.To != state.Failed {
+		t.Errorf("last history entry %+v, want verify_failed to failed", last)
+	}
+
+	again := b.get("/e/" + e.ID + "/secret")
+	again.want(t, http.StatusOK, "Enter your Demo API key")
+	f.wantState(t, e.ID, state.InProgress)
+	b.submit(e.ID, again, validKey).want(t, http.StatusOK)
+	f.wantState(t, e.ID, state.Complete)
+	if _, value := f.storedSecret(t, "alice", demoSlot); value != validKey {
+		t.Error("the stored value is not the one entered on the second try")
+	}
+	if strings.Contains(f.logs.String(), "CANARY") {
+		t.Error("a refused value reached the log")
+	}
+}
+
+func TestDeclineOnThePageEndsTheFlowDeclined(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	for _, tc := range []struct {
+		name string
+		from state.State
+	}{
+		{"from the form", state.InProgress},
+		{"after a failed check", state.Failed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := f.newFlow(t, "alice")
+			b := f.browser(t, "alice")
+			form := b.continueToForm(e.ID)
+			if tc.from == state.Failed {
+				form = b.submit(e.ID, form, unverifiable)
+				form.want(t, http.StatusUnprocessableEntity)
+			}
+
+			page := b.post("/e/"+e.ID+"/decline", url.Values{"csrf": {form.csrf(t)}})
+
+			page.want(t, http.StatusOK, "You declined this request", "Nothing was stored")
+			f.wantState(t, e.ID, state.Declined)
+			f.wantNoCredential(t, "alice", demoSlot)
+			last := f.lastEntry(t, e.ID)
+			if last.Event != state.PageDecline || last.Actor != state.ActorUser || last.From != tc.from || last.To != state.Declined {
+				t.Errorf("last history entry %+v, want page_decline by the user from %s", last, tc.from)
+			}
+		})
+	}
+}
+
+func TestPostsAfterTheFlowEndedChangeNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	b := f.browser(t, "alice")
+	form := b.continueToForm(e.ID)
+	b.submit(e.ID, form, validKey).want(t, http.StatusOK)
+	stored, _ := f.storedSecret(t, "alice", demoSlot)
+
+	for _, action := range []string{"continue", "secret", "decline"} {
+		t.Run(action, func(t *testing.T) {
+			before := f.snapshot(t, e.ID)
+			page := b.post("/e/"+e.ID+"/"+action, url.Values{"csrf": {form.csrf(t)}, "secret": {otherKey}})
+
+			page.want(t, http.StatusConflict, "Already done", "Nothing was changed")
+			f.wantState(t, e.ID, state.Complete)
+			h := f.history(t, e.ID)
+			last := h[len(h)-1]
+			if len(h) != before.History+1 || last.Event != state.LatePost || last.From != state.Complete || last.To != state.Complete ||
+				!strings.HasSuffix(last.Reason, "/e/"+e.ID+"/"+action) {
+				t.Errorf("history %v ends with %+v, want one late_post naming the form", events(h), last)
+			}
+		})
+	}
+	after, value := f.storedSecret(t, "alice", demoSlot)
+	if value != validKey || !after.StoredAt.Equal(stored.StoredAt) {
+		t.Error("a post after the end replaced the stored secret")
+	}
+}
+
+func TestAnEndedLinkSaysHowItEnded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		end   func(t *testing.T, f *fixture, id string)
+		state state.State
+		says  string
+	}{
+		{"declined in the client", func(t *testing.T, f *fixture, id string) { f.apply(t, id, state.ClientDecline, state.ActorClient) },
+			state.Declined, "You declined this request"},
+		{"cancelled", func(t *testing.T, f *fixture, id string) { f.apply(t, id, state.CancelRequested, state.ActorUser) },
+			state.Cancelled, "This request was cancelled"},
+		{"expired", func(t *testing.T, f *fixture, id string) { f.clock.Advance(11 * time.Minute) },
+			state.Expired, "This link has expired"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, fixtureOptions{})
+			e := f.newFlow(t, "alice")
+			tc.end(t, f, e.ID)
+			b := f.browser(t, "alice")
+
+			b.open(e.ID).want(t, http.StatusOK, tc.says, "Nothing was stored")
+			b.get("/e/"+e.ID+"/secret").want(t, http.StatusOK, tc.says)
+			f.wantState(t, e.ID, tc.state)
+		})
+	}
+}
+
+func TestOtherUserOpeningALinkIsRefusedAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	before := f.snapshot(t, e.ID)
+	bob := f.browser(t, "bob")
+
+	page := bob.open(e.ID)
+
+	page.want(t, http.StatusForbidden, "This link is not for you", "You are signed in as bob",
+		"phishing", "Nothing was changed", "Sign out")
+	if strings.Contains(page.Text(), "to list your demo projects") {
+		t.Error("the refusal shows the other user's request")
+	}
+	f.wantState(t, e.ID, before.State)
+	h := f.history(t, e.ID)
+	last := h[len(h)-1]
+	if len(h) != before.History+1 || last.Event != state.OtherUserOpened || last.Actor != state.ActorOther ||
+		last.From != state.Pending || last.To != state.Pending || !strings.Contains(last.Reason, "bob") {
+		t.Errorf("history %v ends with %+v, want one other_user_opened by bob changing nothing", events(h), last)
+	}
+	if got := f.counter(t, "urlflow_phishing_refusals_total"); got != 1 {
+		t.Errorf("urlflow_phishing_refusals_total = %d, want 1", got)
+	}
+	if !strings.Contains(f.logs.String(), "possible phishing") {
+		t.Error("the refusal was not logged")
+	}
+
+	// Alice's own flow goes on; Bob's forms on it are refused as well.
+	f.browser(t, "alice").continueToForm(e.ID)
+	for _, action := range []string{"continue", "secret", "decline"} {
+		before := f.snapshot(t, e.ID)
+		bob.post("/e/"+e.ID+"/"+action, url.Values{"csrf": {bob.csrf()}, "secret": {otherKey}}).
+			want(t, http.StatusForbidden, "This link is not for you")
+		if after := f.snapshot(t, e.ID); after.State != state.InProgress || after.History != before.History+1 ||
+			f.lastEntry(t, e.ID).Event != state.OtherUserOpened {
+			t.Errorf("Bob's %s: %+v, want in_progress with one more other_user_opened", action, after)
+		}
+	}
+	f.wantNoCredential(t, "alice", demoSlot)
+	f.wantNoCredential(t, "bob", demoSlot)
+	if got := f.counter(t, "urlflow_phishing_refusals_total"); got != 4 {
+		t.Errorf("urlflow_phishing_refusals_total = %d, want 4", got)
+	}
+}
+
+func TestUnknownOrMalformedLinksGetTheNotFoundPage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	b := f.browser(t, "alice")
+	b.signIn("/")
+	csrf := b.csrf()
+	for _, tc := range []struct{ name, id string }{
+		{"well formed, never created", rand.Text()},
+		{"malformed", "not-an-id"},
+		{"lower case", strings.ToLower(rand.Text())},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b.get("/e/"+tc.id).want(t, http.StatusNotFound, "This link is not valid", "Nothing was changed")
+			b.get("/e/"+tc.id+"/secret").want(t, http.StatusNotFound, "This link is not valid")
+			b.post("/e/"+tc.id+"/continue", url.Values{"csrf": {csrf}}).want(t, http.StatusNotFound, "This link is not valid")
+		})
+	}
+}
+
+func TestAFormForAFlowNotYetOpenedGoesBackToTheConsentPage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	b := f.browser(t, "alice")
+	b.signIn("/")
+	before := f.snapshot(t, e.ID)
+
+	form := b.get("/e/" + e.ID + "/secret")
+	post := b.post("/e/"+e.ID+"/secret", url.Values{"csrf": {b.csrf()}, "secret": {validKey}})
+
+	for _, page := range []answer{form, post} {
+		if page.Status != http.StatusSeeOther || page.Location() != "/e/"+e.ID {
+			t.Errorf("answered %d to %q, want 303 to the consent page", page.Status, page.Location())
+		}
+	}
+	f.wantUnchanged(t, e.ID, before)
+	f.wantNoCredential(t, "alice", demoSlot)
+}
+
+func TestTheHomePageSaysWhatThisServerIs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	page := f.browser(t, "alice").get("/")
+	page.want(t, http.StatusOK, "Secrets, entered where they belong")
+	if _, ok := page.field("csrf"); ok {
+		t.Error("the home page of a signed-out visitor has a form")
+	}
+}
+
+func TestAFlowThatEndsWhileTheSecretIsCheckedStoresNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	for _, tc := range []struct {
+		name, value string
+		checked     state.Event // what the check records, changing nothing
+	}{
+		{"the API accepts it", validKey, state.Verified},
+		{"the API refuses it", unverifiable, state.VerifyFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			user := strings.ToLower(strings.ReplaceAll(tc.name, " ", "-"))
+			e := f.newFlow(t, user)
+			b := f.browser(t, user)
+			form := b.continueToForm(e.ID)
+			// The user cancels in the client while urlflow asks the API.
+			f.whileVerifying(func(*http.Request) {
+				if _, err := f.store.Apply(t.Context(), e.ID, state.CancelRequested, state.ActorClient, "cancelled meanwhile"); err != nil {
+					t.Errorf("cancel during the check: %v", err)
+				}
+			})
+			defer f.whileVerifying(func(*http.Request) {})
+
+			page := b.submit(e.ID, form, tc.value)
+
+			page.want(t, http.StatusConflict, "This request was cancelled", "Nothing was changed")
+			f.wantState(t, e.ID, state.Cancelled)
+			f.wantNoCredential(t, user, demoSlot)
+			if last := f.lastEntry(t, e.ID); last.Event != tc.checked || last.From != state.Cancelled || last.To != state.Cancelled {
+				t.Errorf("last history entry %+v, want %s changing nothing", last, tc.checked)
+			}
+		})
+	}
+}
+
+func TestTheConsentPageNamesTheClientByTheTitleItGave(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice", func(n *state.NewElicitation) {
+		n.Client = state.ClientInfo{Name: "probe-client", Title: "Probe Client Deluxe", Version: "2.0"}
+	})
+	page := f.browser(t, "alice").open(e.ID)
+	page.want(t, http.StatusOK, "Probe Client Deluxe", "2.0")
+	if strings.Contains(page.Text(), "probe-client") {
+		t.Error("the page shows the client's name instead of its title")
+	}
+}
