@@ -5,8 +5,10 @@
 package redistest
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,9 +31,10 @@ type Server struct {
 	dir  string
 	// conf is a configuration file to start with, if any; args are arguments beyond the
 	// defaults.
-	conf string
-	args []string
-	cmd  *exec.Cmd
+	conf   string
+	args   []string
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has exited
 }
 
 // Start starts redis-server on a free port and stops it when the test ends. It fails the
@@ -40,32 +44,70 @@ func Start(t testing.TB) *Server {
 	return startWith(t, func(*Server) {})
 }
 
+// startAttempts bounds how often a new server tries another port: a port that was free a
+// moment ago may have been taken since, by another test process.
+const startAttempts = 5
+
 // startWith starts redis-server after configure has set the new server's conf and args
-// (its address and directory are set when configure runs).
+// (its address and directory are set when configure runs; configure runs again, with
+// another address, if the port turns out to be taken).
 func startWith(t testing.TB, configure func(s *Server)) *Server {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server not found (the README's test command installs it): %v", err)
 	}
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t))), dir: t.TempDir()}
-	configure(s)
-	s.start(t)
-	t.Cleanup(s.Stop)
-	return s
+	for attempt := 1; ; attempt++ {
+		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t))), dir: t.TempDir()}
+		configure(s)
+		err := s.start(t)
+		if err == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+		s.Stop()
+		if attempt == startAttempts {
+			t.Fatalf("%s: %v", s, err)
+		}
+		t.Logf("%s: %v; trying another port", s, err)
+	}
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// handedOut holds the ports FreePort returned in this process, so that two tests running
+// at once never get the same one.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and that FreePort
+// has not returned before in this process.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("find a free port: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port
+		}
+	}
 }
 
-func (s *Server) start(t testing.TB) {
+// errPortTaken says that another process answers on the server's port.
+var errPortTaken = errors.New("the port is taken by another process")
+
+// start starts the server's process and waits until it answers. It returns errPortTaken
+// (wrapped) when the process could not have the port; other failures fail the test.
+func (s *Server) start(t testing.TB) error {
 	t.Helper()
 	_, port, _ := net.SplitHostPort(s.Addr)
 	// Every write reaches the disk before Redis answers, unless REDISTEST_APPENDFSYNC says
@@ -78,53 +120,78 @@ func (s *Server) start(t testing.TB) {
 	args = append(args, "--port", port, "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "yes", "--appendfsync", fsync, "--dir", s.dir, "--loglevel", "warning")
 	s.cmd = exec.Command("redis-server", append(args, s.args...)...)
+	var output bytes.Buffer
+	s.cmd.Stdout, s.cmd.Stderr = &output, &output
 	// If the test binary dies (a timeout panic skips cleanups), the server dies with it.
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("start redis-server: %v", err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	exited := make(chan struct{})
+	s.exited = exited
+	go func() { s.cmd.Wait(); close(exited) }()
+	// No retries and short timeouts: a refused connection, or a port that accepts but never
+	// answers, is the answer to look at again 20 ms later (the process may have exited).
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialerRetries: 1,
+		DialTimeout: 250 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second})
 	defer rdb.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		select {
+		case <-exited:
+			if strings.Contains(output.String(), "Address already in use") {
+				return errPortTaken
+			}
+			t.Fatalf("%s exited before it answered:\n%s", s, output.String())
+		default:
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err := rdb.Ping(ctx).Err()
+		var mine bool
 		if err == nil {
-			s.checkOwnership(t, ctx, rdb)
-			cancel()
-			return
+			mine, err = s.owns(ctx, rdb)
 		}
 		cancel()
+		switch {
+		case err == nil && !mine:
+			return fmt.Errorf("%w (another redis-server answers on it)", errPortTaken)
+		case err == nil:
+			return nil
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s did not answer: %v", s.Addr, err)
+			t.Fatalf("%s did not answer: %v", s, err)
 		}
 		time.Sleep(20 * time.Millisecond) // polling a starting process; there is no event to wait on
 	}
 }
 
-// checkOwnership fails the test unless the server that answers on s.Addr is the one s
-// started: another test's server could have taken the port between FreePort and the
-// start, and two tests would share data without a word.
-func (s *Server) checkOwnership(t testing.TB, ctx context.Context, rdb *redis.Client) {
-	t.Helper()
+// owns reports whether the server that answers on s.Addr is the one s started: another
+// test's server could have taken the port between FreePort and the start, and two tests
+// would share data without a word.
+func (s *Server) owns(ctx context.Context, rdb *redis.Client) (bool, error) {
 	want, got := s.dir, ""
 	if s.conf != "" { // a Sentinel has no CONFIG command; it names its file in INFO
 		want = s.conf
-		info, _ := rdb.Info(ctx, "server").Result()
+		info, err := rdb.Info(ctx, "server").Result()
+		if err != nil {
+			return false, err
+		}
 		for line := range strings.SplitSeq(info, "\n") {
 			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "config_file:"); ok {
 				got = v
 			}
 		}
-	} else if cfg, err := rdb.ConfigGet(ctx, "dir").Result(); err == nil {
+	} else {
+		cfg, err := rdb.ConfigGet(ctx, "dir").Result()
+		if err != nil {
+			return false, err
+		}
 		got = cfg["dir"]
 	}
 	if resolved, err := filepath.EvalSymlinks(want); err == nil {
 		want = resolved
 	}
-	if got != want {
-		t.Fatalf("%s is not the server this test started (it works in %q, want %q): a port was taken twice", s, got, want)
-	}
+	return got == want, nil
 }
 
 // URL returns the server's redis:// URL.
@@ -143,7 +210,7 @@ func (s *Server) Stop() {
 		return
 	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
-	s.cmd.Wait()
+	<-s.exited
 	s.cmd = nil
 }
 
@@ -151,7 +218,9 @@ func (s *Server) Stop() {
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.Stop()
-	s.start(t)
+	if err := s.start(t); err != nil {
+		t.Fatalf("restart %s: %v", s, err)
+	}
 }
 
 // String describes the server for test logs.
@@ -172,8 +241,8 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	for i := range n {
 		// The bus port gets a free port of its own: the default, port+10000, may be taken
 		// or beyond 65535.
-		busPorts[i] = strconv.Itoa(FreePort(t))
 		c.Nodes = append(c.Nodes, startWith(t, func(s *Server) {
+			busPorts[i] = strconv.Itoa(FreePort(t))
 			s.args = []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 				"--cluster-node-timeout", "5000", "--cluster-port", busPorts[i]}
 		}))
