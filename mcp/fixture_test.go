@@ -63,6 +63,8 @@ type fixture struct {
 	sessions  atomic.Int64 // numbers the in-memory sessions
 	// skew is how far the store's clock is ahead of the real one (passDeadline).
 	skew *atomic.Int64
+	// shutdown ends Server.Run and waits until it has returned.
+	shutdown func()
 }
 
 // newFixture starts a server configured as `urlflow dev` configures it, in push style, with
@@ -137,15 +139,31 @@ func newFixture(t *testing.T, configure ...func(*Options)) *fixture {
 		c(&opts)
 	}
 	server := New(opts)
-	go server.Run(ctx)
+	runCtx, stopRun := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() {
+		server.Run(runCtx)
+		close(ran)
+	}()
 	go hub.Run(ctx)
 	select {
 	case <-hub.Connected():
 	case <-time.After(waitLimit):
 		t.Fatal("the hub did not subscribe to Redis")
 	}
-	return &fixture{t: t, ctx: ctx, store: store, hub: hub, vault: vault, keeper: keeper, providers: providers,
+	f := &fixture{t: t, ctx: ctx, store: store, hub: hub, vault: vault, keeper: keeper, providers: providers,
 		server: server, opts: opts, logs: logs, redis: rs, skew: skew}
+	f.shutdown = func() {
+		stopRun()
+		select {
+		case <-ran:
+		case <-time.After(waitLimit):
+			t.Fatal("Server.Run did not return after its context ended")
+		}
+	}
+	// Before the Redis client closes (cleanups run last in, first out), as in urlflow.
+	t.Cleanup(f.shutdown)
+	return f
 }
 
 // withStyle, withPushWait and the like are the options tests change.

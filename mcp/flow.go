@@ -170,7 +170,7 @@ func sessionURLMode(ss *sdk.ServerSession) bool {
 // API ({"new": true}) to the originating session, when this process holds it and its
 // client declared URL mode: that is how the client learns the new URL. The client's answer
 // is recorded like any other.
-func (s *Server) offerNewAttempt(_ context.Context, n state.Notice) {
+func (s *Server) offerNewAttempt(ctx context.Context, n state.Notice) {
 	if n.What != state.NoticeRetried {
 		return
 	}
@@ -178,8 +178,7 @@ func (s *Server) offerNewAttempt(_ context.Context, n state.Notice) {
 	if !ok || !sessionURLMode(ls.ss) {
 		return
 	}
-	go func() {
-		ctx := s.notifier.context()
+	s.background.spawn(ctx, func(ctx context.Context) {
 		e, err := s.opts.Store.Get(ctx, n.ID)
 		if err != nil || e.User != ls.user || e.State != state.Pending {
 			return
@@ -190,7 +189,7 @@ func (s *Server) offerNewAttempt(_ context.Context, n state.Notice) {
 		if err := s.recordAnswer(ctx, e.ID, clientAnswer{res, err}); err != nil {
 			s.log.WarnContext(ctx, "answer to a new attempt not recorded", "elicitation_id", e.ID, "err", err)
 		}
-	}()
+	})
 }
 
 // recordAnswer records the client's answer to elicitation/create as the state table says.

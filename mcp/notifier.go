@@ -28,33 +28,26 @@ const (
 // session's stream (re)connects. Before writing it checks that the session's user is the
 // elicitation's user; it never writes to any other session.
 type notifier struct {
-	store    *state.Store
-	sessions *sessionRegistry
-	log      *slog.Logger
+	store      *state.Store
+	sessions   *sessionRegistry
+	background *background
+	log        *slog.Logger
 
 	mu       sync.Mutex
-	ctx      context.Context
 	inflight map[string]chan struct{} // elicitation ID → wakes its delivery loop
 }
 
-func newNotifier(store *state.Store, sessions *sessionRegistry, log *slog.Logger) *notifier {
-	return &notifier{store: store, sessions: sessions, log: log, ctx: context.Background(), inflight: map[string]chan struct{}{}}
-}
-
-// start sets the context that bounds every delivery.
-func (n *notifier) start(ctx context.Context) {
-	n.mu.Lock()
-	n.ctx = ctx
-	n.mu.Unlock()
+func newNotifier(store *state.Store, sessions *sessionRegistry, bg *background, log *slog.Logger) *notifier {
+	return &notifier{store: store, sessions: sessions, background: bg, log: log, inflight: map[string]chan struct{}{}}
 }
 
 // onNotice reacts to a state change or requeue of a flow whose session is held here.
-func (n *notifier) onNotice(_ context.Context, notice state.Notice) {
+func (n *notifier) onNotice(ctx context.Context, notice state.Notice) {
 	if notice.SessionID == "" || !notice.State.Terminal() || notice.What == state.NoticeDelivery {
 		return
 	}
 	if _, ok := n.sessions.get(notice.SessionID); ok {
-		n.deliver(notice.ID)
+		n.deliver(ctx, notice.ID)
 	}
 }
 
@@ -66,13 +59,22 @@ func (n *notifier) recheckAll(ctx context.Context) {
 	}
 }
 
-// streamOpened is called when the client of session id (re)opens its stream.
-func (n *notifier) streamOpened(id string) {
+// streamOpened is called when the client of session id (re)opens its stream; ctx is the
+// stream's request.
+func (n *notifier) streamOpened(ctx context.Context, id string) {
 	ls, ok := n.sessions.get(id)
 	if !ok {
 		return
 	}
-	time.AfterFunc(streamSettle, func() { n.recheck(n.context(), id, ls) })
+	n.background.spawn(ctx, func(ctx context.Context) {
+		settle := time.NewTimer(streamSettle)
+		defer settle.Stop()
+		select {
+		case <-ctx.Done():
+		case <-settle.C:
+			n.recheck(ctx, id, ls)
+		}
+	})
 }
 
 func (n *notifier) recheck(ctx context.Context, sessionID string, ls *liveSession) {
@@ -82,21 +84,16 @@ func (n *notifier) recheck(ctx context.Context, sessionID string, ls *liveSessio
 		return
 	}
 	for _, id := range ids {
-		n.deliver(id)
+		n.deliver(ctx, id)
 	}
 }
 
-func (n *notifier) context() context.Context {
+// deliver starts the delivery loop of elicitation id in the background, or wakes it if it
+// is waiting. ctx bounds only the hand-over to the background.
+func (n *notifier) deliver(ctx context.Context, id string) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.ctx
-}
-
-// deliver starts the delivery loop of elicitation id, or wakes it if it is waiting.
-func (n *notifier) deliver(id string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
 	if wake, ok := n.inflight[id]; ok {
+		n.mu.Unlock()
 		select {
 		case wake <- struct{}{}:
 		default:
@@ -105,7 +102,12 @@ func (n *notifier) deliver(id string) {
 	}
 	wake := make(chan struct{}, 1)
 	n.inflight[id] = wake
-	go n.deliveryLoop(n.ctx, id, wake)
+	n.mu.Unlock()
+	if !n.background.spawn(ctx, func(ctx context.Context) { n.deliveryLoop(ctx, id, wake) }) {
+		n.mu.Lock()
+		delete(n.inflight, id)
+		n.mu.Unlock()
+	}
 }
 
 func (n *notifier) deliveryLoop(ctx context.Context, id string, wake chan struct{}) {

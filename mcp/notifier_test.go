@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,5 +167,25 @@ func TestANewAttemptIsOfferedToTheOriginatingSession(t *testing.T) {
 	e := f.waitForState(next.ID, state.Consented)
 	if e.RetryOf != first.ElicitationID || e.SessionID != c.sessionID {
 		t.Fatalf("new attempt: %+v", e)
+	}
+}
+
+// TestRunClosesItsSessionsAndJoinsItsWorkBeforeReturning shuts the server down with a
+// session open and a notification owed to a client that never takes it: Run returns
+// promptly, and by then the session is unregistered and the delivery loop has stopped,
+// so that urlflow can close Redis after Run without cutting anything off.
+func TestRunClosesItsSessionsAndJoinsItsWorkBeforeReturning(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, withStyle(StyleError))
+	c := f.connect(alice, clientConfig{urlMode: true})
+	if _, err := f.store.LiveMCPSession(f.ctx, c.sessionID); err != nil {
+		t.Fatalf("the session is not registered: %v", err)
+	}
+	f.shutdown()
+	if _, err := f.store.LiveMCPSession(f.ctx, c.sessionID); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("after Run returned the session is still registered: %v", err)
+	}
+	if !strings.Contains(f.logs.text(), "mcp session ended") {
+		t.Fatalf("the session did not end:\n%s", f.logs.text())
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -99,6 +100,7 @@ type Server struct {
 	legacyHandler, modernHandler *sdk.StreamableHTTPHandler
 	sessions                     *sessionRegistry
 	notifier                     *notifier
+	background                   *background
 	states                       requestStates
 	log                          *slog.Logger
 }
@@ -126,8 +128,9 @@ func New(opts Options) *Server {
 		panic("mcp: RequestStateKey needs 32 bytes or more")
 	}
 	s := &Server{opts: opts, log: log, states: requestStates{key: opts.RequestStateKey}}
-	s.sessions = newSessionRegistry(opts.Store, opts.Replica, log)
-	s.notifier = newNotifier(opts.Store, s.sessions, log)
+	s.background = newBackground()
+	s.sessions = newSessionRegistry(opts.Store, opts.Replica, s.background, log)
+	s.notifier = newNotifier(opts.Store, s.sessions, s.background, log)
 	opts.Hub.OnNotice(s.notifier.onNotice)
 	opts.Hub.OnNotice(s.offerNewAttempt)
 	opts.Hub.OnConnect(s.notifier.recheckAll)
@@ -171,18 +174,24 @@ func (s *Server) Handler() http.Handler {
 		if r.Method == http.MethodGet {
 			if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 				// The client (re)opened its stream: what could not be written before can be now.
-				s.notifier.streamOpened(id)
+				s.notifier.streamOpened(r.Context(), id)
 			}
 		}
 		s.legacyHandler.ServeHTTP(w, r)
 	})
 }
 
-// Run keeps the session registry fresh and lets the notifier work until ctx ends. Start
+// Run keeps the session registry fresh and runs the background work (completion
+// notifications among it) until ctx ends. Then it closes the sessions this process holds
+// and returns once all of that work has stopped, so that the caller can close Redis. Start
 // it before the hub (state.Hub.Run), whose first connection triggers a re-check.
 func (s *Server) Run(ctx context.Context) {
-	s.notifier.start(ctx)
-	s.sessions.run(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.sessions.run(ctx) })
+	wg.Go(func() { s.background.run(ctx) })
+	<-ctx.Done()
+	s.sessions.closeAll()
+	wg.Wait()
 }
 
 // trackSessions registers each session at initialize with its user (from the verified

@@ -32,16 +32,17 @@ type liveSession struct {
 // session's user to itself; urlflow records it from the initialize request's token, and the
 // notifier checks it before writing to a session.
 type sessionRegistry struct {
-	store   *state.Store
-	replica string
-	log     *slog.Logger
+	store      *state.Store
+	replica    string
+	background *background
+	log        *slog.Logger
 
 	mu   sync.Mutex
 	byID map[string]*liveSession
 }
 
-func newSessionRegistry(store *state.Store, replica string, log *slog.Logger) *sessionRegistry {
-	return &sessionRegistry{store: store, replica: replica, log: log, byID: map[string]*liveSession{}}
+func newSessionRegistry(store *state.Store, replica string, bg *background, log *slog.Logger) *sessionRegistry {
+	return &sessionRegistry{store: store, replica: replica, background: bg, log: log, byID: map[string]*liveSession{}}
 }
 
 func (r *sessionRegistry) add(ctx context.Context, ss *sdk.ServerSession, user state.User, client state.ClientInfo) {
@@ -52,18 +53,27 @@ func (r *sessionRegistry) add(ctx context.Context, ss *sdk.ServerSession, user s
 	r.mu.Unlock()
 	r.register(ctx, id, ls)
 	r.log.InfoContext(ctx, "mcp session started", "session", id, "user", user.Key(), "client", client.Name)
-	go func() {
+	// The session ends when its client closes it, it idles out, or Run closes it at shutdown.
+	r.background.spawn(ctx, func(context.Context) {
 		ss.Wait()
 		r.mu.Lock()
 		delete(r.byID, id)
 		r.mu.Unlock()
+		// Unregister even during shutdown (Run waits for it before Redis closes).
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := r.store.ForgetMCPSession(ctx, id); err != nil {
 			r.log.WarnContext(ctx, "ended mcp session not unregistered; it expires", "session", id, "err", err)
 		}
 		r.log.InfoContext(ctx, "mcp session ended", "session", id)
-	}()
+	})
+}
+
+// closeAll closes every session this process holds.
+func (r *sessionRegistry) closeAll() {
+	for _, ls := range r.snapshot() {
+		ls.ss.Close()
+	}
 }
 
 func (r *sessionRegistry) register(ctx context.Context, id string, ls *liveSession) {
