@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/urlflow/urlflow/demoapi"
 	"github.com/urlflow/urlflow/mcp"
@@ -129,16 +130,21 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		DemoAPI: id.demoAPI, TTL: cfg.TTL, RateLimits: cfg.RateLimits, Logger: log,
 	})
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go store.RunSweeper(ctx, sweepInterval)
-	go mcpServer.Run(ctx)
-	go hub.Run(ctx)
+	// Every goroutine of the service runs in the group and is joined before runService
+	// returns, so that the caller closes Redis only once nothing uses it. The first one to
+	// fail (the HTTP server) stops the others.
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { store.RunSweeper(ctx, sweepInterval); return nil })
+	g.Go(func() error { mcpServer.Run(ctx); return nil })
+	g.Go(func() error { hub.Run(ctx); return nil })
+	g.Go(func() error { return serveHTTP(ctx, listener, webServer.Handler(), log) })
 
 	started()
 	log.Info("urlflow listening", "addr", listener.Addr().String(), "public_url", cfg.PublicURL.String(),
 		"style", cfg.Style, "ttl", cfg.TTL.String(), "development", id.dev != nil)
-	return serveHTTP(ctx, listener, webServer.Handler(), log)
+	err = g.Wait()
+	log.Info("urlflow stopped")
+	return err
 }
 
 // openRedis connects to url, or starts the embedded Redis when url is empty. It returns a
