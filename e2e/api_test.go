@@ -17,7 +17,7 @@ import (
 	"github.com/urlflow/urlflow/internal/redistest"
 )
 
-// The recovery API (DESIGN.md, "Recovery: status, retry, cancel") in every state a flow can
+// The recovery API (README, "Recovery: status, retry, cancel") in every state a flow can
 // reach from outside, for the owner, another user, an operator and nobody; and the MCP
 // tools that offer the same operations.
 

@@ -6,7 +6,7 @@ import (
 )
 
 // State is where an elicitation stands. The nine states and the events that move between
-// them are DESIGN.md's state table; Next is that table in code.
+// them are the state table of docs/design.md ("State machine"); Next is that table in code.
 type State string
 
 // The states of an elicitation.
@@ -31,7 +31,7 @@ const (
 	Expired State = "expired"
 )
 
-// States lists every state, in the order of DESIGN.md's table.
+// States lists every state, in the order of the state table (docs/design.md).
 var States = []State{Pending, Consented, InProgress, Failed, Unknown, Complete, Declined, Cancelled, Expired}
 
 // Terminal reports whether no event can change s any more.

@@ -3,26 +3,41 @@ package state
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// stateTable is the state table of DESIGN.md, section "State machine", copied verbatim.
-// It is the specification: the tests read their expectations from it, not from the
-// package's own maps.
-const stateTable = `
-| from \ event | client accept | client decline | client cancel | no answer | browser opens (right user) | verified | provider/verify error | page decline | cancel endpoint | deadline |
-|---|---|---|---|---|---|---|---|---|---|---|
-| pending | consented | declined | cancelled | unknown | in_progress | – | – | – | cancelled | expired |
-| consented | · | · | · | · | in_progress | – | – | – | cancelled | expired |
-| in_progress | · | · | · | · | · | complete | failed | declined | cancelled | expired |
-| failed | · | · | · | · | in_progress | – | – | declined | cancelled | expired |
-| unknown | · | · | · | · | in_progress | – | – | – | cancelled | expired |
-| terminal | · | · | · | · | · | · | · | · | · | · |
-`
+// designDoc is the project's design document. Its state table is the specification: the
+// tests read their expectations from it, not from the package's own maps, so that the
+// document and the code cannot drift apart.
+const designDoc = "../docs/design.md"
 
-// tableColumns names the event of each column header of stateTable.
+// stateTable returns the state table of the design document's section "State machine": the
+// lines of the one Markdown table whose header starts with "from \ event".
+func stateTable(t testing.TB) string {
+	t.Helper()
+	doc, err := os.ReadFile(designDoc)
+	if err != nil {
+		t.Fatalf("read the state table: %v", err)
+	}
+	var table []string
+	for line := range strings.Lines(string(doc)) {
+		inTable := len(table) > 0 && strings.HasPrefix(line, "|")
+		if strings.HasPrefix(line, `| from \ event |`) || inTable {
+			table = append(table, line)
+		} else if len(table) > 0 {
+			break
+		}
+	}
+	if len(table) < 3 {
+		t.Fatalf("%s has no state table (a Markdown table whose header starts with %q)", designDoc, `| from \ event |`)
+	}
+	return strings.Join(table, "")
+}
+
+// tableColumns names the event of each column header of the state table.
 var tableColumns = map[string]Event{
 	"client accept":              ClientAccept,
 	"client decline":             ClientDecline,
@@ -36,8 +51,8 @@ var tableColumns = map[string]Event{
 	"deadline":                   DeadlinePassed,
 }
 
-// terminalStates are the states of the row "terminal" (DESIGN.md: "Terminal: complete,
-// declined, cancelled, expired").
+// terminalStates are the states of the row "terminal" (docs/design.md: "Four are terminal:
+// complete, declined, cancelled, expired").
 var terminalStates = []State{Complete, Declined, Cancelled, Expired}
 
 // historyOnlyEvents have no column in the table: they are recorded, never a change.
@@ -65,13 +80,13 @@ func (c cell) String() string {
 	return fmt.Sprintf("%s/%s/to_%s", c.from, c.event, c.to)
 }
 
-// tableCells parses stateTable into its cells, one per state and table event, with the row
+// tableCells parses the state table into its cells, one per state and table event, with the row
 // "terminal" expanded to each terminal state.
 func tableCells(t testing.TB) []cell {
 	t.Helper()
 	var header []Event
 	var cells []cell
-	for line := range strings.Lines(strings.TrimSpace(stateTable)) {
+	for line := range strings.Lines(strings.TrimSpace(stateTable(t))) {
 		fields := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
 		for i := range fields {
 			fields[i] = strings.TrimSpace(fields[i])
