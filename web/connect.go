@@ -33,8 +33,7 @@ func (s *Server) targetLabel(e *state.Elicitation) string {
 func (s *Server) renderConnect(c echo.Context, v *visitor, e *state.Elicitation) error {
 	p, ok := s.opts.Providers.Lookup(e.Target)
 	if !ok {
-		return echo.NewHTTPError(http.StatusServiceUnavailable,
-			"This request is for a provider this server no longer has in its configuration. Nothing was changed.")
+		return errProviderNotConfigured
 	}
 	page, err := s.page(c, v, "")
 	if err != nil {
@@ -105,8 +104,7 @@ func (s *Server) oauthCallback(c echo.Context) error {
 	}
 	if !v.signedIn || v.sess.ID != a.BrowserSession {
 		s.log.WarnContext(ctx, "provider answer arrived in another browser; refused", "elicitation_id", a.ElicitationID)
-		if _, err := s.opts.Store.Apply(ctx, a.ElicitationID, state.LatePost, state.ActorOther,
-			"a provider answer arrived in another browser session and was refused"); err != nil && !errors.Is(err, state.ErrNotFound) {
+		if err := s.recordForeignAnswer(c, v, a.ElicitationID); err != nil {
 			return err
 		}
 		return echo.NewHTTPError(http.StatusForbidden, "This answer from the provider belongs to another browser. "+
@@ -150,4 +148,30 @@ func (s *Server) oauthCallback(c echo.Context) error {
 	}
 	return s.complete(c, v, e, "connected to "+p.Label+" as "+tok.Account.Name, cred, "",
 		templates.Done{SlotLabel: p.Label + " account", ClientName: clientName(e.Client), Account: tok.Account.Name})
+}
+
+// recordForeignAnswer records in the history of elicitation id that a provider answer
+// arrived in a browser session other than the one that asked for it, and was refused. The
+// actor is who brought it: the elicitation's user signed in elsewhere, another user, or,
+// when nobody is signed in, urlflow itself, since there is nobody it could name.
+func (s *Server) recordForeignAnswer(c echo.Context, v *visitor, id string) error {
+	ctx := c.Request().Context()
+	actor, reason := state.ActorSystem, "a provider answer arrived in a browser that was not signed in and was refused"
+	if v.signedIn {
+		e, err := s.opts.Store.Get(ctx, id)
+		if errors.Is(err, state.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		actor, reason = state.ActorOther, "a provider answer arrived in a browser signed in as "+v.user.String()+" and was refused"
+		if e.User == v.user {
+			actor, reason = state.ActorUser, "a provider answer arrived in another browser session of the user and was refused"
+		}
+	}
+	if _, err := s.opts.Store.Apply(ctx, id, state.LatePost, actor, reason); err != nil && !errors.Is(err, state.ErrNotFound) {
+		return err
+	}
+	return nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/urlflow/urlflow/demoapi"
+	"github.com/urlflow/urlflow/internal/issuertest"
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/slots"
@@ -37,9 +38,10 @@ import (
 // This file is the one place that assembles urlflow's HTTP surface for the tests of this
 // package, as `urlflow dev` does (cmd/urlflow/dev.go, runService): a real redis-server, the
 // development identity, the demo slot checked against the demo API served by the same
-// server, an operator token, and a probe in place of the MCP server. Tests create
-// elicitations through the store, as the MCP tools do, and act as the user through a
-// browser with a cookie jar.
+// server, an operator token, and a probe in place of the MCP server. With the oidc option
+// the identity is production's instead, as `urlflow serve` has it (cmd/urlflow/serve.go):
+// an OpenID provider in the test process. Tests create elicitations through the store, as
+// the MCP tools do, and act as the user through a browser with a cookie jar.
 
 // demoSlot is the slot of `urlflow dev` (cmd/urlflow/demo.yaml): a demo key, checked with
 // the demo API before it is stored.
@@ -78,6 +80,11 @@ type fixtureOptions struct {
 	scopes         map[string][]string
 	// issuer is named in the protected resource metadata.
 	issuer string
+	// oidc replaces the development identity with production's: browsers sign in through
+	// oauth.BrowserSignIn and tokens are verified by oauth.ResourceServer, both with an
+	// OpenID provider started for the test (fixture.issuer), which also becomes the issuer
+	// of the metadata. A user is then the issuer and their name as subject.
+	oidc bool
 	// provider is a third-party OAuth provider, configured as "acme".
 	provider *provider
 	// https makes the public URL https, as behind a proxy that terminates TLS; the test
@@ -98,13 +105,19 @@ type fixture struct {
 	redis         *redistest.Server
 	store         *state.Store
 	vault         *state.Vault
-	dev           *oauth.DevIdentity
+	dev           *oauth.DevIdentity // nil with the oidc option
 	clock         *testClock
 	mcp           *mcpProbe
 	logs          *syncBuffer
 	operatorToken string
 	// demoHook runs before the demo API answers (see whileVerifying).
 	demoHook atomic.Pointer[func(*http.Request)]
+
+	// issuer is the OpenID provider of the oidc option. It answers every authorization
+	// request as its last SetAnswer says, so atIssuer holds issuerMu from SetAnswer to the
+	// answer.
+	issuer   *issuertest.Issuer
+	issuerMu sync.Mutex
 }
 
 func newFixture(t *testing.T, opts fixtureOptions) *fixture {
@@ -165,19 +178,42 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := oauth.NewDevIdentity([]byte(rand.Text()), publicURL.JoinPath("mcp").String())
-	var verifier oauth.Verifier = dev
-	if opts.scopes != nil {
-		verifier = scopeGranter{dev, opts.scopes}
-	}
 	f := &fixture{
-		URL: baseURL, redis: redis, store: store, vault: vault, dev: dev, clock: clock,
+		URL: baseURL, redis: redis, store: store, vault: vault, clock: clock,
 		mcp: &mcpProbe{}, logs: logs, operatorToken: "operator-" + rand.Text(),
+	}
+	resource := publicURL.JoinPath("mcp").String()
+	var (
+		verifier oauth.Verifier
+		signIn   *oauth.BrowserSignIn
+		issuer   = opts.issuer
+	)
+	if opts.oidc {
+		f.issuer = issuertest.Start(t)
+		callback := publicURL.JoinPath("auth", "callback").String()
+		f.issuer.AllowRedirect(callback)
+		discovered, err := oauth.Discover(ctx, f.issuer.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := oauth.NewResourceServer(discovered, oauth.ResourceServerConfig{Resource: resource})
+		if err != nil {
+			t.Fatal(err)
+		}
+		verifier, issuer = rs, cmp.Or(issuer, f.issuer.URL)
+		signIn = oauth.NewBrowserSignIn(discovered,
+			oauth.ClientCredentials{ClientID: f.issuer.ClientID, ClientSecret: f.issuer.ClientSecret}, callback)
+	} else {
+		f.dev = oauth.NewDevIdentity([]byte(rand.Text()), resource)
+		verifier = f.dev
+		if opts.scopes != nil {
+			verifier = scopeGranter{f.dev, opts.scopes}
+		}
 	}
 	f.server = New(Options{
 		PublicURL: publicURL, Store: store, Hub: hub, Vault: vault, Keys: keys, Slots: catalog,
-		Verifier: verifier, Operators: oauth.NewOperators([]string{f.operatorToken}), Dev: dev,
-		Issuer: opts.issuer, RequiredScopes: opts.requiredScopes, MCP: f.mcp,
+		Verifier: verifier, Operators: oauth.NewOperators([]string{f.operatorToken}), Dev: f.dev, SignIn: signIn,
+		Issuer: issuer, RequiredScopes: opts.requiredScopes, MCP: f.mcp,
 		Upstream: upstream.New(nil), Providers: providers, Keeper: oauth.NewKeeper(store, vault, log), DemoAPI: f.demoAPI(),
 		RateLimits: opts.rateLimits, TTL: 10 * time.Minute, Logger: log,
 	})
@@ -231,12 +267,22 @@ func (f *fixture) waitReady(t testing.TB) {
 	}
 }
 
-// user returns the development user called name.
-func (f *fixture) user(name string) state.User { return f.dev.User(name) }
+// user returns the user called name: a development user, or with the oidc option the
+// issuer's user whose subject is name.
+func (f *fixture) user(name string) state.User {
+	if f.issuer != nil {
+		return state.User{Issuer: f.issuer.URL, Subject: name}
+	}
+	return f.dev.User(name)
+}
 
-// token returns a bearer token for development user name.
+// token returns a bearer token for user name: a development token, or with the oidc
+// option an access token of the issuer for urlflow's resource.
 func (f *fixture) token(t testing.TB, name string) string {
 	t.Helper()
+	if f.issuer != nil {
+		return f.issuer.AccessToken(t, f.issuer.AccessClaims(name, f.server.resourceURL()))
+	}
 	tok, err := f.dev.Issue(name)
 	if err != nil {
 		t.Fatal(err)
@@ -680,16 +726,41 @@ func (f *fixture) sessionID(t testing.TB, cookie string) string {
 	return id
 }
 
+// sessionValues returns what browser session id holds in Redis, or nil when it does not
+// exist.
+func (f *fixture) sessionValues(t testing.TB, id string) map[string]string {
+	t.Helper()
+	data, err := f.store.LoadBrowserSession(t.Context(), id)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]string{}
+	if err := json.Unmarshal(data, &values); err != nil {
+		t.Fatalf("decode browser session %s: %v", id, err)
+	}
+	return values
+}
+
 // setSessionCookie puts a session cookie with value into the browser.
 func (b *browser) setSessionCookie(value string) {
 	u, _ := url.Parse(b.f.URL)
 	b.client.Jar.SetCookies(u, []*http.Cookie{{Name: b.f.server.sessions.name, Value: value, Path: "/"}})
 }
 
-// signIn signs in on the development page as the browser's user, going on to next, and
-// fails the test unless that works.
+// signIn signs in as the browser's user, going on to next, and fails the test unless that
+// works: on the development page, or with the oidc option at the issuer.
 func (b *browser) signIn(next string) {
 	b.t.Helper()
+	if b.f.issuer != nil {
+		callback := b.f.atIssuer(b.t, b.startSignIn(next), b.f.issuerUser(b.name))
+		if done := b.get(callback); done.Status != http.StatusSeeOther || done.Location() != next {
+			b.t.Fatalf("signing in as %s at the issuer answered %d to %q: %s", b.name, done.Status, done.Location(), done.Text())
+		}
+		return
+	}
 	page := b.get("/auth/login?next=" + url.QueryEscape(next))
 	page.want(b.t, http.StatusOK)
 	formNext, _ := page.field("next")
@@ -697,6 +768,57 @@ func (b *browser) signIn(next string) {
 	if done.Status != http.StatusSeeOther || done.Location() != next {
 		b.t.Fatalf("signing in as %s answered %d to %q: %s", b.name, done.Status, done.Location(), done.Text())
 	}
+}
+
+// startSignIn asks urlflow to sign in, going on to next (oidc option), and returns the
+// authorization URL at the issuer that urlflow sends the browser to.
+func (b *browser) startSignIn(next string) string {
+	b.t.Helper()
+	got := b.get("/auth/login?next=" + url.QueryEscape(next))
+	if got.Status != http.StatusFound || !strings.HasPrefix(got.Location(), b.f.issuer.AuthorizationEndpoint+"?") {
+		b.t.Fatalf("/auth/login answered %d to %q, want 302 to the issuer", got.Status, got.Location())
+	}
+	return got.Location()
+}
+
+// issuerUser is the answer of the issuer when user name signs in and consents there, naming
+// itself (RFC 9207).
+func (f *fixture) issuerUser(name string) issuertest.Answer {
+	return issuertest.Answer{User: issuertest.User{Subject: name, PreferredUsername: name}, Iss: f.issuer.URL}
+}
+
+// atIssuer opens authURL at the issuer, which answers as a says, and returns the URL on
+// urlflow that the issuer sends the browser back to.
+func (f *fixture) atIssuer(t testing.TB, authURL string, a issuertest.Answer) string {
+	t.Helper()
+	f.issuerMu.Lock()
+	defer f.issuerMu.Unlock()
+	f.issuer.SetAnswer(a)
+	back := f.issuer.Authorize(t, authURL)
+	if !strings.HasPrefix(back.String(), f.URL+"/auth/callback?") {
+		t.Fatalf("the issuer sent the browser to %s, want urlflow's /auth/callback", back)
+	}
+	return back.String()
+}
+
+// wantSignedOut fails the test unless the browser is signed out: link sends it to sign-in
+// and its session, if any, names nobody.
+func (b *browser) wantSignedOut(link string) {
+	b.t.Helper()
+	if got := b.get(link); got.Status != http.StatusSeeOther || !strings.HasPrefix(got.Location(), "/auth/login?") {
+		b.t.Errorf("the link answered %d to %q, want 303 to sign-in", got.Status, got.Location())
+	}
+	if cookie := b.sessionCookie(); cookie != "" {
+		if v := b.f.sessionValues(b.t, b.f.sessionID(b.t, cookie)); v[valueIssuer] != "" || v[valueSubject] != "" {
+			b.t.Errorf("the browser session names %s/%s", v[valueIssuer], v[valueSubject])
+		}
+	}
+}
+
+// s256 is the PKCE S256 challenge of verifier (RFC 7636).
+func s256(verifier string) string {
+	sum := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 // open signs in and opens elicitation id, returning the page.

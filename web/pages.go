@@ -141,11 +141,37 @@ func (s *Server) elicitationFor(c echo.Context, v *visitor) (*state.Elicitation,
 	return e, nil
 }
 
+// slotOf returns the slot of e; for a slot removed from the configuration since, a stand-in
+// that only names it (see unconfigured).
 func (s *Server) slotOf(e *state.Elicitation) *slots.Slot {
 	if slot, ok := s.opts.Slots.Lookup(e.Target); ok {
 		return slot
 	}
-	return &slots.Slot{Name: e.Target, Label: e.Target} // removed from configuration since
+	return &slots.Slot{Name: e.Target, Label: e.Target}
+}
+
+var (
+	errSlotNotConfigured = echo.NewHTTPError(http.StatusServiceUnavailable,
+		"This request is for a secret this server no longer has in its configuration. Nothing was changed.")
+	errProviderNotConfigured = echo.NewHTTPError(http.StatusServiceUnavailable,
+		"This request is for a provider this server no longer has in its configuration. Nothing was changed.")
+)
+
+// unconfigured returns the error page for a running e whose secret slot or provider was
+// removed from the configuration since it was created, and nil when it is still there. The
+// pages ask before they change anything: such a flow cannot go on, and its user must not be
+// led on or have a value refused by rules the server no longer has.
+func (s *Server) unconfigured(e *state.Elicitation) error {
+	if e.Kind == state.KindOAuth {
+		if _, ok := s.opts.Providers.Lookup(e.Target); !ok {
+			return errProviderNotConfigured
+		}
+		return nil
+	}
+	if _, ok := s.opts.Slots.Lookup(e.Target); !ok {
+		return errSlotNotConfigured
+	}
+	return nil
 }
 
 // openElicitation is GET /e/{id}: the elicitation's own user opening the URL moves it to
@@ -160,6 +186,9 @@ func (s *Server) openElicitation(c echo.Context) error {
 		return err
 	}
 	if !e.State.Terminal() {
+		if err := s.unconfigured(e); err != nil {
+			return err
+		}
 		change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.BrowserOpen, state.ActorUser, "opened in the browser")
 		if err != nil {
 			return err
@@ -244,6 +273,9 @@ func (s *Server) continueElicitation(c echo.Context) error {
 	if e.Kind != state.KindSecret {
 		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
 	}
+	if err := s.unconfigured(e); err != nil {
+		return err
+	}
 	if _, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.PageContinue, state.ActorUser, "continued on the consent page"); err != nil {
 		return err
 	}
@@ -259,6 +291,11 @@ func (s *Server) secretForm(c echo.Context) error {
 	e, err := s.elicitationFor(c, v)
 	if e == nil {
 		return err
+	}
+	if !e.State.Terminal() {
+		if err := s.unconfigured(e); err != nil {
+			return err
+		}
 	}
 	if e.State == state.Failed {
 		change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.BrowserOpen, state.ActorUser, "trying again after a failed check")
@@ -299,6 +336,9 @@ func (s *Server) submitSecret(c echo.Context) error {
 	}
 	if e.Kind != state.KindSecret {
 		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
+	}
+	if err := s.unconfigured(e); err != nil {
+		return err
 	}
 	if err := s.allowForm(c, v.user); err != nil {
 		return err

@@ -418,3 +418,58 @@ func TestTheConsentPageNamesTheClientByTheTitleItGave(t *testing.T) {
 		t.Error("the page shows the client's name instead of its title")
 	}
 }
+
+// A link whose secret slot or provider was removed from the configuration since it was
+// created cannot go on: every page of it says so and nothing changes, so that the flow is
+// not moved on nor a value refused by rules the server no longer has.
+func TestALinkWhoseTargetIsNoLongerConfiguredIsUnavailableAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{}) // no provider: "acme" is not configured
+	removedSlot := func(n *state.NewElicitation) { n.Target = "removed_slot" }
+	const (
+		secretGone   = "This request is for a secret this server no longer has in its configuration"
+		providerGone = "This request is for a provider this server no longer has in its configuration"
+	)
+	for _, tc := range []struct {
+		name   string
+		kind   func(*state.NewElicitation)
+		setup  []state.Event // applied after creation, to reach the state the request finds
+		method string
+		action string // after /e/{id}
+		says   string
+	}{
+		{"a secret's consent page", removedSlot, nil, http.MethodGet, "", secretGone},
+		{"a secret's consent page after a failed check", removedSlot, []state.Event{state.BrowserOpen, state.VerifyFailed},
+			http.MethodGet, "", secretGone},
+		{"a secret's continue", removedSlot, []state.Event{state.BrowserOpen}, http.MethodPost, "/continue", secretGone},
+		{"a secret's form", removedSlot, []state.Event{state.BrowserOpen}, http.MethodGet, "/secret", secretGone},
+		{"a secret's form after a failed check", removedSlot, []state.Event{state.BrowserOpen, state.VerifyFailed},
+			http.MethodGet, "/secret", secretGone},
+		{"a secret's form post", removedSlot, []state.Event{state.BrowserOpen}, http.MethodPost, "/secret", secretGone},
+		{"a connection's consent page", asConnection, nil, http.MethodGet, "", providerGone},
+		{"a connection's consent page after a failed connection", asConnection, []state.Event{state.BrowserOpen, state.VerifyFailed},
+			http.MethodGet, "", providerGone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := f.newFlow(t, "alice", tc.kind)
+			for _, ev := range tc.setup {
+				f.apply(t, e.ID, ev, state.ActorSystem)
+			}
+			b := f.browser(t, "alice")
+			b.signIn("/")
+			before := f.snapshot(t, e.ID)
+
+			page := b.send(request{method: tc.method, path: "/e/" + e.ID + tc.action,
+				form: url.Values{"csrf": {b.csrf()}, "secret": {validKey}}})
+
+			page.want(t, http.StatusServiceUnavailable, tc.says, "Nothing was changed")
+			f.wantUnchanged(t, e.ID, before)
+			f.wantNoCredential(t, "alice", e.Target)
+		})
+	}
+
+	// A flow that has ended still says how.
+	e := f.newFlow(t, "alice", removedSlot)
+	f.apply(t, e.ID, state.CancelRequested, state.ActorUser)
+	f.browser(t, "alice").open(e.ID).want(t, http.StatusOK, "This request was cancelled")
+}
