@@ -18,6 +18,8 @@ import (
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/vault"
 )
 
 // Connecting a third-party account: a second real OAuth server (oidc-provider as "Acme")
@@ -134,7 +136,7 @@ func (cs *connectSetup) storedToken(t *testing.T, user string) oauth.Token {
 	}
 	var dev struct{ Keys string }
 	json.Unmarshal(raw, &dev)
-	ring, err := state.ParseKeyRing(dev.Keys)
+	ring, err := vault.ParseKeyRing(dev.Keys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,11 +146,11 @@ func (cs *connectSetup) storedToken(t *testing.T, user string) oauth.Token {
 	}
 	defer rdb.Close()
 	u := state.User{Issuer: oauth.DevIssuer, Subject: user}
-	c, err := state.NewStore(rdb, state.StoreOptions{}).Credential(t.Context(), u, "acme")
+	c, err := credentials.NewStore(rdb, credentials.Options{}).Get(t.Context(), u, "acme")
 	if err != nil {
 		t.Fatalf("no stored connection: %v", err)
 	}
-	secret, err := state.NewVault(ring).Open(u, "acme", c.Sealed)
+	secret, err := vault.NewVault(ring).Open(u, "acme", c.Sealed)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/upstream"
 )
 
@@ -37,7 +38,7 @@ func (s *Server) connect(ctx context.Context, t turn, args connectArgs) (*sdk.Ca
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.opts.Store.Credential(ctx, t.user, p.Name)
+	c, err := s.opts.Credentials.Get(ctx, t.user, p.Name)
 	switch {
 	case err == nil && !c.NeedsReconnect && covers(c.Scopes, args.Scopes):
 		return connected(p, c.Account, "Your "+p.Label+" account is already connected as "+c.Account+"; nothing was asked."), nil
@@ -48,7 +49,7 @@ func (s *Server) connect(ctx context.Context, t turn, args connectArgs) (*sdk.Ca
 	if res != nil || err != nil {
 		return res, err
 	}
-	c, err = s.opts.Store.Credential(ctx, t.user, p.Name)
+	c, err = s.opts.Credentials.Get(ctx, t.user, p.Name)
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
@@ -59,7 +60,7 @@ func (s *Server) connect(ctx context.Context, t turn, args connectArgs) (*sdk.Ca
 }
 
 // askConnect takes the user through a connection to p.
-func (s *Server) askConnect(ctx context.Context, t turn, p *oauth.Provider, scopes []string, purpose string) (*state.Elicitation, *sdk.CallToolResult, error) {
+func (s *Server) askConnect(ctx context.Context, t turn, p *oauth.Provider, scopes []string, purpose string) (*flow.Elicitation, *sdk.CallToolResult, error) {
 	if len(scopes) == 0 {
 		scopes = p.DefaultScopes()
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/upstream"
 )
 
@@ -58,7 +59,7 @@ func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.Ca
 		return nil, err
 	}
 
-	cred, err := s.opts.Store.Credential(ctx, t.user, slot.Name)
+	cred, err := s.opts.Credentials.Get(ctx, t.user, slot.Name)
 	if errors.Is(err, state.ErrNotFound) {
 		// Ask for it first, the way set_secret does; the call goes on once it is stored.
 		var res *sdk.CallToolResult
@@ -66,7 +67,7 @@ func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.Ca
 			purpose: "Enter your " + slot.Label + " so that urlflow can call its API for you."}); res != nil || err != nil {
 			return res, err
 		}
-		cred, err = s.opts.Store.Credential(ctx, t.user, slot.Name)
+		cred, err = s.opts.Credentials.Get(ctx, t.user, slot.Name)
 	}
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
@@ -88,7 +89,7 @@ func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.Ca
 
 // touch records that user's credential name was used.
 func (s *Server) touch(ctx context.Context, user state.User, name string) {
-	if err := s.opts.Store.TouchCredential(ctx, user, name); err != nil {
+	if err := s.opts.Credentials.Touch(ctx, user, name); err != nil {
 		s.log.WarnContext(ctx, "credential use not recorded", "credential", name, "err", err)
 	}
 }
@@ -111,12 +112,12 @@ func apiResult(resp *upstream.Response) *sdk.CallToolResult {
 
 // connectionView is one entry of list_connections.
 type connectionView struct {
-	state.Connection
+	credentials.Connection
 	Label string `json:"label"`
 }
 
 func (s *Server) listConnections(ctx context.Context, t turn, _ struct{}) (*sdk.CallToolResult, error) {
-	conns, err := s.opts.Store.Connections(ctx, t.user)
+	conns, err := s.opts.Credentials.Connections(ctx, t.user)
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
@@ -176,7 +177,7 @@ func (s *Server) disconnect(ctx context.Context, t turn, args nameArgs) (*sdk.Ca
 	if err != nil {
 		return nil, err
 	}
-	deleted, err := s.opts.Store.DeleteCredential(ctx, t.user, slot.Name, state.ActorClient, "disconnect tool")
+	deleted, err := s.opts.Credentials.Delete(ctx, t.user, slot.Name, state.ActorClient, "disconnect tool")
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urlflow/urlflow/demoapi"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/upstream"
 )
 
@@ -31,7 +32,7 @@ func TestCallAPIAsksForAMissingSecretThenCallsWithIt(t *testing.T) {
 
 	call := c.start(&sdk.CallToolParams{Name: "call_api", Arguments: apiCall(demoSlot, "GET", "/whoami")})
 	asked := receive(t, c.elicitations, "elicitation/create")
-	f.waitForState(asked.ElicitationID, state.Consented)
+	f.waitForState(asked.ElicitationID, flow.Consented)
 	f.browserCompletes(asked.ElicitationID, demoKey)
 	out := receive(t, call, "call_api result")
 	if out.err != nil || out.res.IsError {
@@ -190,7 +191,7 @@ func TestConnectStoresAThirdPartyAccountAndCallAPIUsesIt(t *testing.T) {
 		!strings.Contains(textOf(res), "offers no way for urlflow to revoke") {
 		t.Fatalf("disconnect: %v %q", got, textOf(res))
 	}
-	if _, err := f.store.Credential(f.ctx, alice, acme); err == nil {
+	if _, err := f.creds.Get(f.ctx, alice, acme); err == nil {
 		t.Fatal("the connection is still stored")
 	}
 	res = c.call("disconnect", map[string]any{"name": acme})
@@ -206,7 +207,7 @@ func TestConnectFlowSuccessIsConnected(t *testing.T) {
 
 	call := c.start(&sdk.CallToolParams{Name: "connect", Arguments: map[string]any{"provider": acme}})
 	asked := receive(t, c.elicitations, "elicitation/create")
-	f.waitForState(asked.ElicitationID, state.Consented)
+	f.waitForState(asked.ElicitationID, flow.Consented)
 	f.browserConnects(asked.ElicitationID, acme, "alice@acme", demoKey)
 	out := receive(t, call, "connect result")
 	if out.err != nil {
@@ -240,12 +241,12 @@ func TestAConnectionTheProviderNoLongerHonoursIsAskedForAgain(t *testing.T) {
 	f.browserConnects(first, acme, "alice@acme", demoKey)
 
 	// A refresh found the grant revoked at the provider.
-	cred, err := f.store.Credential(f.ctx, alice, acme)
+	cred, err := f.creds.Get(f.ctx, alice, acme)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cred.NeedsReconnect = true
-	if err := f.store.ReplaceCredential(f.ctx, alice, cred); err != nil {
+	if err := f.creds.Replace(f.ctx, alice, cred); err != nil {
 		t.Fatal(err)
 	}
 	if text := textOf(c.call("list_connections", nil)); !strings.Contains(text, "Acme (acme): connected as alice@acme with read") ||

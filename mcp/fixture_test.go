@@ -32,6 +32,10 @@ import (
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/counters"
+	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/upstream"
 )
 
@@ -51,9 +55,10 @@ const (
 type fixture struct {
 	t         *testing.T
 	ctx       context.Context
-	store     *state.Store
-	hub       *state.Hub
-	vault     *state.Vault
+	store     *flow.Store
+	creds     *credentials.Store
+	hub       *flow.Hub
+	vault     *vault.Vault
 	keeper    *oauth.Keeper
 	providers *oauth.Providers
 	server    *Server
@@ -82,7 +87,7 @@ func newFixture(t *testing.T, configure ...func(*Options)) *fixture {
 	// a second and a half of backoff.
 	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr, MaxRetries: -1, DialerRetryTimeout: time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
-	ring, err := state.ParseKeyRing(state.GenerateKeyRing("k1"))
+	ring, err := vault.ParseKeyRing(vault.GenerateKeyRing("k1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,12 +129,14 @@ func newFixture(t *testing.T, configure ...func(*Options)) *fixture {
 
 	skew := new(atomic.Int64)
 	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-	store := state.NewStore(rdb, state.StoreOptions{Logger: log, Now: now})
-	hub := state.NewHub(rdb, log)
-	vault := state.NewVault(ring)
-	keeper := oauth.NewKeeper(store, vault, log)
+	count := counters.New(rdb, log)
+	store := flow.NewStore(rdb, flow.StoreOptions{Logger: log, Now: now, Counters: count})
+	creds := credentials.NewStore(rdb, credentials.Options{Logger: log, Now: now})
+	hub := flow.NewHub(rdb, log)
+	vault := vault.NewVault(ring)
+	keeper := oauth.NewKeeper(creds, vault, count, log)
 	opts := Options{
-		Store: store, Hub: hub, Vault: vault, Slots: catalog, Providers: providers, Keeper: keeper,
+		Flows: store, Credentials: creds, Counters: count, Hub: hub, Vault: vault, Slots: catalog, Providers: providers, Keeper: keeper,
 		Upstream: upstream.New(nil), PublicURL: publicURL, Style: StylePush,
 		TTL: 10 * time.Minute, Replica: "test-replica", Version: "test", Logger: log,
 		RequestStateKey: ring.Derive("mcp request state"),
@@ -151,7 +158,7 @@ func newFixture(t *testing.T, configure ...func(*Options)) *fixture {
 	case <-time.After(waitLimit):
 		t.Fatal("the hub did not subscribe to Redis")
 	}
-	f := &fixture{t: t, ctx: ctx, store: store, hub: hub, vault: vault, keeper: keeper, providers: providers,
+	f := &fixture{t: t, ctx: ctx, store: store, creds: creds, hub: hub, vault: vault, keeper: keeper, providers: providers,
 		server: server, opts: opts, logs: logs, redis: rs, skew: skew}
 	f.shutdown = func() {
 		stopRun()
@@ -460,9 +467,9 @@ func flowOf(t *testing.T, res *sdk.CallToolResult) flowResult {
 }
 
 // viewOf returns the structuredContent of elicitation_status and cancel_elicitation.
-func viewOf(t *testing.T, res *sdk.CallToolResult) state.View {
+func viewOf(t *testing.T, res *sdk.CallToolResult) flow.View {
 	t.Helper()
-	return structured[state.View](t, res)
+	return structured[flow.View](t, res)
 }
 
 func structured[T any](t *testing.T, res *sdk.CallToolResult) T {
@@ -499,7 +506,7 @@ func wholeOf(res *sdk.CallToolResult) string {
 func (f *fixture) idOf(rawURL string) string {
 	f.t.Helper()
 	id, ok := strings.CutPrefix(rawURL, f.opts.PublicURL.String()+"/e/")
-	if !ok || !state.ValidID(id) {
+	if !ok || !flow.ValidID(id) {
 		f.t.Fatalf("%q is not an elicitation URL of this server", rawURL)
 	}
 	return id
@@ -510,25 +517,25 @@ func (f *fixture) idOf(rawURL string) string {
 // browserOpens records that the elicitation's own user opened its URL.
 func (f *fixture) browserOpens(id string) {
 	f.t.Helper()
-	if _, err := f.store.Apply(f.ctx, id, state.BrowserOpen, state.ActorUser, "opened in the browser"); err != nil {
+	if _, err := f.store.Apply(f.ctx, id, flow.BrowserOpen, state.ActorUser, "opened in the browser"); err != nil {
 		f.t.Fatalf("open %s in the browser: %v", id, err)
 	}
 }
 
 // browserStores submits secret on the page of elicitation id: sealed for its user and slot,
 // stored in the same step that completes the flow (web's submitSecret and complete).
-func (f *fixture) browserStores(id, secret string) state.Change {
+func (f *fixture) browserStores(id, secret string) flow.Change {
 	f.t.Helper()
 	e := f.get(id)
 	sealed, err := f.vault.Seal(e.User, e.Target, state.NewSecret(secret))
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	cred := &state.Credential{Name: e.Target, Kind: state.KindSecret, ElicitationID: id,
+	cred := &credentials.Credential{Name: e.Target, Kind: state.KindSecret, ElicitationID: id,
 		StoredAt: f.store.Now().UTC(), Sealed: sealed}
-	change, err := f.store.Apply(f.ctx, id, state.Verified, state.ActorUser, "secret received and validated",
-		state.WithCredential(cred))
-	if err != nil && !errors.Is(err, state.ErrImpossible) {
+	change, err := f.store.Apply(f.ctx, id, flow.Verified, state.ActorUser, "secret received and validated",
+		flow.WithCredential(cred))
+	if err != nil && !errors.Is(err, flow.ErrImpossible) {
 		f.t.Fatalf("store the secret of %s: %v", id, err)
 	}
 	return change
@@ -538,7 +545,7 @@ func (f *fixture) browserStores(id, secret string) state.Change {
 func (f *fixture) browserCompletes(id, secret string) {
 	f.t.Helper()
 	f.browserOpens(id)
-	if change := f.browserStores(id, secret); change.To != state.Complete {
+	if change := f.browserStores(id, secret); change.To != flow.Complete {
 		f.t.Fatalf("the flow %s did not complete: %s", id, change.To)
 	}
 }
@@ -556,8 +563,8 @@ func (f *fixture) browserConnects(id, name, account, accessToken string) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	change, err := f.store.Apply(f.ctx, id, state.Verified, state.ActorUser, "connected", state.WithCredential(cred))
-	if err != nil || change.To != state.Complete {
+	change, err := f.store.Apply(f.ctx, id, flow.Verified, state.ActorUser, "connected", flow.WithCredential(cred))
+	if err != nil || change.To != flow.Complete {
 		f.t.Fatalf("connect %s: %s %v", id, change.To, err)
 	}
 }
@@ -576,9 +583,9 @@ func (f *fixture) passDeadline(id string) {
 // The record
 
 // create starts a flow for user's target directly in the store, outside any tool call.
-func (f *fixture) create(user state.User, kind state.Kind, target string) *state.Elicitation {
+func (f *fixture) create(user state.User, kind state.Kind, target string) *flow.Elicitation {
 	f.t.Helper()
-	e, err := f.store.Create(f.ctx, state.NewElicitation{User: user, Kind: kind, Target: target, Purpose: "a test", TTL: f.opts.TTL})
+	e, err := f.store.Create(f.ctx, flow.NewElicitation{User: user, Kind: kind, Target: target, Purpose: "a test", TTL: f.opts.TTL})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -586,7 +593,7 @@ func (f *fixture) create(user state.User, kind state.Kind, target string) *state
 }
 
 // apply records events on elicitation id, failing the test if one cannot happen.
-func (f *fixture) apply(id string, events ...state.Event) {
+func (f *fixture) apply(id string, events ...flow.Event) {
 	f.t.Helper()
 	for _, ev := range events {
 		if _, err := f.store.Apply(f.ctx, id, ev, state.ActorSystem, "a test"); err != nil {
@@ -595,7 +602,7 @@ func (f *fixture) apply(id string, events ...state.Event) {
 	}
 }
 
-func (f *fixture) get(id string) *state.Elicitation {
+func (f *fixture) get(id string) *flow.Elicitation {
 	f.t.Helper()
 	e, err := f.store.Get(f.ctx, id)
 	if err != nil {
@@ -604,7 +611,7 @@ func (f *fixture) get(id string) *state.Elicitation {
 	return e
 }
 
-func (f *fixture) history(id string) []state.Entry {
+func (f *fixture) history(id string) []flow.Entry {
 	f.t.Helper()
 	h, err := f.store.History(f.ctx, id)
 	if err != nil {
@@ -616,7 +623,7 @@ func (f *fixture) history(id string) []state.Entry {
 // secretOf returns user's stored secret name in clear, or "" if none is stored.
 func (f *fixture) secretOf(user state.User, name string) string {
 	f.t.Helper()
-	c, err := f.store.Credential(f.ctx, user, name)
+	c, err := f.creds.Get(f.ctx, user, name)
 	if errors.Is(err, state.ErrNotFound) {
 		return ""
 	}
@@ -631,7 +638,7 @@ func (f *fixture) secretOf(user state.User, name string) string {
 }
 
 // waitFor waits until elicitation id satisfies cond, woken by its change notices.
-func (f *fixture) waitFor(id, what string, cond func(*state.Elicitation) bool) *state.Elicitation {
+func (f *fixture) waitFor(id, what string, cond func(*flow.Elicitation) bool) *flow.Elicitation {
 	f.t.Helper()
 	wake, stop := f.hub.Wait(id)
 	defer stop()
@@ -650,9 +657,9 @@ func (f *fixture) waitFor(id, what string, cond func(*state.Elicitation) bool) *
 }
 
 // waitForState waits until elicitation id is in state want.
-func (f *fixture) waitForState(id string, want state.State) *state.Elicitation {
+func (f *fixture) waitForState(id string, want flow.State) *flow.Elicitation {
 	f.t.Helper()
-	return f.waitFor(id, string(want), func(e *state.Elicitation) bool { return e.State == want })
+	return f.waitFor(id, string(want), func(e *flow.Elicitation) bool { return e.State == want })
 }
 
 // eventually waits until cond holds, for what has no event to wait on.
@@ -668,7 +675,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // hasEntry reports whether history holds event ev by actor from one state to another.
-func hasEntry(history []state.Entry, ev state.Event, actor state.Actor, from, to state.State) bool {
+func hasEntry(history []flow.Entry, ev flow.Event, actor state.Actor, from, to flow.State) bool {
 	for _, h := range history {
 		if h.Event == ev && h.Actor == actor && h.From == from && h.To == to {
 			return true

@@ -8,6 +8,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // ask describes what a tool asks the user for: a secret slot, how people call it, the
@@ -22,7 +23,7 @@ type ask struct {
 // askFor takes the user through an elicitation for a, in the way the call's era and client
 // allow. It returns the elicitation and no result once the secret is stored (the tool goes
 // on and reads it), and otherwise the result or error the tool returns now.
-func (s *Server) askFor(ctx context.Context, t turn, a ask) (*state.Elicitation, *sdk.CallToolResult, error) {
+func (s *Server) askFor(ctx context.Context, t turn, a ask) (*flow.Elicitation, *sdk.CallToolResult, error) {
 	if t.era == era2026 {
 		return s.multiRoundTrip(ctx, t, a)
 	}
@@ -42,18 +43,18 @@ func (s *Server) askFor(ctx context.Context, t turn, a ask) (*state.Elicitation,
 
 // openElicitation reuses the running elicitation of the same user and target in the same
 // session (or, in the sessionless era, of the same user and target), or creates one.
-func (s *Server) openElicitation(ctx context.Context, t turn, a ask) (*state.Elicitation, error) {
+func (s *Server) openElicitation(ctx context.Context, t turn, a ask) (*flow.Elicitation, error) {
 	if a.kind == "" {
 		a.kind = state.KindSecret
 	}
-	e, err := s.opts.Store.OpenFor(ctx, t.user, a.kind, a.target, t.sessionID())
+	e, err := s.opts.Flows.OpenFor(ctx, t.user, a.kind, a.target, t.sessionID())
 	if err == nil {
 		return e, nil
 	}
 	if !errors.Is(err, state.ErrNotFound) {
 		return nil, err
 	}
-	return s.opts.Store.Create(ctx, state.NewElicitation{
+	return s.opts.Flows.Create(ctx, flow.NewElicitation{
 		User: t.user, Kind: a.kind, Target: a.target, Purpose: a.purpose, Replace: a.replace, Scopes: a.scopes,
 		Client: t.client(), SessionID: t.sessionID(), Replica: s.opts.Replica, TTL: s.opts.TTL,
 	})
@@ -61,10 +62,10 @@ func (s *Server) openElicitation(ctx context.Context, t turn, a ask) (*state.Eli
 
 // elicitParams is the URL-mode elicitation for e. The 2026-07-28 input request carries no
 // elicitation ID; the 2025-11-25 elicitation/create and −32042 do.
-func (s *Server) elicitParams(e *state.Elicitation, label string, withID bool) *sdk.ElicitParams {
+func (s *Server) elicitParams(e *flow.Elicitation, label string, withID bool) *sdk.ElicitParams {
 	p := &sdk.ElicitParams{
 		Mode: "url",
-		URL:  state.ElicitationURL(s.opts.PublicURL, e.ID),
+		URL:  flow.ElicitationURL(s.opts.PublicURL, e.ID),
 		Message: "urlflow needs your " + label + ". Open the link to enter it in your browser; " +
 			"it is never shared with this conversation.",
 	}
@@ -86,7 +87,7 @@ type clientAnswer struct {
 // client's accept is recorded as consent and nothing more; its decline or cancel ends the
 // flow. A cancelled tool call leaves the elicitation running: the user may still finish in
 // the browser.
-func (s *Server) push(ctx context.Context, t turn, e *state.Elicitation, label string) (*sdk.CallToolResult, error) {
+func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, label string) (*sdk.CallToolResult, error) {
 	req := t.req
 	wake, stop := s.opts.Hub.Wait(e.ID)
 	defer stop()
@@ -94,7 +95,7 @@ func (s *Server) push(ctx context.Context, t turn, e *state.Elicitation, label s
 	var answers chan clientAnswer
 	elicitCtx, cancelElicit := context.WithCancel(ctx)
 	defer cancelElicit()
-	if e.State == state.Pending || e.State == state.Unknown {
+	if e.State == flow.Pending || e.State == flow.Unknown {
 		// Not yet answered by the client: ask (again). Otherwise the client already agreed.
 		answers = make(chan clientAnswer, 1)
 		params := s.elicitParams(e, label, true)
@@ -118,7 +119,7 @@ func (s *Server) push(ctx context.Context, t turn, e *state.Elicitation, label s
 	defer budget.Stop()
 
 	for step := 1; ; {
-		cur, err := s.opts.Store.Get(ctx, e.ID)
+		cur, err := s.opts.Flows.Get(ctx, e.ID)
 		if err != nil {
 			return nil, s.unavailable(ctx, err)
 		}
@@ -135,7 +136,7 @@ func (s *Server) push(ctx context.Context, t turn, e *state.Elicitation, label s
 		case <-progress:
 			err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
 				ProgressToken: token, Progress: float64(step),
-				Message: "Waiting for you to finish in the browser: " + state.ElicitationURL(s.opts.PublicURL, e.ID),
+				Message: "Waiting for you to finish in the browser: " + flow.ElicitationURL(s.opts.PublicURL, e.ID),
 			})
 			if err != nil {
 				s.log.InfoContext(ctx, "progress notification not sent", "elicitation_id", e.ID, "err", err)
@@ -143,12 +144,12 @@ func (s *Server) push(ctx context.Context, t turn, e *state.Elicitation, label s
 			step++
 		case <-budget.C:
 			if answers != nil {
-				if _, err := s.opts.Store.Apply(ctx, e.ID, state.NoAnswer, state.ActorSystem,
+				if _, err := s.opts.Flows.Apply(ctx, e.ID, flow.NoAnswer, state.ActorSystem,
 					"the client did not answer elicitation/create in time"); err != nil {
 					return nil, s.unavailable(ctx, err)
 				}
 			}
-			cur, err := s.opts.Store.Get(ctx, e.ID)
+			cur, err := s.opts.Flows.Get(ctx, e.ID)
 			if err != nil {
 				return nil, s.unavailable(ctx, err)
 			}
@@ -170,8 +171,8 @@ func sessionURLMode(ss *sdk.ServerSession) bool {
 // API ({"new": true}) to the originating session, when this process holds it and its
 // client declared URL mode: that is how the client learns the new URL. The client's answer
 // is recorded like any other.
-func (s *Server) offerNewAttempt(ctx context.Context, n state.Notice) {
-	if n.What != state.NoticeRetried {
+func (s *Server) offerNewAttempt(ctx context.Context, n flow.Notice) {
+	if n.What != flow.NoticeRetried {
 		return
 	}
 	ls, ok := s.sessions.get(n.SessionID)
@@ -179,8 +180,8 @@ func (s *Server) offerNewAttempt(ctx context.Context, n state.Notice) {
 		return
 	}
 	s.background.spawn(ctx, func(ctx context.Context) {
-		e, err := s.opts.Store.Get(ctx, n.ID)
-		if err != nil || e.User != ls.user || e.State != state.Pending {
+		e, err := s.opts.Flows.Get(ctx, n.ID)
+		if err != nil || e.User != ls.user || e.State != flow.Pending {
 			return
 		}
 		ctx, cancel := context.WithDeadline(ctx, e.ExpiresAt)
@@ -195,7 +196,7 @@ func (s *Server) offerNewAttempt(ctx context.Context, n state.Notice) {
 // recordAnswer records the client's answer to elicitation/create as the state table says.
 func (s *Server) recordAnswer(ctx context.Context, id string, a clientAnswer) error {
 	var (
-		ev     state.Event
+		ev     flow.Event
 		actor  = state.ActorClient
 		reason string
 	)
@@ -204,14 +205,14 @@ func (s *Server) recordAnswer(ctx context.Context, id string, a clientAnswer) er
 		if ctx.Err() != nil {
 			return nil // the tool call ended; that is not the client's answer
 		}
-		ev, actor, reason = state.NoAnswer, state.ActorSystem, "elicitation/create failed: "+a.err.Error()
+		ev, actor, reason = flow.NoAnswer, state.ActorSystem, "elicitation/create failed: "+a.err.Error()
 	case a.res.Action == "accept":
-		ev, reason = state.ClientAccept, "accepted in the client (consent, not success)"
+		ev, reason = flow.ClientAccept, "accepted in the client (consent, not success)"
 	case a.res.Action == "decline":
-		ev, reason = state.ClientDecline, "declined in the client"
+		ev, reason = flow.ClientDecline, "declined in the client"
 	default:
-		ev, reason = state.ClientCancel, "cancelled in the client"
+		ev, reason = flow.ClientCancel, "cancelled in the client"
 	}
-	_, err := s.opts.Store.Apply(ctx, id, ev, actor, reason)
+	_, err := s.opts.Flows.Apply(ctx, id, ev, actor, reason)
 	return err
 }

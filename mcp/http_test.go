@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // The one /mcp endpoint over real HTTP, behind the bearer check, as package web serves it.
@@ -109,7 +110,7 @@ func TestNotificationIsQueuedUntilTheClientOpensItsStream(t *testing.T) {
 	id := urlElicitationRequired(t, err)[0].ElicitationID
 
 	f.browserCompletes(id, demoKey)
-	e := f.waitFor(id, "an attempt recorded", func(e *state.Elicitation) bool { return e.Delivery.Attempts > 0 })
+	e := f.waitFor(id, "an attempt recorded", func(e *flow.Elicitation) bool { return e.Delivery.Attempts > 0 })
 	if e.Delivery.WrittenAt != nil || e.Delivery.QueuedAt == nil || e.Delivery.LastError == "" {
 		t.Fatalf("without a stream: %+v", e.Delivery)
 	}
@@ -123,11 +124,11 @@ func TestNotificationIsQueuedUntilTheClientOpensItsStream(t *testing.T) {
 		t.Fatalf("GET stream: %d", resp.StatusCode)
 	}
 	stream.until(`"notifications/elicitation/complete"`, id)
-	e = f.waitFor(id, "recorded as written", func(e *state.Elicitation) bool { return e.Delivery.WrittenAt != nil })
+	e = f.waitFor(id, "recorded as written", func(e *flow.Elicitation) bool { return e.Delivery.WrittenAt != nil })
 	if e.Delivery.LastError != "" || e.Delivery.Attempts < 2 {
 		t.Fatalf("after the stream opened: %+v", e.Delivery)
 	}
-	if !hasEntry(f.history(id), state.Notified, state.ActorSystem, state.Complete, state.Complete) {
+	if !hasEntry(f.history(id), flow.Notified, state.ActorSystem, flow.Complete, flow.Complete) {
 		t.Fatalf("history: %+v", f.history(id))
 	}
 }

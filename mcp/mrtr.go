@@ -9,6 +9,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // inputKey names urlflow's one input request in a multi round-trip result.
@@ -26,7 +27,7 @@ const requestStateGrace = 5 * time.Minute
 // nothing more). The retry then waits, bounded by RetryWait, for the flow to end: complete
 // lets the tool go on, an end without success gets an honest result, and a flow still
 // running gets input_required again for the same elicitation.
-func (s *Server) multiRoundTrip(ctx context.Context, t turn, a ask) (*state.Elicitation, *sdk.CallToolResult, error) {
+func (s *Server) multiRoundTrip(ctx context.Context, t turn, a ask) (*flow.Elicitation, *sdk.CallToolResult, error) {
 	p := t.req.Params
 	digest := argumentsDigest(p.Arguments)
 	if p.RequestState == "" {
@@ -52,18 +53,18 @@ func (s *Server) multiRoundTrip(ctx context.Context, t turn, a ask) (*state.Elic
 			return nil, nil, s.unavailable(ctx, err)
 		}
 	}
-	if e, err = s.opts.Store.Get(ctx, e.ID); err != nil {
+	if e, err = s.opts.Flows.Get(ctx, e.ID); err != nil {
 		return nil, nil, s.unavailable(ctx, err)
 	}
 	if e, err = s.waitForEnd(ctx, e, wake, time.Now().Add(s.opts.RetryWait)); err != nil {
 		return nil, nil, err
 	}
 	switch {
-	case e.State == state.Complete:
+	case e.State == flow.Complete:
 		// The credential may have been deleted (disconnect) since the flow stored it: the
 		// requestState outlives its flow. Then the call starts over rather than going on
 		// without it.
-		switch _, err := s.opts.Store.Credential(ctx, t.user, a.target); {
+		switch _, err := s.opts.Credentials.Get(ctx, t.user, a.target); {
 		case errors.Is(err, state.ErrNotFound):
 			return s.firstRound(ctx, t, a, digest)
 		case err != nil:
@@ -78,7 +79,7 @@ func (s *Server) multiRoundTrip(ctx context.Context, t turn, a ask) (*state.Elic
 
 // firstRound opens the elicitation for a and asks the client to show it: input_required,
 // or the link for a client without URL mode.
-func (s *Server) firstRound(ctx context.Context, t turn, a ask, digest string) (*state.Elicitation, *sdk.CallToolResult, error) {
+func (s *Server) firstRound(ctx context.Context, t turn, a ask, digest string) (*flow.Elicitation, *sdk.CallToolResult, error) {
 	e, err := s.openElicitation(ctx, t, a)
 	if err != nil {
 		return nil, nil, s.unavailable(ctx, err)
@@ -91,7 +92,7 @@ func (s *Server) firstRound(ctx context.Context, t turn, a ask, digest string) (
 
 // inputRequired is the multi round-trip result that asks the client to show e's URL and
 // call again with the signed requestState.
-func (s *Server) inputRequired(t turn, e *state.Elicitation, label, digest string) *sdk.CallToolResult {
+func (s *Server) inputRequired(t turn, e *flow.Elicitation, label, digest string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{
 		InputRequests: sdk.InputRequestMap{inputKey: s.elicitParams(e, label, false)},
 		RequestState: s.states.seal(requestState{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urlflow/urlflow/demoapi"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // The 2026-07-28 era: multi round-trip results with a signed requestState.
@@ -40,7 +41,7 @@ func TestMultiRoundTripAsksWithASignedRequestState(t *testing.T) {
 	if err != nil || st.ElicitationID != id {
 		t.Fatalf("requestState: %+v %v", st, err)
 	}
-	if e := f.get(id); e.State != state.Pending || e.SessionID != "" || e.User != alice || e.Client.Name != "test-client" {
+	if e := f.get(id); e.State != flow.Pending || e.SessionID != "" || e.User != alice || e.Client.Name != "test-client" {
 		t.Fatalf("record: %+v", e)
 	}
 	nothingIn(t, c.elicitations, "elicitation/create in the 2026-07-28 era")
@@ -64,7 +65,7 @@ func TestMultiRoundTripRetryRecordsConsentAndAsksAgainWhileRunning(t *testing.T)
 	if inputRequired(t, again).URL != asked.URL {
 		t.Fatalf("asked again for another flow: %+v", again.InputRequests[inputKey])
 	}
-	if f.get(id).State != state.Consented || !hasEntry(f.history(id), state.ClientAccept, state.ActorClient, state.Pending, state.Consented) {
+	if f.get(id).State != flow.Consented || !hasEntry(f.history(id), flow.ClientAccept, state.ActorClient, flow.Pending, flow.Consented) {
 		t.Fatalf("the accept is not recorded as consent: %+v", f.history(id))
 	}
 	if f.secretOf(alice, demoSlot) != "" {
@@ -88,7 +89,7 @@ func TestMultiRoundTripRetryRunsTheToolAsSoonAsTheFlowCompletes(t *testing.T) {
 
 	call := c.start(&sdk.CallToolParams{Name: "call_api", Arguments: args, RequestState: first.RequestState,
 		InputResponses: sdk.InputResponseMap{inputKey: &sdk.ElicitResult{Action: "accept"}}})
-	f.waitForState(id, state.Consented)
+	f.waitForState(id, flow.Consented)
 	f.browserCompletes(id, demoKey)
 	out := receive(t, call, "the retry's result")
 	if out.err != nil || out.res.IsError || out.res.NeedsInput() {
@@ -105,12 +106,12 @@ func TestMultiRoundTripAnswersHonestlyOnceTheFlowEnded(t *testing.T) {
 		name   string
 		end    func(f *fixture, id string)
 		action string
-		want   state.State
+		want   flow.State
 	}{
-		{"declined in the client", func(*fixture, string) {}, "decline", state.Declined},
-		{"cancelled in the client", func(*fixture, string) {}, "cancel", state.Cancelled},
-		{"expired", func(f *fixture, id string) { f.passDeadline(id) }, "accept", state.Expired},
-		{"declined on the page", func(f *fixture, id string) { f.apply(id, state.BrowserOpen, state.PageDecline) }, "", state.Declined},
+		{"declined in the client", func(*fixture, string) {}, "decline", flow.Declined},
+		{"cancelled in the client", func(*fixture, string) {}, "cancel", flow.Cancelled},
+		{"expired", func(f *fixture, id string) { f.passDeadline(id) }, "accept", flow.Expired},
+		{"declined on the page", func(f *fixture, id string) { f.apply(id, flow.BrowserOpen, flow.PageDecline) }, "", flow.Declined},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,7 +179,7 @@ func TestMultiRoundTripRefusesARequestStateOfAnotherCall(t *testing.T) {
 			t.Errorf("%s: isError=%v %q", tt.name, res.IsError, text)
 		}
 	}
-	if e := f.get(id); e.State != state.Pending || len(f.history(id)) != history {
+	if e := f.get(id); e.State != flow.Pending || len(f.history(id)) != history {
 		t.Fatalf("a refused retry changed the flow: %s %+v", e.State, f.history(id))
 	}
 	for _, u := range []struct {
@@ -248,7 +249,7 @@ func TestMultiRoundTripRetryAfterTheSecretWasDeletedStartsOver(t *testing.T) {
 				t.Fatalf("the replayed retry: isError=%v %q %v", res.IsError, textOf(res), res.StructuredContent)
 			}
 			again := f.idOf(inputRequired(t, res).URL)
-			if again == id || f.get(again).State != state.Pending {
+			if again == id || f.get(again).State != flow.Pending {
 				t.Fatalf("asked again for %s (%s), the first flow was %s", again, f.get(again).State, id)
 			}
 		})

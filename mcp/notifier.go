@@ -7,8 +7,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/counters"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // Delivery timing.
@@ -28,7 +28,8 @@ const (
 // session's stream (re)connects. Before writing it checks that the session's user is the
 // elicitation's user; it never writes to any other session.
 type notifier struct {
-	store      *state.Store
+	store      *flow.Store
+	counters   *counters.Counters
 	sessions   *sessionRegistry
 	background *background
 	log        *slog.Logger
@@ -37,13 +38,13 @@ type notifier struct {
 	inflight map[string]chan struct{} // elicitation ID → wakes its delivery loop
 }
 
-func newNotifier(store *state.Store, sessions *sessionRegistry, bg *background, log *slog.Logger) *notifier {
-	return &notifier{store: store, sessions: sessions, background: bg, log: log, inflight: map[string]chan struct{}{}}
+func newNotifier(store *flow.Store, c *counters.Counters, sessions *sessionRegistry, bg *background, log *slog.Logger) *notifier {
+	return &notifier{store: store, counters: c, sessions: sessions, background: bg, log: log, inflight: map[string]chan struct{}{}}
 }
 
 // onNotice reacts to a state change or requeue of a flow whose session is held here.
-func (n *notifier) onNotice(ctx context.Context, notice state.Notice) {
-	if notice.SessionID == "" || !notice.State.Terminal() || notice.What == state.NoticeDelivery {
+func (n *notifier) onNotice(ctx context.Context, notice flow.Notice) {
+	if notice.SessionID == "" || !notice.State.Terminal() || notice.What == flow.NoticeDelivery {
 		return
 	}
 	if _, ok := n.sessions.get(notice.SessionID); ok {
@@ -172,12 +173,12 @@ func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
 		n.log.WarnContext(ctx, "delivery not recorded", "elicitation_id", id, "err", err)
 	}
 	if sendErr != nil {
-		n.store.Count(ctx, "urlflow_notification_attempts_total", "result", "not_written")
+		n.counters.Add(ctx, "urlflow_notification_attempts_total", "result", "not_written")
 		n.log.InfoContext(ctx, "completion notification not written; will retry", "elicitation_id", id,
 			"session", e.SessionID, "attempt", e.Delivery.Attempts+1, "err", sendErr)
 		return false
 	}
-	n.store.Count(ctx, "urlflow_notification_attempts_total", "result", "written")
+	n.counters.Add(ctx, "urlflow_notification_attempts_total", "result", "written")
 	n.log.InfoContext(ctx, "completion notification written", "elicitation_id", id, "session", e.SessionID, "state", e.State)
 	return true
 }

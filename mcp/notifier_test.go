@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // The completion notification goes to the originating session only, and only while its
@@ -29,7 +30,7 @@ func TestCompletionIsNotifiedToTheOriginatingSessionOnly(t *testing.T) {
 	if got := receive(t, origin.completions, "completion notification"); got != id {
 		t.Fatalf("notification for %s, want %s", got, id)
 	}
-	e := f.waitFor(id, "recorded as written", func(e *state.Elicitation) bool { return e.Delivery.WrittenAt != nil })
+	e := f.waitFor(id, "recorded as written", func(e *flow.Elicitation) bool { return e.Delivery.WrittenAt != nil })
 	if e.Delivery.Attempts != 1 {
 		t.Fatalf("delivery: %+v", e.Delivery)
 	}
@@ -42,11 +43,11 @@ func TestEveryEndByTheUserOrTheClockIsNotified(t *testing.T) {
 	tests := []struct {
 		name string
 		end  func(f *fixture, id string)
-		want state.State
+		want flow.State
 	}{
-		{"declined on the page", func(f *fixture, id string) { f.apply(id, state.BrowserOpen, state.PageDecline) }, state.Declined},
-		{"cancelled", func(f *fixture, id string) { f.apply(id, state.CancelRequested) }, state.Cancelled},
-		{"expired", func(f *fixture, id string) { f.passDeadline(id) }, state.Expired},
+		{"declined on the page", func(f *fixture, id string) { f.apply(id, flow.BrowserOpen, flow.PageDecline) }, flow.Declined},
+		{"cancelled", func(f *fixture, id string) { f.apply(id, flow.CancelRequested) }, flow.Cancelled},
+		{"expired", func(f *fixture, id string) { f.passDeadline(id) }, flow.Expired},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +74,7 @@ func TestAFailedCheckIsNotNotified(t *testing.T) {
 	// The user may still try again after a failed check: nothing is sent for it.
 	_, err := c.CallTool(t.Context(), setSecretParams(notesSlot))
 	failed := urlElicitationRequired(t, err)[0].ElicitationID
-	f.apply(failed, state.BrowserOpen, state.VerifyFailed)
+	f.apply(failed, flow.BrowserOpen, flow.VerifyFailed)
 
 	// A flow that ends afterwards is notified, and is the first notification.
 	_, err = c.CallTool(t.Context(), setSecretParams(demoSlot))
@@ -82,7 +83,7 @@ func TestAFailedCheckIsNotNotified(t *testing.T) {
 	if got := receive(t, c.completions, "completion notification"); got != id {
 		t.Fatalf("notification for %s, want %s (the failed flow is %s)", got, id, failed)
 	}
-	if e := f.get(failed); e.State != state.Failed || e.Delivery.Attempts != 0 || e.Delivery.QueuedAt != nil {
+	if e := f.get(failed); e.State != flow.Failed || e.Delivery.Attempts != 0 || e.Delivery.QueuedAt != nil {
 		t.Fatalf("the failed flow: %s %+v", e.State, e.Delivery)
 	}
 }
@@ -150,7 +151,7 @@ func TestANewAttemptIsOfferedToTheOriginatingSession(t *testing.T) {
 		return &sdk.ElicitResult{Action: <-answers}, nil
 	}})
 	first := flowOf(t, c.call("set_secret", map[string]any{"name": demoSlot}))
-	if first.State != state.Declined {
+	if first.State != flow.Declined {
 		t.Fatalf("first attempt: %+v", first)
 	}
 	receive(t, c.elicitations, "elicitation/create of the first attempt")
@@ -164,7 +165,7 @@ func TestANewAttemptIsOfferedToTheOriginatingSession(t *testing.T) {
 	if asked.ElicitationID != next.ID || f.idOf(asked.URL) != next.ID {
 		t.Fatalf("offered %+v, want %s", asked, next.ID)
 	}
-	e := f.waitForState(next.ID, state.Consented)
+	e := f.waitForState(next.ID, flow.Consented)
 	if e.RetryOf != first.ElicitationID || e.SessionID != c.sessionID {
 		t.Fatalf("new attempt: %+v", e)
 	}

@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // Push style (2025-11-25): the tool sends elicitation/create and waits for the flow to end.
@@ -35,7 +36,7 @@ func TestPushAcceptIsConsentNotSuccess(t *testing.T) {
 		t.Fatalf("elicitation/create: %+v", asked)
 	}
 	got := flowOf(t, res)
-	if res.IsError || got.Status != "waiting" || got.State != state.Consented || got.ElicitationID != asked.ElicitationID ||
+	if res.IsError || got.Status != "waiting" || got.State != flow.Consented || got.ElicitationID != asked.ElicitationID ||
 		got.URL != asked.URL || got.ExpiresAt == nil || got.Name != demoSlot {
 		t.Fatalf("after an accept and no browser: isError=%v %+v", res.IsError, got)
 	}
@@ -46,10 +47,10 @@ func TestPushAcceptIsConsentNotSuccess(t *testing.T) {
 		t.Fatal("an accept stored a credential")
 	}
 	e := f.get(asked.ElicitationID)
-	if e.State != state.Consented || e.SessionID != c.sessionID || e.User != alice || e.Client.Name != "test-client" {
+	if e.State != flow.Consented || e.SessionID != c.sessionID || e.User != alice || e.Client.Name != "test-client" {
 		t.Fatalf("record: %+v", e)
 	}
-	if !hasEntry(f.history(e.ID), state.ClientAccept, state.ActorClient, state.Pending, state.Consented) {
+	if !hasEntry(f.history(e.ID), flow.ClientAccept, state.ActorClient, flow.Pending, flow.Consented) {
 		t.Errorf("the accept is not in the history: %+v", f.history(e.ID))
 	}
 }
@@ -61,7 +62,7 @@ func TestPushStoresOnceTheBrowserCompletes(t *testing.T) {
 
 	call := c.start(setSecretParams(demoSlot))
 	asked := receive(t, c.elicitations, "elicitation/create")
-	f.waitForState(asked.ElicitationID, state.Consented)
+	f.waitForState(asked.ElicitationID, flow.Consented)
 	nothingIn(t, call, "result before the browser finished")
 
 	f.browserCompletes(asked.ElicitationID, demoKey)
@@ -70,7 +71,7 @@ func TestPushStoresOnceTheBrowserCompletes(t *testing.T) {
 		t.Fatal(out.err)
 	}
 	got := flowOf(t, out.res)
-	if out.res.IsError || got.Status != "stored" || got.State != state.Complete || got.ElicitationID != asked.ElicitationID {
+	if out.res.IsError || got.Status != "stored" || got.State != flow.Complete || got.ElicitationID != asked.ElicitationID {
 		t.Fatalf("result: %+v", got)
 	}
 	if strings.Contains(wholeOf(out.res), demoKey) {
@@ -85,11 +86,11 @@ func TestPushAnswersTheClientsRefusalHonestly(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		action string
-		want   state.State
-		event  state.Event
+		want   flow.State
+		event  flow.Event
 	}{
-		{"decline", state.Declined, state.ClientDecline},
-		{"cancel", state.Cancelled, state.ClientCancel},
+		{"decline", flow.Declined, flow.ClientDecline},
+		{"cancel", flow.Cancelled, flow.ClientCancel},
 	}
 	for _, tt := range tests {
 		t.Run(tt.action, func(t *testing.T) {
@@ -105,7 +106,7 @@ func TestPushAnswersTheClientsRefusalHonestly(t *testing.T) {
 			if !strings.Contains(textOf(res), string(tt.want)) || !strings.Contains(textOf(res), "Nothing was stored") {
 				t.Errorf("text: %q", textOf(res))
 			}
-			if !hasEntry(f.history(got.ElicitationID), tt.event, state.ActorClient, state.Pending, tt.want) {
+			if !hasEntry(f.history(got.ElicitationID), tt.event, state.ActorClient, flow.Pending, tt.want) {
 				t.Errorf("history: %+v", f.history(got.ElicitationID))
 			}
 			if f.secretOf(alice, demoSlot) != "" {
@@ -135,12 +136,12 @@ func TestPushWithoutAnAnswerIsUnknown(t *testing.T) {
 
 			res := c.call("set_secret", map[string]any{"name": demoSlot})
 			got := flowOf(t, res)
-			if res.IsError || got.Status != "waiting" || got.State != state.Unknown || got.URL == "" {
+			if res.IsError || got.Status != "waiting" || got.State != flow.Unknown || got.URL == "" {
 				t.Fatalf("isError=%v %+v", res.IsError, got)
 			}
 			h := f.history(got.ElicitationID)
 			last := h[len(h)-1]
-			if last.Event != state.NoAnswer || last.Actor != state.ActorSystem || last.To != state.Unknown ||
+			if last.Event != flow.NoAnswer || last.Actor != state.ActorSystem || last.To != flow.Unknown ||
 				!strings.Contains(last.Reason, tt.reason) {
 				t.Fatalf("history: %+v", h)
 			}

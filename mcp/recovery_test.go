@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // elicitation_status and cancel_elicitation: the MCP side of recovery.
@@ -34,8 +35,8 @@ func TestElicitationStatusShowsTheOwnersElicitationWithItsHistory(t *testing.T) 
 
 	res := c.call("elicitation_status", map[string]any{"elicitationId": id})
 	v := viewOf(t, res)
-	if res.IsError || v.ID != id || v.State != state.InProgress || v.Kind != state.KindSecret || v.Target != demoSlot ||
-		f.idOf(v.URL) != id || len(v.History) != 2 || v.History[1].Event != state.BrowserOpen {
+	if res.IsError || v.ID != id || v.State != flow.InProgress || v.Kind != state.KindSecret || v.Target != demoSlot ||
+		f.idOf(v.URL) != id || len(v.History) != 2 || v.History[1].Event != flow.BrowserOpen {
 		t.Fatalf("isError=%v %+v", res.IsError, v)
 	}
 	if !strings.Contains(textOf(res), "open in your browser") {
@@ -44,7 +45,7 @@ func TestElicitationStatusShowsTheOwnersElicitationWithItsHistory(t *testing.T) 
 
 	f.browserStores(id, demoKey)
 	v = viewOf(t, c.call("elicitation_status", map[string]any{"elicitationId": id}))
-	if v.State != state.Complete || v.URL != "" {
+	if v.State != flow.Complete || v.URL != "" {
 		t.Fatalf("after completion: %+v", v)
 	}
 }
@@ -60,7 +61,7 @@ func TestElicitationStatusWaitsUntilTheFlowEnds(t *testing.T) {
 	f.browserOpens(id) // a change that is not the end: the wait goes on
 	f.browserStores(id, demoKey)
 	out := receive(t, call, "status before the flow's end plus "+waitLimit.String())
-	if out.err != nil || viewOf(t, out.res).State != state.Complete {
+	if out.err != nil || viewOf(t, out.res).State != flow.Complete {
 		t.Fatalf("status: %v %+v", out.err, out.res)
 	}
 }
@@ -92,7 +93,7 @@ func TestElicitationStatusWaitIsCapped(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v := viewOf(t, res); res.IsError || v.State != state.Pending {
+			if v := viewOf(t, res); res.IsError || v.State != flow.Pending {
 				t.Fatalf("isError=%v %+v", res.IsError, v)
 			}
 			if tt.waits && (elapsed < limit || elapsed > limit+5*time.Second) {
@@ -113,7 +114,7 @@ func TestCancelElicitationEndsARunningFlowOnly(t *testing.T) {
 
 	res := c.call("cancel_elicitation", map[string]any{"elicitationId": id})
 	v := viewOf(t, res)
-	if res.IsError || v.State != state.Cancelled || !hasEntry(v.History, state.CancelRequested, state.ActorClient, state.Pending, state.Cancelled) {
+	if res.IsError || v.State != flow.Cancelled || !hasEntry(v.History, flow.CancelRequested, state.ActorClient, flow.Pending, flow.Cancelled) {
 		t.Fatalf("isError=%v %+v", res.IsError, v)
 	}
 	if got := flowOf(t, c.call("set_secret", map[string]any{"name": demoSlot})); got.ElicitationID == id {
@@ -125,8 +126,8 @@ func TestCancelElicitationEndsARunningFlowOnly(t *testing.T) {
 	f.browserCompletes(done, demoKey)
 	for _, ended := range []struct {
 		id   string
-		want state.State
-	}{{id, state.Cancelled}, {done, state.Complete}} {
+		want flow.State
+	}{{id, flow.Cancelled}, {done, flow.Complete}} {
 		res := c.call("cancel_elicitation", map[string]any{"elicitationId": ended.id})
 		if v := viewOf(t, res); !res.IsError || v.State != ended.want || !strings.HasPrefix(textOf(res), "Nothing was cancelled") {
 			t.Errorf("cancel of a %s flow: isError=%v state %s %q", ended.want, res.IsError, v.State, textOf(res))
@@ -158,7 +159,7 @@ func TestElicitationsOfOthersReadAsUnknownAndStayUntouched(t *testing.T) {
 			}
 		}
 	}
-	if e := f.get(bobsID); e.State != state.Pending || len(f.history(bobsID)) != len(before) {
+	if e := f.get(bobsID); e.State != flow.Pending || len(f.history(bobsID)) != len(before) {
 		t.Fatalf("bob's flow was touched: %s, history %+v", e.State, f.history(bobsID))
 	}
 }
@@ -170,20 +171,20 @@ func TestElicitationStatusSaysWhereEveryStateStands(t *testing.T) {
 	tests := []struct {
 		kind   state.Kind
 		target string
-		events []state.Event
-		want   state.State
+		events []flow.Event
+		want   flow.State
 		says   string
 	}{
-		{state.KindSecret, demoSlot, nil, state.Pending, "The request for your Demo API key is waiting for you to open https://urlflow.test/e/"},
-		{state.KindSecret, demoSlot, []state.Event{state.NoAnswer}, state.Unknown, "is waiting for you to open"},
-		{state.KindSecret, demoSlot, []state.Event{state.ClientAccept}, state.Consented, "You agreed in your client; the request for your Demo API key is waiting"},
-		{state.KindSecret, demoSlot, []state.Event{state.BrowserOpen}, state.InProgress, "The page for your Demo API key is open in your browser"},
-		{state.KindSecret, demoSlot, []state.Event{state.BrowserOpen, state.VerifyFailed}, state.Failed, "The last attempt for your Demo API key failed; you can try again at https://urlflow.test/e/"},
-		{state.KindSecret, demoSlot, []state.Event{state.ClientDecline}, state.Declined, "The request for your Demo API key was declined; nothing was stored."},
-		{state.KindSecret, demoSlot, []state.Event{state.CancelRequested}, state.Cancelled, "The request for your Demo API key was cancelled; nothing was stored."},
-		{state.KindOAuth, acme, []state.Event{state.ClientCancel}, state.Cancelled, "The request for your Acme account was cancelled"},
-		{state.KindSecret, "retired_slot", []state.Event{state.ClientDecline}, state.Declined, "The request for your retired_slot was declined"},
-		{state.KindOAuth, "retired_provider", []state.Event{state.ClientDecline}, state.Declined, "The request for your retired_provider account was declined"},
+		{state.KindSecret, demoSlot, nil, flow.Pending, "The request for your Demo API key is waiting for you to open https://urlflow.test/e/"},
+		{state.KindSecret, demoSlot, []flow.Event{flow.NoAnswer}, flow.Unknown, "is waiting for you to open"},
+		{state.KindSecret, demoSlot, []flow.Event{flow.ClientAccept}, flow.Consented, "You agreed in your client; the request for your Demo API key is waiting"},
+		{state.KindSecret, demoSlot, []flow.Event{flow.BrowserOpen}, flow.InProgress, "The page for your Demo API key is open in your browser"},
+		{state.KindSecret, demoSlot, []flow.Event{flow.BrowserOpen, flow.VerifyFailed}, flow.Failed, "The last attempt for your Demo API key failed; you can try again at https://urlflow.test/e/"},
+		{state.KindSecret, demoSlot, []flow.Event{flow.ClientDecline}, flow.Declined, "The request for your Demo API key was declined; nothing was stored."},
+		{state.KindSecret, demoSlot, []flow.Event{flow.CancelRequested}, flow.Cancelled, "The request for your Demo API key was cancelled; nothing was stored."},
+		{state.KindOAuth, acme, []flow.Event{flow.ClientCancel}, flow.Cancelled, "The request for your Acme account was cancelled"},
+		{state.KindSecret, "retired_slot", []flow.Event{flow.ClientDecline}, flow.Declined, "The request for your retired_slot was declined"},
+		{state.KindOAuth, "retired_provider", []flow.Event{flow.ClientDecline}, flow.Declined, "The request for your retired_provider account was declined"},
 	}
 	for _, tt := range tests {
 		e := f.create(alice, tt.kind, tt.target)
@@ -197,7 +198,7 @@ func TestElicitationStatusSaysWhereEveryStateStands(t *testing.T) {
 	e := f.create(alice, state.KindSecret, demoSlot)
 	f.passDeadline(e.ID)
 	res := c.call("elicitation_status", map[string]any{"elicitationId": e.ID})
-	if v := viewOf(t, res); v.State != state.Expired || textOf(res) != "The request for your Demo API key expired; nothing was stored." {
+	if v := viewOf(t, res); v.State != flow.Expired || textOf(res) != "The request for your Demo API key expired; nothing was stored." {
 		t.Errorf("expired: %s %q", v.State, textOf(res))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // requestState is what urlflow puts in a multi round-trip (2026-07-28) requestState: the
@@ -80,7 +81,7 @@ func (rs requestStates) open(text string, now time.Time, user state.User, tool, 
 		return bad("it belongs to another tool")
 	case st.Arguments != arguments:
 		return bad("it was issued for other arguments")
-	case !state.ValidID(st.ElicitationID):
+	case !flow.ValidID(st.ElicitationID):
 		return bad("it is malformed")
 	}
 	return st, nil

@@ -5,8 +5,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // The words of tool results live here, in one place. For a user whose client cannot open
@@ -16,13 +15,13 @@ import (
 type flowResult struct {
 	// Status is "stored", "user_action_required", "waiting", or the ended state
 	// ("declined", "cancelled", "expired").
-	Status        string      `json:"status"`
-	Name          string      `json:"name,omitempty"`
-	ElicitationID string      `json:"elicitationId,omitempty"`
-	State         state.State `json:"state,omitempty"`
-	URL           string      `json:"url,omitempty"`
-	ExpiresAt     *time.Time  `json:"expiresAt,omitempty"`
-	Message       string      `json:"message"`
+	Status        string     `json:"status"`
+	Name          string     `json:"name,omitempty"`
+	ElicitationID string     `json:"elicitationId,omitempty"`
+	State         flow.State `json:"state,omitempty"`
+	URL           string     `json:"url,omitempty"`
+	ExpiresAt     *time.Time `json:"expiresAt,omitempty"`
+	Message       string     `json:"message"`
 }
 
 func result(r flowResult) *sdk.CallToolResult {
@@ -34,7 +33,7 @@ func result(r flowResult) *sdk.CallToolResult {
 
 func stored(label, name, elicitationID string) *sdk.CallToolResult {
 	return result(flowResult{
-		Status: "stored", Name: name, ElicitationID: elicitationID, State: state.Complete,
+		Status: "stored", Name: name, ElicitationID: elicitationID, State: flow.Complete,
 		Message: fmt.Sprintf("Your %s is stored. urlflow keeps it encrypted and uses it for you; "+
 			"its value is never shown in this conversation.", label),
 	})
@@ -70,8 +69,8 @@ func humanDuration(d time.Duration) string {
 
 // userActionRequired is the result for a client that cannot open a URL-mode elicitation:
 // the user opens the link themselves, and the same call succeeds afterwards.
-func (s *Server) userActionRequired(e *state.Elicitation, label string) *sdk.CallToolResult {
-	url := state.ElicitationURL(s.opts.PublicURL, e.ID)
+func (s *Server) userActionRequired(e *flow.Elicitation, label string) *sdk.CallToolResult {
+	url := flow.ElicitationURL(s.opts.PublicURL, e.ID)
 	expires := e.ExpiresAt
 	return result(flowResult{
 		Status: "user_action_required", Name: e.Target, ElicitationID: e.ID, State: e.State,
@@ -86,22 +85,22 @@ func (s *Server) userActionRequired(e *state.Elicitation, label string) *sdk.Cal
 
 // outcome is the result for e after waiting: nil when complete (the tool goes on), the
 // honest end otherwise, or "still waiting" while it runs.
-func (s *Server) outcome(e *state.Elicitation, label string) *sdk.CallToolResult {
+func (s *Server) outcome(e *flow.Elicitation, label string) *sdk.CallToolResult {
 	r := flowResult{Status: string(e.State), Name: e.Target, ElicitationID: e.ID, State: e.State}
 	switch e.State {
-	case state.Complete:
+	case flow.Complete:
 		return nil
-	case state.Declined:
+	case flow.Declined:
 		r.Message = fmt.Sprintf("The request for your %s was declined. Nothing was stored. "+
 			"If that was a mistake, call set_secret again for a new link.", label)
-	case state.Cancelled:
+	case flow.Cancelled:
 		r.Message = fmt.Sprintf("The request for your %s was cancelled. Nothing was stored. "+
 			"Call set_secret again to start over.", label)
-	case state.Expired:
+	case flow.Expired:
 		r.Message = fmt.Sprintf("The link for your %s expired before it was used. Nothing was stored. "+
 			"Call set_secret again for a new link.", label)
 	default:
-		url := state.ElicitationURL(s.opts.PublicURL, e.ID)
+		url := flow.ElicitationURL(s.opts.PublicURL, e.ID)
 		expires := e.ExpiresAt
 		r.Status, r.URL, r.ExpiresAt = "waiting", url, &expires
 		r.Message = fmt.Sprintf("Still waiting for you to enter your %s at %s . "+
@@ -115,28 +114,28 @@ func unknownElicitation(id string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{
 		Content: []sdk.Content{&sdk.TextContent{Text: "No request with that ID belongs to you; " +
 			"its state is unknown. Check the ID, or start again."}},
-		StructuredContent: map[string]string{"id": id, "state": string(state.Unknown)},
+		StructuredContent: map[string]string{"id": id, "state": string(flow.Unknown)},
 	}
 }
 
 // describe says in a sentence where e stands.
-func describe(e *state.Elicitation, label, url string) string {
+func describe(e *flow.Elicitation, label, url string) string {
 	switch e.State {
-	case state.Complete:
+	case flow.Complete:
 		return fmt.Sprintf("The request for your %s is complete: it is stored.", label)
-	case state.Declined:
+	case flow.Declined:
 		return fmt.Sprintf("The request for your %s was declined; nothing was stored.", label)
-	case state.Cancelled:
+	case flow.Cancelled:
 		return fmt.Sprintf("The request for your %s was cancelled; nothing was stored.", label)
-	case state.Expired:
+	case flow.Expired:
 		return fmt.Sprintf("The request for your %s expired; nothing was stored.", label)
-	case state.Pending, state.Unknown:
+	case flow.Pending, flow.Unknown:
 		return fmt.Sprintf("The request for your %s is waiting for you to open %s (until %s).", label, url, when(e.ExpiresAt))
-	case state.Consented:
+	case flow.Consented:
 		return fmt.Sprintf("You agreed in your client; the request for your %s is waiting for you to open %s (until %s).", label, url, when(e.ExpiresAt))
-	case state.InProgress:
+	case flow.InProgress:
 		return fmt.Sprintf("The page for your %s is open in your browser; waiting for you to finish there (until %s).", label, when(e.ExpiresAt))
-	case state.Failed:
+	case flow.Failed:
 		return fmt.Sprintf("The last attempt for your %s failed; you can try again at %s (until %s).", label, url, when(e.ExpiresAt))
 	}
 	return "The request is " + string(e.State) + "."

@@ -25,6 +25,10 @@ import (
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/counters"
+	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/upstream"
 )
 
@@ -50,10 +54,14 @@ const (
 
 // Options configure a Server.
 type Options struct {
-	Store *state.Store
-	Hub   *state.Hub
-	Vault *state.Vault
-	Slots *slots.Catalog
+	// Flows keeps the elicitations; Credentials what they stored; Counters counts
+	// notification attempts (nothing is counted if nil).
+	Flows       *flow.Store
+	Credentials *credentials.Store
+	Counters    *counters.Counters
+	Hub         *flow.Hub
+	Vault       *vault.Vault
+	Slots       *slots.Catalog
 	// Providers are the third-party OAuth providers of connect; Keeper keeps their tokens.
 	Providers *oauth.Providers
 	Keeper    *oauth.Keeper
@@ -129,8 +137,8 @@ func New(opts Options) *Server {
 	}
 	s := &Server{opts: opts, log: log, states: requestStates{key: opts.RequestStateKey}}
 	s.background = newBackground()
-	s.sessions = newSessionRegistry(opts.Store, opts.Replica, s.background, log)
-	s.notifier = newNotifier(opts.Store, s.sessions, s.background, log)
+	s.sessions = newSessionRegistry(opts.Flows, opts.Replica, s.background, log)
+	s.notifier = newNotifier(opts.Flows, opts.Counters, s.sessions, s.background, log)
 	opts.Hub.OnNotice(s.notifier.onNotice)
 	opts.Hub.OnNotice(s.offerNewAttempt)
 	opts.Hub.OnConnect(s.notifier.recheckAll)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // Registration timing: a session is registered in Redis for registrationTTL and refreshed
@@ -32,7 +33,7 @@ type liveSession struct {
 // session's user to itself; urlflow records it from the initialize request's token, and the
 // notifier checks it before writing to a session.
 type sessionRegistry struct {
-	store      *state.Store
+	store      *flow.Store
 	replica    string
 	background *background
 	log        *slog.Logger
@@ -41,7 +42,7 @@ type sessionRegistry struct {
 	byID map[string]*liveSession
 }
 
-func newSessionRegistry(store *state.Store, replica string, bg *background, log *slog.Logger) *sessionRegistry {
+func newSessionRegistry(store *flow.Store, replica string, bg *background, log *slog.Logger) *sessionRegistry {
 	return &sessionRegistry{store: store, replica: replica, background: bg, log: log, byID: map[string]*liveSession{}}
 }
 
@@ -77,7 +78,7 @@ func (r *sessionRegistry) closeAll() {
 }
 
 func (r *sessionRegistry) register(ctx context.Context, id string, ls *liveSession) {
-	err := r.store.RegisterMCPSession(ctx, state.MCPSession{
+	err := r.store.RegisterMCPSession(ctx, flow.MCPSession{
 		ID: id, User: ls.user, Replica: r.replica, Client: ls.client, StartedAt: ls.started,
 	}, registrationTTL)
 	if err != nil {

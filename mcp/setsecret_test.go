@@ -8,6 +8,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 func TestSetSecretReusesTheOpenElicitationOfTheSameUserSlotAndSession(t *testing.T) {
@@ -17,7 +18,7 @@ func TestSetSecretReusesTheOpenElicitationOfTheSameUserSlotAndSession(t *testing
 
 	first := flowOf(t, c.call("set_secret", map[string]any{"name": demoSlot}))
 	receive(t, c.elicitations, "elicitation/create")
-	if first.Status != "waiting" || first.State != state.Consented {
+	if first.Status != "waiting" || first.State != flow.Consented {
 		t.Fatalf("first call: %+v", first)
 	}
 

@@ -9,8 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // The error style (−32042) and clients without URL mode, in the 2025-11-25 era.
@@ -44,7 +43,7 @@ func TestErrorStyleAnswersURLElicitationRequiredAndNotifiesCompletion(t *testing
 	}
 	id := els[0].ElicitationID
 	nothingIn(t, c.elicitations, "elicitation/create in the error style")
-	if e := f.get(id); e.State != state.Pending || e.SessionID != c.sessionID {
+	if e := f.get(id); e.State != flow.Pending || e.SessionID != c.sessionID {
 		t.Fatalf("record: %+v", e)
 	}
 	_, err = c.CallTool(t.Context(), setSecretParams(demoSlot))
@@ -56,7 +55,7 @@ func TestErrorStyleAnswersURLElicitationRequiredAndNotifiesCompletion(t *testing
 	if got := receive(t, c.completions, "completion notification"); got != id {
 		t.Fatalf("notification for %s, want %s", got, id)
 	}
-	e := f.waitFor(id, "recorded as written", func(e *state.Elicitation) bool { return e.Delivery.WrittenAt != nil })
+	e := f.waitFor(id, "recorded as written", func(e *flow.Elicitation) bool { return e.Delivery.WrittenAt != nil })
 	if e.Delivery.Attempts != 1 || e.Delivery.LastError != "" || e.Delivery.QueuedAt == nil {
 		t.Fatalf("delivery: %+v", e.Delivery)
 	}
@@ -89,7 +88,7 @@ func TestClientWithoutURLModeGetsALinkToOpen(t *testing.T) {
 				started := time.Now()
 				res := c.call("set_secret", map[string]any{"name": demoSlot})
 				got := flowOf(t, res)
-				if res.IsError || got.Status != "user_action_required" || got.State != state.Pending || got.Name != demoSlot {
+				if res.IsError || got.Status != "user_action_required" || got.State != flow.Pending || got.Name != demoSlot {
 					t.Fatalf("isError=%v %+v", res.IsError, got)
 				}
 				if f.idOf(got.URL) != got.ElicitationID || got.ExpiresAt == nil ||

@@ -8,6 +8,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // turn is one tool call as urlflow's tools see it, whatever the protocol era: the era, the
@@ -116,7 +117,7 @@ func (s *Server) setSecret(ctx context.Context, t turn, args setSecretArgs) (*sd
 		return nil, err
 	}
 	if !args.Replace {
-		switch _, err := s.opts.Store.Credential(ctx, t.user, slot.Name); {
+		switch _, err := s.opts.Credentials.Get(ctx, t.user, slot.Name); {
 		case err == nil:
 			return alreadyStored(slot.Label, slot.Name), nil
 		case !errors.Is(err, state.ErrNotFound):
@@ -155,8 +156,8 @@ type statusArgs struct {
 
 // ownElicitation returns elicitation id if it belongs to user, and state.ErrNotFound for
 // anything else.
-func (s *Server) ownElicitation(ctx context.Context, user state.User, id string) (*state.Elicitation, error) {
-	e, err := s.opts.Store.Get(ctx, id)
+func (s *Server) ownElicitation(ctx context.Context, user state.User, id string) (*flow.Elicitation, error) {
+	e, err := s.opts.Flows.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +189,7 @@ func (s *Server) elicitationStatus(ctx context.Context, t turn, args statusArgs)
 }
 
 // waitForEnd waits until e has ended or until, re-reading it on every wake-up.
-func (s *Server) waitForEnd(ctx context.Context, e *state.Elicitation, wake <-chan state.Notice, until time.Time) (*state.Elicitation, error) {
+func (s *Server) waitForEnd(ctx context.Context, e *flow.Elicitation, wake <-chan flow.Notice, until time.Time) (*flow.Elicitation, error) {
 	timer := time.NewTimer(time.Until(until))
 	defer timer.Stop()
 	for !e.State.Terminal() {
@@ -200,7 +201,7 @@ func (s *Server) waitForEnd(ctx context.Context, e *state.Elicitation, wake <-ch
 		case <-wake:
 		}
 		var err error
-		if e, err = s.opts.Store.Get(ctx, e.ID); err != nil {
+		if e, err = s.opts.Flows.Get(ctx, e.ID); err != nil {
 			return nil, s.unavailable(ctx, err)
 		}
 	}
@@ -215,7 +216,7 @@ func (s *Server) cancelElicitation(ctx context.Context, t turn, args elicitation
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
-	change, err := s.opts.Store.Apply(ctx, e.ID, state.CancelRequested, state.ActorClient, "cancelled with cancel_elicitation")
+	change, err := s.opts.Flows.Apply(ctx, e.ID, flow.CancelRequested, state.ActorClient, "cancelled with cancel_elicitation")
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
@@ -224,12 +225,12 @@ func (s *Server) cancelElicitation(ctx context.Context, t turn, args elicitation
 
 // statusResult returns e's public view with its history. notCancelled marks a cancel that
 // found the flow already ended.
-func (s *Server) statusResult(ctx context.Context, e *state.Elicitation, notCancelled bool) (*sdk.CallToolResult, error) {
-	history, err := s.opts.Store.History(ctx, e.ID)
+func (s *Server) statusResult(ctx context.Context, e *flow.Elicitation, notCancelled bool) (*sdk.CallToolResult, error) {
+	history, err := s.opts.Flows.History(ctx, e.ID)
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
-	view := e.View(state.ElicitationURL(s.opts.PublicURL, e.ID), history)
+	view := e.View(flow.ElicitationURL(s.opts.PublicURL, e.ID), history)
 	text := describe(e, s.label(e), view.URL)
 	if notCancelled {
 		text = "Nothing was cancelled: this request had already ended. " + text
@@ -242,7 +243,7 @@ func (s *Server) statusResult(ctx context.Context, e *state.Elicitation, notCanc
 }
 
 // label is how people call e's target.
-func (s *Server) label(e *state.Elicitation) string {
+func (s *Server) label(e *flow.Elicitation) string {
 	if e.Kind == state.KindOAuth {
 		if p, ok := s.opts.Providers.Lookup(e.Target); ok {
 			return p.Label + " account"

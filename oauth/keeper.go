@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/counters"
+	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/vault"
 )
 
 // Refresh timing of Keeper.
@@ -30,38 +33,40 @@ var ErrNotConnected = errors.New("not connected")
 // concurrent calls refresh once and rotated refresh tokens are stored atomically: one
 // caller refreshes, the others wait and read what it stored.
 type Keeper struct {
-	store *state.Store
-	vault *state.Vault
-	log   *slog.Logger
+	store    *credentials.Store
+	vault    *vault.Vault
+	counters *counters.Counters
+	log      *slog.Logger
 }
 
-// NewKeeper returns a Keeper on store and vault.
-func NewKeeper(store *state.Store, vault *state.Vault, log *slog.Logger) *Keeper {
+// NewKeeper returns a Keeper that keeps connections in store, sealed by v, and counts
+// refreshes in c (nothing is counted if c is nil).
+func NewKeeper(store *credentials.Store, v *vault.Vault, c *counters.Counters, log *slog.Logger) *Keeper {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Keeper{store: store, vault: vault, log: log}
+	return &Keeper{store: store, vault: v, counters: c, log: log}
 }
 
 // Seal returns the credential that stores t for user's connection to p.
-func (k *Keeper) Seal(user state.User, p *Provider, elicitationID string, t *Token, now time.Time) (*state.Credential, error) {
+func (k *Keeper) Seal(user state.User, p *Provider, elicitationID string, t *Token, now time.Time) (*credentials.Credential, error) {
 	sealed, err := k.seal(user, p.Name, t)
 	if err != nil {
 		return nil, err
 	}
-	return &state.Credential{Name: p.Name, Kind: state.KindOAuth, ElicitationID: elicitationID, StoredAt: now,
+	return &credentials.Credential{Name: p.Name, Kind: state.KindOAuth, ElicitationID: elicitationID, StoredAt: now,
 		Account: t.Account.Name, Scopes: t.Scopes, Sealed: sealed}, nil
 }
 
-func (k *Keeper) seal(user state.User, name string, t *Token) (state.Sealed, error) {
+func (k *Keeper) seal(user state.User, name string, t *Token) (vault.Sealed, error) {
 	doc, err := json.Marshal(t)
 	if err != nil {
-		return state.Sealed{}, fmt.Errorf("encode token: %w", err)
+		return vault.Sealed{}, fmt.Errorf("encode token: %w", err)
 	}
 	return k.vault.Seal(user, name, state.NewSecret(string(doc)))
 }
 
-func (k *Keeper) open(user state.User, c *state.Credential) (*Token, error) {
+func (k *Keeper) open(user state.User, c *credentials.Credential) (*Token, error) {
 	secret, err := k.vault.Open(user, c.Name, c.Sealed)
 	if err != nil {
 		return nil, err
@@ -103,8 +108,8 @@ func (k *Keeper) Token(ctx context.Context, user state.User, p *Provider, reject
 }
 
 // current reads and opens the stored token.
-func (k *Keeper) current(ctx context.Context, user state.User, p *Provider) (*state.Credential, *Token, error) {
-	c, err := k.store.Credential(ctx, user, p.Name)
+func (k *Keeper) current(ctx context.Context, user state.User, p *Provider) (*credentials.Credential, *Token, error) {
+	c, err := k.store.Get(ctx, user, p.Name)
 	if errors.Is(err, state.ErrNotFound) {
 		return nil, nil, ErrNotConnected
 	}
@@ -154,11 +159,11 @@ func (k *Keeper) refreshLocked(ctx context.Context, user state.User, p *Provider
 		return t, err
 	}
 	next, err := p.Refresh(ctx, t)
-	k.store.Count(ctx, "urlflow_token_refreshes_total", "provider", p.Name, "result", refreshResult(err))
+	k.counters.Add(ctx, "urlflow_token_refreshes_total", "provider", p.Name, "result", refreshResult(err))
 	if errors.Is(err, ErrReconnect) {
 		k.log.InfoContext(ctx, "connection needs to be made again", "user", user.Key(), "provider", p.Name, "err", err)
 		c.NeedsReconnect = true
-		if err := k.store.ReplaceCredential(ctx, user, c); err != nil && !errors.Is(err, state.ErrNotFound) {
+		if err := k.store.Replace(ctx, user, c); err != nil && !errors.Is(err, state.ErrNotFound) {
 			return nil, err
 		}
 		return nil, err
@@ -172,7 +177,7 @@ func (k *Keeper) refreshLocked(ctx context.Context, user state.User, p *Provider
 	}
 	now := time.Now().UTC()
 	c.Sealed, c.RefreshedAt, c.Scopes = sealed, &now, next.Scopes
-	err = k.store.ReplaceCredential(ctx, user, c)
+	err = k.store.Replace(ctx, user, c)
 	if errors.Is(err, state.ErrNotFound) {
 		return nil, ErrNotConnected // disconnected while the refresh was on its way
 	}
@@ -188,7 +193,7 @@ func (k *Keeper) refreshLocked(ctx context.Context, user state.User, p *Provider
 // is deleted all the same, since urlflow no longer holds it. A connection the provider
 // already stopped honouring is not revoked again.
 func (k *Keeper) Disconnect(ctx context.Context, user state.User, p *Provider, actor state.Actor) (deleted bool, revokeErr, err error) {
-	c, err := k.store.Credential(ctx, user, p.Name)
+	c, err := k.store.Get(ctx, user, p.Name)
 	if errors.Is(err, state.ErrNotFound) {
 		return false, nil, nil
 	}
@@ -202,7 +207,7 @@ func (k *Keeper) Disconnect(ctx context.Context, user state.User, p *Provider, a
 			revokeErr = p.Revoke(ctx, t)
 		}
 	}
-	deleted, err = k.store.DeleteCredential(ctx, user, p.Name, actor, "disconnect tool")
+	deleted, err = k.store.Delete(ctx, user, p.Name, actor, "disconnect tool")
 	return deleted, revokeErr, err
 }
 

@@ -13,6 +13,10 @@ import (
 
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/counters"
+	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/vault"
 )
 
 // The stand-in routes of the provider acme (acmeConfig).
@@ -23,33 +27,39 @@ const (
 
 // keeperTest is a Keeper on a real Redis, with the provider acme on a stand-in.
 type keeperTest struct {
-	keeper *Keeper
-	store  *state.Store
-	s      *standIn
-	acme   *Provider
+	keeper   *Keeper
+	store    *flow.Store
+	creds    *credentials.Store
+	counters *counters.Counters
+	s        *standIn
+	acme     *Provider
 }
 
 func newKeeperTest(t testing.TB) *keeperTest {
 	t.Helper()
-	ring, err := state.ParseKeyRing(state.GenerateKeyRing("k1"))
+	ring, err := vault.ParseKeyRing(vault.GenerateKeyRing("k1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := state.NewStore(redistest.Start(t).Client(t), state.StoreOptions{Logger: slog.New(slog.DiscardHandler)})
+	rdb := redistest.Start(t).Client(t)
+	quiet := slog.New(slog.DiscardHandler)
+	count := counters.New(rdb, quiet)
+	store := flow.NewStore(rdb, flow.StoreOptions{Logger: quiet, Counters: count})
+	creds := credentials.NewStore(rdb, credentials.Options{Logger: quiet})
 	s := newStandIn(t)
-	return &keeperTest{keeper: NewKeeper(store, state.NewVault(ring), slog.New(slog.DiscardHandler)), store: store, s: s,
-		acme: s.provider(t, acmeConfig("post"))}
+	return &keeperTest{keeper: NewKeeper(creds, vault.NewVault(ring), count, quiet), store: store, creds: creds,
+		counters: count, s: s, acme: s.provider(t, acmeConfig("post"))}
 }
 
 // connect stores tok as user's connection to acme, the way a completed connect flow does.
 func (k *keeperTest) connect(t testing.TB, user state.User, tok *Token) {
 	t.Helper()
 	ctx := context.Background()
-	e, err := k.store.Create(ctx, state.NewElicitation{User: user, Kind: state.KindOAuth, Target: k.acme.Name, TTL: time.Minute})
+	e, err := k.store.Create(ctx, flow.NewElicitation{User: user, Kind: state.KindOAuth, Target: k.acme.Name, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.store.Apply(ctx, e.ID, state.BrowserOpen, state.ActorUser, ""); err != nil {
+	if _, err := k.store.Apply(ctx, e.ID, flow.BrowserOpen, state.ActorUser, ""); err != nil {
 		t.Fatal(err)
 	}
 	c, err := k.keeper.Seal(user, k.acme, e.ID, tok, time.Now())
@@ -59,15 +69,15 @@ func (k *keeperTest) connect(t testing.TB, user state.User, tok *Token) {
 	if c.Account != tok.Account.Name || c.Kind != state.KindOAuth || strings.Contains(string(c.Sealed.Ciphertext), tok.AccessToken) {
 		t.Fatalf("sealed credential %+v", c)
 	}
-	if _, err := k.store.Apply(ctx, e.ID, state.Verified, state.ActorUser, "", state.WithCredential(c)); err != nil {
+	if _, err := k.store.Apply(ctx, e.ID, flow.Verified, state.ActorUser, "", flow.WithCredential(c)); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // credential returns user's stored connection to acme.
-func (k *keeperTest) credential(t testing.TB, user state.User) *state.Credential {
+func (k *keeperTest) credential(t testing.TB, user state.User) *credentials.Credential {
 	t.Helper()
-	c, err := k.store.Credential(context.Background(), user, k.acme.Name)
+	c, err := k.creds.Get(context.Background(), user, k.acme.Name)
 	if err != nil {
 		t.Fatalf("the connection: %v", err)
 	}
@@ -267,7 +277,7 @@ func TestRefusedRefreshMeansReconnect(t *testing.T) {
 	if reqs := k.s.requests(); len(reqs) != 0 {
 		t.Errorf("asked the provider %q", routesOf(reqs))
 	}
-	wantCounted(t, k.store, `urlflow_token_refreshes_total{provider="acme",result="reconnect"}`)
+	wantCounted(t, k.counters, `urlflow_token_refreshes_total{provider="acme",result="reconnect"}`)
 }
 
 func TestRefreshFailingForAPassingReasonKeepsTheConnection(t *testing.T) {
@@ -289,8 +299,8 @@ func TestRefreshFailingForAPassingReasonKeepsTheConnection(t *testing.T) {
 	if got, err := k.keeper.Token(t.Context(), user, k.acme, ""); err != nil || got.AccessToken != "new-access-token" {
 		t.Fatalf("Token once the provider is back = %+v, %v", got, err)
 	}
-	wantCounted(t, k.store, `urlflow_token_refreshes_total{provider="acme",result="error"}`)
-	wantCounted(t, k.store, `urlflow_token_refreshes_total{provider="acme",result="ok"}`)
+	wantCounted(t, k.counters, `urlflow_token_refreshes_total{provider="acme",result="error"}`)
+	wantCounted(t, k.counters, `urlflow_token_refreshes_total{provider="acme",result="ok"}`)
 }
 
 func TestKeeperWithoutAConnection(t *testing.T) {
@@ -311,15 +321,15 @@ func TestKeeperWithoutAConnection(t *testing.T) {
 	}
 	// A secret of the same name is no connection to use.
 	carol := userNamed("carol")
-	e, err := k.store.Create(t.Context(), state.NewElicitation{User: carol, Kind: state.KindSecret, Target: k.acme.Name, TTL: time.Minute})
+	e, err := k.store.Create(t.Context(), flow.NewElicitation{User: carol, Kind: state.KindSecret, Target: k.acme.Name, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.store.Apply(t.Context(), e.ID, state.BrowserOpen, state.ActorUser, ""); err != nil {
+	if _, err := k.store.Apply(t.Context(), e.ID, flow.BrowserOpen, state.ActorUser, ""); err != nil {
 		t.Fatal(err)
 	}
-	secret := &state.Credential{Name: k.acme.Name, Kind: state.KindSecret, ElicitationID: e.ID, StoredAt: time.Now()}
-	if _, err := k.store.Apply(t.Context(), e.ID, state.Verified, state.ActorUser, "", state.WithCredential(secret)); err != nil {
+	secret := &credentials.Credential{Name: k.acme.Name, Kind: state.KindSecret, ElicitationID: e.ID, StoredAt: time.Now()}
+	if _, err := k.store.Apply(t.Context(), e.ID, flow.Verified, state.ActorUser, "", flow.WithCredential(secret)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := k.keeper.Token(t.Context(), carol, k.acme, ""); err == nil || !strings.Contains(err.Error(), "not a third-party connection") {
@@ -364,14 +374,14 @@ func TestDisconnectRevokesWhereItCanAndDeletesAnyway(t *testing.T) {
 			if tt.answer != nil {
 				wantValues(t, "revocation", k.s.only(t).form(t), map[string]string{"token": "old-refresh-token", "token_type_hint": "refresh_token"})
 			}
-			if _, err := k.store.Credential(t.Context(), user, k.acme.Name); !errors.Is(err, state.ErrNotFound) {
+			if _, err := k.creds.Get(t.Context(), user, k.acme.Name); !errors.Is(err, state.ErrNotFound) {
 				t.Errorf("the connection is still there: %v", err)
 			}
-			log, err := k.store.AuditLog(t.Context(), user)
+			log, err := k.creds.AuditLog(t.Context(), user)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if last := log[len(log)-1]; last.Event != state.AuditDeleted || last.Actor != state.ActorClient || last.Name != k.acme.Name {
+			if last := log[len(log)-1]; last.Event != credentials.AuditDeleted || last.Actor != state.ActorClient || last.Name != k.acme.Name {
 				t.Errorf("audit %+v", last)
 			}
 		})
@@ -414,7 +424,7 @@ func TestDisconnectDuringARefreshIsNotUndone(t *testing.T) {
 	if !errors.Is(err, ErrNotConnected) || tok != nil {
 		t.Errorf("Token = %+v, %v; want ErrNotConnected", tok, err)
 	}
-	if _, err := k.store.Credential(t.Context(), user, k.acme.Name); !errors.Is(err, state.ErrNotFound) {
+	if _, err := k.creds.Get(t.Context(), user, k.acme.Name); !errors.Is(err, state.ErrNotFound) {
 		t.Errorf("the refresh brought the connection back: %v", err)
 	}
 }
@@ -431,9 +441,9 @@ func waitFor(t testing.TB, done <-chan struct{}, what string) {
 }
 
 // wantCounted fails the test unless the counter series was counted.
-func wantCounted(t testing.TB, store *state.Store, series string) {
+func wantCounted(t testing.TB, c *counters.Counters, series string) {
 	t.Helper()
-	counters, err := store.Counters(context.Background())
+	counters, err := c.All(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,16 +462,16 @@ func TestConnectionSealedWithALostKeyCanStillBeDisconnected(t *testing.T) {
 	k := newKeeperTest(t)
 	user := userNamed("alice")
 	k.connect(t, user, tokenExpiringIn(time.Hour))
-	ring, err := state.ParseKeyRing(state.GenerateKeyRing("k2"))
+	ring, err := vault.ParseKeyRing(vault.GenerateKeyRing("k2"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := NewKeeper(k.store, state.NewVault(ring), nil)
-	if _, err := other.Token(t.Context(), user, k.acme, ""); !errors.Is(err, state.ErrUnopenable) {
+	other := NewKeeper(k.creds, vault.NewVault(ring), k.counters, nil)
+	if _, err := other.Token(t.Context(), user, k.acme, ""); !errors.Is(err, vault.ErrUnopenable) {
 		t.Errorf("Token: %v, want ErrUnopenable", err)
 	}
 	deleted, revokeErr, err := other.Disconnect(t.Context(), user, k.acme, state.ActorClient)
-	if !deleted || !errors.Is(revokeErr, state.ErrUnopenable) || err != nil {
+	if !deleted || !errors.Is(revokeErr, vault.ErrUnopenable) || err != nil {
 		t.Errorf("Disconnect = %v, %v, %v; want deleted, not revoked", deleted, revokeErr, err)
 	}
 	if reqs := k.s.requests(); len(reqs) != 0 {

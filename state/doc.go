@@ -1,13 +1,16 @@
-// Package state keeps elicitations, their history, credentials, browser and MCP sessions,
-// and change events in Redis.
+// Package state is the vocabulary that urlflow's Redis-backed stores share, and the
+// connection to Redis. Who a record belongs to (User), what an elicitation collects (Kind),
+// who caused an event (Actor) and a secret that never prints (Secret) live here; each store
+// is a package of its own below it:
 //
-// The one idea to hold: every change of an elicitation's state goes through Store.Apply,
-// an atomic compare-and-set over the state table (Next). Of two racing events exactly one
-// changes the state; the other is applied to the new state and usually changes nothing.
-// Every event, also one that changes nothing, is appended to the elicitation's history.
-// Deadlines hold without readers (Store.RunSweeper) and on every read (Store.Get).
+//   - flow: elicitations, their state machine and history, completion deliveries and the
+//     change events that wake waiters;
+//   - credentials: stored secrets and grants, their audit log and refresh locks;
+//   - vault: the key ring and the sealing of credentials;
+//   - browsersession: the data of browser sessions;
+//   - ratelimit: per-user rate limits;
+//   - counters: deployment-wide counters.
 //
-// Keys that change together carry the user's hash tag, so that each atomic step stays in
-// one Redis Cluster slot; a credential is stored in the same step that completes its
-// elicitation.
+// The one idea to hold: every key that an atomic step writes together carries its user's
+// hash tag (UserTag), so that each step stays in one Redis Cluster slot.
 package state

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // caller is who calls the recovery API: the owner of elicitations, or an operator.
@@ -73,32 +74,32 @@ func bearerToken(r *http.Request) (string, bool) {
 // unknownElicitation is the answer for anything that is not one of the caller's
 // elicitations: no such ID, another user's, or malformed. It reveals nothing.
 func unknownElicitation(c echo.Context, id string) error {
-	return c.JSON(http.StatusNotFound, map[string]string{"id": id, "state": string(state.Unknown)})
+	return c.JSON(http.StatusNotFound, map[string]string{"id": id, "state": string(flow.Unknown)})
 }
 
 // callerElicitation loads the elicitation named in the path if the caller may see it.
-func (s *Server) callerElicitation(c echo.Context) (caller, *state.Elicitation, error) {
+func (s *Server) callerElicitation(c echo.Context) (caller, *flow.Elicitation, error) {
 	who, err := s.apiCaller(c)
 	if err != nil {
 		return who, nil, err
 	}
 	id := c.Param("id")
-	e, err := s.opts.Store.Get(c.Request().Context(), id)
+	e, err := s.opts.Flows.Get(c.Request().Context(), id)
 	if errors.Is(err, state.ErrNotFound) || (err == nil && !who.operator && e.User != who.user) {
 		return who, nil, unknownElicitation(c, id)
 	}
 	return who, e, err
 }
 
-func (s *Server) view(ctx context.Context, e *state.Elicitation) (state.View, error) {
-	history, err := s.opts.Store.History(ctx, e.ID)
+func (s *Server) view(ctx context.Context, e *flow.Elicitation) (flow.View, error) {
+	history, err := s.opts.Flows.History(ctx, e.ID)
 	if err != nil {
-		return state.View{}, err
+		return flow.View{}, err
 	}
-	return e.View(state.ElicitationURL(s.opts.PublicURL, e.ID), history), nil
+	return e.View(flow.ElicitationURL(s.opts.PublicURL, e.ID), history), nil
 }
 
-func (s *Server) answer(c echo.Context, status int, e *state.Elicitation) error {
+func (s *Server) answer(c echo.Context, status int, e *flow.Elicitation) error {
 	v, err := s.view(c.Request().Context(), e)
 	if err != nil {
 		return err
@@ -122,7 +123,7 @@ func (s *Server) apiCancel(c echo.Context) error {
 	if e == nil {
 		return err
 	}
-	change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.CancelRequested, who.actor(), "cancel requested through the API")
+	change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.CancelRequested, who.actor(), "cancel requested through the API")
 	if err != nil {
 		return err
 	}
@@ -165,10 +166,10 @@ func (s *Server) apiRetry(c echo.Context) error {
 	switch {
 	case !e.State.Terminal():
 		return s.answer(c, http.StatusOK, e)
-	case req.New && e.State != state.Complete:
-		next, err := s.opts.Store.Retry(ctx, e.ID, who.actor(), s.opts.TTL)
-		if errors.Is(err, state.ErrConflict) {
-			if e, err = s.opts.Store.Get(ctx, e.ID); err != nil {
+	case req.New && e.State != flow.Complete:
+		next, err := s.opts.Flows.Retry(ctx, e.ID, who.actor(), s.opts.TTL)
+		if errors.Is(err, flow.ErrConflict) {
+			if e, err = s.opts.Flows.Get(ctx, e.ID); err != nil {
 				return err
 			}
 			return s.conflict(c, e, "this request was already retried as "+e.RetriedBy)
@@ -186,12 +187,12 @@ func (s *Server) apiRetry(c echo.Context) error {
 
 // resend asks the replica holding e's session to send its completion notification again,
 // and waits briefly for the attempt so that the answer carries its outcome.
-func (s *Server) resend(c echo.Context, who caller, e *state.Elicitation) error {
+func (s *Server) resend(c echo.Context, who caller, e *flow.Elicitation) error {
 	ctx := c.Request().Context()
 	if e.SessionID == "" {
 		return s.conflict(c, e, "this request has no client session to notify")
 	}
-	if _, err := s.opts.Store.LiveMCPSession(ctx, e.SessionID); errors.Is(err, state.ErrNotFound) {
+	if _, err := s.opts.Flows.LiveMCPSession(ctx, e.SessionID); errors.Is(err, state.ErrNotFound) {
 		return s.conflict(c, e, "the client session that started this request has ended; the result stays here")
 	} else if err != nil {
 		return err
@@ -199,7 +200,7 @@ func (s *Server) resend(c echo.Context, who caller, e *state.Elicitation) error 
 	wake, stop := s.opts.Hub.Wait(e.ID)
 	defer stop()
 	before := e.Delivery.Attempts
-	e, err := s.opts.Store.Requeue(ctx, e.ID, who.actor())
+	e, err := s.opts.Flows.Requeue(ctx, e.ID, who.actor())
 	if err != nil {
 		return err
 	}
@@ -213,7 +214,7 @@ func (s *Server) resend(c echo.Context, who caller, e *state.Elicitation) error 
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if e, err = s.opts.Store.Get(ctx, e.ID); err != nil {
+		if e, err = s.opts.Flows.Get(ctx, e.ID); err != nil {
 			return err
 		}
 	}
@@ -221,13 +222,13 @@ func (s *Server) resend(c echo.Context, who caller, e *state.Elicitation) error 
 }
 
 // conflict answers 409 with the elicitation and what stands in the way.
-func (s *Server) conflict(c echo.Context, e *state.Elicitation, why string) error {
+func (s *Server) conflict(c echo.Context, e *flow.Elicitation, why string) error {
 	v, err := s.view(c.Request().Context(), e)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusConflict, struct {
 		Error string `json:"error"`
-		state.View
+		flow.View
 	}{why, v})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 func TestStatusAnswersTheOwnerWithTheHistory(t *testing.T) {
@@ -23,13 +24,13 @@ func TestStatusAnswersTheOwnerWithTheHistory(t *testing.T) {
 
 	got := f.api(t, http.MethodGet, "/api/v1/elicitations/"+e.ID, f.token(t, "alice"), "")
 
-	var v state.View
+	var v flow.View
 	got.decode(t, &v)
-	if got.Status != http.StatusOK || v.ID != e.ID || v.State != state.InProgress || v.Kind != state.KindSecret ||
+	if got.Status != http.StatusOK || v.ID != e.ID || v.State != flow.InProgress || v.Kind != state.KindSecret ||
 		v.Target != demoSlot || v.URL != f.URL+"/e/"+e.ID || !v.ExpiresAt.Equal(e.ExpiresAt) {
 		t.Errorf("answered %d %+v, want 200 with the running elicitation and its URL", got.Status, v)
 	}
-	if evs := events(v.History); !slices.Equal(evs, []state.Event{state.Created, state.BrowserOpen}) {
+	if evs := events(v.History); !slices.Equal(evs, []flow.Event{flow.Created, flow.BrowserOpen}) {
 		t.Errorf("history %v, want created, browser_open", evs)
 	}
 }
@@ -71,17 +72,17 @@ func TestCancelEndsARunningFlowAndRefusesAnEndedOne(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	for _, tc := range []struct {
 		name   string
-		setup  []state.Event
+		setup  []flow.Event
 		status int
-		want   state.State
+		want   flow.State
 	}{
-		{"pending", nil, http.StatusOK, state.Cancelled},
-		{"consented", []state.Event{state.ClientAccept}, http.StatusOK, state.Cancelled},
-		{"in progress", []state.Event{state.BrowserOpen}, http.StatusOK, state.Cancelled},
-		{"failed", []state.Event{state.BrowserOpen, state.VerifyFailed}, http.StatusOK, state.Cancelled},
-		{"unknown", []state.Event{state.NoAnswer}, http.StatusOK, state.Cancelled},
-		{"declined", []state.Event{state.ClientDecline}, http.StatusConflict, state.Declined},
-		{"cancelled", []state.Event{state.ClientCancel}, http.StatusConflict, state.Cancelled},
+		{"pending", nil, http.StatusOK, flow.Cancelled},
+		{"consented", []flow.Event{flow.ClientAccept}, http.StatusOK, flow.Cancelled},
+		{"in progress", []flow.Event{flow.BrowserOpen}, http.StatusOK, flow.Cancelled},
+		{"failed", []flow.Event{flow.BrowserOpen, flow.VerifyFailed}, http.StatusOK, flow.Cancelled},
+		{"unknown", []flow.Event{flow.NoAnswer}, http.StatusOK, flow.Cancelled},
+		{"declined", []flow.Event{flow.ClientDecline}, http.StatusConflict, flow.Declined},
+		{"cancelled", []flow.Event{flow.ClientCancel}, http.StatusConflict, flow.Cancelled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := f.newFlow(t, "alice")
@@ -92,17 +93,17 @@ func TestCancelEndsARunningFlowAndRefusesAnEndedOne(t *testing.T) {
 
 			got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/cancel", f.token(t, "alice"), "")
 
-			var v state.View
+			var v flow.View
 			got.decode(t, &v)
 			if got.Status != tc.status || v.State != tc.want || v.ID != e.ID {
 				t.Errorf("answered %d in state %s, want %d in %s", got.Status, v.State, tc.status, tc.want)
 			}
 			f.wantState(t, e.ID, tc.want)
 			last := f.lastEntry(t, e.ID)
-			if last.Event != state.CancelRequested || last.Actor != state.ActorUser || last.From != from || last.To != tc.want {
+			if last.Event != flow.CancelRequested || last.Actor != state.ActorUser || last.From != from || last.To != tc.want {
 				t.Errorf("last history entry %+v, want cancel by the user from %s to %s", last, from, tc.want)
 			}
-			if len(v.History) == 0 || v.History[len(v.History)-1].Event != state.CancelRequested {
+			if len(v.History) == 0 || v.History[len(v.History)-1].Event != flow.CancelRequested {
 				t.Error("the answer's history does not end with the cancel")
 			}
 		})
@@ -118,9 +119,9 @@ func TestCancelOfACompleteFlowChangesNothing(t *testing.T) {
 
 	got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/cancel", f.token(t, "alice"), "")
 
-	var v state.View
+	var v flow.View
 	got.decode(t, &v)
-	if got.Status != http.StatusConflict || v.State != state.Complete || v.URL != "" {
+	if got.Status != http.StatusConflict || v.State != flow.Complete || v.URL != "" {
 		t.Errorf("answered %d %+v, want 409 complete without a URL", got.Status, v)
 	}
 	if _, value := f.storedSecret(t, "alice", demoSlot); value != validKey {
@@ -134,7 +135,7 @@ func TestAnOperatorReadsAndCancelsAnyonesElicitation(t *testing.T) {
 	e := f.newFlow(t, "alice")
 
 	status := f.api(t, http.MethodGet, "/api/v1/elicitations/"+e.ID, f.operatorToken, "")
-	var v state.View
+	var v flow.View
 	status.decode(t, &v)
 	if status.Status != http.StatusOK || v.ID != e.ID || len(v.History) != 1 {
 		t.Errorf("status answered %d %+v, want 200 with the history", status.Status, v)
@@ -142,10 +143,10 @@ func TestAnOperatorReadsAndCancelsAnyonesElicitation(t *testing.T) {
 
 	cancel := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/cancel", f.operatorToken, "")
 	cancel.decode(t, &v)
-	if cancel.Status != http.StatusOK || v.State != state.Cancelled {
+	if cancel.Status != http.StatusOK || v.State != flow.Cancelled {
 		t.Errorf("cancel answered %d %s, want 200 cancelled", cancel.Status, v.State)
 	}
-	if last := f.lastEntry(t, e.ID); last.Actor != state.ActorOperator || last.Event != state.CancelRequested {
+	if last := f.lastEntry(t, e.ID); last.Actor != state.ActorOperator || last.Event != flow.CancelRequested {
 		t.Errorf("last history entry %+v, want a cancel by the operator", last)
 	}
 	unknown := f.api(t, http.MethodGet, "/api/v1/elicitations/"+rand.Text(), f.operatorToken, "")
@@ -161,9 +162,9 @@ func TestRetryOfARunningFlowAnswersItsURL(t *testing.T) {
 	before := f.snapshot(t, e.ID)
 	for _, body := range []string{"", "  ", `{}`, `{"new": true}`} {
 		got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/retry", f.token(t, "alice"), body)
-		var v state.View
+		var v flow.View
 		got.decode(t, &v)
-		if got.Status != http.StatusOK || v.ID != e.ID || v.State != state.Pending || v.URL != f.URL+"/e/"+e.ID {
+		if got.Status != http.StatusOK || v.ID != e.ID || v.State != flow.Pending || v.URL != f.URL+"/e/"+e.ID {
 			t.Errorf("body %q: answered %d %+v, want 200 with the URL", body, got.Status, v)
 		}
 	}
@@ -174,48 +175,48 @@ func TestRetryOfAnEndedFlowSendsTheNotificationAgainToALiveSession(t *testing.T)
 	t.Parallel()
 	// The stand-in notifier writes every requeued notification, as the MCP server does for
 	// a session whose stream is connected.
-	f := newFixture(t, fixtureOptions{notifier: func(ctx context.Context, s *state.Store, n state.Notice) {
-		if n.What == state.NoticeRequeue {
+	f := newFixture(t, fixtureOptions{notifier: func(ctx context.Context, s *flow.Store, n flow.Notice) {
+		if n.What == flow.NoticeRequeue {
 			s.RecordDelivery(ctx, n.ID, nil)
 		}
 	}})
 	session := f.liveSession(t, "alice")
 	e := f.newFlow(t, "alice", inSession(session))
-	f.apply(t, e.ID, state.ClientDecline, state.ActorClient)
+	f.apply(t, e.ID, flow.ClientDecline, state.ActorClient)
 
 	got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/retry", f.token(t, "alice"), "")
 
-	var v state.View
+	var v flow.View
 	got.decode(t, &v)
-	if got.Status != http.StatusOK || v.State != state.Declined || v.Delivery.Attempts != 1 || v.Delivery.WrittenAt == nil {
+	if got.Status != http.StatusOK || v.State != flow.Declined || v.Delivery.Attempts != 1 || v.Delivery.WrittenAt == nil {
 		t.Errorf("answered %d %+v, want 200 with the delivery written", got.Status, v)
 	}
 	h := events(f.history(t, e.ID))
-	if !slices.Contains(h, state.NotifyRequeued) || h[len(h)-1] != state.Notified {
+	if !slices.Contains(h, flow.NotifyRequeued) || h[len(h)-1] != flow.Notified {
 		t.Errorf("history %v, want notify_requeued then notified", h)
 	}
 }
 
 func TestRetryReportsADeliveryThatFailed(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureOptions{notifier: func(ctx context.Context, s *state.Store, n state.Notice) {
-		if n.What == state.NoticeRequeue {
+	f := newFixture(t, fixtureOptions{notifier: func(ctx context.Context, s *flow.Store, n flow.Notice) {
+		if n.What == flow.NoticeRequeue {
 			s.RecordDelivery(ctx, n.ID, errors.New("the stream is not connected"))
 		}
 	}})
 	session := f.liveSession(t, "alice")
 	e := f.newFlow(t, "alice", inSession(session))
-	f.apply(t, e.ID, state.CancelRequested, state.ActorUser)
+	f.apply(t, e.ID, flow.CancelRequested, state.ActorUser)
 
 	got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/retry", f.operatorToken, "")
 
-	var v state.View
+	var v flow.View
 	got.decode(t, &v)
 	if got.Status != http.StatusOK || v.Delivery.Attempts != 1 || v.Delivery.WrittenAt != nil || v.Delivery.LastError != "the stream is not connected" {
 		t.Errorf("answered %d %+v, want 200 with the failed attempt", got.Status, v.Delivery)
 	}
-	if entry := f.history(t, e.ID); !slices.ContainsFunc(entry, func(e state.Entry) bool {
-		return e.Event == state.NotifyRequeued && e.Actor == state.ActorOperator
+	if entry := f.history(t, e.ID); !slices.ContainsFunc(entry, func(e flow.Entry) bool {
+		return e.Event == flow.NotifyRequeued && e.Actor == state.ActorOperator
 	}) {
 		t.Errorf("history %v has no notify_requeued by the operator", events(entry))
 	}
@@ -234,17 +235,17 @@ func TestRetryOfAnEndedFlowWithoutALiveSessionIsAConflict(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := f.newFlow(t, "alice", inSession(tc.session))
-			f.apply(t, e.ID, state.ClientDecline, state.ActorClient)
+			f.apply(t, e.ID, flow.ClientDecline, state.ActorClient)
 			before := f.snapshot(t, e.ID)
 
 			got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/retry", f.token(t, "alice"), "")
 
 			var body struct {
 				Error string `json:"error"`
-				state.View
+				flow.View
 			}
 			got.decode(t, &body)
-			if got.Status != http.StatusConflict || body.Error != tc.says || body.State != state.Declined || body.ID != e.ID {
+			if got.Status != http.StatusConflict || body.Error != tc.says || body.State != flow.Declined || body.ID != e.ID {
 				t.Errorf("answered %d %q in %s, want 409 %q", got.Status, body.Error, body.State, tc.says)
 			}
 			f.wantUnchanged(t, e.ID, before)
@@ -259,23 +260,23 @@ func TestANewAttemptOfAFlowThatEndedWithoutSuccessIsLinkedBothWays(t *testing.T)
 		name string
 		end  func(t *testing.T, id string)
 	}{
-		{"declined", func(t *testing.T, id string) { f.apply(t, id, state.ClientDecline, state.ActorClient) }},
-		{"cancelled", func(t *testing.T, id string) { f.apply(t, id, state.CancelRequested, state.ActorUser) }},
+		{"declined", func(t *testing.T, id string) { f.apply(t, id, flow.ClientDecline, state.ActorClient) }},
+		{"cancelled", func(t *testing.T, id string) { f.apply(t, id, flow.CancelRequested, state.ActorUser) }},
 		{"expired", func(t *testing.T, id string) { f.clock.Advance(11 * time.Minute) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			old := f.newFlow(t, "alice", inSession("session-"+tc.name))
 			tc.end(t, old.ID)
 			ended := f.get(t, old.ID).State
-			if ended != state.State(tc.name) {
+			if ended != flow.State(tc.name) {
 				t.Fatalf("the flow is %s, want %s", ended, tc.name)
 			}
 
 			got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+old.ID+"/retry", f.token(t, "alice"), `{"new": true}`)
 
-			var next state.View
+			var next flow.View
 			got.decode(t, &next)
-			if got.Status != http.StatusCreated || next.ID == old.ID || next.RetryOf != old.ID || next.State != state.Pending ||
+			if got.Status != http.StatusCreated || next.ID == old.ID || next.RetryOf != old.ID || next.State != flow.Pending ||
 				next.URL != f.URL+"/e/"+next.ID || got.Header.Get("Location") != "/api/v1/elicitations/"+next.ID {
 				t.Fatalf("answered %d %+v (Location %q), want 201 with a new pending attempt", got.Status, next, got.Header.Get("Location"))
 			}
@@ -293,7 +294,7 @@ func TestANewAttemptOfAFlowThatEndedWithoutSuccessIsLinkedBothWays(t *testing.T)
 			again := f.api(t, http.MethodPost, "/api/v1/elicitations/"+old.ID+"/retry", f.token(t, "alice"), `{"new": true}`)
 			var conflict struct {
 				Error string `json:"error"`
-				state.View
+				flow.View
 			}
 			again.decode(t, &conflict)
 			if again.Status != http.StatusConflict || conflict.Error != "this request was already retried as "+next.ID || conflict.RetriedBy != next.ID {
@@ -315,10 +316,10 @@ func TestANewAttemptOfACompleteFlowIsAConflict(t *testing.T) {
 
 	var body struct {
 		Error string `json:"error"`
-		state.View
+		flow.View
 	}
 	got.decode(t, &body)
-	if got.Status != http.StatusConflict || body.State != state.Complete || !strings.Contains(body.Error, "complete") {
+	if got.Status != http.StatusConflict || body.State != flow.Complete || !strings.Contains(body.Error, "complete") {
 		t.Errorf("answered %d %+v, want 409 complete", got.Status, body)
 	}
 	f.wantUnchanged(t, e.ID, before)
@@ -328,7 +329,7 @@ func TestARetryBodyThatIsNotJSONIsABadRequest(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOptions{})
 	e := f.newFlow(t, "alice")
-	f.apply(t, e.ID, state.ClientDecline, state.ActorClient)
+	f.apply(t, e.ID, flow.ClientDecline, state.ActorClient)
 	before := f.snapshot(t, e.ID)
 	for _, body := range []string{"new", `{"new": "yes"}`, `{"new": true`} {
 		got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/retry", f.token(t, "alice"), body)

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/templates"
 )
 
@@ -17,7 +18,7 @@ const oauthAttemptTTL = 15 * time.Minute
 
 // targetLabel is how people call what e asks for: a secret's label, or a provider's
 // account.
-func (s *Server) targetLabel(e *state.Elicitation) string {
+func (s *Server) targetLabel(e *flow.Elicitation) string {
 	if e.Kind == state.KindOAuth {
 		if p, ok := s.opts.Providers.Lookup(e.Target); ok {
 			return p.Label + " account"
@@ -30,7 +31,7 @@ func (s *Server) targetLabel(e *state.Elicitation) string {
 // renderConnect renders the consent page of a third-party connection. Its Continue form
 // posts to urlflow, which redirects to the provider: the page's form-action allows the
 // provider's authorization origin, since browsers apply it to a form's redirects too.
-func (s *Server) renderConnect(c echo.Context, v *visitor, e *state.Elicitation) error {
+func (s *Server) renderConnect(c echo.Context, v *visitor, e *flow.Elicitation) error {
 	p, ok := s.opts.Providers.Lookup(e.Target)
 	if !ok {
 		return errProviderNotConfigured
@@ -42,7 +43,7 @@ func (s *Server) renderConnect(c echo.Context, v *visitor, e *state.Elicitation)
 	if origin := p.AuthorizationOrigin(); origin != "" {
 		c.Response().Header().Set("Content-Security-Policy", contentSecurityPolicyWithFormTarget(origin))
 	}
-	_, err = s.opts.Store.Credential(c.Request().Context(), e.User, p.Name)
+	_, err = s.opts.Credentials.Get(c.Request().Context(), e.User, p.Name)
 	return s.render(c, http.StatusOK, templates.ConnectPage(page, templates.Connect{
 		ElicitationID: e.ID, ClientName: clientName(e.Client), ClientVersion: e.Client.Version, Purpose: e.Purpose,
 		ProviderLabel: p.Label, ProviderName: p.Name, Scopes: e.Scopes, Reconnect: err == nil,
@@ -68,14 +69,14 @@ func (s *Server) authorize(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	stateParam, verifier := rand.Text()+rand.Text(), rand.Text()+rand.Text()+rand.Text()
-	err = s.opts.Store.SaveOAuthAttempt(ctx, stateParam, state.OAuthAttempt{
+	err = s.opts.Flows.SaveOAuthAttempt(ctx, stateParam, flow.OAuthAttempt{
 		ElicitationID: e.ID, BrowserSession: v.sess.ID, Provider: p.Name, Verifier: verifier,
 		Scopes: e.Scopes, StartedAt: time.Now().UTC(),
 	}, oauthAttemptTTL)
 	if err != nil {
 		return err
 	}
-	if _, err := s.opts.Store.Apply(ctx, e.ID, state.PageContinue, state.ActorUser, "continued to "+p.Label); err != nil {
+	if _, err := s.opts.Flows.Apply(ctx, e.ID, flow.PageContinue, state.ActorUser, "continued to "+p.Label); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, p.AuthCodeURL(stateParam, verifier, e.Scopes))
@@ -94,7 +95,7 @@ func (s *Server) oauthCallback(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	q := c.QueryParams()
-	a, err := s.opts.Store.TakeOAuthAttempt(ctx, q.Get("state"))
+	a, err := s.opts.Flows.TakeOAuthAttempt(ctx, q.Get("state"))
 	if errors.Is(err, state.ErrNotFound) {
 		return echo.NewHTTPError(http.StatusBadRequest, "This answer from the provider was already used, has expired, "+
 			"or was not asked for by urlflow. Nothing was changed. Open your link again to start over.")
@@ -110,7 +111,7 @@ func (s *Server) oauthCallback(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusForbidden, "This answer from the provider belongs to another browser. "+
 			"Nothing was changed. Open your link again in the browser you started in.")
 	}
-	e, err := s.opts.Store.Get(ctx, a.ElicitationID)
+	e, err := s.opts.Flows.Get(ctx, a.ElicitationID)
 	if errors.Is(err, state.ErrNotFound) || (err == nil && e.User != v.user) {
 		return errNoSuchElicitation
 	}
@@ -121,7 +122,7 @@ func (s *Server) oauthCallback(c echo.Context) error {
 		return s.latePost(c, v, e)
 	}
 	p, ok := s.opts.Providers.Lookup(a.Provider)
-	if !ok || e.State != state.InProgress {
+	if !ok || e.State != flow.InProgress {
 		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
 	}
 	view := templates.Failed{SlotLabel: p.Label + " account", Connection: true, TryAgainURL: "/e/" + e.ID}
@@ -158,7 +159,7 @@ func (s *Server) recordForeignAnswer(c echo.Context, v *visitor, id string) erro
 	ctx := c.Request().Context()
 	actor, reason := state.ActorSystem, "a provider answer arrived in a browser that was not signed in and was refused"
 	if v.signedIn {
-		e, err := s.opts.Store.Get(ctx, id)
+		e, err := s.opts.Flows.Get(ctx, id)
 		if errors.Is(err, state.ErrNotFound) {
 			return nil
 		}
@@ -170,7 +171,7 @@ func (s *Server) recordForeignAnswer(c echo.Context, v *visitor, id string) erro
 			actor, reason = state.ActorUser, "a provider answer arrived in another browser session of the user and was refused"
 		}
 	}
-	if _, err := s.opts.Store.Apply(ctx, id, state.LatePost, actor, reason); err != nil && !errors.Is(err, state.ErrNotFound) {
+	if _, err := s.opts.Flows.Apply(ctx, id, flow.LatePost, actor, reason); err != nil && !errors.Is(err, state.ErrNotFound) {
 		return err
 	}
 	return nil

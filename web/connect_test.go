@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 func TestConnectingAnAccountStoresTheConnection(t *testing.T) {
@@ -28,9 +29,9 @@ func TestConnectingAnAccountStoresTheConnection(t *testing.T) {
 	done := b.get(callback)
 
 	done.want(t, http.StatusOK, "Acme account connected", providerAccount, "probe-client")
-	f.wantState(t, e.ID, state.Complete)
+	f.wantState(t, e.ID, flow.Complete)
 	issued, _ := p.tokens()
-	cred, err := f.store.Credential(t.Context(), f.user("alice"), "acme")
+	cred, err := f.creds.Get(t.Context(), f.user("alice"), "acme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestConnectingAnAccountStoresTheConnection(t *testing.T) {
 	if err := json.Unmarshal([]byte(sealed.Reveal()), &token); err != nil || len(issued) != 1 || token.AccessToken != issued[0] {
 		t.Errorf("the stored token is not the one Acme issued (%v)", err)
 	}
-	want := []state.Event{state.Created, state.BrowserOpen, state.PageContinue, state.Verified}
+	want := []flow.Event{flow.Created, flow.BrowserOpen, flow.PageContinue, flow.Verified}
 	if got := events(f.history(t, e.ID)); !slices.Equal(got, want) {
 		t.Errorf("history %v, want %v", got, want)
 	}
@@ -117,16 +118,16 @@ func TestAProviderAnswerInAnotherBrowserIsRefusedAndSpent(t *testing.T) {
 
 			tc.other(t).get(callback).want(t, http.StatusForbidden, "belongs to another browser", "Nothing was changed")
 
-			f.wantState(t, e.ID, state.InProgress)
+			f.wantState(t, e.ID, flow.InProgress)
 			h := f.history(t, e.ID)
 			last := h[len(h)-1]
-			if len(h) != before.History+1 || last.Event != state.LatePost || last.Actor != tc.actor || last.To != state.InProgress ||
+			if len(h) != before.History+1 || last.Event != flow.LatePost || last.Actor != tc.actor || last.To != flow.InProgress ||
 				!strings.Contains(last.Reason, tc.reason) {
 				t.Errorf("history %v ends with %+v, want one late_post by %s saying %q", events(h), last, tc.actor, tc.reason)
 			}
 			f.wantNoCredential(t, "alice", "acme")
 			alice.get(callback).want(t, http.StatusBadRequest, "already used")
-			f.wantState(t, e.ID, state.InProgress)
+			f.wantState(t, e.ID, flow.InProgress)
 		})
 	}
 	if _, exchanges := p.tokens(); exchanges != 0 {
@@ -169,15 +170,15 @@ func TestAFailedConnectionCanBeTriedAgain(t *testing.T) {
 			if !strings.Contains(failed.Body, `href="/e/`+e.ID+`"`) {
 				t.Error("the page offers no way to try again")
 			}
-			f.wantState(t, e.ID, state.Failed)
+			f.wantState(t, e.ID, flow.Failed)
 			f.wantNoCredential(t, user, "acme")
 
 			p.refuse("")
 			consent := b.get("/e/" + e.ID)
 			consent.want(t, http.StatusOK, "Acme")
-			f.wantState(t, e.ID, state.InProgress)
+			f.wantState(t, e.ID, flow.InProgress)
 			b.get(b.atProvider(b.startConnect(e.ID, consent))).want(t, http.StatusOK, "Acme account connected")
-			f.wantState(t, e.ID, state.Complete)
+			f.wantState(t, e.ID, flow.Complete)
 		})
 	}
 }
@@ -189,13 +190,13 @@ func TestAProviderAnswerAfterTheFlowEndedChangesNothing(t *testing.T) {
 	e := f.newFlow(t, "alice", asConnection)
 	b := f.browser(t, "alice")
 	callback := b.atProvider(b.startConnect(e.ID, b.open(e.ID)))
-	f.apply(t, e.ID, state.CancelRequested, state.ActorUser)
+	f.apply(t, e.ID, flow.CancelRequested, state.ActorUser)
 
 	b.get(callback).want(t, http.StatusConflict, "This request was cancelled", "Nothing was changed")
 
-	f.wantState(t, e.ID, state.Cancelled)
+	f.wantState(t, e.ID, flow.Cancelled)
 	f.wantNoCredential(t, "alice", "acme")
-	if last := f.lastEntry(t, e.ID); last.Event != state.LatePost {
+	if last := f.lastEntry(t, e.ID); last.Event != flow.LatePost {
 		t.Errorf("last history entry %+v, want late_post", last)
 	}
 	if _, exchanges := p.tokens(); exchanges != 0 {

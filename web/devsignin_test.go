@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 func TestTheDevelopmentSignInPageSaysItIsDevelopment(t *testing.T) {
@@ -121,7 +122,7 @@ func TestSignInRotatesTheSessionID(t *testing.T) {
 	if signedIn == "" || f.sessionID(t, signedIn) == plantedID {
 		t.Fatalf("the session ID did not change at sign-in")
 	}
-	if _, err := f.store.LoadBrowserSession(t.Context(), plantedID); !errors.Is(err, state.ErrNotFound) {
+	if _, err := f.sessions.Load(t.Context(), plantedID); !errors.Is(err, state.ErrNotFound) {
 		t.Errorf("the session from before sign-in still exists (%v)", err)
 	}
 	// Someone who planted the cookie before sign-in is not signed in with it.
@@ -130,7 +131,7 @@ func TestSignInRotatesTheSessionID(t *testing.T) {
 	if got := attacker.get("/e/" + e.ID); got.Status != http.StatusSeeOther || !strings.HasPrefix(got.Location(), "/auth/login") {
 		t.Errorf("the planted cookie opened the link: %d %q", got.Status, got.Location())
 	}
-	f.wantState(t, e.ID, state.Pending)
+	f.wantState(t, e.ID, flow.Pending)
 	b.get("/e/"+e.ID).want(t, http.StatusOK, "Signed in as alice")
 }
 
@@ -150,7 +151,7 @@ func TestSignOutEndsTheBrowserSession(t *testing.T) {
 	if b.sessionCookie() != "" {
 		t.Error("the session cookie is still in the browser")
 	}
-	if _, err := f.store.LoadBrowserSession(t.Context(), id); !errors.Is(err, state.ErrNotFound) {
+	if _, err := f.sessions.Load(t.Context(), id); !errors.Is(err, state.ErrNotFound) {
 		t.Errorf("the session still exists after sign-out (%v)", err)
 	}
 	if got := b.get("/e/" + e.ID); got.Status != http.StatusSeeOther || !strings.HasPrefix(got.Location(), "/auth/login") {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/ratelimit"
 )
 
 func TestMCPIsServedOnlyWithAValidBearerToken(t *testing.T) {
@@ -66,7 +67,7 @@ func TestMCPWantsTheRequiredScopes(t *testing.T) {
 
 func TestMCPRequestsOverTheRateLimitAreRefused(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureOptions{rateLimits: RateLimits{MCP: state.Limit{Events: 2, Window: 24 * time.Hour}}})
+	f := newFixture(t, fixtureOptions{rateLimits: RateLimits{MCP: ratelimit.Limit{Events: 2, Window: 24 * time.Hour}}})
 	alice := f.token(t, "alice")
 	for range 2 {
 		f.send(t, nil, request{method: http.MethodGet, path: "/mcp", token: alice}).want(t, http.StatusOK)

@@ -32,6 +32,12 @@ import (
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/browsersession"
+	"github.com/urlflow/urlflow/state/counters"
+	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/ratelimit"
+	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/upstream"
 )
 
@@ -94,7 +100,7 @@ type fixtureOptions struct {
 	redisQuery string
 	// notifier stands in for the MCP server's completion notifier: it sees every notice
 	// published on the hub.
-	notifier func(context.Context, *state.Store, state.Notice)
+	notifier func(context.Context, *flow.Store, flow.Notice)
 }
 
 // fixture is urlflow's HTTP surface, in process, on its own redis-server.
@@ -103,8 +109,11 @@ type fixture struct {
 	URL           string
 	server        *Server
 	redis         *redistest.Server
-	store         *state.Store
-	vault         *state.Vault
+	store         *flow.Store
+	creds         *credentials.Store
+	sessions      *browsersession.Store
+	counters      *counters.Counters
+	vault         *vault.Vault
 	dev           *oauth.DevIdentity // nil with the oidc option
 	clock         *testClock
 	mcp           *mcpProbe
@@ -142,16 +151,19 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	}
 	t.Cleanup(func() { rdb.Close() })
 	clock := &testClock{}
-	store := state.NewStore(rdb, state.StoreOptions{Now: clock.Now, Logger: log})
-	hub := state.NewHub(rdb, log)
+	count := counters.New(rdb, log)
+	store := flow.NewStore(rdb, flow.StoreOptions{Now: clock.Now, Logger: log, Counters: count})
+	creds := credentials.NewStore(rdb, credentials.Options{Now: clock.Now, Logger: log})
+	sessions := browsersession.NewStore(rdb)
+	hub := flow.NewHub(rdb, log)
 	if opts.notifier != nil {
-		hub.OnNotice(func(ctx context.Context, n state.Notice) { opts.notifier(ctx, store, n) })
+		hub.OnNotice(func(ctx context.Context, n flow.Notice) { opts.notifier(ctx, store, n) })
 	}
-	keys, err := state.ParseKeyRing(state.GenerateKeyRing("k1"))
+	keys, err := vault.ParseKeyRing(vault.GenerateKeyRing("k1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	vault := state.NewVault(keys)
+	vault := vault.NewVault(keys)
 
 	srv := httptest.NewUnstartedServer(nil)
 	baseURL := "http://" + srv.Listener.Addr().String()
@@ -179,7 +191,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{
-		URL: baseURL, redis: redis, store: store, vault: vault, clock: clock,
+		URL: baseURL, redis: redis, store: store, creds: creds, sessions: sessions, counters: count, vault: vault, clock: clock,
 		mcp: &mcpProbe{}, logs: logs, operatorToken: "operator-" + rand.Text(),
 	}
 	resource := publicURL.JoinPath("mcp").String()
@@ -211,10 +223,11 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		}
 	}
 	f.server = New(Options{
-		PublicURL: publicURL, Store: store, Hub: hub, Vault: vault, Keys: keys, Slots: catalog,
+		PublicURL: publicURL, Flows: store, Hub: hub, Credentials: creds, Vault: vault, Keys: keys, Slots: catalog,
+		Sessions: sessions, Limiter: ratelimit.NewLimiter(rdb, clock.Now), Counters: count,
 		Verifier: verifier, Operators: oauth.NewOperators([]string{f.operatorToken}), Dev: f.dev, SignIn: signIn,
 		Issuer: issuer, RequiredScopes: opts.requiredScopes, MCP: f.mcp,
-		Upstream: upstream.New(nil), Providers: providers, Keeper: oauth.NewKeeper(store, vault, log), DemoAPI: f.demoAPI(),
+		Upstream: upstream.New(nil), Providers: providers, Keeper: oauth.NewKeeper(creds, vault, count, log), DemoAPI: f.demoAPI(),
 		RateLimits: opts.rateLimits, TTL: 10 * time.Minute, Logger: log,
 	})
 	srv.Config.Handler = f.server.Handler()
@@ -292,9 +305,9 @@ func (f *fixture) token(t testing.TB, name string) string {
 
 // newFlow creates a pending elicitation of development user owner for the demo slot, as
 // set_secret does. change, if given, adjusts what is created.
-func (f *fixture) newFlow(t testing.TB, owner string, change ...func(*state.NewElicitation)) *state.Elicitation {
+func (f *fixture) newFlow(t testing.TB, owner string, change ...func(*flow.NewElicitation)) *flow.Elicitation {
 	t.Helper()
-	n := state.NewElicitation{
+	n := flow.NewElicitation{
 		User: f.user(owner), Kind: state.KindSecret, Target: demoSlot, Purpose: "to list your demo projects",
 		Client: state.ClientInfo{Name: "probe-client", Version: "1.2.3"}, TTL: 10 * time.Minute,
 	}
@@ -312,7 +325,7 @@ func (f *fixture) newFlow(t testing.TB, owner string, change ...func(*state.NewE
 func (f *fixture) liveSession(t testing.TB, owner string) string {
 	t.Helper()
 	id := "session-" + rand.Text()
-	err := f.store.RegisterMCPSession(t.Context(), state.MCPSession{ID: id, User: f.user(owner), Replica: "test",
+	err := f.store.RegisterMCPSession(t.Context(), flow.MCPSession{ID: id, User: f.user(owner), Replica: "test",
 		StartedAt: f.clock.Now()}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -321,18 +334,18 @@ func (f *fixture) liveSession(t testing.TB, owner string) string {
 }
 
 // asConnection makes a new elicitation a connection to the stand-in provider.
-func asConnection(n *state.NewElicitation) {
+func asConnection(n *flow.NewElicitation) {
 	n.Kind, n.Target, n.Scopes = state.KindOAuth, "acme", []string{"profile"}
 }
 
 // inSession makes a new elicitation belong to MCP session id.
-func inSession(id string) func(*state.NewElicitation) {
-	return func(n *state.NewElicitation) { n.SessionID, n.Replica = id, "test" }
+func inSession(id string) func(*flow.NewElicitation) {
+	return func(n *flow.NewElicitation) { n.SessionID, n.Replica = id, "test" }
 }
 
 // apply applies event ev to elicitation id as actor, for tests that need a flow in a given
 // state, and fails the test unless it changed the state.
-func (f *fixture) apply(t testing.TB, id string, ev state.Event, actor state.Actor) {
+func (f *fixture) apply(t testing.TB, id string, ev flow.Event, actor state.Actor) {
 	t.Helper()
 	change, err := f.store.Apply(t.Context(), id, ev, actor, "set up by the test")
 	if err != nil || !change.Changed() {
@@ -341,7 +354,7 @@ func (f *fixture) apply(t testing.TB, id string, ev state.Event, actor state.Act
 }
 
 // get returns elicitation id as stored.
-func (f *fixture) get(t testing.TB, id string) *state.Elicitation {
+func (f *fixture) get(t testing.TB, id string) *flow.Elicitation {
 	t.Helper()
 	e, err := f.store.Get(t.Context(), id)
 	if err != nil {
@@ -351,7 +364,7 @@ func (f *fixture) get(t testing.TB, id string) *state.Elicitation {
 }
 
 // history returns the history of elicitation id.
-func (f *fixture) history(t testing.TB, id string) []state.Entry {
+func (f *fixture) history(t testing.TB, id string) []flow.Entry {
 	t.Helper()
 	h, err := f.store.History(t.Context(), id)
 	if err != nil {
@@ -362,7 +375,7 @@ func (f *fixture) history(t testing.TB, id string) []state.Entry {
 
 // snapshot is what a request that changes nothing must leave as it was.
 type snapshot struct {
-	State   state.State
+	State   flow.State
 	History int
 }
 
@@ -372,7 +385,7 @@ func (f *fixture) snapshot(t testing.TB, id string) snapshot {
 }
 
 // wantState fails the test unless elicitation id is in state want.
-func (f *fixture) wantState(t testing.TB, id string, want state.State) {
+func (f *fixture) wantState(t testing.TB, id string, want flow.State) {
 	t.Helper()
 	if got := f.get(t, id).State; got != want {
 		t.Errorf("elicitation is %s, want %s", got, want)
@@ -389,7 +402,7 @@ func (f *fixture) wantUnchanged(t testing.TB, id string, before snapshot) {
 }
 
 // lastEntry returns the newest history entry of elicitation id.
-func (f *fixture) lastEntry(t testing.TB, id string) state.Entry {
+func (f *fixture) lastEntry(t testing.TB, id string) flow.Entry {
 	t.Helper()
 	h := f.history(t, id)
 	if len(h) == 0 {
@@ -401,15 +414,15 @@ func (f *fixture) lastEntry(t testing.TB, id string) state.Entry {
 // wantNoCredential fails the test if owner has a credential name.
 func (f *fixture) wantNoCredential(t testing.TB, owner, name string) {
 	t.Helper()
-	if c, err := f.store.Credential(t.Context(), f.user(owner), name); !errors.Is(err, state.ErrNotFound) {
+	if c, err := f.creds.Get(t.Context(), f.user(owner), name); !errors.Is(err, state.ErrNotFound) {
 		t.Errorf("%s has a credential %s (%+v, %v), want none", owner, name, c, err)
 	}
 }
 
 // storedSecret returns owner's stored secret of slot name, opened.
-func (f *fixture) storedSecret(t testing.TB, owner, name string) (*state.Credential, string) {
+func (f *fixture) storedSecret(t testing.TB, owner, name string) (*credentials.Credential, string) {
 	t.Helper()
-	c, err := f.store.Credential(t.Context(), f.user(owner), name)
+	c, err := f.creds.Get(t.Context(), f.user(owner), name)
 	if err != nil {
 		t.Fatalf("%s's credential %s: %v", owner, name, err)
 	}
@@ -423,7 +436,7 @@ func (f *fixture) storedSecret(t testing.TB, owner, name string) (*state.Credent
 // counter returns the value of counter series ("name" or `name{label="value"}`), 0 if unset.
 func (f *fixture) counter(t testing.TB, series string) int64 {
 	t.Helper()
-	counters, err := f.store.Counters(t.Context())
+	counters, err := f.counters.All(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,8 +449,8 @@ func (f *fixture) counter(t testing.TB, series string) int64 {
 }
 
 // events lists the events of a history, for messages and comparisons.
-func events(h []state.Entry) []state.Event {
-	var evs []state.Event
+func events(h []flow.Entry) []flow.Event {
+	var evs []flow.Event
 	for _, e := range h {
 		evs = append(evs, e.Event)
 	}
@@ -730,7 +743,7 @@ func (f *fixture) sessionID(t testing.TB, cookie string) string {
 // exist.
 func (f *fixture) sessionValues(t testing.TB, id string) map[string]string {
 	t.Helper()
-	data, err := f.store.LoadBrowserSession(t.Context(), id)
+	data, err := f.sessions.Load(t.Context(), id)
 	if errors.Is(err, state.ErrNotFound) {
 		return nil
 	}

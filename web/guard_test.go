@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/ratelimit"
 )
 
 func TestFormsWithoutAValidCSRFTokenAreRefusedAndChangeNothing(t *testing.T) {
@@ -68,7 +70,7 @@ func TestCrossOriginPostsAreRefusedAndChangeNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := f.newFlow(t, "alice")
-			f.apply(t, e.ID, state.BrowserOpen, state.ActorUser)
+			f.apply(t, e.ID, flow.BrowserOpen, state.ActorUser)
 			before := f.snapshot(t, e.ID)
 
 			page := b.send(request{method: http.MethodPost, path: "/e/" + e.ID + "/decline",
@@ -80,7 +82,7 @@ func TestCrossOriginPostsAreRefusedAndChangeNothing(t *testing.T) {
 				return
 			}
 			page.want(t, http.StatusOK, "You declined this request")
-			f.wantState(t, e.ID, state.Declined)
+			f.wantState(t, e.ID, flow.Declined)
 		})
 	}
 }
@@ -236,7 +238,7 @@ func TestADevelopmentServerAnswersOnlyToLoopbackHostNames(t *testing.T) {
 
 func TestSecretFormPostsOverTheRateLimitAreRefusedAndChangeNothing(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureOptions{rateLimits: RateLimits{Forms: state.Limit{Events: 1, Window: 24 * time.Hour}}})
+	f := newFixture(t, fixtureOptions{rateLimits: RateLimits{Forms: ratelimit.Limit{Events: 1, Window: 24 * time.Hour}}})
 	e := f.newFlow(t, "alice")
 	b := f.browser(t, "alice")
 	form := b.continueToForm(e.ID)

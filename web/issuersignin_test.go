@@ -11,6 +11,7 @@ import (
 
 	"github.com/urlflow/urlflow/internal/issuertest"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // These tests run the production identity (fixture option oidc): the browser signs in with
@@ -74,11 +75,11 @@ func TestSigningInAtTheIssuerReturnsToTheLinkAsTheIssuersUser(t *testing.T) {
 	if got := attacker.get(link); got.Status != http.StatusSeeOther || !strings.HasPrefix(got.Location(), "/auth/login") {
 		t.Errorf("the cookie from before sign-in opened the link: %d %q", got.Status, got.Location())
 	}
-	f.wantState(t, e.ID, state.Pending)
+	f.wantState(t, e.ID, flow.Pending)
 
 	b.get(link).want(t, http.StatusOK, "Signed in as alice", "A request for your Demo API key", "Continue")
-	f.wantState(t, e.ID, state.InProgress)
-	if last := f.lastEntry(t, e.ID); last.Event != state.BrowserOpen || last.Actor != state.ActorUser {
+	f.wantState(t, e.ID, flow.InProgress)
+	if last := f.lastEntry(t, e.ID); last.Event != flow.BrowserOpen || last.Actor != state.ActorUser {
 		t.Errorf("last history entry %+v, want browser_open by the user", last)
 	}
 
@@ -86,8 +87,8 @@ func TestSigningInAtTheIssuerReturnsToTheLinkAsTheIssuersUser(t *testing.T) {
 	bob := f.browser(t, "bob")
 	bob.signIn(link)
 	bob.get(link).want(t, http.StatusForbidden, "This link is not for you", "You are signed in as bob", "Nothing was changed")
-	f.wantState(t, e.ID, state.InProgress)
-	if h := f.history(t, e.ID); len(h) != before.History+1 || h[len(h)-1].Event != state.OtherUserOpened ||
+	f.wantState(t, e.ID, flow.InProgress)
+	if h := f.history(t, e.ID); len(h) != before.History+1 || h[len(h)-1].Event != flow.OtherUserOpened ||
 		!strings.Contains(h[len(h)-1].Reason, f.user("bob").String()) {
 		t.Errorf("history %v, want one more other_user_opened naming bob", events(h))
 	}
@@ -267,7 +268,7 @@ func TestTheIssuersTokensForThisResourceOpenMCPAndTheAPI(t *testing.T) {
 	}
 	got := f.api(t, http.MethodGet, "/api/v1/elicitations/"+e.ID, token, "")
 	got.decode(t, &status)
-	if got.Status != http.StatusOK || status.ID != e.ID || status.State != string(state.Pending) {
+	if got.Status != http.StatusOK || status.ID != e.ID || status.State != string(flow.Pending) {
 		t.Errorf("the API with the issuer's token: %d %+v, want alice's elicitation", got.Status, status)
 	}
 
@@ -297,5 +298,5 @@ func TestTheDevelopmentSignInIsNotServedWithAnIssuer(t *testing.T) {
 		t.Errorf("/dev/token answered %d %s, want 404", got.Status, got.Body)
 	}
 	b.wantSignedOut("/e/" + e.ID)
-	f.wantState(t, e.ID, state.Pending)
+	f.wantState(t, e.ID, flow.Pending)
 }

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/ratelimit"
 )
 
 func TestWhileRedisIsDownPagesAndTheAPIAnswer503AndChangeNothing(t *testing.T) {
@@ -15,7 +16,7 @@ func TestWhileRedisIsDownPagesAndTheAPIAnswer503AndChangeNothing(t *testing.T) {
 	// Without retries, and with a small pool whose dial errors soon open its circuit, each
 	// request during the outage fails after one dial instead of go-redis's retries.
 	f := newFixture(t, fixtureOptions{redisQuery: "max_retries=-1&pool_size=4",
-		rateLimits: RateLimits{MCP: state.Limit{Events: 1, Window: 24 * time.Hour}}})
+		rateLimits: RateLimits{MCP: ratelimit.Limit{Events: 1, Window: 24 * time.Hour}}})
 	e := f.newFlow(t, "alice")
 	b := f.browser(t, "alice")
 	form := b.continueToForm(e.ID)
@@ -80,5 +81,5 @@ func TestWhileRedisIsDownPagesAndTheAPIAnswer503AndChangeNothing(t *testing.T) {
 	}
 	// The same browser session and form work again.
 	b.submit(e.ID, form, validKey).want(t, http.StatusOK)
-	f.wantState(t, e.ID, state.Complete)
+	f.wantState(t, e.ID, flow.Complete)
 }

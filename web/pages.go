@@ -13,6 +13,8 @@ import (
 
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/templates"
 )
 
@@ -109,13 +111,13 @@ var errNoSuchElicitation = echo.NewHTTPError(http.StatusNotFound,
 // itself and returns nil: a signed-out visitor goes to sign-in, an unknown ID gets the
 // not-found page, and another user gets the refusal page, which is recorded as a possible
 // phishing attempt and changes nothing.
-func (s *Server) elicitationFor(c echo.Context, v *visitor) (*state.Elicitation, error) {
+func (s *Server) elicitationFor(c echo.Context, v *visitor) (*flow.Elicitation, error) {
 	id := c.Param("id")
 	if !v.signedIn {
 		return nil, c.Redirect(http.StatusSeeOther, "/auth/login?next="+url.QueryEscape("/e/"+id))
 	}
 	ctx := c.Request().Context()
-	e, err := s.opts.Store.Get(ctx, id)
+	e, err := s.opts.Flows.Get(ctx, id)
 	if errors.Is(err, state.ErrNotFound) {
 		return nil, errNoSuchElicitation
 	}
@@ -124,12 +126,12 @@ func (s *Server) elicitationFor(c echo.Context, v *visitor) (*state.Elicitation,
 	}
 	if e.User != v.user {
 		reason := "refused: opened by " + v.user.String()
-		if _, err := s.opts.Store.Apply(ctx, e.ID, state.OtherUserOpened, state.ActorOther, reason); err != nil {
+		if _, err := s.opts.Flows.Apply(ctx, e.ID, flow.OtherUserOpened, state.ActorOther, reason); err != nil {
 			return nil, err
 		}
 		s.log.WarnContext(ctx, "elicitation opened by another user; refused as possible phishing",
 			"elicitation_id", e.ID, "user", v.user.Key(), "owner", e.User.Key())
-		s.opts.Store.Count(ctx, "urlflow_phishing_refusals_total")
+		s.opts.Counters.Add(ctx, "urlflow_phishing_refusals_total")
 		p, err := s.page(c, v, "This link is not for you")
 		if err != nil {
 			return nil, err
@@ -143,7 +145,7 @@ func (s *Server) elicitationFor(c echo.Context, v *visitor) (*state.Elicitation,
 
 // slotOf returns the slot of e; for a slot removed from the configuration since, a stand-in
 // that only names it (see unconfigured).
-func (s *Server) slotOf(e *state.Elicitation) *slots.Slot {
+func (s *Server) slotOf(e *flow.Elicitation) *slots.Slot {
 	if slot, ok := s.opts.Slots.Lookup(e.Target); ok {
 		return slot
 	}
@@ -161,7 +163,7 @@ var (
 // removed from the configuration since it was created, and nil when it is still there. The
 // pages ask before they change anything: such a flow cannot go on, and its user must not be
 // led on or have a value refused by rules the server no longer has.
-func (s *Server) unconfigured(e *state.Elicitation) error {
+func (s *Server) unconfigured(e *flow.Elicitation) error {
 	if e.Kind == state.KindOAuth {
 		if _, ok := s.opts.Providers.Lookup(e.Target); !ok {
 			return errProviderNotConfigured
@@ -189,7 +191,7 @@ func (s *Server) openElicitation(c echo.Context) error {
 		if err := s.unconfigured(e); err != nil {
 			return err
 		}
-		change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.BrowserOpen, state.ActorUser, "opened in the browser")
+		change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.BrowserOpen, state.ActorUser, "opened in the browser")
 		if err != nil {
 			return err
 		}
@@ -227,9 +229,9 @@ func clientName(ci state.ClientInfo) string {
 // given). A post for a flow that has ended is recorded as late and answered with a page
 // that says nothing changed; a post for a flow in another running state goes back to the
 // consent page. It returns nil when the request has been answered.
-func (s *Server) runningPost(c echo.Context, applies ...state.State) (*visitor, *state.Elicitation, error) {
+func (s *Server) runningPost(c echo.Context, applies ...flow.State) (*visitor, *flow.Elicitation, error) {
 	if len(applies) == 0 {
-		applies = []state.State{state.InProgress}
+		applies = []flow.State{flow.InProgress}
 	}
 	v, err := s.visitor(c)
 	if err != nil {
@@ -255,8 +257,8 @@ func (s *Server) runningPost(c echo.Context, applies ...state.State) (*visitor, 
 	return v, e, nil
 }
 
-func (s *Server) latePost(c echo.Context, v *visitor, e *state.Elicitation) error {
-	change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.LatePost, state.ActorUser,
+func (s *Server) latePost(c echo.Context, v *visitor, e *flow.Elicitation) error {
+	change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.LatePost, state.ActorUser,
 		"form posted after the flow ended: "+c.Request().URL.Path)
 	if err != nil {
 		return err
@@ -276,7 +278,7 @@ func (s *Server) continueElicitation(c echo.Context) error {
 	if err := s.unconfigured(e); err != nil {
 		return err
 	}
-	if _, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.PageContinue, state.ActorUser, "continued on the consent page"); err != nil {
+	if _, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.PageContinue, state.ActorUser, "continued on the consent page"); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/e/"+e.ID+"/secret")
@@ -297,8 +299,8 @@ func (s *Server) secretForm(c echo.Context) error {
 			return err
 		}
 	}
-	if e.State == state.Failed {
-		change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.BrowserOpen, state.ActorUser, "trying again after a failed check")
+	if e.State == flow.Failed {
+		change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.BrowserOpen, state.ActorUser, "trying again after a failed check")
 		if err != nil {
 			return err
 		}
@@ -307,13 +309,13 @@ func (s *Server) secretForm(c echo.Context) error {
 	if e.State.Terminal() {
 		return s.renderEnded(c, v, e, false)
 	}
-	if e.State != state.InProgress || e.Kind != state.KindSecret {
+	if e.State != flow.InProgress || e.Kind != state.KindSecret {
 		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
 	}
 	return s.renderSecretForm(c, v, e, http.StatusOK, "")
 }
 
-func (s *Server) renderSecretForm(c echo.Context, v *visitor, e *state.Elicitation, status int, problem string) error {
+func (s *Server) renderSecretForm(c echo.Context, v *visitor, e *flow.Elicitation, status int, problem string) error {
 	slot := s.slotOf(e)
 	p, err := s.page(c, v, "Enter your "+slot.Label)
 	if err != nil {
@@ -351,7 +353,7 @@ func (s *Server) submitSecret(c echo.Context) error {
 		if !errors.As(err, &invalid) {
 			return err
 		}
-		if _, err := s.opts.Store.Apply(ctx, e.ID, state.InputRejected, state.ActorUser, invalid.Rule); err != nil {
+		if _, err := s.opts.Flows.Apply(ctx, e.ID, flow.InputRejected, state.ActorUser, invalid.Rule); err != nil {
 			return err
 		}
 		return s.renderSecretForm(c, v, e, http.StatusUnprocessableEntity, invalid.Rule)
@@ -362,27 +364,27 @@ func (s *Server) submitSecret(c echo.Context) error {
 		if err := s.opts.Upstream.Check(ctx, slot, secret); err != nil {
 			return s.verificationFailed(c, v, e, slot, err)
 		}
-		now := s.opts.Store.Now().UTC()
+		now := s.opts.Flows.Now().UTC()
 		verifiedAt, reason = &now, "secret received and verified with the API"
 	}
 	sealed, err := s.opts.Vault.Seal(e.User, slot.Name, secret)
 	if err != nil {
 		return err
 	}
-	cred := &state.Credential{Name: slot.Name, Kind: state.KindSecret, ElicitationID: e.ID,
-		StoredAt: s.opts.Store.Now().UTC(), VerifiedAt: verifiedAt, Sealed: sealed}
+	cred := &credentials.Credential{Name: slot.Name, Kind: state.KindSecret, ElicitationID: e.ID,
+		StoredAt: s.opts.Flows.Now().UTC(), VerifiedAt: verifiedAt, Sealed: sealed}
 	return s.complete(c, v, e, reason, cred, "Stored", templates.Done{SlotLabel: slot.Label, ClientName: clientName(e.Client)})
 }
 
 // complete stores cred and completes e in one step, then shows the done page (titled
 // title) with done; when the flow ended another way in the meantime, nothing is stored
 // and the page says how it ended.
-func (s *Server) complete(c echo.Context, v *visitor, e *state.Elicitation, reason string, cred *state.Credential, title string, done templates.Done) error {
-	change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.Verified, state.ActorUser, reason, state.WithCredential(cred))
-	if err != nil && !errors.Is(err, state.ErrImpossible) {
+func (s *Server) complete(c echo.Context, v *visitor, e *flow.Elicitation, reason string, cred *credentials.Credential, title string, done templates.Done) error {
+	change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.Verified, state.ActorUser, reason, flow.WithCredential(cred))
+	if err != nil && !errors.Is(err, flow.ErrImpossible) {
 		return err
 	}
-	if !change.Changed() || change.To != state.Complete {
+	if !change.Changed() || change.To != flow.Complete {
 		return s.renderEnded(c, v, change.Elicitation, true)
 	}
 	p, err := s.page(c, v, title)
@@ -394,19 +396,19 @@ func (s *Server) complete(c echo.Context, v *visitor, e *state.Elicitation, reas
 
 // verificationFailed records that the slot's API refused the secret (the flow becomes
 // failed; nothing is stored) and tells the user, who may try again until the deadline.
-func (s *Server) verificationFailed(c echo.Context, v *visitor, e *state.Elicitation, slot *slots.Slot, checkErr error) error {
+func (s *Server) verificationFailed(c echo.Context, v *visitor, e *flow.Elicitation, slot *slots.Slot, checkErr error) error {
 	return s.failed(c, v, e, templates.Failed{SlotLabel: slot.Label, Reason: checkErr.Error(),
 		TryAgainURL: "/e/" + e.ID + "/secret"}, "verification failed: "+checkErr.Error())
 }
 
 // failed moves e to failed for reason and renders view, which says what happened and
 // where to try again.
-func (s *Server) failed(c echo.Context, v *visitor, e *state.Elicitation, view templates.Failed, reason string) error {
-	change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.VerifyFailed, state.ActorSystem, reason)
-	if err != nil && !errors.Is(err, state.ErrImpossible) {
+func (s *Server) failed(c echo.Context, v *visitor, e *flow.Elicitation, view templates.Failed, reason string) error {
+	change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.VerifyFailed, state.ActorSystem, reason)
+	if err != nil && !errors.Is(err, flow.ErrImpossible) {
 		return err
 	}
-	if change.To != state.Failed {
+	if change.To != flow.Failed {
 		return s.renderEnded(c, v, change.Elicitation, true)
 	}
 	title := ""
@@ -423,11 +425,11 @@ func (s *Server) failed(c echo.Context, v *visitor, e *state.Elicitation, view t
 
 // declineElicitation is POST /e/{id}/decline.
 func (s *Server) declineElicitation(c echo.Context) error {
-	v, e, err := s.runningPost(c, state.InProgress, state.Failed)
+	v, e, err := s.runningPost(c, flow.InProgress, flow.Failed)
 	if e == nil {
 		return err
 	}
-	change, err := s.opts.Store.Apply(c.Request().Context(), e.ID, state.PageDecline, state.ActorUser, "declined on the page")
+	change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.PageDecline, state.ActorUser, "declined on the page")
 	if err != nil {
 		return err
 	}
@@ -436,23 +438,23 @@ func (s *Server) declineElicitation(c echo.Context) error {
 
 // renderEnded renders the page of a flow that has ended. nothingChanged marks a request
 // that arrived after the end (status 409).
-func (s *Server) renderEnded(c echo.Context, v *visitor, e *state.Elicitation, nothingChanged bool) error {
+func (s *Server) renderEnded(c echo.Context, v *visitor, e *flow.Elicitation, nothingChanged bool) error {
 	label := s.targetLabel(e)
 	var heading, message string
 	switch e.State {
-	case state.Complete:
+	case flow.Complete:
 		heading = "Already done"
 		message = "Your " + label + " is stored. Return to your client and continue there; you can close this tab."
 		if e.Kind == state.KindOAuth {
 			message = "Your " + label + " is connected. Return to your client and continue there; you can close this tab."
 		}
-	case state.Declined:
+	case flow.Declined:
 		heading = "You declined this request"
 		message = "Nothing was stored. If that was a mistake, ask your assistant to try again; it will give you a new link."
-	case state.Cancelled:
+	case flow.Cancelled:
 		heading = "This request was cancelled"
 		message = "It was cancelled from your client or by an operator. Nothing was stored. Ask your assistant to start again if you still need it."
-	case state.Expired:
+	case flow.Expired:
 		heading = "This link has expired"
 		message = "It was valid until " + e.ExpiresAt.UTC().Format("15:04 UTC on 2 January 2006") +
 			". Nothing was stored. Ask your assistant to start again; it will give you a new link."

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 func TestASignedOutVisitorIsSentToSignInAndNothingChanges(t *testing.T) {
@@ -40,13 +41,13 @@ func TestTheOwnerOpeningTheLinkSeesTheConsentPageAndTheFlowIsInProgress(t *testi
 	f := newFixture(t, fixtureOptions{})
 	for _, tc := range []struct {
 		name  string
-		setup []state.Event // applied after creation, to reach the state opened
-		from  state.State
+		setup []flow.Event // applied after creation, to reach the state opened
+		from  flow.State
 	}{
-		{"pending", nil, state.Pending},
-		{"consented", []state.Event{state.ClientAccept}, state.Consented},
-		{"unknown", []state.Event{state.NoAnswer}, state.Unknown},
-		{"failed", []state.Event{state.BrowserOpen, state.VerifyFailed}, state.Failed},
+		{"pending", nil, flow.Pending},
+		{"consented", []flow.Event{flow.ClientAccept}, flow.Consented},
+		{"unknown", []flow.Event{flow.NoAnswer}, flow.Unknown},
+		{"failed", []flow.Event{flow.BrowserOpen, flow.VerifyFailed}, flow.Failed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := f.newFlow(t, "alice")
@@ -56,9 +57,9 @@ func TestTheOwnerOpeningTheLinkSeesTheConsentPageAndTheFlowIsInProgress(t *testi
 			page := f.browser(t, "alice").open(e.ID)
 			page.want(t, http.StatusOK, "A request for your Demo API key", "probe-client", "1.2.3",
 				"Self-reported by the client", "to list your demo projects", "demo_api_key", "Continue", "Decline")
-			f.wantState(t, e.ID, state.InProgress)
+			f.wantState(t, e.ID, flow.InProgress)
 			last := f.lastEntry(t, e.ID)
-			if last.Event != state.BrowserOpen || last.Actor != state.ActorUser || last.From != tc.from || last.To != state.InProgress {
+			if last.Event != flow.BrowserOpen || last.Actor != state.ActorUser || last.From != tc.from || last.To != flow.InProgress {
 				t.Errorf("last history entry %+v, want browser_open by the user from %s to in_progress", last, tc.from)
 			}
 		})
@@ -77,8 +78,8 @@ func TestContinueOnTheConsentPageLeadsToTheSecretForm(t *testing.T) {
 	if v, ok := form.field("secret"); !ok || v != "" {
 		t.Errorf("the secret field is %q (present %v), want present and empty", v, ok)
 	}
-	f.wantState(t, e.ID, state.InProgress)
-	if got, want := events(f.history(t, e.ID)), []state.Event{state.Created, state.BrowserOpen, state.PageContinue}; !slices.Equal(got, want) {
+	f.wantState(t, e.ID, flow.InProgress)
+	if got, want := events(f.history(t, e.ID)), []flow.Event{flow.Created, flow.BrowserOpen, flow.PageContinue}; !slices.Equal(got, want) {
 		t.Errorf("history %v, want %v", got, want)
 	}
 }
@@ -108,10 +109,10 @@ func TestAValueThatBreaksTheSlotsRulesIsRefusedNeverEchoedAndStoresNothing(t *te
 			if v, _ := page.field("secret"); v != "" {
 				t.Errorf("the secret field is filled in again with %q", v)
 			}
-			f.wantState(t, e.ID, state.InProgress)
+			f.wantState(t, e.ID, flow.InProgress)
 			f.wantNoCredential(t, "alice", demoSlot)
 			last := f.lastEntry(t, e.ID)
-			if last.Event != state.InputRejected || last.Reason != tc.rule || last.From != state.InProgress || last.To != state.InProgress {
+			if last.Event != flow.InputRejected || last.Reason != tc.rule || last.From != flow.InProgress || last.To != flow.InProgress {
 				t.Errorf("last history entry %+v, want input_rejected with the rule, changing nothing", last)
 			}
 		})
@@ -134,13 +135,13 @@ func TestAValidValueCompletesTheFlowAndIsStoredInTheSameStep(t *testing.T) {
 	if strings.Contains(page.Body, validKey) {
 		t.Error("the stored value is in the page")
 	}
-	f.wantState(t, e.ID, state.Complete)
+	f.wantState(t, e.ID, flow.Complete)
 	cred, value := f.storedSecret(t, "alice", demoSlot)
 	if value != validKey || cred.ElicitationID != e.ID || cred.Kind != state.KindSecret || cred.VerifiedAt == nil {
 		t.Errorf("stored %+v (value matches: %v), want the key of this elicitation, verified", cred, value == validKey)
 	}
 	last := f.lastEntry(t, e.ID)
-	if last.Event != state.Verified || last.Actor != state.ActorUser || last.To != state.Complete ||
+	if last.Event != flow.Verified || last.Actor != state.ActorUser || last.To != flow.Complete ||
 		last.Reason != "secret received and verified with the API" {
 		t.Errorf("last history entry %+v, want verified by the user, to complete", last)
 	}
@@ -166,17 +167,17 @@ func TestASecretTheAPIRefusesFailsTheFlowAndTheUserCanTryAgain(t *testing.T) {
 	if !strings.Contains(page.Body, `href="/e/`+e.ID+`/secret"`) {
 		t.Error("the page offers no way to try again with the form")
 	}
-	f.wantState(t, e.ID, state.Failed)
+	f.wantState(t, e.ID, flow.Failed)
 	f.wantNoCredential(t, "alice", demoSlot)
-	if last := f.lastEntry(t, e.ID); last.Event != state.VerifyFailed || last.To != state.Failed {
+	if last := f.lastEntry(t, e.ID); last.Event != flow.VerifyFailed || last.To != flow.Failed {
 		t.Errorf("last history entry %+v, want verify_failed to failed", last)
 	}
 
 	again := b.get("/e/" + e.ID + "/secret")
 	again.want(t, http.StatusOK, "Enter your Demo API key")
-	f.wantState(t, e.ID, state.InProgress)
+	f.wantState(t, e.ID, flow.InProgress)
 	b.submit(e.ID, again, validKey).want(t, http.StatusOK)
-	f.wantState(t, e.ID, state.Complete)
+	f.wantState(t, e.ID, flow.Complete)
 	if _, value := f.storedSecret(t, "alice", demoSlot); value != validKey {
 		t.Error("the stored value is not the one entered on the second try")
 	}
@@ -190,16 +191,16 @@ func TestDeclineOnThePageEndsTheFlowDeclined(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	for _, tc := range []struct {
 		name string
-		from state.State
+		from flow.State
 	}{
-		{"from the form", state.InProgress},
-		{"after a failed check", state.Failed},
+		{"from the form", flow.InProgress},
+		{"after a failed check", flow.Failed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := f.newFlow(t, "alice")
 			b := f.browser(t, "alice")
 			form := b.continueToForm(e.ID)
-			if tc.from == state.Failed {
+			if tc.from == flow.Failed {
 				form = b.submit(e.ID, form, unverifiable)
 				form.want(t, http.StatusUnprocessableEntity)
 			}
@@ -207,10 +208,10 @@ func TestDeclineOnThePageEndsTheFlowDeclined(t *testing.T) {
 			page := b.post("/e/"+e.ID+"/decline", url.Values{"csrf": {form.csrf(t)}})
 
 			page.want(t, http.StatusOK, "You declined this request", "Nothing was stored")
-			f.wantState(t, e.ID, state.Declined)
+			f.wantState(t, e.ID, flow.Declined)
 			f.wantNoCredential(t, "alice", demoSlot)
 			last := f.lastEntry(t, e.ID)
-			if last.Event != state.PageDecline || last.Actor != state.ActorUser || last.From != tc.from || last.To != state.Declined {
+			if last.Event != flow.PageDecline || last.Actor != state.ActorUser || last.From != tc.from || last.To != flow.Declined {
 				t.Errorf("last history entry %+v, want page_decline by the user from %s", last, tc.from)
 			}
 		})
@@ -232,10 +233,10 @@ func TestPostsAfterTheFlowEndedChangeNothing(t *testing.T) {
 			page := b.post("/e/"+e.ID+"/"+action, url.Values{"csrf": {form.csrf(t)}, "secret": {otherKey}})
 
 			page.want(t, http.StatusConflict, "Already done", "Nothing was changed")
-			f.wantState(t, e.ID, state.Complete)
+			f.wantState(t, e.ID, flow.Complete)
 			h := f.history(t, e.ID)
 			last := h[len(h)-1]
-			if len(h) != before.History+1 || last.Event != state.LatePost || last.From != state.Complete || last.To != state.Complete ||
+			if len(h) != before.History+1 || last.Event != flow.LatePost || last.From != flow.Complete || last.To != flow.Complete ||
 				!strings.HasSuffix(last.Reason, "/e/"+e.ID+"/"+action) {
 				t.Errorf("history %v ends with %+v, want one late_post naming the form", events(h), last)
 			}
@@ -252,15 +253,15 @@ func TestAnEndedLinkSaysHowItEnded(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		end   func(t *testing.T, f *fixture, id string)
-		state state.State
+		state flow.State
 		says  string
 	}{
-		{"declined in the client", func(t *testing.T, f *fixture, id string) { f.apply(t, id, state.ClientDecline, state.ActorClient) },
-			state.Declined, "You declined this request"},
-		{"cancelled", func(t *testing.T, f *fixture, id string) { f.apply(t, id, state.CancelRequested, state.ActorUser) },
-			state.Cancelled, "This request was cancelled"},
+		{"declined in the client", func(t *testing.T, f *fixture, id string) { f.apply(t, id, flow.ClientDecline, state.ActorClient) },
+			flow.Declined, "You declined this request"},
+		{"cancelled", func(t *testing.T, f *fixture, id string) { f.apply(t, id, flow.CancelRequested, state.ActorUser) },
+			flow.Cancelled, "This request was cancelled"},
 		{"expired", func(t *testing.T, f *fixture, id string) { f.clock.Advance(11 * time.Minute) },
-			state.Expired, "This link has expired"},
+			flow.Expired, "This link has expired"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -293,8 +294,8 @@ func TestOtherUserOpeningALinkIsRefusedAndChangesNothing(t *testing.T) {
 	f.wantState(t, e.ID, before.State)
 	h := f.history(t, e.ID)
 	last := h[len(h)-1]
-	if len(h) != before.History+1 || last.Event != state.OtherUserOpened || last.Actor != state.ActorOther ||
-		last.From != state.Pending || last.To != state.Pending || !strings.Contains(last.Reason, "bob") {
+	if len(h) != before.History+1 || last.Event != flow.OtherUserOpened || last.Actor != state.ActorOther ||
+		last.From != flow.Pending || last.To != flow.Pending || !strings.Contains(last.Reason, "bob") {
 		t.Errorf("history %v ends with %+v, want one other_user_opened by bob changing nothing", events(h), last)
 	}
 	if got := f.counter(t, "urlflow_phishing_refusals_total"); got != 1 {
@@ -310,8 +311,8 @@ func TestOtherUserOpeningALinkIsRefusedAndChangesNothing(t *testing.T) {
 		before := f.snapshot(t, e.ID)
 		bob.post("/e/"+e.ID+"/"+action, url.Values{"csrf": {bob.csrf()}, "secret": {otherKey}}).
 			want(t, http.StatusForbidden, "This link is not for you")
-		if after := f.snapshot(t, e.ID); after.State != state.InProgress || after.History != before.History+1 ||
-			f.lastEntry(t, e.ID).Event != state.OtherUserOpened {
+		if after := f.snapshot(t, e.ID); after.State != flow.InProgress || after.History != before.History+1 ||
+			f.lastEntry(t, e.ID).Event != flow.OtherUserOpened {
 			t.Errorf("Bob's %s: %+v, want in_progress with one more other_user_opened", action, after)
 		}
 	}
@@ -376,10 +377,10 @@ func TestAFlowThatEndsWhileTheSecretIsCheckedStoresNothing(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	for _, tc := range []struct {
 		name, value string
-		checked     state.Event // what the check records, changing nothing
+		checked     flow.Event // what the check records, changing nothing
 	}{
-		{"the API accepts it", validKey, state.Verified},
-		{"the API refuses it", unverifiable, state.VerifyFailed},
+		{"the API accepts it", validKey, flow.Verified},
+		{"the API refuses it", unverifiable, flow.VerifyFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			user := strings.ToLower(strings.ReplaceAll(tc.name, " ", "-"))
@@ -388,7 +389,7 @@ func TestAFlowThatEndsWhileTheSecretIsCheckedStoresNothing(t *testing.T) {
 			form := b.continueToForm(e.ID)
 			// The user cancels in the client while urlflow asks the API.
 			f.whileVerifying(func(*http.Request) {
-				if _, err := f.store.Apply(t.Context(), e.ID, state.CancelRequested, state.ActorClient, "cancelled meanwhile"); err != nil {
+				if _, err := f.store.Apply(t.Context(), e.ID, flow.CancelRequested, state.ActorClient, "cancelled meanwhile"); err != nil {
 					t.Errorf("cancel during the check: %v", err)
 				}
 			})
@@ -397,9 +398,9 @@ func TestAFlowThatEndsWhileTheSecretIsCheckedStoresNothing(t *testing.T) {
 			page := b.submit(e.ID, form, tc.value)
 
 			page.want(t, http.StatusConflict, "This request was cancelled", "Nothing was changed")
-			f.wantState(t, e.ID, state.Cancelled)
+			f.wantState(t, e.ID, flow.Cancelled)
 			f.wantNoCredential(t, user, demoSlot)
-			if last := f.lastEntry(t, e.ID); last.Event != tc.checked || last.From != state.Cancelled || last.To != state.Cancelled {
+			if last := f.lastEntry(t, e.ID); last.Event != tc.checked || last.From != flow.Cancelled || last.To != flow.Cancelled {
 				t.Errorf("last history entry %+v, want %s changing nothing", last, tc.checked)
 			}
 		})
@@ -409,7 +410,7 @@ func TestAFlowThatEndsWhileTheSecretIsCheckedStoresNothing(t *testing.T) {
 func TestTheConsentPageNamesTheClientByTheTitleItGave(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOptions{})
-	e := f.newFlow(t, "alice", func(n *state.NewElicitation) {
+	e := f.newFlow(t, "alice", func(n *flow.NewElicitation) {
 		n.Client = state.ClientInfo{Name: "probe-client", Title: "Probe Client Deluxe", Version: "2.0"}
 	})
 	page := f.browser(t, "alice").open(e.ID)
@@ -425,29 +426,29 @@ func TestTheConsentPageNamesTheClientByTheTitleItGave(t *testing.T) {
 func TestALinkWhoseTargetIsNoLongerConfiguredIsUnavailableAndChangesNothing(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOptions{}) // no provider: "acme" is not configured
-	removedSlot := func(n *state.NewElicitation) { n.Target = "removed_slot" }
+	removedSlot := func(n *flow.NewElicitation) { n.Target = "removed_slot" }
 	const (
 		secretGone   = "This request is for a secret this server no longer has in its configuration"
 		providerGone = "This request is for a provider this server no longer has in its configuration"
 	)
 	for _, tc := range []struct {
 		name   string
-		kind   func(*state.NewElicitation)
-		setup  []state.Event // applied after creation, to reach the state the request finds
+		kind   func(*flow.NewElicitation)
+		setup  []flow.Event // applied after creation, to reach the state the request finds
 		method string
 		action string // after /e/{id}
 		says   string
 	}{
 		{"a secret's consent page", removedSlot, nil, http.MethodGet, "", secretGone},
-		{"a secret's consent page after a failed check", removedSlot, []state.Event{state.BrowserOpen, state.VerifyFailed},
+		{"a secret's consent page after a failed check", removedSlot, []flow.Event{flow.BrowserOpen, flow.VerifyFailed},
 			http.MethodGet, "", secretGone},
-		{"a secret's continue", removedSlot, []state.Event{state.BrowserOpen}, http.MethodPost, "/continue", secretGone},
-		{"a secret's form", removedSlot, []state.Event{state.BrowserOpen}, http.MethodGet, "/secret", secretGone},
-		{"a secret's form after a failed check", removedSlot, []state.Event{state.BrowserOpen, state.VerifyFailed},
+		{"a secret's continue", removedSlot, []flow.Event{flow.BrowserOpen}, http.MethodPost, "/continue", secretGone},
+		{"a secret's form", removedSlot, []flow.Event{flow.BrowserOpen}, http.MethodGet, "/secret", secretGone},
+		{"a secret's form after a failed check", removedSlot, []flow.Event{flow.BrowserOpen, flow.VerifyFailed},
 			http.MethodGet, "/secret", secretGone},
-		{"a secret's form post", removedSlot, []state.Event{state.BrowserOpen}, http.MethodPost, "/secret", secretGone},
+		{"a secret's form post", removedSlot, []flow.Event{flow.BrowserOpen}, http.MethodPost, "/secret", secretGone},
 		{"a connection's consent page", asConnection, nil, http.MethodGet, "", providerGone},
-		{"a connection's consent page after a failed connection", asConnection, []state.Event{state.BrowserOpen, state.VerifyFailed},
+		{"a connection's consent page after a failed connection", asConnection, []flow.Event{flow.BrowserOpen, flow.VerifyFailed},
 			http.MethodGet, "", providerGone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -470,6 +471,6 @@ func TestALinkWhoseTargetIsNoLongerConfiguredIsUnavailableAndChangesNothing(t *t
 
 	// A flow that has ended still says how.
 	e := f.newFlow(t, "alice", removedSlot)
-	f.apply(t, e.ID, state.CancelRequested, state.ActorUser)
+	f.apply(t, e.ID, flow.CancelRequested, state.ActorUser)
 	f.browser(t, "alice").open(e.ID).want(t, http.StatusOK, "This request was cancelled")
 }

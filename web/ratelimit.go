@@ -13,16 +13,17 @@ import (
 
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/ratelimit"
 )
 
 // RateLimits bound what one user can make urlflow do, shared by every replica. The zero
 // value limits nothing.
 type RateLimits struct {
 	// MCP bounds the requests to /mcp of one user.
-	MCP state.Limit
+	MCP ratelimit.Limit
 	// Forms bounds the secret-form and connect posts of one user: each may make urlflow
 	// call out (a secret checked with its API, a connect that leaves for the provider).
-	Forms state.Limit
+	Forms ratelimit.Limit
 }
 
 // retryAfterSeconds is a Retry-After value: whole seconds, at least one.
@@ -37,10 +38,10 @@ const limitCheckTimeout = 250 * time.Millisecond
 // allow counts an event of kind what for user under l. It answers nil when the event is
 // allowed, or when it could not be counted (a limit never causes an outage); otherwise
 // the Decision, after logging and counting the first refusal of the window.
-func (s *Server) allow(ctx context.Context, user state.User, what string, l state.Limit) *state.Decision {
+func (s *Server) allow(ctx context.Context, user state.User, what string, l ratelimit.Limit) *ratelimit.Decision {
 	checkCtx, cancel := context.WithTimeout(ctx, limitCheckTimeout)
 	defer cancel()
-	d, err := s.opts.Store.Allow(checkCtx, user, what, l)
+	d, err := s.opts.Limiter.Allow(checkCtx, user, what, l)
 	if err != nil {
 		s.log.WarnContext(ctx, "rate limit not checked", "what", what, "err", err)
 		return nil
@@ -51,7 +52,7 @@ func (s *Server) allow(ctx context.Context, user state.User, what string, l stat
 	if d.FirstRefusal {
 		s.log.WarnContext(ctx, "rate limit reached", "what", what, "user", user.Key(), "limit", l.Events,
 			"window", l.Window.String(), "retry_after", d.RetryAfter.String())
-		s.opts.Store.Count(ctx, "urlflow_rate_limited_total", "what", what)
+		s.opts.Counters.Add(ctx, "urlflow_rate_limited_total", "what", what)
 	}
 	return &d
 }

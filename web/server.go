@@ -23,6 +23,12 @@ import (
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/browsersession"
+	"github.com/urlflow/urlflow/state/counters"
+	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/ratelimit"
+	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/upstream"
 )
 
@@ -30,11 +36,19 @@ import (
 type Options struct {
 	// PublicURL is where users reach urlflow; every URL handed out starts with it.
 	PublicURL *url.URL
-	Store     *state.Store
-	Hub       *state.Hub
-	Vault     *state.Vault
+	// Flows keeps the elicitations and Hub wakes those who wait for them; Credentials keeps
+	// what they stored, sealed by Vault.
+	Flows       *flow.Store
+	Hub         *flow.Hub
+	Credentials *credentials.Store
+	Vault       *vault.Vault
+	// Sessions keeps the browser sessions; Limiter counts against RateLimits; Counters
+	// counts what /metrics shows.
+	Sessions *browsersession.Store
+	Limiter  *ratelimit.Limiter
+	Counters *counters.Counters
 	// Keys derives the cookie and CSRF keys.
-	Keys      *state.KeyRing
+	Keys      *vault.KeyRing
 	Slots     *slots.Catalog
 	Verifier  oauth.Verifier
 	Operators *oauth.Operators
@@ -82,7 +96,7 @@ func New(opts Options) *Server {
 	s := &Server{
 		opts:     opts,
 		echo:     echo.New(),
-		sessions: newSessionStore(opts.Store, opts.Keys.Derive("session cookie"), opts.PublicURL.Scheme == "https"),
+		sessions: newSessionStore(opts.Sessions, opts.Keys.Derive("session cookie"), opts.PublicURL.Scheme == "https"),
 		csrf:     csrfKey(opts.Keys.Derive("csrf")),
 		log:      log,
 	}
@@ -179,7 +193,7 @@ func (s *Server) readyz(c echo.Context) error {
 	defer cancel()
 	checks := map[string]string{"redis": "ok", "keys": "ok"}
 	status := http.StatusOK
-	if err := s.opts.Store.Ping(ctx); err != nil {
+	if err := s.opts.Flows.Ping(ctx); err != nil {
 		checks["redis"] = "unavailable"
 		status = http.StatusServiceUnavailable
 		s.log.WarnContext(ctx, "not ready: Redis", "err", err)
@@ -204,7 +218,7 @@ func (s *Server) metrics(c echo.Context) error {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="urlflow metrics"`)
 		return echo.NewHTTPError(http.StatusUnauthorized, "an operator token is required")
 	}
-	counters, err := s.opts.Store.Counters(c.Request().Context())
+	counters, err := s.opts.Counters.All(c.Request().Context())
 	if err != nil {
 		return err
 	}

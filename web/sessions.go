@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/sessions"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/browsersession"
 )
 
 // browserSessionTTL is how long a browser stays signed in without coming back.
@@ -23,13 +24,13 @@ const browserSessionTTL = 12 * time.Hour
 // sessionStore is a gorilla/sessions Store whose data lives in Redis (through package
 // state); the cookie holds only the session ID, signed. Values are strings.
 type sessionStore struct {
-	store  *state.Store
+	store  *browsersession.Store
 	codec  *securecookie.SecureCookie
 	name   string
 	secure bool
 }
 
-func newSessionStore(store *state.Store, hashKey []byte, secure bool) *sessionStore {
+func newSessionStore(store *browsersession.Store, hashKey []byte, secure bool) *sessionStore {
 	codec := securecookie.New(hashKey, nil)
 	codec.MaxAge(int(browserSessionTTL / time.Second))
 	name := "urlflow_session"
@@ -68,7 +69,7 @@ func (s *sessionStore) New(r *http.Request, name string) (*sessions.Session, err
 	if err := s.codec.Decode(name, cookie.Value, &id); err != nil {
 		return sess, nil
 	}
-	data, err := s.store.LoadBrowserSession(r.Context(), id)
+	data, err := s.store.Load(r.Context(), id)
 	if errors.Is(err, state.ErrNotFound) {
 		return sess, nil
 	}
@@ -91,7 +92,7 @@ func (s *sessionStore) New(r *http.Request, name string) (*sessions.Session, err
 func (s *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessions.Session) error {
 	if sess.Options.MaxAge < 0 {
 		if sess.ID != "" {
-			if err := s.store.DeleteBrowserSession(r.Context(), sess.ID); err != nil {
+			if err := s.store.Delete(r.Context(), sess.ID); err != nil {
 				return err
 			}
 		}
@@ -114,7 +115,7 @@ func (s *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 	if err != nil {
 		return fmt.Errorf("save browser session: %w", err)
 	}
-	if err := s.store.SaveBrowserSession(r.Context(), sess.ID, data, browserSessionTTL); err != nil {
+	if err := s.store.Save(r.Context(), sess.ID, data, browserSessionTTL); err != nil {
 		return err
 	}
 	encoded, err := s.codec.Encode(sess.Name(), sess.ID)
@@ -129,7 +130,7 @@ func (s *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 // ID known before sign-in is worthless after it.
 func (s *sessionStore) rotate(r *http.Request, sess *sessions.Session) error {
 	if sess.ID != "" {
-		if err := s.store.DeleteBrowserSession(r.Context(), sess.ID); err != nil {
+		if err := s.store.Delete(r.Context(), sess.ID); err != nil {
 			return err
 		}
 	}

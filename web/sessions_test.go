@@ -6,21 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/state/browsersession"
 )
 
 func TestSessionCookieIsSecureBehindHTTPS(t *testing.T) {
-	e, err := state.StartEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	rdb, err := state.Connect(t.Context(), e.URL(), state.Standalone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	store := state.NewStore(rdb, state.StoreOptions{})
+	store := browsersession.NewStore(redistest.StartEmbedded(t).Client)
 	for _, secure := range []bool{true, false} {
 		sessions := newSessionStore(store, []byte(strings.Repeat("k", 32)), secure)
 		r := httptest.NewRequest(http.MethodGet, "/", nil)

@@ -21,6 +21,8 @@ import (
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/ratelimit"
+	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/web"
 )
 
@@ -40,7 +42,7 @@ type config struct {
 	RedisTopology  state.Topology
 	// ConfigFile is the YAML file the slots came from; empty for the embedded demo.
 	ConfigFile     string
-	Keys           *state.KeyRing
+	Keys           *vault.KeyRing
 	keysGiven      bool
 	OperatorTokens []string
 	Style          mcp.Style
@@ -208,7 +210,7 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 		problems = append(problems, err)
 	} else if keysGiven {
 		cfg.keysGiven = true
-		if cfg.Keys, err = state.ParseKeyRing(keys); err != nil {
+		if cfg.Keys, err = vault.ParseKeyRing(keys); err != nil {
 			problem("URLFLOW_KEYS: %v", err)
 		}
 	}
@@ -228,12 +230,12 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 
 	for _, rl := range []struct {
 		name, def string
-		limit     *state.Limit
+		limit     *ratelimit.Limit
 	}{
 		{"URLFLOW_RATE_LIMIT_MCP", "1200/1m", &cfg.RateLimits.MCP},
 		{"URLFLOW_RATE_LIMIT_FORMS", "30/1m", &cfg.RateLimits.Forms},
 	} {
-		if *rl.limit, err = state.ParseLimit(pick("", getenv, rl.name, rl.def)); err != nil {
+		if *rl.limit, err = ratelimit.ParseLimit(pick("", getenv, rl.name, rl.def)); err != nil {
 			problem("%s: %v", rl.name, err)
 		}
 	}

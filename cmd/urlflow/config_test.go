@@ -11,6 +11,7 @@ import (
 
 	"github.com/urlflow/urlflow/mcp"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/ratelimit"
 )
 
 func envOf(m map[string]string) env {
@@ -37,7 +38,7 @@ func TestDevDefaultsNeedNoSetup(t *testing.T) {
 	if cfg.Addr != "127.0.0.1:8080" || cfg.Style != mcp.StylePush || cfg.TTL != 10*time.Minute {
 		t.Fatalf("defaults: %+v", cfg)
 	}
-	if cfg.RateLimits.MCP != (state.Limit{Events: 1200, Window: time.Minute}) || cfg.RateLimits.Forms != (state.Limit{Events: 30, Window: time.Minute}) {
+	if cfg.RateLimits.MCP != (ratelimit.Limit{Events: 1200, Window: time.Minute}) || cfg.RateLimits.Forms != (ratelimit.Limit{Events: 30, Window: time.Minute}) {
 		t.Fatalf("default rate limits: %+v", cfg.RateLimits)
 	}
 	if err := cfg.resolvePublicURL(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}); err != nil {

@@ -17,9 +17,16 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/urlflow/urlflow/demoapi"
+	"github.com/urlflow/urlflow/internal/embedded"
 	"github.com/urlflow/urlflow/mcp"
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/browsersession"
+	"github.com/urlflow/urlflow/state/counters"
+	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/ratelimit"
+	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/upstream"
 	"github.com/urlflow/urlflow/web"
 )
@@ -46,7 +53,7 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 		return err
 	}
 	if !cfg.keysGiven {
-		if cfg.Keys, err = state.ParseKeyRing(dev.Keys); err != nil {
+		if cfg.Keys, err = vault.ParseKeyRing(dev.Keys); err != nil {
 			return fmt.Errorf("development keys in %s: %w", statePath, err)
 		}
 	}
@@ -109,13 +116,16 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	}
 	replica := replicaName()
 	log = log.With("replica", replica)
-	store := state.NewStore(rdb, state.StoreOptions{Logger: log})
-	hub := state.NewHub(rdb, log)
-	vault := state.NewVault(cfg.Keys)
-	keeper := oauth.NewKeeper(store, vault, log)
+	count := counters.New(rdb, log)
+	flows := flow.NewStore(rdb, flow.StoreOptions{Logger: log, Counters: count})
+	creds := credentials.NewStore(rdb, credentials.Options{Logger: log})
+	hub := flow.NewHub(rdb, log)
+	seals := vault.NewVault(cfg.Keys)
+	keeper := oauth.NewKeeper(creds, seals, count, log)
 	caller := upstream.New(nil)
 	mcpServer := mcp.New(mcp.Options{
-		Store: store, Hub: hub, Vault: vault, Upstream: caller, Slots: cfg.Slots, Providers: providers, Keeper: keeper,
+		Flows: flows, Credentials: creds, Counters: count, Hub: hub, Vault: seals,
+		Upstream: caller, Slots: cfg.Slots, Providers: providers, Keeper: keeper,
 		PublicURL: cfg.PublicURL, Style: cfg.Style,
 		TTL: cfg.TTL, Replica: replica, Version: version(), Logger: log,
 		RequestStateKey: cfg.Keys.Derive("mcp request state"),
@@ -123,7 +133,8 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		RetryWait: cfg.Waits.Retry, StatusWaitLimit: cfg.Waits.StatusLimit,
 	})
 	webServer := web.New(web.Options{
-		PublicURL: cfg.PublicURL, Store: store, Hub: hub, Vault: vault, Keys: cfg.Keys,
+		PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
+		Sessions: browsersession.NewStore(rdb), Limiter: ratelimit.NewLimiter(rdb, nil), Counters: count,
 		Slots: cfg.Slots, Verifier: id.verifier, Operators: oauth.NewOperators(cfg.OperatorTokens),
 		Dev: id.dev, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,
 		MCP: mcpServer.Handler(), Upstream: caller, Providers: providers, Keeper: keeper,
@@ -134,7 +145,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	// returns, so that the caller closes Redis only once nothing uses it. The first one to
 	// fail (the HTTP server) stops the others.
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { store.RunSweeper(ctx, sweepInterval); return nil })
+	g.Go(func() error { flows.RunSweeper(ctx, sweepInterval); return nil })
 	g.Go(func() error { mcpServer.Run(ctx); return nil })
 	g.Go(func() error { hub.Run(ctx); return nil })
 	g.Go(func() error { return serveHTTP(ctx, listener, webServer.Handler(), log) })
@@ -151,18 +162,18 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 // note for the banner that never holds a password.
 func openRedis(ctx context.Context, rawURL string, topology state.Topology, log *slog.Logger) (redis.UniversalClient, string, func(), error) {
 	if rawURL == "" {
-		embedded, err := state.StartEmbedded()
+		mem, err := embedded.Start()
 		if err != nil {
 			return nil, "", nil, err
 		}
 		log.Warn("URLFLOW_REDIS_URL is not set: using an embedded in-process Redis; everything stored is lost when urlflow stops")
-		rdb, err := state.Connect(ctx, embedded.URL(), state.Standalone)
+		rdb, err := state.Connect(ctx, mem.URL(), state.Standalone)
 		if err != nil {
-			embedded.Close()
+			mem.Close()
 			return nil, "", nil, err
 		}
 		return rdb, "embedded in this process (in memory: everything is lost when urlflow stops)",
-			func() { rdb.Close(); embedded.Close() }, nil
+			func() { rdb.Close(); mem.Close() }, nil
 	}
 	rdb, err := state.Connect(ctx, rawURL, topology)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/vault"
 )
 
 // devState is what `urlflow dev` keeps between runs in the user's configuration directory,
@@ -40,7 +40,7 @@ func loadDevState(path string) (*devState, error) {
 		if err := json.Unmarshal(b, &st); err != nil {
 			return nil, fmt.Errorf("development state %s is damaged (delete it to start afresh): %w", path, err)
 		}
-		if _, err := state.ParseKeyRing(st.Keys); err != nil || len(st.SigningKey) < 32 || st.OperatorToken == "" {
+		if _, err := vault.ParseKeyRing(st.Keys); err != nil || len(st.SigningKey) < 32 || st.OperatorToken == "" {
 			return nil, fmt.Errorf("development state %s is incomplete (delete it to start afresh)", path)
 		}
 		return &st, nil
@@ -50,7 +50,7 @@ func loadDevState(path string) (*devState, error) {
 	}
 	st := &devState{
 		SigningKey:    randomKey(),
-		Keys:          state.GenerateKeyRing("dev1"),
+		Keys:          vault.GenerateKeyRing("dev1"),
 		OperatorToken: "uf_op_" + base64.RawURLEncoding.EncodeToString(randomKey()),
 	}
 	b, err = json.MarshalIndent(st, "", "  ")

@@ -1,4 +1,6 @@
-package state
+// Package ratelimit counts what each user makes urlflow do, in fixed windows kept in Redis
+// and shared by every replica, and says when a user is over a limit.
+package ratelimit
 
 import (
 	"context"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/urlflow/urlflow/state"
 )
 
 // Limit is how many events of one kind a user may cause per window. The zero Limit
@@ -47,21 +50,40 @@ type Decision struct {
 	FirstRefusal bool
 }
 
+// Limiter counts events in Redis.
+type Limiter struct {
+	rdb redis.UniversalClient
+	now func() time.Time
+}
+
+// NewLimiter returns a Limiter on rdb; now is time.Now if nil.
+func NewLimiter(rdb redis.UniversalClient, now func() time.Time) *Limiter {
+	if now == nil {
+		now = time.Now
+	}
+	return &Limiter{rdb: rdb, now: now}
+}
+
+// key counts a user's events of kind what in one window of a limit.
+func key(userKey, what string, window int64) string {
+	return state.UserTag(userKey) + "rl:" + what + ":" + strconv.FormatInt(window, 10)
+}
+
 // Allow counts one event of kind what for user and decides whether it is within l. Windows
 // are fixed and shared by every replica: the count lives in Redis, in the user's slot. An
 // event over the limit is counted too, so a client that keeps trying stays refused until
 // the window ends.
-func (s *Store) Allow(ctx context.Context, user User, what string, l Limit) (Decision, error) {
+func (r *Limiter) Allow(ctx context.Context, user state.User, what string, l Limit) (Decision, error) {
 	if l.Off() {
 		return Decision{Allowed: true}, nil
 	}
-	now := s.now()
+	now := r.now()
 	window := now.UnixMilli() / l.Window.Milliseconds()
-	key := rateKey(user.Key(), what, window)
+	k := key(user.Key(), what, window)
 	var count *redis.IntCmd
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		count = p.Incr(ctx, key)
-		p.PExpire(ctx, key, l.Window+time.Minute) // the window, and slack for clocks
+	_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		count = p.Incr(ctx, k)
+		p.PExpire(ctx, k, l.Window+time.Minute) // the window, and slack for clocks
 		return nil
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package state
+package flow
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package state
+package flow
 
 import (
 	"context"
@@ -15,10 +15,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/vault"
 )
 
 func TestCreateStoresAPendingElicitationWithItsFirstHistoryEntry(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		clk := newClock()
 		s := newStore(b, clk)
 		n := newElicitation(alice)
@@ -30,7 +33,7 @@ func TestCreateStoresAPendingElicitationWithItsFirstHistoryEntry(t *testing.T) {
 		}
 		now := clk.Now()
 		want := &Elicitation{
-			ID: e.ID, User: alice, Kind: KindSecret, Target: "demo_api_key", State: Pending,
+			ID: e.ID, User: alice, Kind: state.KindSecret, Target: "demo_api_key", State: Pending,
 			Purpose: n.Purpose, Replace: true, Client: n.Client, SessionID: "session-1",
 			Replica: "replica-a", CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(testTTL),
 		}
@@ -40,7 +43,7 @@ func TestCreateStoresAPendingElicitationWithItsFirstHistoryEntry(t *testing.T) {
 		if got := mustGet(t, s, e.ID); !reflect.DeepEqual(got, want) {
 			t.Errorf("Get returned\n%+v\nwant\n%+v", got, want)
 		}
-		wantHistory := []Entry{{At: now, Event: Created, Actor: ActorClient, To: Pending, Reason: n.Purpose}}
+		wantHistory := []Entry{{At: now, Event: Created, Actor: state.ActorClient, To: Pending, Reason: n.Purpose}}
 		if got := mustHistory(t, s, e.ID); !reflect.DeepEqual(got, wantHistory) {
 			t.Errorf("History = %+v, want %+v", got, wantHistory)
 		}
@@ -51,12 +54,12 @@ func TestCreateStoresAPendingElicitationWithItsFirstHistoryEntry(t *testing.T) {
 }
 
 func TestCreateRefusesAnElicitationWithoutUserOrDeadline(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		s := newStore(b, nil)
 		for name, n := range map[string]NewElicitation{
-			"no user":     {Kind: KindSecret, Target: "demo_api_key", TTL: testTTL},
-			"no deadline": {User: alice, Kind: KindSecret, Target: "demo_api_key"},
-			"past":        {User: alice, Kind: KindSecret, Target: "demo_api_key", TTL: -time.Minute},
+			"no user":     {Kind: state.KindSecret, Target: "demo_api_key", TTL: testTTL},
+			"no deadline": {User: alice, Kind: state.KindSecret, Target: "demo_api_key"},
+			"past":        {User: alice, Kind: state.KindSecret, Target: "demo_api_key", TTL: -time.Minute},
 		} {
 			if e, err := s.Create(t.Context(), n); err == nil {
 				t.Errorf("%s: Create returned %s, want an error", name, e.ID)
@@ -67,7 +70,7 @@ func TestCreateRefusesAnElicitationWithoutUserOrDeadline(t *testing.T) {
 
 func TestApplyFollowsTheStateTable(t *testing.T) {
 	cells := tableCells(t)
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		for _, c := range cells {
 			t.Run(c.String(), func(t *testing.T) {
 				t.Parallel()
@@ -78,7 +81,7 @@ func TestApplyFollowsTheStateTable(t *testing.T) {
 }
 
 func TestApplyRecordsHistoryOnlyEventsWithoutChange(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		for _, from := range States {
 			for _, ev := range historyOnlyEvents {
 				c := cell{from: from, event: ev, to: from}
@@ -93,7 +96,7 @@ func TestApplyRecordsHistoryOnlyEventsWithoutChange(t *testing.T) {
 
 // checkApply applies cell c through Store.Apply to a record brought to c.from by a valid
 // path, and checks the outcome, the record and the history.
-func checkApply(t *testing.T, b *backend, c cell) {
+func checkApply(t *testing.T, b *redistest.Backend, c cell) {
 	t.Helper()
 	clk := newClock()
 	s := newStore(b, clk)
@@ -158,14 +161,14 @@ func checkApply(t *testing.T, b *backend, c cell) {
 }
 
 func TestDeadlineEventBeforeTheDeadlineChangesNothing(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		clk := newClock()
 		s := newStore(b, clk)
 		e := reach(t, s, clk, newElicitation(alice), InProgress)
 		history := mustHistory(t, s, e.ID)
 		clk.Advance(testTTL - time.Millisecond)
 
-		c := mustApply(t, s, e.ID, DeadlinePassed, ActorSystem)
+		c := mustApply(t, s, e.ID, DeadlinePassed, state.ActorSystem)
 		if c.Changed() || c.To != InProgress {
 			t.Errorf("Apply(deadline) before the deadline = %s -> %s, want no change", c.From, c.To)
 		}
@@ -179,17 +182,17 @@ func TestDeadlineEventBeforeTheDeadlineChangesNothing(t *testing.T) {
 }
 
 // vaultCredential seals secret as user's demo_api_key for elicitation id.
-func vaultCredential(t testing.TB, v *Vault, user User, id, secret string, at time.Time) *Credential {
+func vaultCredential(t testing.TB, v *vault.Vault, user state.User, id, secret string, at time.Time) *credentials.Credential {
 	t.Helper()
-	sealed, err := v.Seal(user, "demo_api_key", NewSecret(secret))
+	sealed, err := v.Seal(user, "demo_api_key", state.NewSecret(secret))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Credential{Name: "demo_api_key", Kind: KindSecret, ElicitationID: id, StoredAt: at, Sealed: sealed}
+	return &credentials.Credential{Name: "demo_api_key", Kind: state.KindSecret, ElicitationID: id, StoredAt: at, Sealed: sealed}
 }
 
 func TestRacingEventsExactlyOneWins(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		clk := newClock()
 		s := newStore(b, clk)
 		v := testVault(t)
@@ -267,9 +270,9 @@ func TestRacingEventsExactlyOneWins(t *testing.T) {
 			t.Errorf("history has %d state-changing entries, want 1: %+v", changing, entries)
 		}
 
-		cred, err := s.Credential(t.Context(), alice, "demo_api_key")
+		cred, err := credentialsOn(b).Get(t.Context(), alice, "demo_api_key")
 		switch {
-		case final == Cancelled && !errors.Is(err, ErrNotFound):
+		case final == Cancelled && !errors.Is(err, state.ErrNotFound):
 			t.Errorf("cancelled flow stored a credential: %+v, %v", cred, err)
 		case final == Complete && err != nil:
 			t.Errorf("completed flow stored no credential: %v", err)
@@ -278,7 +281,7 @@ func TestRacingEventsExactlyOneWins(t *testing.T) {
 }
 
 func TestDeadlineExpiresAFlowNobodyReads(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		s := newStore(b, nil)
 		var notices <-chan Notice
 		startHub(t, b, func(h *Hub) { notices = noticeListener(h) })
@@ -293,7 +296,7 @@ func TestDeadlineExpiresAFlowNobodyReads(t *testing.T) {
 			t.Errorf("notice = %+v, want alice's key and session-1", notice)
 		}
 		// The stored record, not Get: Get would expire the flow itself.
-		stored, err := load(t.Context(), b.rdb, alice.Key(), e.ID)
+		stored, err := load(t.Context(), b.Client, alice.Key(), e.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,20 +305,20 @@ func TestDeadlineExpiresAFlowNobodyReads(t *testing.T) {
 		}
 		entries := mustHistory(t, s, e.ID)
 		last := entries[len(entries)-1]
-		if last.Event != DeadlinePassed || last.Actor != ActorSystem || last.From != Pending || last.To != Expired {
+		if last.Event != DeadlinePassed || last.Actor != state.ActorSystem || last.From != Pending || last.To != Expired {
 			t.Errorf("last history entry = %+v, want deadline by system from pending to expired", last)
 		}
 		if last.At.Before(e.ExpiresAt) {
 			t.Errorf("expired at %v, before the deadline %v", last.At, e.ExpiresAt)
 		}
-		if err := b.rdb.ZScore(t.Context(), deadlinesKey, e.ID).Err(); !errors.Is(err, redis.Nil) {
+		if err := b.Client.ZScore(t.Context(), deadlinesKey, e.ID).Err(); !errors.Is(err, redis.Nil) {
 			t.Errorf("expired flow still in the deadline index (err %v)", err)
 		}
 	})
 }
 
 func TestGetExpiresAnOverdueFlowWithoutTheSweeper(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		for _, from := range []State{Pending, Consented, InProgress, Failed, Unknown} {
 			t.Run(string(from), func(t *testing.T) {
 				t.Parallel()
@@ -329,7 +332,7 @@ func TestGetExpiresAnOverdueFlowWithoutTheSweeper(t *testing.T) {
 					t.Fatalf("Get after the deadline = %s, want expired", got.State)
 				}
 				entries := mustHistory(t, s, e.ID)
-				want := Entry{At: clk.Now(), Event: DeadlinePassed, Actor: ActorSystem, From: from, To: Expired, Reason: "deadline passed"}
+				want := Entry{At: clk.Now(), Event: DeadlinePassed, Actor: state.ActorSystem, From: from, To: Expired, Reason: "deadline passed"}
 				if last := entries[len(entries)-1]; !reflect.DeepEqual(last, want) {
 					t.Errorf("last history entry = %+v, want %+v", last, want)
 				}
@@ -343,7 +346,7 @@ func TestGetExpiresAnOverdueFlowWithoutTheSweeper(t *testing.T) {
 }
 
 func TestEventOnOverdueFlowRecordsTheDeadlineFirst(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		for _, ev := range []Event{Verified, VerifyFailed, PageDecline, CancelRequested, BrowserOpen, OtherUserOpened} {
 			t.Run(string(ev), func(t *testing.T) {
 				t.Parallel()
@@ -363,7 +366,7 @@ func TestEventOnOverdueFlowRecordsTheDeadlineFirst(t *testing.T) {
 				}
 				entries := mustHistory(t, s, e.ID)
 				want := []Entry{
-					{At: clk.Now(), Event: DeadlinePassed, Actor: ActorSystem, From: InProgress, To: Expired, Reason: "deadline passed"},
+					{At: clk.Now(), Event: DeadlinePassed, Actor: state.ActorSystem, From: InProgress, To: Expired, Reason: "deadline passed"},
 					{At: clk.Now(), Event: ev, Actor: eventActor[ev], From: Expired, To: Expired, Reason: "late"},
 				}
 				if got := entries[len(entries)-2:]; !reflect.DeepEqual(got, want) {
@@ -372,7 +375,7 @@ func TestEventOnOverdueFlowRecordsTheDeadlineFirst(t *testing.T) {
 				if got := mustGet(t, s, e.ID); got.State != Expired {
 					t.Errorf("state = %s, want expired", got.State)
 				}
-				if _, err := s.Credential(t.Context(), user, "demo_api_key"); !errors.Is(err, ErrNotFound) {
+				if _, err := credentialsOn(b).Get(t.Context(), user, "demo_api_key"); !errors.Is(err, state.ErrNotFound) {
 					t.Errorf("credential of an expired flow was stored (err %v)", err)
 				}
 			})
@@ -381,7 +384,7 @@ func TestEventOnOverdueFlowRecordsTheDeadlineFirst(t *testing.T) {
 }
 
 func TestCredentialIsStoredOnlyWhenTheEventCompletesTheFlow(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		for _, tt := range []struct {
 			from      State
 			wantState State
@@ -405,7 +408,7 @@ func TestCredentialIsStoredOnlyWhenTheEventCompletesTheFlow(t *testing.T) {
 				e := reach(t, s, clk, newElicitation(user), tt.from)
 				cred := vaultCredential(t, v, user, e.ID, "s3cret-value", clk.Now())
 
-				c, err := s.Apply(t.Context(), e.ID, Verified, ActorSystem, "verified", WithCredential(cred))
+				c, err := s.Apply(t.Context(), e.ID, Verified, state.ActorSystem, "verified", WithCredential(cred))
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("Apply error = %v, want %v", err, tt.wantErr)
 				}
@@ -413,13 +416,13 @@ func TestCredentialIsStoredOnlyWhenTheEventCompletesTheFlow(t *testing.T) {
 					t.Errorf("Apply moved to %s, want %s", c.To, tt.wantState)
 				}
 
-				got, err := s.Credential(t.Context(), user, "demo_api_key")
-				names, lerr := s.Credentials(t.Context(), user)
+				got, err := credentialsOn(b).Get(t.Context(), user, "demo_api_key")
+				names, lerr := credentialsOn(b).Names(t.Context(), user)
 				if lerr != nil {
 					t.Fatal(lerr)
 				}
 				if !tt.stored {
-					if !errors.Is(err, ErrNotFound) || len(names) != 0 {
+					if !errors.Is(err, state.ErrNotFound) || len(names) != 0 {
 						t.Errorf("credential stored although the event did not complete the flow: %+v, %v, names %v", got, err, names)
 					}
 					return
@@ -437,7 +440,7 @@ func TestCredentialIsStoredOnlyWhenTheEventCompletesTheFlow(t *testing.T) {
 				if !slices.Equal(names, []string{"demo_api_key"}) {
 					t.Errorf("Credentials = %v, want [demo_api_key]", names)
 				}
-				if _, err := s.Credential(t.Context(), bob, "demo_api_key"); !errors.Is(err, ErrNotFound) {
+				if _, err := credentialsOn(b).Get(t.Context(), bob, "demo_api_key"); !errors.Is(err, state.ErrNotFound) {
 					t.Errorf("bob can read another user's credential (err %v)", err)
 				}
 			})
@@ -446,7 +449,7 @@ func TestCredentialIsStoredOnlyWhenTheEventCompletesTheFlow(t *testing.T) {
 }
 
 func TestRetryStartsANewAttemptOnlyAfterAnEndWithoutSuccess(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		for _, from := range States {
 			retriable := from == Declined || from == Cancelled || from == Expired
 			t.Run(string(from), func(t *testing.T) {
@@ -456,7 +459,7 @@ func TestRetryStartsANewAttemptOnlyAfterAnEndWithoutSuccess(t *testing.T) {
 				old := reach(t, s, clk, newElicitation(userFor(t)), from)
 				clk.Advance(time.Second)
 
-				next, err := s.Retry(t.Context(), old.ID, ActorUser, time.Hour)
+				next, err := s.Retry(t.Context(), old.ID, state.ActorUser, time.Hour)
 				if !retriable {
 					if !errors.Is(err, ErrConflict) {
 						t.Fatalf("Retry from %s error = %v, want ErrConflict", from, err)
@@ -471,7 +474,7 @@ func TestRetryStartsANewAttemptOnlyAfterAnEndWithoutSuccess(t *testing.T) {
 				}
 				checkRetry(t, s, clk, old, next)
 
-				if again, err := s.Retry(t.Context(), old.ID, ActorUser, time.Hour); !errors.Is(err, ErrConflict) {
+				if again, err := s.Retry(t.Context(), old.ID, state.ActorUser, time.Hour); !errors.Is(err, ErrConflict) {
 					t.Errorf("second Retry = %+v, %v; want ErrConflict", again, err)
 				}
 			})
@@ -499,12 +502,12 @@ func checkRetry(t *testing.T, s *Store, clk *clock, old, next *Elicitation) {
 		t.Errorf("old attempt: state %s, retriedBy %q; want %s, %q", ended.State, ended.RetriedBy, old.State, next.ID)
 	}
 	oldHistory := mustHistory(t, s, old.ID)
-	if last := oldHistory[len(oldHistory)-1]; last.Event != RetriedAs || last.Actor != ActorUser ||
+	if last := oldHistory[len(oldHistory)-1]; last.Event != RetriedAs || last.Actor != state.ActorUser ||
 		last.From != old.State || last.To != old.State || !strings.Contains(last.Reason, next.ID) {
 		t.Errorf("old attempt's last history entry = %+v, want retried by user naming %s", last, next.ID)
 	}
 	newHistory := mustHistory(t, s, next.ID)
-	if len(newHistory) != 1 || newHistory[0].Event != Created || newHistory[0].Actor != ActorUser ||
+	if len(newHistory) != 1 || newHistory[0].Event != Created || newHistory[0].Actor != state.ActorUser ||
 		newHistory[0].To != Pending || !strings.Contains(newHistory[0].Reason, old.ID) {
 		t.Errorf("new attempt's history = %+v, want one created entry naming %s", newHistory, old.ID)
 	}
@@ -515,13 +518,13 @@ func checkRetry(t *testing.T, s *Store, clk *clock, old, next *Elicitation) {
 }
 
 func TestRetryOfAnOverdueFlowExpiresItFirst(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		clk := newClock()
 		s := newStore(b, clk)
 		e := reach(t, s, clk, newElicitation(alice), Consented)
 		clk.Advance(testTTL)
 
-		next, err := s.Retry(t.Context(), e.ID, ActorUser, time.Hour)
+		next, err := s.Retry(t.Context(), e.ID, state.ActorUser, time.Hour)
 		if err != nil {
 			t.Fatalf("Retry: %v", err)
 		}
@@ -531,7 +534,7 @@ func TestRetryOfAnOverdueFlowExpiresItFirst(t *testing.T) {
 }
 
 func TestConcurrentRetriesStartOneNewAttempt(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		clk := newClock()
 		s := newStore(b, clk)
 		e := reach(t, s, clk, newElicitation(alice), Cancelled)
@@ -543,7 +546,7 @@ func TestConcurrentRetriesStartOneNewAttempt(t *testing.T) {
 		for range retriers {
 			wg.Go(func() {
 				<-start
-				next, err := s.Retry(t.Context(), e.ID, ActorUser, time.Hour)
+				next, err := s.Retry(t.Context(), e.ID, state.ActorUser, time.Hour)
 				switch {
 				case err == nil:
 					ids <- next.ID
@@ -569,7 +572,7 @@ func TestConcurrentRetriesStartOneNewAttempt(t *testing.T) {
 }
 
 func TestEndedFlowAwaitsDeliveryToItsSession(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		for _, tt := range []struct {
 			state       State
 			session     bool
@@ -613,7 +616,7 @@ func TestEndedFlowAwaitsDeliveryToItsSession(t *testing.T) {
 }
 
 func TestRecordDeliveryCountsAttemptsUntilWritten(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		clk := newClock()
 		s := newStore(b, clk)
 		var notices <-chan Notice
@@ -669,14 +672,14 @@ func TestRecordDeliveryCountsAttemptsUntilWritten(t *testing.T) {
 			t.Errorf("written notification still undelivered")
 		}
 		entries := mustHistory(t, s, e.ID)
-		if last := entries[len(entries)-1]; last.Event != Notified || last.Actor != ActorSystem || last.From != Complete || last.To != Complete {
+		if last := entries[len(entries)-1]; last.Event != Notified || last.Actor != state.ActorSystem || last.From != Complete || last.To != Complete {
 			t.Errorf("last history entry = %+v, want notified by system, complete to complete", last)
 		}
 	})
 }
 
 func TestRequeueAsksForTheNotificationAgain(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		clk := newClock()
 		s := newStore(b, clk)
 		var notices <-chan Notice
@@ -686,7 +689,7 @@ func TestRequeueAsksForTheNotificationAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		if _, err := s.Requeue(t.Context(), e.ID, ActorOperator); err != nil {
+		if _, err := s.Requeue(t.Context(), e.ID, state.ActorOperator); err != nil {
 			t.Fatalf("Requeue: %v", err)
 		}
 		receiveNotice(t, notices, e.ID, NoticeRequeue, Complete)
@@ -694,7 +697,7 @@ func TestRequeueAsksForTheNotificationAgain(t *testing.T) {
 			t.Errorf("requeued notification not undelivered: %v", ids)
 		}
 		entries := mustHistory(t, s, e.ID)
-		if last := entries[len(entries)-1]; last.Event != NotifyRequeued || last.Actor != ActorOperator || last.From != Complete || last.To != Complete {
+		if last := entries[len(entries)-1]; last.Event != NotifyRequeued || last.Actor != state.ActorOperator || last.From != Complete || last.To != Complete {
 			t.Errorf("last history entry = %+v, want notify_requeued by operator", last)
 		}
 
@@ -704,7 +707,7 @@ func TestRequeueAsksForTheNotificationAgain(t *testing.T) {
 		sessionless := reach(t, s, clk, noSession, Cancelled)
 		for _, e := range []*Elicitation{running, sessionless} {
 			history := len(mustHistory(t, s, e.ID))
-			if _, err := s.Requeue(t.Context(), e.ID, ActorOperator); !errors.Is(err, ErrConflict) {
+			if _, err := s.Requeue(t.Context(), e.ID, state.ActorOperator); !errors.Is(err, ErrConflict) {
 				t.Errorf("Requeue of %s flow in session %q error = %v, want ErrConflict", e.State, e.SessionID, err)
 			}
 			if got := mustHistory(t, s, e.ID); len(got) != history {
@@ -715,47 +718,47 @@ func TestRequeueAsksForTheNotificationAgain(t *testing.T) {
 }
 
 func TestOpenForReusesOnlyTheSameUsersRunningFlowInTheSameSession(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		clk := newClock()
 		s := newStore(b, clk)
 		e := mustCreate(t, s, newElicitation(alice))
 
-		open, err := s.OpenFor(t.Context(), alice, KindSecret, "demo_api_key", "session-1")
+		open, err := s.OpenFor(t.Context(), alice, state.KindSecret, "demo_api_key", "session-1")
 		if err != nil || open.ID != e.ID {
 			t.Fatalf("OpenFor = %v, %v; want %s", open, err, e.ID)
 		}
 		for _, tt := range []struct {
 			name    string
-			user    User
-			kind    Kind
+			user    state.User
+			kind    state.Kind
 			target  string
 			session string
 		}{
-			{"another user", bob, KindSecret, "demo_api_key", "session-1"},
-			{"another issuer", User{Issuer: "https://evil.example", Subject: "alice"}, KindSecret, "demo_api_key", "session-1"},
-			{"another kind", alice, KindOAuth, "demo_api_key", "session-1"},
-			{"another target", alice, KindSecret, "other_key", "session-1"},
-			{"another session", alice, KindSecret, "demo_api_key", "session-2"},
-			{"no session", alice, KindSecret, "demo_api_key", ""},
+			{"another user", bob, state.KindSecret, "demo_api_key", "session-1"},
+			{"another issuer", state.User{Issuer: "https://evil.example", Subject: "alice"}, state.KindSecret, "demo_api_key", "session-1"},
+			{"another kind", alice, state.KindOAuth, "demo_api_key", "session-1"},
+			{"another target", alice, state.KindSecret, "other_key", "session-1"},
+			{"another session", alice, state.KindSecret, "demo_api_key", "session-2"},
+			{"no session", alice, state.KindSecret, "demo_api_key", ""},
 		} {
-			if got, err := s.OpenFor(t.Context(), tt.user, tt.kind, tt.target, tt.session); !errors.Is(err, ErrNotFound) {
-				t.Errorf("%s: OpenFor = %v, %v; want ErrNotFound", tt.name, got, err)
+			if got, err := s.OpenFor(t.Context(), tt.user, tt.kind, tt.target, tt.session); !errors.Is(err, state.ErrNotFound) {
+				t.Errorf("%s: OpenFor = %v, %v; want state.ErrNotFound", tt.name, got, err)
 			}
 		}
 
-		mustApply(t, s, e.ID, BrowserOpen, ActorUser)
-		if open, err := s.OpenFor(t.Context(), alice, KindSecret, "demo_api_key", "session-1"); err != nil || open.State != InProgress {
+		mustApply(t, s, e.ID, BrowserOpen, state.ActorUser)
+		if open, err := s.OpenFor(t.Context(), alice, state.KindSecret, "demo_api_key", "session-1"); err != nil || open.State != InProgress {
 			t.Errorf("OpenFor a flow in progress = %v, %v; want it", open, err)
 		}
-		mustApply(t, s, e.ID, CancelRequested, ActorUser)
-		if got, err := s.OpenFor(t.Context(), alice, KindSecret, "demo_api_key", "session-1"); !errors.Is(err, ErrNotFound) {
-			t.Errorf("OpenFor an ended flow = %v, %v; want ErrNotFound", got, err)
+		mustApply(t, s, e.ID, CancelRequested, state.ActorUser)
+		if got, err := s.OpenFor(t.Context(), alice, state.KindSecret, "demo_api_key", "session-1"); !errors.Is(err, state.ErrNotFound) {
+			t.Errorf("OpenFor an ended flow = %v, %v; want state.ErrNotFound", got, err)
 		}
 
 		overdue := mustCreate(t, s, newElicitation(alice))
 		clk.Advance(testTTL)
-		if got, err := s.OpenFor(t.Context(), alice, KindSecret, "demo_api_key", "session-1"); !errors.Is(err, ErrNotFound) {
-			t.Errorf("OpenFor an overdue flow = %v, %v; want ErrNotFound", got, err)
+		if got, err := s.OpenFor(t.Context(), alice, state.KindSecret, "demo_api_key", "session-1"); !errors.Is(err, state.ErrNotFound) {
+			t.Errorf("OpenFor an overdue flow = %v, %v; want state.ErrNotFound", got, err)
 		}
 		if got := mustGet(t, s, overdue.ID); got.State != Expired {
 			t.Errorf("overdue flow is %s, want expired", got.State)
@@ -764,7 +767,7 @@ func TestOpenForReusesOnlyTheSameUsersRunningFlowInTheSameSession(t *testing.T) 
 }
 
 func TestMalformedAndUnknownIDsAreNotFound(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		s := newStore(b, nil)
 		e := mustCreate(t, s, newElicitation(alice))
 		ids := []string{
@@ -777,17 +780,17 @@ func TestMalformedAndUnknownIDsAreNotFound(t *testing.T) {
 			"Get":     func(id string) error { _, err := s.Get(ctx, id); return err },
 			"History": func(id string) error { _, err := s.History(ctx, id); return err },
 			"Apply": func(id string) error {
-				_, err := s.Apply(ctx, id, CancelRequested, ActorUser, "test")
+				_, err := s.Apply(ctx, id, CancelRequested, state.ActorUser, "test")
 				return err
 			},
-			"Retry":          func(id string) error { _, err := s.Retry(ctx, id, ActorUser, time.Hour); return err },
-			"Requeue":        func(id string) error { _, err := s.Requeue(ctx, id, ActorOperator); return err },
+			"Retry":          func(id string) error { _, err := s.Retry(ctx, id, state.ActorUser, time.Hour); return err },
+			"Requeue":        func(id string) error { _, err := s.Requeue(ctx, id, state.ActorOperator); return err },
 			"RecordDelivery": func(id string) error { _, err := s.RecordDelivery(ctx, id, nil); return err },
 		}
 		for name, op := range ops {
 			for _, id := range ids {
-				if err := op(id); !errors.Is(err, ErrNotFound) {
-					t.Errorf("%s(%q) error = %v, want ErrNotFound", name, id, err)
+				if err := op(id); !errors.Is(err, state.ErrNotFound) {
+					t.Errorf("%s(%q) error = %v, want state.ErrNotFound", name, id, err)
 				}
 			}
 		}
@@ -798,7 +801,7 @@ func TestMalformedAndUnknownIDsAreNotFound(t *testing.T) {
 }
 
 func TestHubWakesWaitersAndListeners(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		s := newStore(b, nil)
 		var heard <-chan Notice
 		h := startHub(t, b, func(h *Hub) { heard = noticeListener(h) })
@@ -814,7 +817,7 @@ func TestHubWakesWaitersAndListeners(t *testing.T) {
 		stopped, stopStopped := h.Wait(e.ID)
 		stopStopped()
 
-		mustApply(t, s, e.ID, ClientAccept, ActorClient)
+		mustApply(t, s, e.ID, ClientAccept, state.ActorClient)
 		want := Notice{ID: e.ID, What: NoticeState, State: Consented, UserKey: alice.Key(), SessionID: "session-1"}
 		if got := receive(t, woken, "a waiter's notice"); got != want {
 			t.Errorf("waiter got %+v, want %+v", got, want)
@@ -835,8 +838,8 @@ func TestHubWakesWaitersAndListeners(t *testing.T) {
 		}
 
 		// An event that changes nothing publishes nothing; the next change wakes again.
-		mustApply(t, s, e.ID, ClientAccept, ActorClient)
-		mustApply(t, s, e.ID, CancelRequested, ActorUser)
+		mustApply(t, s, e.ID, ClientAccept, state.ActorClient)
+		mustApply(t, s, e.ID, CancelRequested, state.ActorUser)
 		if got := receive(t, heard, "the listener's next notice"); got.State != Cancelled {
 			t.Errorf("listener's next notice = %+v, want the cancel (nothing for the late accept)", got)
 		}
@@ -850,20 +853,20 @@ func TestHubSubscribesAgainAfterLosingItsConnection(t *testing.T) {
 	// Only a real redis-server can drop a client or stop and come back.
 	for _, tt := range []struct {
 		name string
-		drop func(t *testing.T, b *backend)
+		drop func(t *testing.T, b *redistest.Backend)
 	}{
-		{"client kill", func(t *testing.T, b *backend) {
-			n, err := b.rdb.ClientKillByFilter(t.Context(), "TYPE", "pubsub").Result()
+		{"client kill", func(t *testing.T, b *redistest.Backend) {
+			n, err := b.Client.ClientKillByFilter(t.Context(), "TYPE", "pubsub").Result()
 			if err != nil || n < 1 {
 				t.Fatalf("CLIENT KILL TYPE pubsub = %d, %v; want the hub's connection killed", n, err)
 			}
 		}},
-		{"server restart", func(t *testing.T, b *backend) { b.server.Restart(t) }},
+		{"server restart", func(t *testing.T, b *redistest.Backend) { b.Server.Restart(t) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			srv := redistest.Start(t)
-			b := connect(t, srv.URL(), srv)
+			b := &redistest.Backend{Client: srv.Client(t), Server: srv}
 			s := newStore(b, nil)
 			connects := make(chan struct{}, 8)
 			h := startHub(t, b, func(h *Hub) {
@@ -881,7 +884,7 @@ func TestHubSubscribesAgainAfterLosingItsConnection(t *testing.T) {
 				t.Errorf("waiter woken with %+v, want its own ID %s", n, e.ID)
 			}
 			// Notices flow on the new subscription.
-			mustApply(t, s, e.ID, BrowserOpen, ActorUser)
+			mustApply(t, s, e.ID, BrowserOpen, state.ActorUser)
 			receiveNotice(t, woken, e.ID, NoticeState, InProgress)
 		})
 	}

@@ -1,4 +1,4 @@
-package state
+package flow
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 // designDoc is the project's design document. Its state table is the specification: the
 // tests read their expectations from it, not from the package's own maps, so that the
 // document and the code cannot drift apart.
-const designDoc = "../docs/design.md"
+const designDoc = "../../docs/design.md"
 
 // stateTable returns the state table of the design document's section "State machine": the
 // lines of the one Markdown table whose header starts with "from \ event".

@@ -1,4 +1,4 @@
-package state
+package flow
 
 import (
 	"context"
@@ -7,77 +7,43 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/vault"
 )
 
-// backend is the Redis one test runs on: the embedded miniredis or a real redis-server.
-type backend struct {
-	rdb redis.UniversalClient
-	// server is the real redis-server, nil for the embedded one.
-	server *redistest.Server
-}
-
-// forEachBackend runs test against each kind of Redis urlflow runs on, each fresh: the
-// embedded miniredis, a real redis-server, a real Redis Cluster of three nodes, and a
-// primary found through a real Sentinel, as the subtests "embedded", "redis-server",
-// "redis-cluster" and "redis-sentinel". The state layer must behave the same on all.
-//
-// Tests that call it run in parallel with each other: each has its own Redis.
-func forEachBackend(t *testing.T, test func(t *testing.T, b *backend)) {
+// forEachBackend runs test on every kind of Redis (redistest.ForEachBackend).
+func forEachBackend(t *testing.T, test func(t *testing.T, b *redistest.Backend)) {
 	t.Helper()
-	t.Parallel()
-	t.Run("embedded", func(t *testing.T) {
-		t.Parallel()
-		e, err := StartEmbedded()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(e.Close)
-		test(t, connect(t, e.URL(), nil))
-	})
-	t.Run("redis-server", func(t *testing.T) {
-		t.Parallel()
-		srv := redistest.Start(t)
-		test(t, connect(t, srv.URL(), srv))
-	})
-	t.Run("redis-cluster", func(t *testing.T) {
-		t.Parallel()
-		test(t, connectTo(t, redistest.StartCluster(t, 3).URL(), Cluster, nil))
-	})
-	t.Run("redis-sentinel", func(t *testing.T) {
-		t.Parallel()
-		test(t, connectTo(t, redistest.StartSentinel(t).URL(), Sentinel, nil))
-	})
-}
-
-func connect(t testing.TB, url string, srv *redistest.Server) *backend {
-	t.Helper()
-	return connectTo(t, url, Standalone, srv)
-}
-
-func connectTo(t testing.TB, url string, topology Topology, srv *redistest.Server) *backend {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	rdb, err := Connect(ctx, url, topology)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rdb.Close() })
-	return &backend{rdb: rdb, server: srv}
+	redistest.ForEachBackend(t, test)
 }
 
 var quiet = slog.New(slog.DiscardHandler)
 
+// credentialsOn returns the credential store on b, where a completing flow stores its
+// credential.
+func credentialsOn(b *redistest.Backend) *credentials.Store {
+	return credentials.NewStore(b.Client, credentials.Options{Logger: quiet})
+}
+
+// testVault returns a vault with a fresh key ring.
+func testVault(t testing.TB) *vault.Vault {
+	t.Helper()
+	ring, err := vault.ParseKeyRing(vault.GenerateKeyRing("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vault.NewVault(ring)
+}
+
 // newStore returns a Store on b. A nil clk means the real clock.
-func newStore(b *backend, clk *clock) *Store {
+func newStore(b *redistest.Backend, clk *clock) *Store {
 	opts := StoreOptions{Logger: quiet}
 	if clk != nil {
 		opts.Now = clk.Now
 	}
-	return NewStore(b.rdb, opts)
+	return NewStore(b.Client, opts)
 }
 
 // clock is a settable clock for stores whose deadlines a test moves past on purpose.
@@ -104,9 +70,9 @@ func (c *clock) Advance(d time.Duration) {
 // woken the waiters of that subscription, so that a waiter registered afterwards wakes
 // only for a notice or a later subscription. Register listeners in setup, which runs
 // before the hub starts.
-func startHub(t *testing.T, b *backend, setup func(h *Hub)) *Hub {
+func startHub(t *testing.T, b *redistest.Backend, setup func(h *Hub)) *Hub {
 	t.Helper()
-	h := NewHub(b.rdb, quiet)
+	h := NewHub(b.Client, quiet)
 	if setup != nil {
 		setup(h)
 	}
@@ -196,20 +162,22 @@ func receiveNotice(t *testing.T, ch <-chan Notice, id string, what NoticeKind, w
 }
 
 // userFor returns a user of test t's own, for parallel subtests that share one Redis.
-func userFor(t *testing.T) User { return User{Issuer: "https://id.example", Subject: t.Name()} }
+func userFor(t *testing.T) state.User {
+	return state.User{Issuer: "https://id.example", Subject: t.Name()}
+}
 
 // Fixtures shared by the store tests.
 var (
-	alice = User{Issuer: "https://id.example", Subject: "alice"}
-	bob   = User{Issuer: "https://id.example", Subject: "bob"}
+	alice = state.User{Issuer: "https://id.example", Subject: "alice"}
+	bob   = state.User{Issuer: "https://id.example", Subject: "bob"}
 )
 
 const testTTL = 10 * time.Minute
 
-func newElicitation(user User) NewElicitation {
+func newElicitation(user state.User) NewElicitation {
 	return NewElicitation{
-		User: user, Kind: KindSecret, Target: "demo_api_key", Purpose: "Enter your demo API key",
-		Client: ClientInfo{Name: "inspector", Version: "1.0"}, SessionID: "session-1",
+		User: user, Kind: state.KindSecret, Target: "demo_api_key", Purpose: "Enter your demo API key",
+		Client: state.ClientInfo{Name: "inspector", Version: "1.0"}, SessionID: "session-1",
 		Replica: "replica-a", TTL: testTTL,
 	}
 }
@@ -241,7 +209,7 @@ func mustHistory(t *testing.T, s *Store, id string) []Entry {
 	return h
 }
 
-func mustApply(t testing.TB, s *Store, id string, ev Event, actor Actor, opts ...ApplyOption) Change {
+func mustApply(t testing.TB, s *Store, id string, ev Event, actor state.Actor, opts ...ApplyOption) Change {
 	t.Helper()
 	c, err := s.Apply(t.Context(), id, ev, actor, "test", opts...)
 	if err != nil {
@@ -283,11 +251,11 @@ func reach(t *testing.T, s *Store, clk *clock, n NewElicitation, want State) *El
 }
 
 // eventActor is who causes each event in these tests.
-var eventActor = map[Event]Actor{
-	ClientAccept: ActorClient, ClientDecline: ActorClient, ClientCancel: ActorClient,
-	NoAnswer: ActorSystem, BrowserOpen: ActorUser, Verified: ActorSystem, VerifyFailed: ActorSystem,
-	PageDecline: ActorUser, CancelRequested: ActorOperator, DeadlinePassed: ActorSystem,
-	Created: ActorClient, OtherUserOpened: ActorOther, PageContinue: ActorUser,
-	InputRejected: ActorUser, LatePost: ActorUser, Notified: ActorSystem,
-	NotifyRequeued: ActorOperator, RetriedAs: ActorUser,
+var eventActor = map[Event]state.Actor{
+	ClientAccept: state.ActorClient, ClientDecline: state.ActorClient, ClientCancel: state.ActorClient,
+	NoAnswer: state.ActorSystem, BrowserOpen: state.ActorUser, Verified: state.ActorSystem, VerifyFailed: state.ActorSystem,
+	PageDecline: state.ActorUser, CancelRequested: state.ActorOperator, DeadlinePassed: state.ActorSystem,
+	Created: state.ActorClient, OtherUserOpened: state.ActorOther, PageContinue: state.ActorUser,
+	InputRejected: state.ActorUser, LatePost: state.ActorUser, Notified: state.ActorSystem,
+	NotifyRequeued: state.ActorOperator, RetriedAs: state.ActorUser,
 }

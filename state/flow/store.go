@@ -1,4 +1,4 @@
-package state
+package flow
 
 import (
 	"context"
@@ -11,16 +11,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/counters"
+	"github.com/urlflow/urlflow/state/credentials"
 )
 
-// Errors that callers branch on.
-var (
-	// ErrNotFound: no such elicitation, credential or session (or a malformed ID).
-	ErrNotFound = errors.New("not found")
-	// ErrConflict: the operation does not apply to the current state (for example a
-	// second new attempt from the same ended elicitation).
-	ErrConflict = errors.New("conflict")
-)
+// ErrConflict is returned when an operation does not apply to an elicitation's current
+// state, for example a second new attempt from the same ended elicitation. A lookup of
+// something that does not exist returns state.ErrNotFound.
+var ErrConflict = errors.New("conflict")
 
 // maxCASAttempts bounds the optimistic retries of one update under contention.
 const maxCASAttempts = 64
@@ -37,19 +36,23 @@ type StoreOptions struct {
 	Retention time.Duration
 	// Logger receives transition logs; slog.Default() if nil.
 	Logger *slog.Logger
+	// Counters counts creations and transitions; nothing is counted if nil.
+	Counters *counters.Counters
 }
 
-// Store keeps elicitations, their history and credentials in Redis.
+// Store keeps elicitations and their history in Redis, and stores the credential of a flow
+// that completes in the same step.
 type Store struct {
 	rdb       redis.UniversalClient
 	now       func() time.Time
 	retention time.Duration
 	log       *slog.Logger
+	counters  *counters.Counters
 }
 
 // NewStore returns a Store on rdb.
 func NewStore(rdb redis.UniversalClient, opts StoreOptions) *Store {
-	s := &Store{rdb: rdb, now: opts.Now, retention: opts.Retention, log: opts.Logger}
+	s := &Store{rdb: rdb, now: opts.Now, retention: opts.Retention, log: opts.Logger, counters: opts.Counters}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -62,21 +65,18 @@ func NewStore(rdb redis.UniversalClient, opts StoreOptions) *Store {
 	return s
 }
 
-// Redis returns the client the store works on.
-func (s *Store) Redis() redis.UniversalClient { return s.rdb }
-
 // Now returns the store's current time.
 func (s *Store) Now() time.Time { return s.now() }
 
 // NewElicitation describes an elicitation to create.
 type NewElicitation struct {
-	User      User
-	Kind      Kind
+	User      state.User
+	Kind      state.Kind
 	Target    string
 	Purpose   string
 	Replace   bool
 	Scopes    []string
-	Client    ClientInfo
+	Client    state.ClientInfo
 	SessionID string
 	Replica   string
 	// TTL is the time from creation to the deadline.
@@ -89,7 +89,7 @@ func (s *Store) Create(ctx context.Context, n NewElicitation) (*Elicitation, err
 	if err != nil {
 		return nil, err
 	}
-	entry := Entry{At: e.CreatedAt, Event: Created, Actor: ActorClient, To: Pending, Reason: n.Purpose}
+	entry := Entry{At: e.CreatedAt, Event: Created, Actor: state.ActorClient, To: Pending, Reason: n.Purpose}
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		return s.writeNew(ctx, p, e, entry)
 	})
@@ -101,7 +101,7 @@ func (s *Store) Create(ctx context.Context, n NewElicitation) (*Elicitation, err
 	}
 	s.log.InfoContext(ctx, "elicitation created", "elicitation_id", e.ID, "user", e.User.Key(),
 		"kind", e.Kind, "target", e.Target, "session", e.SessionID)
-	s.Count(ctx, "urlflow_elicitations_created_total", "kind", string(e.Kind))
+	s.counters.Add(ctx, "urlflow_elicitations_created_total", "kind", string(e.Kind))
 	return e, nil
 }
 
@@ -175,11 +175,11 @@ func (s *Store) appendHistory(ctx context.Context, p redis.Pipeliner, e *Elicita
 // userKeyOf returns the user key of elicitation id.
 func (s *Store) userKeyOf(ctx context.Context, id string) (string, error) {
 	if !ValidID(id) {
-		return "", ErrNotFound
+		return "", state.ErrNotFound
 	}
 	uk, err := s.rdb.Get(ctx, indexKey(id)).Result()
 	if errors.Is(err, redis.Nil) {
-		return "", ErrNotFound
+		return "", state.ErrNotFound
 	}
 	if err != nil {
 		return "", fmt.Errorf("look up elicitation %s: %w", id, err)
@@ -190,7 +190,7 @@ func (s *Store) userKeyOf(ctx context.Context, id string) (string, error) {
 func load(ctx context.Context, c redis.Cmdable, userKey, id string) (*Elicitation, error) {
 	doc, err := c.Get(ctx, elicitationKey(userKey, id)).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return nil, ErrNotFound
+		return nil, state.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read elicitation %s: %w", id, err)
@@ -223,7 +223,7 @@ func (s *Store) expireIfOverdue(ctx context.Context, userKey, id string) (*Elici
 	if !e.Overdue(s.now()) {
 		return e, false, nil
 	}
-	c, err := s.Apply(ctx, id, DeadlinePassed, ActorSystem, "deadline passed")
+	c, err := s.Apply(ctx, id, DeadlinePassed, state.ActorSystem, "deadline passed")
 	if err != nil {
 		return nil, false, err
 	}
@@ -266,14 +266,14 @@ func (c Change) Changed() bool { return c.From != c.To }
 type ApplyOption func(*applyConfig)
 
 type applyConfig struct {
-	credential *Credential
+	credential *credentials.Credential
 	replaced   bool
 }
 
 // WithCredential stores c for the elicitation's user in the same atomic step that moves
 // the elicitation to complete. If the event does not complete the elicitation (it ended
 // meanwhile), c is not stored.
-func WithCredential(c *Credential) ApplyOption {
+func WithCredential(c *credentials.Credential) ApplyOption {
 	return func(a *applyConfig) { a.credential = c }
 }
 
@@ -282,7 +282,7 @@ func WithCredential(c *Credential) ApplyOption {
 // to the new state (usually changing nothing). Every event, also one that changes nothing,
 // is appended to the history. An overdue elicitation is expired before ev is applied.
 // A cell marked "cannot happen" is recorded and returns ErrImpossible.
-func (s *Store) Apply(ctx context.Context, id string, ev Event, actor Actor, reason string, opts ...ApplyOption) (Change, error) {
+func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Actor, reason string, opts ...ApplyOption) (Change, error) {
 	var cfg applyConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -293,7 +293,7 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor Actor, rea
 	}
 	watched := []string{elicitationKey(uk, id)}
 	if cfg.credential != nil {
-		watched = append(watched, credentialKey(uk, cfg.credential.Name))
+		watched = append(watched, credentials.Key(uk, cfg.credential.Name))
 	}
 	for range maxCASAttempts {
 		var (
@@ -336,7 +336,7 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor Actor, rea
 }
 
 // apply computes the change ev makes to e (which it modifies) without writing anything.
-func (s *Store) apply(e *Elicitation, ev Event, actor Actor, reason string) (Change, error) {
+func (s *Store) apply(e *Elicitation, ev Event, actor state.Actor, reason string) (Change, error) {
 	from := e.State
 	now := s.now().UTC()
 	if e.Overdue(now) {
@@ -356,7 +356,7 @@ func (s *Store) apply(e *Elicitation, ev Event, actor Actor, reason string) (Cha
 // queueChange queues the writes of change in the user's slot: the record when the state
 // changed, the history entries, the credential, and the undelivered mark of a flow that
 // ended.
-func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, c Change, ev Event, actor Actor, reason string, cfg applyConfig) error {
+func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, c Change, ev Event, actor state.Actor, reason string, cfg applyConfig) error {
 	e := c.Elicitation
 	now := e.UpdatedAt
 	if !c.Changed() {
@@ -365,7 +365,7 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, c Change, ev
 	from := c.From
 	if from != Expired && e.State == Expired && ev != DeadlinePassed {
 		// The deadline had passed before ev arrived: record the expiry first.
-		deadline := Entry{At: now, Event: DeadlinePassed, Actor: ActorSystem, From: from, To: Expired, Reason: "deadline passed"}
+		deadline := Entry{At: now, Event: DeadlinePassed, Actor: state.ActorSystem, From: from, To: Expired, Reason: "deadline passed"}
 		if err := s.appendHistory(ctx, p, e, deadline); err != nil {
 			return err
 		}
@@ -382,7 +382,7 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, c Change, ev
 		return err
 	}
 	if cfg.credential != nil && e.State == Complete {
-		if err := s.queueCredential(ctx, p, e.User, cfg.credential, cfg.replaced); err != nil {
+		if err := credentials.Queue(ctx, p, e.User, cfg.credential, cfg.replaced); err != nil {
 			return err
 		}
 	}
@@ -396,7 +396,7 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, c Change, ev
 
 // afterChange logs a change and, when the state changed, publishes it and tidies the
 // deadline index. Both are outside the user's slot; the record is already the truth.
-func (s *Store) afterChange(ctx context.Context, c Change, ev Event, actor Actor) {
+func (s *Store) afterChange(ctx context.Context, c Change, ev Event, actor state.Actor) {
 	e := c.Elicitation
 	if !c.Changed() {
 		s.log.DebugContext(ctx, "elicitation event without change", "elicitation_id", e.ID,
@@ -405,7 +405,7 @@ func (s *Store) afterChange(ctx context.Context, c Change, ev Event, actor Actor
 	}
 	s.log.InfoContext(ctx, "elicitation transition", "elicitation_id", e.ID, "user", e.User.Key(),
 		"event", ev, "actor", actor, "from", c.From, "to", c.To)
-	s.Count(ctx, "urlflow_elicitation_transitions_total", "kind", string(e.Kind), "to", string(c.To))
+	s.counters.Add(ctx, "urlflow_elicitation_transitions_total", "kind", string(e.Kind), "to", string(c.To))
 	if e.State.Terminal() {
 		if err := s.rdb.ZRem(ctx, deadlinesKey, e.ID).Err(); err != nil {
 			s.log.WarnContext(ctx, "deadline index not tidied; the sweeper will", "elicitation_id", e.ID, "err", err)
@@ -460,10 +460,10 @@ func (s *Store) update(ctx context.Context, id string, fn func(e *Elicitation, p
 
 // OpenFor returns the running elicitation of user for kind and target started in MCP
 // session sessionID (or outside any session when sessionID is empty), or ErrNotFound.
-func (s *Store) OpenFor(ctx context.Context, user User, kind Kind, target, sessionID string) (*Elicitation, error) {
+func (s *Store) OpenFor(ctx context.Context, user state.User, kind state.Kind, target, sessionID string) (*Elicitation, error) {
 	id, err := s.rdb.Get(ctx, openKey(user.Key(), kind, target, sessionID)).Result()
 	if errors.Is(err, redis.Nil) {
-		return nil, ErrNotFound
+		return nil, state.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("look up open elicitation: %w", err)
@@ -473,7 +473,7 @@ func (s *Store) OpenFor(ctx context.Context, user User, kind Kind, target, sessi
 		return nil, err
 	}
 	if e.State.Terminal() || e.User != user {
-		return nil, ErrNotFound
+		return nil, state.ErrNotFound
 	}
 	return e, nil
 }
@@ -481,7 +481,7 @@ func (s *Store) OpenFor(ctx context.Context, user User, kind Kind, target, sessi
 // Retry starts a new attempt of elicitation id, which must have ended without success, for
 // the same user, purpose and MCP session, and links the two both ways in one atomic step.
 // It returns ErrConflict if id is still running, complete, or was already retried.
-func (s *Store) Retry(ctx context.Context, id string, actor Actor, ttl time.Duration) (*Elicitation, error) {
+func (s *Store) Retry(ctx context.Context, id string, actor state.Actor, ttl time.Duration) (*Elicitation, error) {
 	uk, err := s.userKeyOf(ctx, id)
 	if err != nil {
 		return nil, err
@@ -555,7 +555,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	for _, id := range ids {
 		e, changed, err := s.expire(ctx, id)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, state.ErrNotFound):
 			s.rdb.ZRem(ctx, deadlinesKey, id)
 		case err != nil:
 			return expired, err
@@ -590,4 +590,12 @@ func (s *Store) RunSweeper(ctx context.Context, interval time.Duration) {
 			}
 		}
 	}
+}
+
+// Ping checks that Redis answers, for readiness.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("ping Redis: %w", err)
+	}
+	return nil
 }

@@ -1,10 +1,12 @@
-package state
+package flow
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/urlflow/urlflow/state"
 )
 
 // OAuthAttempt is a third-party authorization in progress: what urlflow keeps between
@@ -20,23 +22,23 @@ type OAuthAttempt struct {
 	StartedAt      time.Time `json:"startedAt"`
 }
 
-// SaveOAuthAttempt keeps a for ttl under its state parameter.
-func (s *Store) SaveOAuthAttempt(ctx context.Context, state string, a OAuthAttempt, ttl time.Duration) error {
+// SaveOAuthAttempt keeps a for ttl under its state parameter param.
+func (s *Store) SaveOAuthAttempt(ctx context.Context, param string, a OAuthAttempt, ttl time.Duration) error {
 	doc, err := json.Marshal(a)
 	if err != nil {
 		return fmt.Errorf("encode authorization attempt: %w", err)
 	}
-	if err := s.rdb.Set(ctx, oauthAttemptKey(state), doc, ttl).Err(); err != nil {
+	if err := s.rdb.Set(ctx, oauthAttemptKey(param), doc, ttl).Err(); err != nil {
 		return fmt.Errorf("save authorization attempt: %w", err)
 	}
 	return nil
 }
 
-// TakeOAuthAttempt returns the attempt of state and deletes it, so that a state is spent
-// once: a replayed or late callback gets ErrNotFound.
-func (s *Store) TakeOAuthAttempt(ctx context.Context, state string) (*OAuthAttempt, error) {
+// TakeOAuthAttempt returns the attempt of state parameter param and deletes it, so that a
+// state is spent once: a replayed or late callback gets state.ErrNotFound.
+func (s *Store) TakeOAuthAttempt(ctx context.Context, param string) (*OAuthAttempt, error) {
 	var a OAuthAttempt
-	if err := decodeDoc(s.rdb.GetDel(ctx, oauthAttemptKey(state)), "authorization attempt", &a); err != nil {
+	if err := state.DecodeJSON(s.rdb.GetDel(ctx, oauthAttemptKey(param)), "authorization attempt", &a); err != nil {
 		return nil, err
 	}
 	return &a, nil

@@ -1,4 +1,4 @@
-package state
+package flow
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/urlflow/urlflow/state"
 )
 
 // RecordDelivery records one attempt to write the completion notification of elicitation
@@ -22,7 +23,7 @@ func (s *Store) RecordDelivery(ctx context.Context, id string, attemptErr error)
 		e.Delivery.WrittenAt = &now
 		e.Delivery.LastError = ""
 		p.SRem(ctx, undeliveredKey(e.User.Key(), e.SessionID), e.ID)
-		return true, &Entry{At: now, Event: Notified, Actor: ActorSystem, From: e.State, To: e.State,
+		return true, &Entry{At: now, Event: Notified, Actor: state.ActorSystem, From: e.State, To: e.State,
 			Reason: "completion notification written to the session's stream"}, nil
 	})
 	if err != nil {
@@ -46,7 +47,7 @@ func (s *Store) SkipDelivery(ctx context.Context, id, why string) (*Elicitation,
 // Requeue asks for the completion notification of ended elicitation id to be sent to its
 // session again, and publishes the wake-up. It returns ErrConflict if id is still running or
 // has no session.
-func (s *Store) Requeue(ctx context.Context, id string, actor Actor) (*Elicitation, error) {
+func (s *Store) Requeue(ctx context.Context, id string, actor state.Actor) (*Elicitation, error) {
 	e, err := s.update(ctx, id, func(e *Elicitation, p redis.Pipeliner) (bool, *Entry, error) {
 		if !e.State.Terminal() {
 			return false, nil, fmt.Errorf("requeue notification of %s in state %s: %w", e.ID, e.State, ErrConflict)
@@ -71,7 +72,7 @@ func (s *Store) Requeue(ctx context.Context, id string, actor Actor) (*Elicitati
 
 // Undelivered returns the IDs of the ended elicitations of user whose completion
 // notification has not been written to MCP session sessionID.
-func (s *Store) Undelivered(ctx context.Context, user User, sessionID string) ([]string, error) {
+func (s *Store) Undelivered(ctx context.Context, user state.User, sessionID string) ([]string, error) {
 	ids, err := s.rdb.SMembers(ctx, undeliveredKey(user.Key(), sessionID)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read undelivered notifications of session: %w", err)
@@ -115,7 +116,7 @@ func (s *Store) publish(ctx context.Context, e *Elicitation, what NoticeKind) {
 
 // IsUndelivered reports whether the completion notification of elicitation id is still
 // owed to MCP session sessionID of user.
-func (s *Store) IsUndelivered(ctx context.Context, user User, sessionID, id string) (bool, error) {
+func (s *Store) IsUndelivered(ctx context.Context, user state.User, sessionID, id string) (bool, error) {
 	ok, err := s.rdb.SIsMember(ctx, undeliveredKey(user.Key(), sessionID), id).Result()
 	if err != nil {
 		return false, fmt.Errorf("read undelivered notifications of session: %w", err)

@@ -1,41 +1,40 @@
-package state
+package flow
 
 import (
 	"fmt"
 	"testing"
 
 	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/credentials"
 )
 
 // The benchmarks of this file measure the Redis work of one elicitation on both backends:
 //
-//	go test -run='^$' -bench=. -benchmem ./state
+//	go test -run='^$' -bench=. -benchmem ./state/flow
 //
 // docs/performance.md records a run and what it means.
 
 // forEachBackendBench runs bench once against the embedded Redis and once against a real
 // redis-server, as the sub-benchmarks "embedded" and "redis-server".
-func forEachBackendBench(b *testing.B, bench func(b *testing.B, s *Store)) {
+func forEachBackendBench(b *testing.B, bench func(b *testing.B, s *Store, creds *credentials.Store)) {
 	b.Run("embedded", func(b *testing.B) {
-		e, err := StartEmbedded()
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(e.Close)
-		bench(b, newStore(connect(b, e.URL(), nil), nil))
+		be := redistest.StartEmbedded(b)
+		bench(b, newStore(be, nil), credentialsOn(be))
 	})
 	b.Run("redis-server", func(b *testing.B) {
 		srv := redistest.Start(b)
-		bench(b, newStore(connect(b, srv.URL(), srv), nil))
+		be := &redistest.Backend{Client: srv.Client(b), Server: srv}
+		bench(b, newStore(be, nil), credentialsOn(be))
 	})
 }
 
 // BenchmarkCreate measures creating an elicitation: what every credential tool does when
 // the credential is missing.
 func BenchmarkCreate(b *testing.B) {
-	forEachBackendBench(b, func(b *testing.B, s *Store) {
+	forEachBackendBench(b, func(b *testing.B, s *Store, creds *credentials.Store) {
 		for i := 0; b.Loop(); i++ {
-			mustCreate(b, s, newElicitation(User{Issuer: "https://id.example", Subject: fmt.Sprint("user-", i)}))
+			mustCreate(b, s, newElicitation(state.User{Issuer: "https://id.example", Subject: fmt.Sprint("user-", i)}))
 		}
 	})
 }
@@ -45,13 +44,13 @@ func BenchmarkCreate(b *testing.B) {
 // stored with its elicitation completing, in one transaction.
 func BenchmarkSecretFlow(b *testing.B) {
 	v := testVault(b)
-	forEachBackendBench(b, func(b *testing.B, s *Store) {
+	forEachBackendBench(b, func(b *testing.B, s *Store, creds *credentials.Store) {
 		for i := 0; b.Loop(); i++ {
-			user := User{Issuer: "https://id.example", Subject: fmt.Sprint("user-", i)}
+			user := state.User{Issuer: "https://id.example", Subject: fmt.Sprint("user-", i)}
 			e := mustCreate(b, s, newElicitation(user))
-			mustApply(b, s, e.ID, ClientAccept, ActorClient)
-			mustApply(b, s, e.ID, BrowserOpen, ActorUser)
-			c := mustApply(b, s, e.ID, Verified, ActorUser, WithCredential(vaultCredential(b, v, user, e.ID, "s3cret", s.Now())))
+			mustApply(b, s, e.ID, ClientAccept, state.ActorClient)
+			mustApply(b, s, e.ID, BrowserOpen, state.ActorUser)
+			c := mustApply(b, s, e.ID, Verified, state.ActorUser, WithCredential(vaultCredential(b, v, user, e.ID, "s3cret", s.Now())))
 			if c.To != Complete {
 				b.Fatalf("flow ended %s, want complete", c.To)
 			}
@@ -62,7 +61,7 @@ func BenchmarkSecretFlow(b *testing.B) {
 // BenchmarkGet measures reading an elicitation by its ID, as every page, status call and
 // recovery API request does.
 func BenchmarkGet(b *testing.B) {
-	forEachBackendBench(b, func(b *testing.B, s *Store) {
+	forEachBackendBench(b, func(b *testing.B, s *Store, creds *credentials.Store) {
 		e := mustCreate(b, s, newElicitation(alice))
 		for b.Loop() {
 			mustGet(b, s, e.ID)
@@ -73,11 +72,11 @@ func BenchmarkGet(b *testing.B) {
 // BenchmarkEventThatChangesNothing measures a late event on an ended elicitation: it is
 // recorded in the history and nothing else changes.
 func BenchmarkEventThatChangesNothing(b *testing.B) {
-	forEachBackendBench(b, func(b *testing.B, s *Store) {
+	forEachBackendBench(b, func(b *testing.B, s *Store, creds *credentials.Store) {
 		e := mustCreate(b, s, newElicitation(alice))
-		mustApply(b, s, e.ID, CancelRequested, ActorUser)
+		mustApply(b, s, e.ID, CancelRequested, state.ActorUser)
 		for b.Loop() {
-			if c := mustApply(b, s, e.ID, ClientAccept, ActorClient); c.Changed() {
+			if c := mustApply(b, s, e.ID, ClientAccept, state.ActorClient); c.Changed() {
 				b.Fatalf("a late accept changed %s to %s", c.From, c.To)
 			}
 		}
@@ -88,12 +87,12 @@ func BenchmarkEventThatChangesNothing(b *testing.B) {
 // every call_api.
 func BenchmarkCredential(b *testing.B) {
 	v := testVault(b)
-	forEachBackendBench(b, func(b *testing.B, s *Store) {
+	forEachBackendBench(b, func(b *testing.B, s *Store, creds *credentials.Store) {
 		e := mustCreate(b, s, newElicitation(alice))
-		mustApply(b, s, e.ID, BrowserOpen, ActorUser)
-		mustApply(b, s, e.ID, Verified, ActorUser, WithCredential(vaultCredential(b, v, alice, e.ID, "s3cret", s.Now())))
+		mustApply(b, s, e.ID, BrowserOpen, state.ActorUser)
+		mustApply(b, s, e.ID, Verified, state.ActorUser, WithCredential(vaultCredential(b, v, alice, e.ID, "s3cret", s.Now())))
 		for b.Loop() {
-			c, err := s.Credential(b.Context(), alice, "demo_api_key")
+			c, err := creds.Get(b.Context(), alice, "demo_api_key")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -107,7 +106,7 @@ func BenchmarkCredential(b *testing.B) {
 // BenchmarkVault measures sealing and opening a credential without Redis.
 func BenchmarkVault(b *testing.B) {
 	v := testVault(b)
-	secret := NewSecret("demo_0123456789abcdef0123456789abcdef")
+	secret := state.NewSecret("demo_0123456789abcdef0123456789abcdef")
 	b.Run("seal", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := v.Seal(alice, "demo_api_key", secret); err != nil {

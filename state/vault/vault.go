@@ -1,4 +1,10 @@
-package state
+// Package vault seals credentials with envelope encryption under the key ring from
+// configuration (URLFLOW_KEYS), and derives the service's other keys from it.
+//
+// The one idea to hold: a sealed value opens only for the user and the name it was sealed
+// for (both are in the associated data), and only while the key ring still holds the key
+// that wrapped it; the first key of the ring is active, the others only open.
+package vault
 
 import (
 	"crypto/aes"
@@ -11,6 +17,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/urlflow/urlflow/state"
 )
 
 // KeySize is the size of every key in a KeyRing: AES-256.
@@ -109,12 +117,12 @@ func NewVault(ring *KeyRing) *Vault { return &Vault{ring: ring} }
 // another user or name, or tampering.
 var ErrUnopenable = errors.New("credential does not open")
 
-func associatedData(user User, name string) []byte {
+func associatedData(user state.User, name string) []byte {
 	return []byte("urlflow credential v1\x00" + user.Key() + "\x00" + name)
 }
 
 // Seal encrypts secret for user's credential name with the active key.
-func (v *Vault) Seal(user User, name string, secret Secret) (Sealed, error) {
+func (v *Vault) Seal(user state.User, name string, secret state.Secret) (Sealed, error) {
 	ad := associatedData(user, name)
 	dataKey := randomBytes(KeySize)
 	ct, err := gcmSeal(dataKey, []byte(secret.Reveal()), ad)
@@ -131,21 +139,21 @@ func (v *Vault) Seal(user User, name string, secret Secret) (Sealed, error) {
 
 // Open decrypts user's credential name. It returns ErrUnopenable when the value was sealed
 // for someone or something else, with an unknown key, or was changed.
-func (v *Vault) Open(user User, name string, s Sealed) (Secret, error) {
+func (v *Vault) Open(user state.User, name string, s Sealed) (state.Secret, error) {
 	kek, ok := v.ring.key(s.KeyID)
 	if !ok {
-		return Secret{}, fmt.Errorf("open credential %s: key %q not in the key ring: %w", name, s.KeyID, ErrUnopenable)
+		return state.Secret{}, fmt.Errorf("open credential %s: key %q not in the key ring: %w", name, s.KeyID, ErrUnopenable)
 	}
 	ad := associatedData(user, name)
 	dataKey, err := gcmOpen(kek, s.WrappedKey, ad)
 	if err != nil {
-		return Secret{}, fmt.Errorf("open credential %s: %w", name, ErrUnopenable)
+		return state.Secret{}, fmt.Errorf("open credential %s: %w", name, ErrUnopenable)
 	}
 	plain, err := gcmOpen(dataKey, s.Ciphertext, ad)
 	if err != nil {
-		return Secret{}, fmt.Errorf("open credential %s: %w", name, ErrUnopenable)
+		return state.Secret{}, fmt.Errorf("open credential %s: %w", name, ErrUnopenable)
 	}
-	return NewSecret(string(plain)), nil
+	return state.NewSecret(string(plain)), nil
 }
 
 // gcmSeal returns nonce || AES-GCM(key, plain, ad).

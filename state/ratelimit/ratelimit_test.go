@@ -1,9 +1,13 @@
-package state
+package ratelimit
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/state"
 )
 
 func TestParseLimit(t *testing.T) {
@@ -21,13 +25,20 @@ func TestParseLimit(t *testing.T) {
 	}
 }
 
+var (
+	alice = state.User{Issuer: "https://id.example", Subject: "alice"}
+	bob   = state.User{Issuer: "https://id.example", Subject: "bob"}
+)
+
 func TestAllowCountsPerUserKindAndWindow(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *backend) {
-		clk := newClock()
-		clk.Advance(10 * time.Second) // 12:00:10, so that the window ends in 50s
-		s := newStore(b, clk)
+	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		now := time.Date(2026, 3, 1, 12, 0, 10, 0, time.UTC) // the window ends in 50s
+		var mu sync.Mutex
+		clk := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+		s := NewLimiter(b.Client, clk)
 		limit := Limit{Events: 3, Window: time.Minute}
-		allow := func(u User, what string) Decision {
+		allow := func(u state.User, what string) Decision {
 			t.Helper()
 			d, err := s.Allow(t.Context(), u, what, limit)
 			if err != nil {
@@ -43,7 +54,7 @@ func TestAllowCountsPerUserKindAndWindow(t *testing.T) {
 		if d := allow(alice, "mcp"); d != (Decision{RetryAfter: 50 * time.Second, FirstRefusal: true}) {
 			t.Fatalf("the fourth event: %+v; want the first refusal, for 50s", d)
 		}
-		clk.Advance(20 * time.Second)
+		advance(20 * time.Second)
 		if d := allow(alice, "mcp"); d != (Decision{RetryAfter: 30 * time.Second}) {
 			t.Fatalf("the fifth event: %+v; want a refusal for 30s, not the first", d)
 		}
@@ -53,7 +64,7 @@ func TestAllowCountsPerUserKindAndWindow(t *testing.T) {
 		if d := allow(alice, "page"); !d.Allowed {
 			t.Error("another kind of event was refused")
 		}
-		clk.Advance(30 * time.Second)
+		advance(30 * time.Second)
 		if d := allow(alice, "mcp"); !d.Allowed {
 			t.Error("the first event of the next window was refused")
 		}

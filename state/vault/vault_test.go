@@ -1,4 +1,4 @@
-package state
+package vault
 
 import (
 	"bytes"
@@ -7,9 +7,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/urlflow/urlflow/state"
 )
 
 // testVault returns a Vault on a fresh one-key ring.
+var (
+	alice = state.User{Issuer: "https://id.example", Subject: "alice"}
+	bob   = state.User{Issuer: "https://id.example", Subject: "bob"}
+)
+
 func testVault(t testing.TB) *Vault {
 	t.Helper()
 	return NewVault(mustParseKeyRing(t, GenerateKeyRing("test")))
@@ -137,7 +144,7 @@ func TestGenerateKeyRingMakesAFreshUsableRing(t *testing.T) {
 func TestSealThenOpenReturnsTheSecret(t *testing.T) {
 	v := testVault(t)
 	for _, value := range []string{"", "s3cret", "ünïcödé ✓ \x00 binary", strings.Repeat("long ", 4000)} {
-		sealed, err := v.Seal(alice, "demo_api_key", NewSecret(value))
+		sealed, err := v.Seal(alice, "demo_api_key", state.NewSecret(value))
 		if err != nil {
 			t.Fatalf("Seal: %v", err)
 		}
@@ -155,8 +162,8 @@ func TestSealThenOpenReturnsTheSecret(t *testing.T) {
 			t.Errorf("Open = %q, want %q", got.Reveal(), value)
 		}
 	}
-	a, _ := v.Seal(alice, "demo_api_key", NewSecret("same"))
-	b, _ := v.Seal(alice, "demo_api_key", NewSecret("same"))
+	a, _ := v.Seal(alice, "demo_api_key", state.NewSecret("same"))
+	b, _ := v.Seal(alice, "demo_api_key", state.NewSecret("same"))
 	if bytes.Equal(a.Ciphertext, b.Ciphertext) || bytes.Equal(a.WrappedKey, b.WrappedKey) {
 		t.Errorf("two seals of the same value are equal: data key or nonce reused")
 	}
@@ -165,11 +172,11 @@ func TestSealThenOpenReturnsTheSecret(t *testing.T) {
 func TestOpenRefusesWhatWasNotSealedForIt(t *testing.T) {
 	const value = "s3cret-value"
 	v := testVault(t)
-	sealed, err := v.Seal(alice, "demo_api_key", NewSecret(value))
+	sealed, err := v.Seal(alice, "demo_api_key", state.NewSecret(value))
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := v.Seal(alice, "demo_api_key", NewSecret("other"))
+	other, err := v.Seal(alice, "demo_api_key", state.NewSecret("other"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,12 +188,12 @@ func TestOpenRefusesWhatWasNotSealedForIt(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		vault  *Vault
-		user   User
+		user   state.User
 		secret string
 		sealed Sealed
 	}{
 		{"another user", v, bob, "demo_api_key", sealed},
-		{"same subject at another issuer", v, User{Issuer: "https://evil.example", Subject: "alice"}, "demo_api_key", sealed},
+		{"same subject at another issuer", v, state.User{Issuer: "https://evil.example", Subject: "alice"}, "demo_api_key", sealed},
 		{"another name", v, alice, "other_key", sealed},
 		{"ciphertext changed at the end", v, alice, "demo_api_key", Sealed{sealed.KeyID, sealed.WrappedKey, flip(sealed.Ciphertext, -1)}},
 		{"ciphertext nonce changed", v, alice, "demo_api_key", Sealed{sealed.KeyID, sealed.WrappedKey, flip(sealed.Ciphertext, 0)}},
@@ -218,7 +225,7 @@ func TestOpenRefusesWhatWasNotSealedForIt(t *testing.T) {
 func TestRotatedRingOpensOldSealsAndSealsWithTheNewKey(t *testing.T) {
 	a, b := "A:"+std(material(10, KeySize)), "B:"+std(material(20, KeySize))
 	before := NewVault(mustParseKeyRing(t, a))
-	old, err := before.Seal(alice, "demo_api_key", NewSecret("sealed under A"))
+	old, err := before.Seal(alice, "demo_api_key", state.NewSecret("sealed under A"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +234,7 @@ func TestRotatedRingOpensOldSealsAndSealsWithTheNewKey(t *testing.T) {
 	if got, err := after.Open(alice, "demo_api_key", old); err != nil || got.Reveal() != "sealed under A" {
 		t.Errorf("rotated ring opens the old seal as %q, %v", got.Reveal(), err)
 	}
-	fresh, err := after.Seal(alice, "demo_api_key", NewSecret("sealed under B"))
+	fresh, err := after.Seal(alice, "demo_api_key", state.NewSecret("sealed under B"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +300,7 @@ func FuzzParseKeyRing(f *testing.F) {
 			t.Fatalf("accepted ring %q has no usable active key", text)
 		}
 		v := NewVault(r)
-		sealed, err := v.Seal(alice, "fuzz", NewSecret("value"))
+		sealed, err := v.Seal(alice, "fuzz", state.NewSecret("value"))
 		if err != nil {
 			t.Fatalf("Seal with accepted ring %q: %v", text, err)
 		}

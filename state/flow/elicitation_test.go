@@ -1,22 +1,23 @@
-package state
+package flow
 
 import (
 	"net/url"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/urlflow/urlflow/state"
 )
 
 func TestViewShowsTheURLOnlyWhileTheFlowRuns(t *testing.T) {
 	const link = "https://urlflow.example/e/ID"
-	history := []Entry{{Event: Created, Actor: ActorClient, To: Pending}}
+	history := []Entry{{Event: Created, Actor: state.ActorClient, To: Pending}}
 	for _, s := range States {
-		e := &Elicitation{ID: "ID", User: alice, Kind: KindOAuth, Target: "acme", State: s, RetryOf: "OLD"}
+		e := &Elicitation{ID: "ID", User: alice, Kind: state.KindOAuth, Target: "acme", State: s, RetryOf: "OLD"}
 		v := e.View(link, history)
 		if want := !s.Terminal(); (v.URL == link) != want {
 			t.Errorf("%s: View URL = %q, want it shown: %v", s, v.URL, want)
 		}
-		if v.ID != "ID" || v.State != s || v.Kind != KindOAuth || v.Target != "acme" || v.RetryOf != "OLD" || len(v.History) != 1 {
+		if v.ID != "ID" || v.State != s || v.Kind != state.KindOAuth || v.Target != "acme" || v.RetryOf != "OLD" || len(v.History) != 1 {
 			t.Errorf("%s: View = %+v", s, v)
 		}
 	}
@@ -38,25 +39,6 @@ func TestElicitationURLIsThePublicURLAndTheID(t *testing.T) {
 		if got := ElicitationURL(u, "ABC"); got != tt.want {
 			t.Errorf("ElicitationURL(%s) = %s, want %s", tt.public, got, tt.want)
 		}
-	}
-}
-
-func TestUserKeySeparatesIssuerAndSubject(t *testing.T) {
-	a := User{Issuer: "https://a.example", Subject: "x"}
-	for _, other := range []User{
-		{Issuer: "https://a.example", Subject: "y"},
-		{Issuer: "https://b.example", Subject: "x"},
-		{Issuer: "https://a.examplex", Subject: ""},
-	} {
-		if a.Key() == other.Key() {
-			t.Errorf("users %+v and %+v share the key %s", a, other, a.Key())
-		}
-	}
-	if a.Key() != (User{Issuer: "https://a.example", Subject: "x"}).Key() {
-		t.Errorf("User.Key is not stable")
-	}
-	if strings.ContainsAny(a.Key(), "{}:") {
-		t.Errorf("User.Key %q would break the Redis key names or hash tags", a.Key())
 	}
 }
 

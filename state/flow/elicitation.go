@@ -1,52 +1,12 @@
-package state
+package flow
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"net/url"
 	"regexp"
 	"time"
+
+	"github.com/urlflow/urlflow/state"
 )
-
-// User is the person an elicitation or a credential belongs to: an issuer and a subject,
-// both taken from a verified token, never from anything a client claims.
-type User struct {
-	Issuer  string `json:"iss"`
-	Subject string `json:"sub"`
-}
-
-// Key returns a short, stable, opaque key for u, used in Redis key names and hash tags.
-func (u User) Key() string {
-	sum := sha256.Sum256([]byte(u.Issuer + "\x00" + u.Subject))
-	return base64.RawURLEncoding.EncodeToString(sum[:16])
-}
-
-// ID returns the string that identifies u to the MCP SDK, which compares it across the
-// requests of a session. It holds both the issuer and the subject.
-func (u User) ID() string { return u.Issuer + " " + u.Subject }
-
-// IsZero reports whether u is the zero User.
-func (u User) IsZero() bool { return u.Issuer == "" && u.Subject == "" }
-
-// String returns the subject and issuer for people to read.
-func (u User) String() string { return u.Subject + " at " + u.Issuer }
-
-// Kind is what an elicitation collects.
-type Kind string
-
-// The kinds of elicitation.
-const (
-	KindSecret Kind = "secret" // a secret entered in urlflow's form
-	KindOAuth  Kind = "oauth"  // a third-party OAuth grant
-)
-
-// ClientInfo is what the MCP client said about itself at initialize. It is self-reported
-// and shown to the user as such.
-type ClientInfo struct {
-	Name    string `json:"name,omitempty"`
-	Title   string `json:"title,omitempty"`
-	Version string `json:"version,omitempty"`
-}
 
 // Delivery records the completion notification to the originating MCP session.
 // QueuedAt is when urlflow queued it (the flow ended); WrittenAt is when it was written to
@@ -62,33 +22,21 @@ type Delivery struct {
 // Entry is one line of an elicitation's history. From and To are equal when the event
 // changed nothing.
 type Entry struct {
-	At     time.Time `json:"at"`
-	Event  Event     `json:"event"`
-	Actor  Actor     `json:"actor"`
-	From   State     `json:"from,omitempty"`
-	To     State     `json:"to,omitempty"`
-	Reason string    `json:"reason,omitempty"`
+	At     time.Time   `json:"at"`
+	Event  Event       `json:"event"`
+	Actor  state.Actor `json:"actor"`
+	From   State       `json:"from,omitempty"`
+	To     State       `json:"to,omitempty"`
+	Reason string      `json:"reason,omitempty"`
 }
-
-// Actor says who caused an event.
-type Actor string
-
-// The actors of history entries.
-const (
-	ActorClient   Actor = "client"     // the MCP client, through the protocol
-	ActorUser     Actor = "user"       // the elicitation's user, in the browser or through the API
-	ActorOther    Actor = "other_user" // a signed-in user who is not the elicitation's user
-	ActorOperator Actor = "operator"   // an operator token
-	ActorSystem   Actor = "system"     // urlflow itself: the clock, the notifier
-)
 
 // Elicitation is one request for a secret or a grant, as stored in Redis.
 type Elicitation struct {
-	ID     string `json:"id"`
-	User   User   `json:"user"`
-	Kind   Kind   `json:"kind"`
-	Target string `json:"target"`
-	State  State  `json:"state"`
+	ID     string     `json:"id"`
+	User   state.User `json:"user"`
+	Kind   state.Kind `json:"kind"`
+	Target string     `json:"target"`
+	State  State      `json:"state"`
 	// Purpose is the message shown to the user in the client and on the page.
 	Purpose string `json:"purpose"`
 	// Replace is set when the user asked to replace a credential that already exists.
@@ -96,7 +44,7 @@ type Elicitation struct {
 	// Scopes are the scopes asked of a third-party provider (kind oauth).
 	Scopes []string `json:"scopes,omitempty"`
 	// Client is the MCP client's self-reported name and version.
-	Client ClientInfo `json:"client"`
+	Client state.ClientInfo `json:"client"`
 	// SessionID is the originating MCP session (2025-11-25), if any.
 	SessionID string `json:"sessionId,omitempty"`
 	// Replica is the urlflow process that held that session when the flow started.
@@ -118,18 +66,18 @@ func (e *Elicitation) Overdue(now time.Time) bool {
 // structuredContent of the MCP tools. URL is set only while the flow runs; History only for
 // the owner or an operator.
 type View struct {
-	ID        string    `json:"id"`
-	State     State     `json:"state"`
-	Kind      Kind      `json:"kind"`
-	Target    string    `json:"target"`
-	URL       string    `json:"url,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-	ExpiresAt time.Time `json:"expiresAt"`
-	Delivery  Delivery  `json:"delivery"`
-	RetryOf   string    `json:"retryOf,omitempty"`
-	RetriedBy string    `json:"retriedBy,omitempty"`
-	History   []Entry   `json:"history,omitempty"`
+	ID        string     `json:"id"`
+	State     State      `json:"state"`
+	Kind      state.Kind `json:"kind"`
+	Target    string     `json:"target"`
+	URL       string     `json:"url,omitempty"`
+	CreatedAt time.Time  `json:"createdAt"`
+	UpdatedAt time.Time  `json:"updatedAt"`
+	ExpiresAt time.Time  `json:"expiresAt"`
+	Delivery  Delivery   `json:"delivery"`
+	RetryOf   string     `json:"retryOf,omitempty"`
+	RetriedBy string     `json:"retriedBy,omitempty"`
+	History   []Entry    `json:"history,omitempty"`
 }
 
 // View returns the public view of e. url is the elicitation's URL; it is left out once the

@@ -1,0 +1,291 @@
+// Package credentials keeps users' stored secrets and third-party grants in Redis, sealed
+// by package vault, with each user's audit log of what was stored, replaced and deleted,
+// and the locks under which a grant's tokens are refreshed.
+//
+// The one idea to hold: a credential is stored by the atomic step that completes its
+// elicitation (package flow calls Queue inside that step); everything here afterwards only
+// reads, touches, replaces or deletes it, and never shows a value.
+package credentials
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/vault"
+)
+
+// Credential is a stored secret or grant of one user, sealed by package vault. Only the
+// metadata is ever shown; the value stays sealed until a tool uses it.
+type Credential struct {
+	Name          string     `json:"name"`
+	Kind          state.Kind `json:"kind"`
+	ElicitationID string     `json:"elicitationId"`
+	StoredAt      time.Time  `json:"storedAt"`
+	// VerifiedAt is when the secret passed its slot's check with the API; nil when the slot
+	// has no check.
+	VerifiedAt *time.Time `json:"verifiedAt,omitempty"`
+	// For a third-party connection (kind oauth): the account, the granted scopes, when the
+	// tokens were last refreshed, and whether the provider stopped honouring them.
+	Account        string       `json:"account,omitempty"`
+	Scopes         []string     `json:"scopes,omitempty"`
+	RefreshedAt    *time.Time   `json:"refreshedAt,omitempty"`
+	NeedsReconnect bool         `json:"needsReconnect,omitempty"`
+	Sealed         vault.Sealed `json:"sealed"`
+}
+
+// Connection describes a stored credential to its owner: never its value.
+type Connection struct {
+	Name           string     `json:"name"`
+	Kind           state.Kind `json:"kind"`
+	StoredAt       time.Time  `json:"storedAt"`
+	VerifiedAt     *time.Time `json:"verifiedAt,omitempty"`
+	LastUsedAt     *time.Time `json:"lastUsedAt,omitempty"`
+	Account        string     `json:"account,omitempty"`
+	Scopes         []string   `json:"scopes,omitempty"`
+	RefreshedAt    *time.Time `json:"refreshedAt,omitempty"`
+	NeedsReconnect bool       `json:"needsReconnect,omitempty"`
+}
+
+// AuditEntry is one line of a user's credential audit log.
+type AuditEntry struct {
+	At     time.Time   `json:"at"`
+	Event  string      `json:"event"`
+	Name   string      `json:"name"`
+	Actor  state.Actor `json:"actor"`
+	Reason string      `json:"reason,omitempty"`
+}
+
+// Audit events.
+const (
+	AuditStored   = "credential_stored"
+	AuditReplaced = "credential_replaced"
+	AuditDeleted  = "credential_deleted"
+)
+
+// auditLength bounds a user's audit log; older entries fall off.
+const auditLength = 1000
+
+// Store keeps credentials in Redis.
+type Store struct {
+	rdb redis.UniversalClient
+	now func() time.Time
+	log *slog.Logger
+}
+
+// Options configure a Store.
+type Options struct {
+	// Now returns the current time; time.Now if nil.
+	Now func() time.Time
+	// Logger receives what the store logs; slog.Default() if nil.
+	Logger *slog.Logger
+}
+
+// NewStore returns a Store on rdb.
+func NewStore(rdb redis.UniversalClient, opts Options) *Store {
+	s := &Store{rdb: rdb, now: opts.Now, log: opts.Logger}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	return s
+}
+
+// The Redis keys of credentials, all in their user's hash tag (docs/design.md).
+
+// Key returns the key of credential name of the user whose key is userKey (state.User.Key):
+// the step that stores a credential watches it.
+func Key(userKey, name string) string { return state.UserTag(userKey) + "c:" + name }
+
+func namesKey(userKey string) string { return state.UserTag(userKey) + "cs" }
+
+// useKey names the hash of credential name → time of last use.
+func useKey(userKey string) string { return state.UserTag(userKey) + "cu" }
+
+func auditKey(userKey string) string { return state.UserTag(userKey) + "audit" }
+
+// lockKey names the lock held while one credential is refreshed.
+func lockKey(userKey, name string) string { return state.UserTag(userKey) + "lock:" + name }
+
+func queueAudit(ctx context.Context, p redis.Pipeliner, user state.User, entry AuditEntry) error {
+	line, err := json.Marshal(entry)
+	if err != nil {
+		return fmt.Errorf("encode audit entry: %w", err)
+	}
+	key := auditKey(user.Key())
+	p.RPush(ctx, key, line)
+	p.LTrim(ctx, key, -auditLength, -1)
+	return nil
+}
+
+// Queue queues on p the writes that store c for user, with its audit entry; replaced says
+// whether it replaces a credential of the same name. Package flow calls it inside the
+// atomic step that completes c's elicitation.
+func Queue(ctx context.Context, p redis.Pipeliner, user state.User, c *Credential, replaced bool) error {
+	doc, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("encode credential %s: %w", c.Name, err)
+	}
+	uk := user.Key()
+	p.Set(ctx, Key(uk, c.Name), doc, 0)
+	p.SAdd(ctx, namesKey(uk), c.Name)
+	p.HDel(ctx, useKey(uk), c.Name)
+	event := AuditStored
+	if replaced {
+		event = AuditReplaced
+	}
+	return queueAudit(ctx, p, user, AuditEntry{At: c.StoredAt, Event: event, Name: c.Name, Actor: state.ActorUser,
+		Reason: "entered through elicitation " + c.ElicitationID})
+}
+
+// Get returns user's credential name, or state.ErrNotFound.
+func (s *Store) Get(ctx context.Context, user state.User, name string) (*Credential, error) {
+	var cred Credential
+	if err := state.DecodeJSON(s.rdb.Get(ctx, Key(user.Key(), name)), "credential "+name, &cred); err != nil {
+		return nil, err
+	}
+	return &cred, nil
+}
+
+// Names returns the names of user's credentials, sorted.
+func (s *Store) Names(ctx context.Context, user state.User) ([]string, error) {
+	names, err := s.rdb.SMembers(ctx, namesKey(user.Key())).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list credentials: %w", err)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Connections describes user's credentials, sorted by name: when each was stored,
+// verified and last used. It never reads a value.
+func (s *Store) Connections(ctx context.Context, user state.User) ([]Connection, error) {
+	names, err := s.Names(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	used, err := s.rdb.HGetAll(ctx, useKey(user.Key())).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read credential use: %w", err)
+	}
+	out := make([]Connection, 0, len(names))
+	for _, name := range names {
+		c, err := s.Get(ctx, user, name)
+		if errors.Is(err, state.ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		conn := Connection{Name: c.Name, Kind: c.Kind, StoredAt: c.StoredAt, VerifiedAt: c.VerifiedAt,
+			Account: c.Account, Scopes: c.Scopes, RefreshedAt: c.RefreshedAt, NeedsReconnect: c.NeedsReconnect}
+		if t, err := time.Parse(time.RFC3339Nano, used[name]); err == nil {
+			conn.LastUsedAt = &t
+		}
+		out = append(out, conn)
+	}
+	return out, nil
+}
+
+// Touch records that user's credential name was used now.
+func (s *Store) Touch(ctx context.Context, user state.User, name string) error {
+	err := s.rdb.HSet(ctx, useKey(user.Key()), name, s.now().UTC().Format(time.RFC3339Nano)).Err()
+	if err != nil {
+		return fmt.Errorf("record use of credential %s: %w", name, err)
+	}
+	return nil
+}
+
+// Delete removes user's credential name and records it in the audit log with actor and
+// reason. It reports whether there was one.
+func (s *Store) Delete(ctx context.Context, user state.User, name string, actor state.Actor, reason string) (bool, error) {
+	uk := user.Key()
+	var del *redis.IntCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		del = p.Del(ctx, Key(uk, name))
+		p.SRem(ctx, namesKey(uk), name)
+		p.HDel(ctx, useKey(uk), name)
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("delete credential %s: %w", name, err)
+	}
+	if del.Val() == 0 {
+		return false, nil
+	}
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		return queueAudit(ctx, p, user, AuditEntry{At: s.now().UTC(), Event: AuditDeleted, Name: name, Actor: actor, Reason: reason})
+	})
+	if err != nil {
+		return true, fmt.Errorf("audit deletion of credential %s: %w", name, err)
+	}
+	s.log.InfoContext(ctx, "credential deleted", "user", uk, "credential", name, "actor", actor)
+	return true, nil
+}
+
+// AuditLog returns user's credential audit log, oldest first.
+func (s *Store) AuditLog(ctx context.Context, user state.User) ([]AuditEntry, error) {
+	lines, err := s.rdb.LRange(ctx, auditKey(user.Key()), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read audit log: %w", err)
+	}
+	out := make([]AuditEntry, 0, len(lines))
+	for _, l := range lines {
+		var e AuditEntry
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			return nil, fmt.Errorf("decode audit log: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Replace stores c in place of user's credential of the same name (a refreshed token),
+// keeping its audit history. It returns state.ErrNotFound if the credential was deleted
+// meanwhile: a disconnect is not undone by a refresh that raced it.
+func (s *Store) Replace(ctx context.Context, user state.User, c *Credential) error {
+	doc, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("encode credential %s: %w", c.Name, err)
+	}
+	ok, err := s.rdb.SetXX(ctx, Key(user.Key(), c.Name), doc, 0).Result()
+	if err != nil {
+		return fmt.Errorf("replace credential %s: %w", c.Name, err)
+	}
+	if !ok {
+		return state.ErrNotFound
+	}
+	return nil
+}
+
+// TryLock takes the lock on user's credential name for ttl, if nobody holds it. It returns
+// the holder's token for Unlock, and false when someone else holds it.
+func (s *Store) TryLock(ctx context.Context, user state.User, name string, ttl time.Duration) (string, bool, error) {
+	token := rand.Text()
+	ok, err := s.rdb.SetNX(ctx, lockKey(user.Key(), name), token, ttl).Result()
+	if err != nil {
+		return "", false, fmt.Errorf("lock credential %s: %w", name, err)
+	}
+	return token, ok, nil
+}
+
+// unlockScript deletes the lock only if it still holds the caller's token, so that a holder
+// whose lock expired cannot free someone else's.
+var unlockScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
+
+// Unlock frees the lock on user's credential name taken with token.
+func (s *Store) Unlock(ctx context.Context, user state.User, name, token string) error {
+	if err := unlockScript.Run(ctx, s.rdb, []string{lockKey(user.Key(), name)}, token).Err(); err != nil {
+		return fmt.Errorf("unlock credential %s: %w", name, err)
+	}
+	return nil
+}

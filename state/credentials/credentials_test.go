@@ -1,0 +1,183 @@
+package credentials
+
+import (
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/vault"
+)
+
+// The credential store. Storing a credential is package flow's atomic step that completes
+// an elicitation (its tests check that atomicity); here Queue runs in a transaction of its
+// own, as flow runs it.
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// clock is a settable clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func userFor(t *testing.T) state.User {
+	return state.User{Issuer: "https://id.example", Subject: t.Name()}
+}
+
+// store queues c for user in a transaction, as flow does when a flow completes.
+func store(t *testing.T, b *redistest.Backend, user state.User, c *Credential, replaced bool) {
+	t.Helper()
+	_, err := b.Client.TxPipelined(t.Context(), func(p redis.Pipeliner) error {
+		return Queue(t.Context(), p, user, c, replaced)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sealed(t *testing.T, user state.User, value string) vault.Sealed {
+	t.Helper()
+	ring, err := vault.ParseKeyRing(vault.GenerateKeyRing("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := vault.NewVault(ring).Seal(user, "demo_api_key", state.NewSecret(value))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestCredentialsAreAuditedListedAndDeleted(t *testing.T) {
+	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+		s := NewStore(b.Client, Options{Now: clk.Now, Logger: quiet})
+		user := userFor(t)
+
+		store(t, b, user, &Credential{Name: "demo_api_key", Kind: state.KindSecret, ElicitationID: "E1",
+			StoredAt: clk.Now(), Sealed: sealed(t, user, "one")}, false)
+		clk.Advance(time.Second)
+		second := &Credential{Name: "demo_api_key", Kind: state.KindSecret, ElicitationID: "E2",
+			StoredAt: clk.Now(), Sealed: sealed(t, user, "two")}
+		store(t, b, user, second, true)
+		if got, err := s.Get(t.Context(), user, "demo_api_key"); err != nil || got.ElicitationID != "E2" {
+			t.Fatalf("Get after the replacement: %+v %v", got, err)
+		}
+		if err := s.Touch(t.Context(), user, "demo_api_key"); err != nil {
+			t.Fatal(err)
+		}
+		conns, err := s.Connections(t.Context(), user)
+		if err != nil || len(conns) != 1 || conns[0].Name != "demo_api_key" || conns[0].LastUsedAt == nil || !conns[0].LastUsedAt.Equal(clk.Now()) {
+			t.Fatalf("connections: %+v %v", conns, err)
+		}
+		if other, _ := s.Connections(t.Context(), state.User{Issuer: user.Issuer, Subject: "someone-else"}); len(other) != 0 {
+			t.Fatalf("another user sees %+v", other)
+		}
+		if names, err := s.Names(t.Context(), user); err != nil || !slices.Equal(names, []string{"demo_api_key"}) {
+			t.Fatalf("Names = %v, %v", names, err)
+		}
+
+		deleted, err := s.Delete(t.Context(), user, "demo_api_key", state.ActorClient, "disconnect tool")
+		if err != nil || !deleted {
+			t.Fatalf("delete: %v %v", deleted, err)
+		}
+		if again, _ := s.Delete(t.Context(), user, "demo_api_key", state.ActorClient, "again"); again {
+			t.Fatal("deleted twice")
+		}
+		if conns, _ := s.Connections(t.Context(), user); len(conns) != 0 {
+			t.Fatalf("still listed: %+v", conns)
+		}
+		if _, err := s.Get(t.Context(), user, "demo_api_key"); !errors.Is(err, state.ErrNotFound) {
+			t.Fatalf("Get after the deletion: %v", err)
+		}
+		audit, err := s.AuditLog(t.Context(), user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var events []string
+		for _, a := range audit {
+			events = append(events, a.Event+":"+a.Name)
+		}
+		want := []string{AuditStored + ":demo_api_key", AuditReplaced + ":demo_api_key", AuditDeleted + ":demo_api_key"}
+		if !slices.Equal(events, want) {
+			t.Fatalf("audit %v, want %v", events, want)
+		}
+		if audit[2].Actor != state.ActorClient || audit[2].Reason != "disconnect tool" {
+			t.Fatalf("deletion entry: %+v", audit[2])
+		}
+	})
+}
+
+// TestReplaceDoesNotUndoADeletion: a refresh that stores new tokens after the user
+// disconnected finds nothing to replace.
+func TestReplaceDoesNotUndoADeletion(t *testing.T) {
+	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		s := NewStore(b.Client, Options{Logger: quiet})
+		user := userFor(t)
+		c := &Credential{Name: "acme", Kind: state.KindOAuth, StoredAt: time.Now().UTC(), Sealed: sealed(t, user, "tok")}
+		store(t, b, user, c, false)
+		c.Account = "refreshed"
+		if err := s.Replace(t.Context(), user, c); err != nil {
+			t.Fatalf("Replace of a stored credential: %v", err)
+		}
+		if got, err := s.Get(t.Context(), user, "acme"); err != nil || got.Account != "refreshed" {
+			t.Fatalf("after Replace: %+v %v", got, err)
+		}
+		if _, err := s.Delete(t.Context(), user, "acme", state.ActorClient, "disconnect"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Replace(t.Context(), user, c); !errors.Is(err, state.ErrNotFound) {
+			t.Fatalf("Replace after the deletion = %v, want state.ErrNotFound", err)
+		}
+		if _, err := s.Get(t.Context(), user, "acme"); !errors.Is(err, state.ErrNotFound) {
+			t.Fatalf("the deleted credential came back: %v", err)
+		}
+	})
+}
+
+// TestOnlyTheHolderOfALockFreesIt: a second TryLock fails while the lock is held, and an
+// Unlock with a stale token frees nothing.
+func TestOnlyTheHolderOfALockFreesIt(t *testing.T) {
+	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		s := NewStore(b.Client, Options{Logger: quiet})
+		user := userFor(t)
+		token, ok, err := s.TryLock(t.Context(), user, "acme", time.Minute)
+		if err != nil || !ok {
+			t.Fatalf("first TryLock: %v %v", ok, err)
+		}
+		if _, ok, err := s.TryLock(t.Context(), user, "acme", time.Minute); err != nil || ok {
+			t.Fatalf("second TryLock while held: %v %v", ok, err)
+		}
+		if err := s.Unlock(t.Context(), user, "acme", "not-the-token"); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := s.TryLock(t.Context(), user, "acme", time.Minute); ok {
+			t.Fatal("an Unlock with another token freed the lock")
+		}
+		if err := s.Unlock(t.Context(), user, "acme", token); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := s.TryLock(t.Context(), user, "acme", time.Minute); err != nil || !ok {
+			t.Fatalf("TryLock after the holder unlocked: %v %v", ok, err)
+		}
+	})
+}

@@ -1,0 +1,37 @@
+package flow
+
+import "github.com/urlflow/urlflow/state"
+
+// The Redis keys of elicitations (docs/design.md, "Redis key layout"). The keys an atomic
+// step writes together with an elicitation carry its user's hash tag (state.UserTag); the
+// keys looked up by ID alone (the index) or shared by all (the deadlines) carry none.
+
+func elicitationKey(userKey, id string) string { return state.UserTag(userKey) + "e:" + id }
+
+func historyKey(userKey, id string) string { return state.UserTag(userKey) + "h:" + id }
+
+// openKey names the open elicitation of a user for one target in one MCP session, or
+// outside any session (2026-07-28) when sessionID is empty.
+func openKey(userKey string, kind state.Kind, target, sessionID string) string {
+	if sessionID == "" {
+		sessionID = "~"
+	}
+	return state.UserTag(userKey) + "open:" + string(kind) + ":" + target + ":" + sessionID
+}
+
+// undeliveredKey names the set of ended elicitations whose completion notification has not
+// yet been written to MCP session sessionID.
+func undeliveredKey(userKey, sessionID string) string {
+	return state.UserTag(userKey) + "s:" + sessionID + ":undelivered"
+}
+
+// indexKey maps an elicitation ID to its user's key.
+func indexKey(id string) string { return state.KeyPrefix + "eid:" + id }
+
+// oauthAttemptKey names a third-party authorization in progress, by its state parameter.
+func oauthAttemptKey(param string) string { return state.KeyPrefix + "oauth:" + param }
+
+const deadlinesKey = state.KeyPrefix + "deadlines"
+
+// EventsChannel is the Redis channel on which every change of an elicitation is announced.
+const EventsChannel = state.KeyPrefix + "events"

@@ -1,0 +1,58 @@
+package state
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+)
+
+// User is the person an elicitation or a credential belongs to: an issuer and a subject,
+// both taken from a verified token, never from anything a client claims.
+type User struct {
+	Issuer  string `json:"iss"`
+	Subject string `json:"sub"`
+}
+
+// Key returns a short, stable, opaque key for u, used in Redis key names and hash tags.
+func (u User) Key() string {
+	sum := sha256.Sum256([]byte(u.Issuer + "\x00" + u.Subject))
+	return base64.RawURLEncoding.EncodeToString(sum[:16])
+}
+
+// ID returns the string that identifies u to the MCP SDK, which compares it across the
+// requests of a session. It holds both the issuer and the subject.
+func (u User) ID() string { return u.Issuer + " " + u.Subject }
+
+// IsZero reports whether u is the zero User.
+func (u User) IsZero() bool { return u.Issuer == "" && u.Subject == "" }
+
+// String returns the subject and issuer for people to read.
+func (u User) String() string { return u.Subject + " at " + u.Issuer }
+
+// Kind is what an elicitation collects.
+type Kind string
+
+// The kinds of elicitation.
+const (
+	KindSecret Kind = "secret" // a secret entered in urlflow's form
+	KindOAuth  Kind = "oauth"  // a third-party OAuth grant
+)
+
+// ClientInfo is what the MCP client said about itself at initialize. It is self-reported
+// and shown to the user as such.
+type ClientInfo struct {
+	Name    string `json:"name,omitempty"`
+	Title   string `json:"title,omitempty"`
+	Version string `json:"version,omitempty"`
+}
+
+// Actor says who caused an event.
+type Actor string
+
+// The actors of history entries.
+const (
+	ActorClient   Actor = "client"     // the MCP client, through the protocol
+	ActorUser     Actor = "user"       // the elicitation's user, in the browser or through the API
+	ActorOther    Actor = "other_user" // a signed-in user who is not the elicitation's user
+	ActorOperator Actor = "operator"   // an operator token
+	ActorSystem   Actor = "system"     // urlflow itself: the clock, the notifier
+)
