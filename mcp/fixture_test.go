@@ -103,9 +103,9 @@ func newFixture(t *testing.T, configure ...func(*Options)) *fixture {
 		{
 			Name: demoSlot, Label: "Demo API key",
 			Validation: slots.Validation{MinLength: 8, MaxLength: 128, Pattern: "demo_[A-Za-z0-9]+"},
-			API: &slots.API{
+			API: &upstream.API{
 				BaseURL: apiURL, Methods: []string{"GET", "POST"},
-				Inject:          slots.Injection{Header: "Authorization", Template: "Bearer {secret}"},
+				Inject:          upstream.Injection{Header: "Authorization", Template: "Bearer {secret}"},
 				ResponseHeaders: []string{"Content-Type", "X-Demo-Account"},
 			},
 		},
@@ -118,7 +118,7 @@ func newFixture(t *testing.T, configure ...func(*Options)) *fixture {
 		Name: acme, Label: "Acme", ClientID: "urlflow", ClientSecretEnv: "ACME_SECRET",
 		AuthorizationURL: "https://acme.test/authorize", TokenURL: "https://acme.test/token",
 		UserinfoURL: "https://acme.test/userinfo", Scopes: []string{"read"},
-		API: &slots.API{BaseURL: apiURL, Methods: []string{"GET"}},
+		API: &upstream.API{BaseURL: apiURL, Methods: []string{"GET"}},
 	}}, oauth.ProviderOptions{
 		PublicURL: publicURL.String(),
 		Getenv:    func(string) (string, bool) { return "acme-client-secret", true },

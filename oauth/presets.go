@@ -14,9 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/urlflow/urlflow/upstream"
 	"golang.org/x/oauth2"
-
-	"github.com/urlflow/urlflow/slots"
 )
 
 // Presets know each provider's endpoints, default scopes, how to read the account, how to
@@ -37,9 +36,9 @@ var presets = map[string]func(p *Provider, cfg ProviderConfig){
 func presetNames() []string { return slices.Sorted(maps.Keys(presets)) }
 
 // api returns a bearer-token API at base.
-func api(base string) *slots.API {
-	return &slots.API{BaseURL: base, Methods: []string{"GET", "POST", "PUT", "PATCH", "DELETE"},
-		Inject: slots.Injection{Header: "Authorization", Template: "Bearer {secret}"}}
+func api(base string) *upstream.API {
+	return &upstream.API{BaseURL: base, Methods: []string{"GET", "POST", "PUT", "PATCH", "DELETE"},
+		Inject: upstream.Injection{Header: "Authorization", Template: "Bearer {secret}"}}
 }
 
 func presetGitHub(p *Provider, _ ProviderConfig) {

@@ -15,9 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/urlflow/urlflow/upstream"
 	"golang.org/x/oauth2"
-
-	"github.com/urlflow/urlflow/slots"
 )
 
 // ProviderConfig is one third-party OAuth provider of the configuration file: a preset, an
@@ -55,7 +54,7 @@ type ProviderConfig struct {
 	Account *AccountConfig `yaml:"account"`
 	// API is what call_api reaches with the access token (injected as a bearer token
 	// unless the api says otherwise).
-	API *slots.API `yaml:"api"`
+	API *upstream.API `yaml:"api"`
 }
 
 // AccountConfig says where the connected account's identity is read: a URL fetched with the
@@ -103,7 +102,7 @@ type Provider struct {
 	Name  string
 	Label string
 	// API is what call_api reaches with this provider's tokens.
-	API *slots.API
+	API *upstream.API
 
 	config      oauth2.Config
 	issuer      string // expected "iss" of authorization responses (RFC 9207), if known
@@ -332,8 +331,8 @@ func newProvider(ctx context.Context, cfg ProviderConfig, opts ProviderOptions) 
 		p.API = cfg.API.Clone()
 	}
 	if p.API != nil {
-		if p.API.Inject == (slots.Injection{}) {
-			p.API.Inject = slots.Injection{Header: "Authorization", Template: "Bearer {secret}"}
+		if p.API.Inject == (upstream.Injection{}) {
+			p.API.Inject = upstream.Injection{Header: "Authorization", Template: "Bearer {secret}"}
 		}
 		for _, pr := range p.API.Prepare(opts.PublicURL) {
 			problem("%s", pr)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urlflow/urlflow/slots"
+	"github.com/urlflow/urlflow/upstream"
 )
 
 // discoveryDocument is an OpenID provider's metadata for issuer, its endpoints under
@@ -404,7 +404,7 @@ func TestNewProvidersNamesEveryProblem(t *testing.T) {
 			[]string{`provider acme: token_auth must be basic or post, got "private_key_jwt"`}},
 		{"no way to read the account", []ProviderConfig{explicit(func(c *ProviderConfig) { c.Account = nil })},
 			[]string{"provider acme: no way to read the connected account"}},
-		{"bad api", []ProviderConfig{preset("gh", "github", func(c *ProviderConfig) { c.API = &slots.API{BaseURL: "ftp://api.acme.example"} })},
+		{"bad api", []ProviderConfig{preset("gh", "github", func(c *ProviderConfig) { c.API = &upstream.API{BaseURL: "ftp://api.acme.example"} })},
 			[]string{`provider gh: api.base_url must be an absolute http(s) URL`}},
 		{"every problem of every provider at once", []ProviderConfig{
 			preset("ok", "github", nil),

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/upstream"
 )
 
 // DefaultMaxLength bounds a secret whose slot sets no max_length.
@@ -30,9 +31,9 @@ type Slot struct {
 	// Validation holds the rules a value must meet.
 	Validation Validation `yaml:"validation"`
 	// API is where and how tools use the secret (call_api); a slot without it only stores.
-	API *API `yaml:"api"`
+	API *upstream.API `yaml:"api"`
 	// Verify is the check a new secret must pass before it is stored.
-	Verify *Verify `yaml:"verify"`
+	Verify *upstream.Verify `yaml:"verify"`
 }
 
 // Validation is what a value must look like. A value that breaks a rule is refused with a
@@ -199,4 +200,20 @@ func (c *Catalog) Names() []string {
 		names[i] = s.Name
 	}
 	return names
+}
+
+// prepareAPI checks a slot's API and verification, fills in defaults, and returns every
+// problem.
+func (s *Slot) prepareAPI(publicURL string) []string {
+	var problems []string
+	if s.Verify != nil && s.API == nil {
+		problems = append(problems, "verify needs an api section (the check is a call to the API)")
+	}
+	if s.API != nil {
+		problems = append(problems, s.API.Prepare(publicURL)...)
+	}
+	if s.Verify != nil {
+		problems = append(problems, s.Verify.Prepare()...)
+	}
+	return problems
 }

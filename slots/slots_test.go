@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/upstream"
 )
 
 func demo(t *testing.T) *Slot {
@@ -131,16 +132,16 @@ func FuzzValidate(f *testing.F) {
 
 func TestAPIConfigurationIsCheckedWithEveryProblemNamed(t *testing.T) {
 	_, err := NewCatalog([]Slot{
-		{Name: "no_base", Label: "x", API: &API{Inject: Injection{Header: "Authorization"}}},
-		{Name: "relative", Label: "x", API: &API{BaseURL: "/api", Inject: Injection{Header: "X"}}},
-		{Name: "query_in_base", Label: "x", API: &API{BaseURL: "https://api.example/v1?x=1", Inject: Injection{Header: "X"}}},
-		{Name: "two_ways", Label: "x", API: &API{BaseURL: "https://api.example", Inject: Injection{Header: "X", Query: "key"}}},
-		{Name: "no_way", Label: "x", API: &API{BaseURL: "https://api.example"}},
-		{Name: "no_placeholder", Label: "x", API: &API{BaseURL: "https://api.example", Inject: Injection{Header: "X", Template: "Bearer"}}},
-		{Name: "bad_method", Label: "x", API: &API{BaseURL: "https://api.example", Methods: []string{"TRACE"}, Inject: Injection{Query: "k"}}},
-		{Name: "slow", Label: "x", API: &API{BaseURL: "https://api.example", Timeout: time.Hour, Inject: Injection{Query: "k"}}},
-		{Name: "verify_alone", Label: "x", Verify: &Verify{Path: "/me"}},
-		{Name: "bad_status", Label: "x", API: &API{BaseURL: "https://api.example", Inject: Injection{Query: "k"}}, Verify: &Verify{Status: []int{42}}},
+		{Name: "no_base", Label: "x", API: &upstream.API{Inject: upstream.Injection{Header: "Authorization"}}},
+		{Name: "relative", Label: "x", API: &upstream.API{BaseURL: "/api", Inject: upstream.Injection{Header: "X"}}},
+		{Name: "query_in_base", Label: "x", API: &upstream.API{BaseURL: "https://api.example/v1?x=1", Inject: upstream.Injection{Header: "X"}}},
+		{Name: "two_ways", Label: "x", API: &upstream.API{BaseURL: "https://api.example", Inject: upstream.Injection{Header: "X", Query: "key"}}},
+		{Name: "no_way", Label: "x", API: &upstream.API{BaseURL: "https://api.example"}},
+		{Name: "no_placeholder", Label: "x", API: &upstream.API{BaseURL: "https://api.example", Inject: upstream.Injection{Header: "X", Template: "Bearer"}}},
+		{Name: "bad_method", Label: "x", API: &upstream.API{BaseURL: "https://api.example", Methods: []string{"TRACE"}, Inject: upstream.Injection{Query: "k"}}},
+		{Name: "slow", Label: "x", API: &upstream.API{BaseURL: "https://api.example", Timeout: time.Hour, Inject: upstream.Injection{Query: "k"}}},
+		{Name: "verify_alone", Label: "x", Verify: &upstream.Verify{Path: "/me"}},
+		{Name: "bad_status", Label: "x", API: &upstream.API{BaseURL: "https://api.example", Inject: upstream.Injection{Query: "k"}}, Verify: &upstream.Verify{Status: []int{42}}},
 	}, "")
 	if err == nil {
 		t.Fatal("accepted")
@@ -160,8 +161,8 @@ func TestAPIConfigurationIsCheckedWithEveryProblemNamed(t *testing.T) {
 
 func TestAPIDefaultsAndThePublicURLPlaceholder(t *testing.T) {
 	c, err := NewCatalog([]Slot{{Name: "k", Label: "K",
-		API:    &API{BaseURL: "{public_url}/demo/api/", Methods: []string{"get", "post"}, Inject: Injection{Header: "Authorization"}},
-		Verify: &Verify{Path: "/whoami"},
+		API:    &upstream.API{BaseURL: "{public_url}/demo/api/", Methods: []string{"get", "post"}, Inject: upstream.Injection{Header: "Authorization"}},
+		Verify: &upstream.Verify{Path: "/whoami"},
 	}}, "http://127.0.0.1:9999/")
 	if err != nil {
 		t.Fatal(err)
@@ -169,14 +170,14 @@ func TestAPIDefaultsAndThePublicURLPlaceholder(t *testing.T) {
 	s, _ := c.Lookup("k")
 	a := s.API
 	if a.Base().String() != "http://127.0.0.1:9999/demo/api" || !a.Allows("POST") || !a.Allows("get") || a.Allows("DELETE") ||
-		a.Inject.Template != SecretPlaceholder || a.Timeout != DefaultTimeout || a.MaxResponseBytes != DefaultMaxResponseBytes ||
+		a.Inject.Template != upstream.SecretPlaceholder || a.Timeout != upstream.DefaultTimeout || a.MaxResponseBytes != upstream.DefaultMaxResponseBytes ||
 		a.ResponseHeaders[0] != "Content-Type" || s.Verify.Method != "GET" || s.Verify.Status[0] != 200 {
 		t.Fatalf("defaults: %+v %+v", a, s.Verify)
 	}
 }
 
 func TestCatalogsDoNotShareTheirConfiguration(t *testing.T) {
-	list := []Slot{{Name: "k", Label: "K", API: &API{BaseURL: "{public_url}/api", Inject: Injection{Query: "key"}}}}
+	list := []Slot{{Name: "k", Label: "K", API: &upstream.API{BaseURL: "{public_url}/api", Inject: upstream.Injection{Query: "key"}}}}
 	a, err := NewCatalog(list, "http://one.example")
 	if err != nil {
 		t.Fatal(err)

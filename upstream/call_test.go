@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	"github.com/urlflow/urlflow/slots"
 )
 
 func TestSecretIsInjectedWhereTheSlotSays(t *testing.T) {
@@ -26,7 +24,7 @@ func TestSecretIsInjectedWhereTheSlotSays(t *testing.T) {
 	for _, in := range injections() {
 		t.Run(in.name, func(t *testing.T) {
 			api := newRecorder(t, nil)
-			slot := newSlot(t, slots.API{BaseURL: api.URL + "/api/v1", Inject: in.inject}, nil)
+			slot := newSlot(t, API{BaseURL: api.URL + "/api/v1", Inject: in.inject}, nil)
 			if _, err := caller.Call(context.Background(), slot.API, secret(), Request{Method: "GET", Path: "users/1", Query: query}); err != nil {
 				t.Fatalf("Call: %v", err)
 			}
@@ -75,7 +73,7 @@ func TestSecretIsInjectedWhereTheSlotSays(t *testing.T) {
 
 func TestCallerCannotSetTheSecretsQueryParameter(t *testing.T) {
 	api := newRecorder(t, nil)
-	slot := newSlot(t, slots.API{BaseURL: api.URL, Inject: slots.Injection{Query: "api_key"}}, nil)
+	slot := newSlot(t, API{BaseURL: api.URL, Inject: Injection{Query: "api_key"}}, nil)
 	resp, err := newCaller(t).Call(context.Background(), slot.API, secret(),
 		Request{Method: "GET", Path: "x", Query: map[string]string{"api_key": "mine", "q": "1"}})
 	if err == nil {
@@ -107,7 +105,7 @@ func TestBodyIsSentWithItsContentType(t *testing.T) {
 		{"", ""},
 	}
 	api := newRecorder(t, nil)
-	slot := newSlot(t, slots.API{BaseURL: api.URL, Methods: []string{"POST", "PUT"}, Inject: slots.Injection{Header: "Authorization"}}, nil)
+	slot := newSlot(t, API{BaseURL: api.URL, Methods: []string{"POST", "PUT"}, Inject: Injection{Header: "Authorization"}}, nil)
 	caller := newCaller(t)
 	for _, tt := range tests {
 		before := len(api.received())
@@ -157,7 +155,7 @@ func TestResponseSizeIsBounded(t *testing.T) {
 				w.(http.Flusher).Flush()
 				io.WriteString(w, body[half:])
 			})
-			slot := newSlot(t, slots.API{BaseURL: api.URL, MaxResponseBytes: limit, Inject: slots.Injection{Query: "api_key"}}, nil)
+			slot := newSlot(t, API{BaseURL: api.URL, MaxResponseBytes: limit, Inject: Injection{Query: "api_key"}}, nil)
 			resp, err := caller.Call(context.Background(), slot.API, secret(), Request{Method: "GET", Path: "big"})
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
@@ -191,7 +189,7 @@ func TestSlowAPITimesOutWithinTheSlotsTimeout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			api := newBlockingServer(t, tt.written)
-			slot := newSlot(t, slots.API{BaseURL: api.URL, Timeout: timeout, Inject: slots.Injection{Header: "Authorization"}}, nil)
+			slot := newSlot(t, API{BaseURL: api.URL, Timeout: timeout, Inject: Injection{Header: "Authorization"}}, nil)
 			start := time.Now()
 			resp, err := caller.Call(context.Background(), slot.API, secret(), Request{Method: "GET", Path: "slow"})
 			elapsed := time.Since(start)
@@ -264,7 +262,7 @@ func TestErrorsNeverShowTheSecretOrTheQuery(t *testing.T) {
 	for _, in := range injections() {
 		for _, tt := range tests {
 			t.Run(in.name+"/"+tt.name, func(t *testing.T) {
-				slot := newSlot(t, slots.API{BaseURL: tt.base(t) + "/api/v1", Timeout: 300 * time.Millisecond, MaxResponseBytes: 1024, Inject: in.inject}, nil)
+				slot := newSlot(t, API{BaseURL: tt.base(t) + "/api/v1", Timeout: 300 * time.Millisecond, MaxResponseBytes: 1024, Inject: in.inject}, nil)
 				resp, err := caller.Call(context.Background(), slot.API, secret(),
 					Request{Method: "GET", Path: "users/1", Query: map[string]string{"q": "needle"}})
 				if !errors.Is(err, tt.wantErr) {
@@ -317,7 +315,7 @@ func TestResponseIsRedacted(t *testing.T) {
 	for _, in := range injections() {
 		t.Run(in.name, func(t *testing.T) {
 			api := newRecorder(t, newEcho(in.forms))
-			slot := newSlot(t, slots.API{
+			slot := newSlot(t, API{
 				BaseURL: api.URL, Methods: []string{"POST"}, Inject: in.inject,
 				ResponseHeaders: []string{"x-echo", "content-type"},
 			}, nil)
@@ -375,7 +373,7 @@ func TestOnlyTheSlotsResponseHeadersAreReturned(t *testing.T) {
 	})
 	caller := newCaller(t)
 	for _, tt := range tests {
-		slot := newSlot(t, slots.API{BaseURL: api.URL, Inject: slots.Injection{Header: "Authorization"}, ResponseHeaders: tt.selected}, nil)
+		slot := newSlot(t, API{BaseURL: api.URL, Inject: Injection{Header: "Authorization"}, ResponseHeaders: tt.selected}, nil)
 		resp, err := caller.Call(context.Background(), slot.API, secret(), Request{Method: "GET", Path: "x"})
 		if err != nil {
 			t.Fatalf("Call: %v", err)
@@ -393,7 +391,7 @@ func TestBinaryResponseComesBackBase64AndRedacted(t *testing.T) {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		io.WriteString(w, raw)
 	})
-	slot := newSlot(t, slots.API{BaseURL: api.URL, Inject: in.inject}, nil)
+	slot := newSlot(t, API{BaseURL: api.URL, Inject: in.inject}, nil)
 	resp, err := newCaller(t).Call(context.Background(), slot.API, secret(), Request{Method: "GET", Path: "file"})
 	if err != nil {
 		t.Fatalf("Call: %v", err)

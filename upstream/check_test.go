@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/urlflow/urlflow/slots"
 )
 
 func TestCheckPassesOnlyOnTheVerifyStatuses(t *testing.T) {
@@ -41,9 +39,9 @@ func TestCheckPassesOnlyOnTheVerifyStatuses(t *testing.T) {
 				}
 				w.WriteHeader(tt.answer)
 			})
-			slot := newSlot(t, slots.API{BaseURL: api.URL + "/api/v1", Inject: slots.Injection{Query: "api_key"}},
-				&slots.Verify{Path: "me", Status: tt.status})
-			err := caller.Check(context.Background(), slot, secret())
+			slot := newSlot(t, API{BaseURL: api.URL + "/api/v1", Inject: Injection{Query: "api_key"}},
+				&Verify{Path: "me", Status: tt.status})
+			err := caller.Check(context.Background(), slot.API, slot.Verify, secret())
 			if tt.pass {
 				if err != nil {
 					t.Errorf("Check: %v; want a pass on %d", err, tt.answer)
@@ -72,9 +70,9 @@ func TestCheckSendsTheSecret(t *testing.T) {
 		for _, method := range []string{"", "post", "HEAD"} {
 			t.Run(in.name+"/"+method, func(t *testing.T) {
 				api := newRecorder(t, nil)
-				slot := newSlot(t, slots.API{BaseURL: api.URL + "/api/v1", Inject: in.inject},
-					&slots.Verify{Method: method, Path: "/me"})
-				if err := caller.Check(context.Background(), slot, secret()); err != nil {
+				slot := newSlot(t, API{BaseURL: api.URL + "/api/v1", Inject: in.inject},
+					&Verify{Method: method, Path: "/me"})
+				if err := caller.Check(context.Background(), slot.API, slot.Verify, secret()); err != nil {
 					t.Fatalf("Check: %v", err)
 				}
 				seen := api.received()
@@ -100,9 +98,9 @@ func TestCheckSendsTheSecret(t *testing.T) {
 func TestCheckTimesOut(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	api := newBlockingServer(t, "")
-	slot := newSlot(t, slots.API{BaseURL: api.URL, Timeout: timeout, Inject: slots.Injection{Query: "api_key"}}, &slots.Verify{Path: "me"})
+	slot := newSlot(t, API{BaseURL: api.URL, Timeout: timeout, Inject: Injection{Query: "api_key"}}, &Verify{Path: "me"})
 	start := time.Now()
-	err := newCaller(t).Check(context.Background(), slot, secret())
+	err := newCaller(t).Check(context.Background(), slot.API, slot.Verify, secret())
 	elapsed := time.Since(start)
 	if !errors.Is(err, ErrTimeout) {
 		t.Fatalf("Check: %v; want ErrTimeout", err)
@@ -117,8 +115,8 @@ func TestCheckTimesOut(t *testing.T) {
 
 func TestCheckRefusesAVerifyPathOutsideTheBase(t *testing.T) {
 	api := newRecorder(t, nil)
-	slot := newSlot(t, slots.API{BaseURL: api.URL + "/api/v1", Inject: slots.Injection{Header: "Authorization"}}, &slots.Verify{Path: "../admin"})
-	if err := newCaller(t).Check(context.Background(), slot, secret()); !errors.Is(err, ErrOutside) {
+	slot := newSlot(t, API{BaseURL: api.URL + "/api/v1", Inject: Injection{Header: "Authorization"}}, &Verify{Path: "../admin"})
+	if err := newCaller(t).Check(context.Background(), slot.API, slot.Verify, secret()); !errors.Is(err, ErrOutside) {
 		t.Errorf("Check: %v; want ErrOutside", err)
 	}
 	if got := api.paths(); len(got) != 0 {

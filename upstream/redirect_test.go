@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/urlflow/urlflow/slots"
 )
 
 var redirectCodes = []int{
@@ -74,7 +72,7 @@ func TestSecretNeverFollowsARedirectOutOfTheBase(t *testing.T) {
 						io.WriteString(w, "landed")
 					})
 					location := target.location(api.Listener.Addr().String(), other.URL)
-					slot := newSlot(t, slots.API{BaseURL: api.URL + "/api/v1", Inject: in.inject}, nil)
+					slot := newSlot(t, API{BaseURL: api.URL + "/api/v1", Inject: in.inject}, nil)
 
 					resp, err := caller.Call(context.Background(), slot.API, secret(), Request{Method: "GET", Path: "start"})
 					if err != nil {
@@ -147,7 +145,7 @@ func TestAtMostFiveRedirectsAreFollowed(t *testing.T) {
 				}
 				io.WriteString(w, "done")
 			})
-			slot := newSlot(t, slots.API{BaseURL: api.URL + "/api/v1", Inject: in.inject}, nil)
+			slot := newSlot(t, API{BaseURL: api.URL + "/api/v1", Inject: in.inject}, nil)
 			resp, err := caller.Call(context.Background(), slot.API, secret(), Request{Method: "GET", Path: "hop/0"})
 			if err != nil {
 				t.Fatalf("Call: %v", err)
@@ -170,7 +168,7 @@ func TestAtMostFiveRedirectsAreFollowed(t *testing.T) {
 
 func TestMethodsOutsideTheSlotAreRefusedBeforeSending(t *testing.T) {
 	api := newRecorder(t, nil)
-	slot := newSlot(t, slots.API{BaseURL: api.URL, Methods: []string{"get", "POST"}, Inject: slots.Injection{Query: "api_key"}}, nil)
+	slot := newSlot(t, API{BaseURL: api.URL, Methods: []string{"get", "POST"}, Inject: Injection{Query: "api_key"}}, nil)
 	caller := newCaller(t)
 	for _, method := range []string{"DELETE", "PUT", "PATCH", "HEAD", "OPTIONS", "TRACE", "CONNECT", "", "GET ", "GET /evil", "delete"} {
 		resp, err := caller.Call(context.Background(), slot.API, secret(), Request{Method: method, Path: "x"})

@@ -7,8 +7,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/urlflow/urlflow/slots"
 )
 
 // testBases are the two shapes of base URL: a bare host and one with a path.
@@ -16,7 +14,7 @@ var testBases = []string{"http://127.0.0.1:8080", "http://127.0.0.1:8080/api/v1"
 
 func parsedBase(t testing.TB, raw string) *url.URL {
 	t.Helper()
-	return newSlot(t, slots.API{BaseURL: raw, Inject: slots.Injection{Header: "Authorization"}}, nil).API.Base()
+	return newSlot(t, API{BaseURL: raw, Inject: Injection{Header: "Authorization"}}, nil).API.Base()
 }
 
 // hostilePaths try to leave the base; why is what the refusal must say.
@@ -199,7 +197,7 @@ func TestCallRefusesPathsThatLeaveTheBaseBeforeSending(t *testing.T) {
 	for _, basePath := range []string{"", "/api/v1"} {
 		t.Run("base path "+basePath, func(t *testing.T) {
 			api := newRecorder(t, nil)
-			slot := newSlot(t, slots.API{BaseURL: api.URL + basePath, Inject: slots.Injection{Query: "api_key"}}, nil)
+			slot := newSlot(t, API{BaseURL: api.URL + basePath, Inject: Injection{Query: "api_key"}}, nil)
 			caller := newCaller(t)
 			for _, tt := range hostilePaths {
 				resp, err := caller.Call(context.Background(), slot.API, secret(), Request{Method: "GET", Path: tt.path})
@@ -222,7 +220,7 @@ func TestCallSendsGoodPathsExactly(t *testing.T) {
 	for _, basePath := range []string{"", "/api/v1"} {
 		t.Run("base path "+basePath, func(t *testing.T) {
 			api := newRecorder(t, nil)
-			slot := newSlot(t, slots.API{BaseURL: api.URL + basePath, Inject: slots.Injection{Header: "Authorization"}}, nil)
+			slot := newSlot(t, API{BaseURL: api.URL + basePath, Inject: Injection{Header: "Authorization"}}, nil)
 			caller := newCaller(t)
 			for _, tt := range goodPaths {
 				before := len(api.received())

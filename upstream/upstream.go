@@ -22,7 +22,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 )
 
@@ -171,7 +170,7 @@ func under(base, u *url.URL) bool {
 
 // Call makes req to api with secret injected, and returns the response with the secret
 // redacted. Errors wrap the sentinels above.
-func (c *Caller) Call(ctx context.Context, api *slots.API, secret state.Secret, req Request) (*Response, error) {
+func (c *Caller) Call(ctx context.Context, api *API, secret state.Secret, req Request) (*Response, error) {
 	if !api.Allows(req.Method) {
 		return nil, fmt.Errorf("%w: %s (allowed: %s)", ErrMethod, strings.ToUpper(req.Method), strings.Join(api.Methods, ", "))
 	}
@@ -206,25 +205,24 @@ func (c *Caller) Call(ctx context.Context, api *slots.API, secret state.Secret, 
 	return redact(api, secret, resp, body), nil
 }
 
-// Check makes the slot's verification request with secret and reports whether the API
+// Check makes the verification request v to api with secret and reports whether the API
 // answered one of the statuses that mean valid. The error explains a failure in words
 // for the user.
-func (c *Caller) Check(ctx context.Context, slot *slots.Slot, secret state.Secret) error {
-	v := slot.Verify
-	if v == nil || slot.API == nil {
+func (c *Caller) Check(ctx context.Context, api *API, v *Verify, secret state.Secret) error {
+	if v == nil || api == nil {
 		return errors.New("this secret has no check configured")
 	}
-	target, err := Resolve(slot.API.Base(), v.Path)
+	target, err := Resolve(api.Base(), v.Path)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, slot.API.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, api.Timeout)
 	defer cancel()
-	resp, err := c.do(ctx, slot.API, secret, v.Method, target, nil, "")
+	resp, err := c.do(ctx, api, secret, v.Method, target, nil, "")
 	if err != nil {
 		return err
 	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, slot.API.MaxResponseBytes))
+	io.Copy(io.Discard, io.LimitReader(resp.Body, api.MaxResponseBytes))
 	resp.Body.Close()
 	if !slices.Contains(v.Status, resp.StatusCode) {
 		return fmt.Errorf("the API answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
@@ -234,7 +232,7 @@ func (c *Caller) Check(ctx context.Context, slot *slots.Slot, secret state.Secre
 
 // do sends one request with the secret injected, following redirects only while they stay
 // under the base URL; a redirect that leaves it is returned as the response, unfollowed.
-func (c *Caller) do(ctx context.Context, api *slots.API, secret state.Secret, method string, target *url.URL, query url.Values, body string) (*http.Response, error) {
+func (c *Caller) do(ctx context.Context, api *API, secret state.Secret, method string, target *url.URL, query url.Values, body string) (*http.Response, error) {
 	query = cloneValues(query)
 	if q := api.Inject.Query; q != "" {
 		query.Set(q, secret.Reveal())
@@ -276,13 +274,13 @@ func (c *Caller) do(ctx context.Context, api *slots.API, secret state.Secret, me
 	return resp, nil
 }
 
-func inject(api *slots.API, secret state.Secret, h http.Header, req *http.Request) {
+func inject(api *API, secret state.Secret, h http.Header, req *http.Request) {
 	in := api.Inject
 	switch {
 	case in.Header != "":
-		h.Set(in.Header, slots.Value(in.Template, secret.Reveal()))
+		h.Set(in.Header, Value(in.Template, secret.Reveal()))
 	case in.Basic != nil:
-		req.SetBasicAuth(slots.Value(in.Basic.Username, secret.Reveal()), slots.Value(in.Basic.Password, secret.Reveal()))
+		req.SetBasicAuth(Value(in.Basic.Username, secret.Reveal()), Value(in.Basic.Password, secret.Reveal()))
 	}
 }
 
@@ -304,7 +302,7 @@ func contentType(body string) string {
 // transportError describes a failed exchange without its URL, which could hold a secret
 // injected as a query parameter, and without the secret, which the API's answer can quote
 // (a malformed response is quoted in the error, and may repeat the request line).
-func transportError(ctx context.Context, api *slots.API, secret state.Secret, err error) error {
+func transportError(ctx context.Context, api *API, secret state.Secret, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%w: no answer within %s", ErrTimeout, api.Timeout)
 	}
@@ -321,7 +319,7 @@ func transportError(ctx context.Context, api *slots.API, secret state.Secret, er
 
 // redact builds the Response, replacing every form of the secret that the request could
 // have carried and the API could echo back.
-func redact(api *slots.API, secret state.Secret, resp *http.Response, body []byte) *Response {
+func redact(api *API, secret state.Secret, resp *http.Response, body []byte) *Response {
 	forms := secretForms(api, secret)
 	clean := func(s string) string {
 		for _, f := range forms {
@@ -357,7 +355,7 @@ func redact(api *slots.API, secret state.Secret, resp *http.Response, body []byt
 // API error in JSON quoting the key), inside its header template, and as the base64 of
 // basic authentication. Longest first, so that a longer form is replaced before a form
 // inside it.
-func secretForms(api *slots.API, secret state.Secret) []string {
+func secretForms(api *API, secret state.Secret) []string {
 	s := secret.Reveal()
 	if s == "" {
 		return nil
@@ -365,10 +363,10 @@ func secretForms(api *slots.API, secret state.Secret) []string {
 	quoted, _ := json.Marshal(s)
 	forms := []string{s, url.QueryEscape(s), url.PathEscape(s), string(quoted[1 : len(quoted)-1])}
 	if in := api.Inject; in.Header != "" {
-		forms = append(forms, slots.Value(in.Template, s))
+		forms = append(forms, Value(in.Template, s))
 	}
 	if b := api.Inject.Basic; b != nil {
-		user, pass := slots.Value(b.Username, s), slots.Value(b.Password, s)
+		user, pass := Value(b.Username, s), Value(b.Password, s)
 		forms = append(forms, base64.StdEncoding.EncodeToString([]byte(user+":"+pass)))
 	}
 	forms = append(forms, base64.StdEncoding.EncodeToString([]byte(s)), base64.RawURLEncoding.EncodeToString([]byte(s)))

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 )
 
@@ -23,17 +22,22 @@ const testSecret = "s3cr3t/tok+en= x&y"
 func secret() state.Secret { return state.NewSecret(testSecret) }
 
 // newSlot returns the slot as the catalog prepares it: defaults applied, base URL parsed.
-func newSlot(t testing.TB, api slots.API, verify *slots.Verify) *slots.Slot {
+func newSlot(t testing.TB, api API, verify *Verify) *testSlot {
 	t.Helper()
-	c, err := slots.NewCatalog([]slots.Slot{{Name: "test_api_key", Label: "Test API key", API: &api, Verify: verify}}, "")
-	if err != nil {
-		t.Fatalf("the test slot is invalid: %v", err)
+	problems := api.Prepare("")
+	if verify != nil {
+		problems = append(problems, verify.Prepare()...)
 	}
-	s, ok := c.Lookup("test_api_key")
-	if !ok {
-		t.Fatal("the test slot is not in its catalog")
+	if len(problems) > 0 {
+		t.Fatalf("the test API is invalid: %v", problems)
 	}
-	return s
+	return &testSlot{API: &api, Verify: verify}
+}
+
+// testSlot is an API and its verification, as a secret slot carries them.
+type testSlot struct {
+	API    *API
+	Verify *Verify
 }
 
 // newCaller returns a Caller with a transport of its own, so that tests share no connections.
@@ -46,7 +50,7 @@ func newCaller(t *testing.T) *Caller {
 // injection is one way a slot puts the secret into a request, with where a server finds it.
 type injection struct {
 	name   string
-	inject slots.Injection
+	inject Injection
 	// carried returns what the server received where the secret belongs.
 	carried func(r *http.Request) string
 	// want is what carried must return.
@@ -75,35 +79,35 @@ func injections() []injection {
 	return []injection{
 		{
 			name:    "header with template",
-			inject:  slots.Injection{Header: "Authorization", Template: "Bearer {secret}"},
+			inject:  Injection{Header: "Authorization", Template: "Bearer {secret}"},
 			carried: func(r *http.Request) string { return r.Header.Get("Authorization") },
 			want:    "Bearer " + testSecret,
 			forms:   with("Bearer " + testSecret),
 		},
 		{
 			name:    "header without template",
-			inject:  slots.Injection{Header: "X-Api-Key"},
+			inject:  Injection{Header: "X-Api-Key"},
 			carried: func(r *http.Request) string { return r.Header.Get("X-Api-Key") },
 			want:    testSecret,
 			forms:   with(),
 		},
 		{
 			name:    "query parameter",
-			inject:  slots.Injection{Query: "api_key"},
+			inject:  Injection{Query: "api_key"},
 			carried: func(r *http.Request) string { return r.URL.Query().Get("api_key") },
 			want:    testSecret,
 			forms:   with("api_key=" + url.QueryEscape(testSecret)),
 		},
 		{
 			name:    "basic with the secret as password",
-			inject:  slots.Injection{Basic: &slots.BasicAuth{Username: "user", Password: "{secret}"}},
+			inject:  Injection{Basic: &BasicAuth{Username: "user", Password: "{secret}"}},
 			carried: basic,
 			want:    "user:" + testSecret,
 			forms:   with(b64("user:" + testSecret)),
 		},
 		{
 			name:    "basic with the secret as username",
-			inject:  slots.Injection{Basic: &slots.BasicAuth{Username: "{secret}"}},
+			inject:  Injection{Basic: &BasicAuth{Username: "{secret}"}},
 			carried: basic,
 			want:    testSecret + ":",
 			forms:   with(b64(testSecret + ":")),

@@ -68,12 +68,12 @@ func demoSlots() []slots.Slot {
 		Description: "A key for urlflow's demo API.",
 		Validation: slots.Validation{MinLength: 8, MaxLength: 128, Pattern: "demo_[A-Za-z0-9]+",
 			PatternHint: "It starts with demo_ followed by letters or digits."},
-		API: &slots.API{
-			BaseURL: slots.PublicURLPlaceholder + demoapi.Prefix,
+		API: &upstream.API{
+			BaseURL: upstream.PublicURLPlaceholder + demoapi.Prefix,
 			Methods: []string{http.MethodGet, http.MethodPost},
-			Inject:  slots.Injection{Header: "Authorization", Template: "Bearer " + slots.SecretPlaceholder},
+			Inject:  upstream.Injection{Header: "Authorization", Template: "Bearer " + upstream.SecretPlaceholder},
 		},
-		Verify: &slots.Verify{Method: http.MethodGet, Path: "/whoami", Status: []int{http.StatusOK}},
+		Verify: &upstream.Verify{Method: http.MethodGet, Path: "/whoami", Status: []int{http.StatusOK}},
 	}}
 }
 

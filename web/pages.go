@@ -361,7 +361,7 @@ func (s *Server) submitSecret(c echo.Context) error {
 	reason := "secret received and validated"
 	var verifiedAt *time.Time
 	if slot.Verify != nil {
-		if err := s.opts.Upstream.Check(ctx, slot, secret); err != nil {
+		if err := s.opts.Upstream.Check(ctx, slot.API, slot.Verify, secret); err != nil {
 			return s.verificationFailed(c, v, e, slot, err)
 		}
 		now := s.opts.Flows.Now().UTC()

@@ -1,4 +1,4 @@
-package slots
+package upstream
 
 import (
 	"fmt"
@@ -23,8 +23,10 @@ const (
 	PublicURLPlaceholder = "{public_url}"
 )
 
-// API says where and how tools use a slot's secret (the call_api tool): the base URL every
-// call stays under, the methods allowed, and how the secret is put into a request.
+// API says where and how urlflow uses a secret or an access token for a tool (call_api)
+// and for checking a new secret: the base URL every call stays under, the methods allowed,
+// and how the secret is put into a request. Secret slots and third-party providers each
+// carry one, from the configuration file.
 type API struct {
 	// BaseURL is an absolute http(s) URL; no call can leave it.
 	BaseURL string `yaml:"base_url"`
@@ -65,7 +67,7 @@ type BasicAuth struct {
 }
 
 // Verify is the check a new secret must pass before urlflow stores it: a request to the
-// slot's API with the new secret, and the statuses that mean "valid".
+// API with the new secret (Caller.Check), and the statuses that mean "valid".
 type Verify struct {
 	// Method is GET if empty.
 	Method string `yaml:"method"`
@@ -97,28 +99,20 @@ func Value(template, secret string) string {
 	return strings.ReplaceAll(template, SecretPlaceholder, secret)
 }
 
-// prepareAPI checks a slot's API and verification, fills in defaults, and returns every
-// problem.
-func (s *Slot) prepareAPI(publicURL string) []string {
+// Prepare fills in v's defaults and returns every problem, each naming the key
+// ("verify.status ...").
+func (v *Verify) Prepare() []string {
 	var problems []string
-	if s.Verify != nil && s.API == nil {
-		problems = append(problems, "verify needs an api section (the check is a call to the API)")
+	if v.Method == "" {
+		v.Method = http.MethodGet
 	}
-	if s.API != nil {
-		problems = append(problems, s.API.Prepare(publicURL)...)
+	v.Method = strings.ToUpper(v.Method)
+	if len(v.Status) == 0 {
+		v.Status = []int{http.StatusOK}
 	}
-	if v := s.Verify; v != nil {
-		if v.Method == "" {
-			v.Method = http.MethodGet
-		}
-		v.Method = strings.ToUpper(v.Method)
-		if len(v.Status) == 0 {
-			v.Status = []int{http.StatusOK}
-		}
-		for _, st := range v.Status {
-			if st < 100 || st > 599 {
-				problems = append(problems, fmt.Sprintf("verify.status: %d is not an HTTP status", st))
-			}
+	for _, st := range v.Status {
+		if st < 100 || st > 599 {
+			problems = append(problems, fmt.Sprintf("verify.status: %d is not an HTTP status", st))
 		}
 	}
 	return problems
