@@ -16,7 +16,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/internal/redistest"
-	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/oauth/identity"
+	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/vault"
@@ -128,7 +129,7 @@ func (cs *connectSetup) connectAlice(t *testing.T) (*client, *sdk.ElicitParams) 
 
 // storedToken opens the sealed token of user's connection to acme with urlflow dev's own
 // keys, so that the test can look for it where it must not be.
-func (cs *connectSetup) storedToken(t *testing.T, user string) oauth.Token {
+func (cs *connectSetup) storedToken(t *testing.T, user string) thirdparty.Token {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(cs.s.configHome, "urlflow", "dev.json"))
 	if err != nil {
@@ -145,7 +146,7 @@ func (cs *connectSetup) storedToken(t *testing.T, user string) oauth.Token {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
-	u := state.User{Issuer: oauth.DevIssuer, Subject: user}
+	u := state.User{Issuer: identity.DevIssuer, Subject: user}
 	c, err := credentials.NewStore(rdb, credentials.Options{}).Get(t.Context(), u, "acme")
 	if err != nil {
 		t.Fatalf("no stored connection: %v", err)
@@ -154,7 +155,7 @@ func (cs *connectSetup) storedToken(t *testing.T, user string) oauth.Token {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tok oauth.Token
+	var tok thirdparty.Token
 	if err := json.Unmarshal([]byte(secret.Reveal()), &tok); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/upstream"
@@ -21,7 +21,7 @@ type connectArgs struct {
 }
 
 // providerFor returns the provider named name or an error listing the known ones.
-func (s *Server) providerFor(name string) (*oauth.Provider, error) {
+func (s *Server) providerFor(name string) (*thirdparty.Provider, error) {
 	p, ok := s.opts.Providers.Lookup(name)
 	if !ok {
 		names := s.opts.Providers.Names()
@@ -60,7 +60,7 @@ func (s *Server) connect(ctx context.Context, t turn, args connectArgs) (*sdk.Ca
 }
 
 // askConnect takes the user through a connection to p.
-func (s *Server) askConnect(ctx context.Context, t turn, p *oauth.Provider, scopes []string, purpose string) (*flow.Elicitation, *sdk.CallToolResult, error) {
+func (s *Server) askConnect(ctx context.Context, t turn, p *thirdparty.Provider, scopes []string, purpose string) (*flow.Elicitation, *sdk.CallToolResult, error) {
 	if len(scopes) == 0 {
 		scopes = p.DefaultScopes()
 	}
@@ -77,7 +77,7 @@ func covers(granted, want []string) bool {
 	return true
 }
 
-func connected(p *oauth.Provider, account, message string) *sdk.CallToolResult {
+func connected(p *thirdparty.Provider, account, message string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{
 		Content: []sdk.Content{&sdk.TextContent{Text: message}},
 		StructuredContent: map[string]any{"status": "connected", "provider": p.Name, "account": account,
@@ -89,7 +89,7 @@ func connected(p *oauth.Provider, account, message string) *sdk.CallToolResult {
 // the provider's API says. A missing connection, or one the provider no longer honours, is
 // asked for first, in the same call. An access token the API refuses (401) is refreshed
 // once and the call made again.
-func (s *Server) callProvider(ctx context.Context, t turn, p *oauth.Provider, args callAPIArgs) (*sdk.CallToolResult, error) {
+func (s *Server) callProvider(ctx context.Context, t turn, p *thirdparty.Provider, args callAPIArgs) (*sdk.CallToolResult, error) {
 	if p.API == nil {
 		return nil, fmt.Errorf("urlflow has no API configured for %s", p.Label)
 	}
@@ -100,9 +100,9 @@ func (s *Server) callProvider(ctx context.Context, t turn, p *oauth.Provider, ar
 		return nil, err
 	}
 	tok, err := s.opts.Keeper.Token(ctx, t.user, p, "")
-	if errors.Is(err, oauth.ErrNotConnected) || errors.Is(err, oauth.ErrReconnect) {
+	if errors.Is(err, thirdparty.ErrNotConnected) || errors.Is(err, thirdparty.ErrReconnect) {
 		purpose := "Connect your " + p.Label + " account so that urlflow can call its API for you."
-		if errors.Is(err, oauth.ErrReconnect) {
+		if errors.Is(err, thirdparty.ErrReconnect) {
 			purpose = p.Label + " no longer accepts the connection urlflow had; connect your account again."
 		}
 		if _, res, err := s.askConnect(ctx, t, p, nil, purpose); res != nil || err != nil {
@@ -130,8 +130,8 @@ func (s *Server) callProvider(ctx context.Context, t turn, p *oauth.Provider, ar
 }
 
 // connectionError says what went wrong with a connection's tokens.
-func (s *Server) connectionError(ctx context.Context, p *oauth.Provider, err error) error {
-	if errors.Is(err, oauth.ErrReconnect) {
+func (s *Server) connectionError(ctx context.Context, p *thirdparty.Provider, err error) error {
+	if errors.Is(err, thirdparty.ErrReconnect) {
 		return fmt.Errorf("%s no longer accepts urlflow's connection; call connect with provider %s to connect again", p.Label, p.Name)
 	}
 	s.log.ErrorContext(ctx, "connection tokens unusable", "provider", p.Name, "err", err)

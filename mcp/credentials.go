@@ -8,7 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
@@ -193,7 +193,7 @@ func (s *Server) disconnect(ctx context.Context, t turn, args nameArgs) (*sdk.Ca
 
 // disconnectProvider revokes a third-party connection at the provider where it can, and
 // deletes it.
-func (s *Server) disconnectProvider(ctx context.Context, t turn, p *oauth.Provider) (*sdk.CallToolResult, error) {
+func (s *Server) disconnectProvider(ctx context.Context, t turn, p *thirdparty.Provider) (*sdk.CallToolResult, error) {
 	deleted, revokeErr, err := s.opts.Keeper.Disconnect(ctx, t.user, p, state.ActorClient)
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
@@ -205,7 +205,7 @@ func (s *Server) disconnectProvider(ctx context.Context, t turn, p *oauth.Provid
 		text = fmt.Sprintf("You had no %s account connected; nothing was deleted.", p.Label)
 	case revoked:
 		text = fmt.Sprintf("Your %s account is disconnected: urlflow revoked its access at %s and deleted its tokens.", p.Label, p.Label)
-	case errors.Is(revokeErr, oauth.ErrNoRevocation):
+	case errors.Is(revokeErr, thirdparty.ErrNoRevocation):
 		text = fmt.Sprintf("urlflow deleted its tokens for your %s account. %s offers no way for urlflow to revoke "+
 			"them; to remove urlflow's access there too, use your %s account settings.", p.Label, p.Label, p.Label)
 	default:

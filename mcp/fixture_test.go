@@ -29,7 +29,8 @@ import (
 
 	"github.com/urlflow/urlflow/demoapi"
 	"github.com/urlflow/urlflow/internal/redistest"
-	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/oauth/identity"
+	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/counters"
@@ -59,8 +60,8 @@ type fixture struct {
 	creds     *credentials.Store
 	hub       *flow.Hub
 	vault     *vault.Vault
-	keeper    *oauth.Keeper
-	providers *oauth.Providers
+	keeper    *thirdparty.Keeper
+	providers *thirdparty.Providers
 	server    *Server
 	opts      Options
 	logs      *logRecorder
@@ -114,12 +115,12 @@ func newFixture(t *testing.T, configure ...func(*Options)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	providers, err := oauth.NewProviders(ctx, []oauth.ProviderConfig{{
+	providers, err := thirdparty.NewProviders(ctx, []thirdparty.Config{{
 		Name: acme, Label: "Acme", ClientID: "urlflow", ClientSecretEnv: "ACME_SECRET",
 		AuthorizationURL: "https://acme.test/authorize", TokenURL: "https://acme.test/token",
 		UserinfoURL: "https://acme.test/userinfo", Scopes: []string{"read"},
 		API: &upstream.API{BaseURL: apiURL, Methods: []string{"GET"}},
-	}}, oauth.ProviderOptions{
+	}}, thirdparty.Options{
 		PublicURL: publicURL.String(),
 		Getenv:    func(string) (string, bool) { return "acme-client-secret", true },
 	})
@@ -134,7 +135,7 @@ func newFixture(t *testing.T, configure ...func(*Options)) *fixture {
 	creds := credentials.NewStore(rdb, credentials.Options{Logger: log, Now: now})
 	hub := flow.NewHub(rdb, log)
 	vault := vault.NewVault(ring)
-	keeper := oauth.NewKeeper(creds, vault, count, log)
+	keeper := thirdparty.NewKeeper(creds, vault, count, log)
 	opts := Options{
 		Flows: store, Credentials: creds, Counters: count, Hub: hub, Vault: vault, Slots: catalog, Providers: providers, Keeper: keeper,
 		Upstream: upstream.New(nil), PublicURL: publicURL, Style: StylePush,
@@ -197,8 +198,8 @@ func (f *fixture) serveHTTP() (endpoint string, token func(name string) string) 
 	srv := httptest.NewServer(mux)
 	f.t.Cleanup(srv.Close)
 	endpoint = srv.URL + "/mcp"
-	dev := oauth.NewDevIdentity([]byte(strings.Repeat("d", 32)), endpoint)
-	mux.Handle("/mcp", auth.RequireBearerToken(oauth.SDKVerifier(dev), &auth.RequireBearerTokenOptions{
+	dev := identity.NewDev([]byte(strings.Repeat("d", 32)), endpoint)
+	mux.Handle("/mcp", auth.RequireBearerToken(identity.SDKVerifier(dev), &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: srv.URL + "/.well-known/oauth-protected-resource/mcp",
 	})(f.server.Handler()))
 	return endpoint, func(name string) string {
@@ -211,7 +212,7 @@ func (f *fixture) serveHTTP() (endpoint string, token func(name string) string) 
 }
 
 // devUser is the user of the development tokens of serveHTTP.
-func devUser(name string) state.User { return state.User{Issuer: oauth.DevIssuer, Subject: name} }
+func devUser(name string) state.User { return state.User{Issuer: identity.DevIssuer, Subject: name} }
 
 // Clients
 
@@ -386,8 +387,8 @@ type bearerConn struct {
 func (c *bearerConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if req, ok := msg.(*jsonrpc.Request); ok {
-		id := oauth.Identity{User: *c.bt.user.Load(), Expiry: time.Now().Add(time.Hour)}
-		req.Extra = &sdk.RequestExtra{TokenInfo: oauth.TokenInfo(id)}
+		id := identity.Claims{User: *c.bt.user.Load(), Expiry: time.Now().Add(time.Hour)}
+		req.Extra = &sdk.RequestExtra{TokenInfo: identity.TokenInfo(id)}
 	}
 	return msg, err
 }
@@ -557,8 +558,8 @@ func (f *fixture) browserConnects(id, name, account, accessToken string) {
 	f.browserOpens(id)
 	p, _ := f.providers.Lookup(name)
 	e := f.get(id)
-	tok := &oauth.Token{AccessToken: accessToken, TokenType: "Bearer", Scopes: e.Scopes,
-		Account: oauth.Account{ID: account, Name: account}}
+	tok := &thirdparty.Token{AccessToken: accessToken, TokenType: "Bearer", Scopes: e.Scopes,
+		Account: thirdparty.Account{ID: account, Name: account}}
 	cred, err := f.keeper.Seal(e.User, p, id, tok, f.store.Now().UTC())
 	if err != nil {
 		f.t.Fatal(err)

@@ -22,7 +22,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/counters"
@@ -63,8 +63,8 @@ type Options struct {
 	Vault       *vault.Vault
 	Slots       *slots.Catalog
 	// Providers are the third-party OAuth providers of connect; Keeper keeps their tokens.
-	Providers *oauth.Providers
-	Keeper    *oauth.Keeper
+	Providers *thirdparty.Providers
+	Keeper    *thirdparty.Keeper
 	// Upstream makes call_api's requests.
 	Upstream *upstream.Caller
 	// PublicURL starts every elicitation URL.

@@ -8,7 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 )
@@ -126,5 +126,5 @@ func userOf(extra *sdk.RequestExtra) (state.User, bool) {
 	if extra == nil {
 		return state.User{}, false
 	}
-	return oauth.UserOf(extra.TokenInfo)
+	return identity.UserOf(extra.TokenInfo)
 }

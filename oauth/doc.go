@@ -1,7 +1,12 @@
-// Package oauth establishes who a user is. It verifies the bearer tokens presented to /mcp
-// and the API, recognises operator tokens, and provides the development identity of
-// `urlflow dev`.
+// Package oauth finds OpenID providers and OAuth authorization servers by discovery, for
+// the two packages below it that talk to them:
 //
-// The one idea to hold: a user is an issuer and a subject taken from a verified token,
-// never a session ID and never anything a client claims about itself.
+//   - identity establishes who a user is: the bearer tokens presented to /mcp and the API
+//     (urlflow as a resource server of the deployment's issuer), the browser sign-in to
+//     urlflow's pages, operator tokens, and the development identity of `urlflow dev`;
+//   - thirdparty connects users' accounts at third-party providers (authorization code with
+//     PKCE, presets for common providers) and keeps their tokens fresh.
+//
+// The one idea to hold: there is one way to discover a server (Discover, through go-oidc),
+// whichever side of urlflow it is on.
 package oauth

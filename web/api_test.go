@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 )
@@ -350,11 +350,11 @@ func TestTheAPIWantsAValidBearerToken(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	e := f.newFlow(t, "alice")
 	before := f.snapshot(t, e.ID)
-	otherResource, err := oauth.NewDevIdentity([]byte(rand.Text()), f.URL+"/elsewhere").Issue("alice")
+	otherResource, err := identity.NewDev([]byte(rand.Text()), f.URL+"/elsewhere").Issue("alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherKey, err := oauth.NewDevIdentity([]byte(rand.Text()), f.URL+"/mcp").Issue("alice")
+	otherKey, err := identity.NewDev([]byte(rand.Text()), f.URL+"/mcp").Issue("alice")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/ratelimit"
 )
@@ -19,7 +19,7 @@ func TestMCPIsServedOnlyWithAValidBearerToken(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOptions{})
 	metadata := fmt.Sprintf(`Bearer resource_metadata=%q`, f.URL+"/.well-known/oauth-protected-resource/mcp")
-	otherResource, err := oauth.NewDevIdentity([]byte(rand.Text()), f.URL+"/elsewhere").Issue("alice")
+	otherResource, err := identity.NewDev([]byte(rand.Text()), f.URL+"/elsewhere").Issue("alice")
 	if err != nil {
 		t.Fatal(err)
 	}

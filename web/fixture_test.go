@@ -30,6 +30,8 @@ import (
 	"github.com/urlflow/urlflow/internal/issuertest"
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/oauth/identity"
+	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/browsersession"
@@ -87,7 +89,7 @@ type fixtureOptions struct {
 	// issuer is named in the protected resource metadata.
 	issuer string
 	// oidc replaces the development identity with production's: browsers sign in through
-	// oauth.BrowserSignIn and tokens are verified by oauth.ResourceServer, both with an
+	// identity.BrowserSignIn and tokens are verified by identity.ResourceServer, both with an
 	// OpenID provider started for the test (fixture.issuer), which also becomes the issuer
 	// of the metadata. A user is then the issuer and their name as subject.
 	oidc bool
@@ -114,7 +116,7 @@ type fixture struct {
 	sessions      *browsersession.Store
 	counters      *counters.Counters
 	vault         *vault.Vault
-	dev           *oauth.DevIdentity // nil with the oidc option
+	dev           *identity.Dev // nil with the oidc option
 	clock         *testClock
 	mcp           *mcpProbe
 	logs          *syncBuffer
@@ -179,11 +181,11 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var configs []oauth.ProviderConfig
+	var configs []thirdparty.Config
 	if opts.provider != nil {
 		configs = append(configs, opts.provider.config(publicURL.JoinPath("oauth", "callback").String()))
 	}
-	providers, err := oauth.NewProviders(ctx, configs, oauth.ProviderOptions{
+	providers, err := thirdparty.NewProviders(ctx, configs, thirdparty.Options{
 		PublicURL: publicURL.String(),
 		Getenv:    func(name string) (string, bool) { return "secret-of-" + name, true },
 	})
@@ -196,8 +198,8 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	}
 	resource := publicURL.JoinPath("mcp").String()
 	var (
-		verifier oauth.Verifier
-		signIn   *oauth.BrowserSignIn
+		verifier identity.Verifier
+		signIn   *identity.BrowserSignIn
 		issuer   = opts.issuer
 	)
 	if opts.oidc {
@@ -208,15 +210,15 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rs, err := oauth.NewResourceServer(discovered, oauth.ResourceServerConfig{Resource: resource})
+		rs, err := identity.NewResourceServer(discovered, identity.ResourceServerConfig{Resource: resource})
 		if err != nil {
 			t.Fatal(err)
 		}
 		verifier, issuer = rs, cmp.Or(issuer, f.issuer.URL)
-		signIn = oauth.NewBrowserSignIn(discovered,
-			oauth.ClientCredentials{ClientID: f.issuer.ClientID, ClientSecret: f.issuer.ClientSecret}, callback)
+		signIn = identity.NewBrowserSignIn(discovered,
+			identity.ClientCredentials{ClientID: f.issuer.ClientID, ClientSecret: f.issuer.ClientSecret}, callback)
 	} else {
-		f.dev = oauth.NewDevIdentity([]byte(rand.Text()), resource)
+		f.dev = identity.NewDev([]byte(rand.Text()), resource)
 		verifier = f.dev
 		if opts.scopes != nil {
 			verifier = scopeGranter{f.dev, opts.scopes}
@@ -225,9 +227,9 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	f.server = New(Options{
 		PublicURL: publicURL, Flows: store, Hub: hub, Credentials: creds, Vault: vault, Keys: keys, Slots: catalog,
 		Sessions: sessions, Limiter: ratelimit.NewLimiter(rdb, clock.Now), Counters: count,
-		Verifier: verifier, Operators: oauth.NewOperators([]string{f.operatorToken}), Dev: f.dev, SignIn: signIn,
+		Verifier: verifier, Operators: identity.NewOperators([]string{f.operatorToken}), Dev: f.dev, SignIn: signIn,
 		Issuer: issuer, RequiredScopes: opts.requiredScopes, MCP: f.mcp,
-		Upstream: upstream.New(nil), Providers: providers, Keeper: oauth.NewKeeper(creds, vault, count, log), DemoAPI: f.demoAPI(),
+		Upstream: upstream.New(nil), Providers: providers, Keeper: thirdparty.NewKeeper(creds, vault, count, log), DemoAPI: f.demoAPI(),
 		RateLimits: opts.rateLimits, TTL: 10 * time.Minute, Logger: log,
 	})
 	srv.Config.Handler = f.server.Handler()
@@ -479,11 +481,11 @@ func (c *testClock) Advance(d time.Duration) {
 // scopeGranter stands in for an issuer whose tokens carry scopes: development tokens carry
 // none, so it adds the scopes of the user's name.
 type scopeGranter struct {
-	dev    *oauth.DevIdentity
+	dev    *identity.Dev
 	scopes map[string][]string
 }
 
-func (g scopeGranter) Verify(ctx context.Context, token string) (oauth.Identity, error) {
+func (g scopeGranter) Verify(ctx context.Context, token string) (identity.Claims, error) {
 	id, err := g.dev.Verify(ctx, token)
 	if err == nil {
 		id.Scopes = g.scopes[id.User.Subject]
@@ -505,7 +507,7 @@ func (p *mcpProbe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.panics.Load() {
 		panic("the probe was told to panic")
 	}
-	user, _ := oauth.UserOf(auth.TokenInfoFromContext(r.Context()))
+	user, _ := identity.UserOf(auth.TokenInfoFromContext(r.Context()))
 	p.mu.Lock()
 	p.users = append(p.users, user)
 	p.mu.Unlock()
@@ -828,12 +830,6 @@ func (b *browser) wantSignedOut(link string) {
 	}
 }
 
-// s256 is the PKCE S256 challenge of verifier (RFC 7636).
-func s256(verifier string) string {
-	sum := sha256.Sum256([]byte(verifier))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
 // open signs in and opens elicitation id, returning the page.
 func (b *browser) open(id string) answer {
 	b.t.Helper()
@@ -924,11 +920,11 @@ func newProvider(t testing.TB) *provider {
 	return p
 }
 
-func (p *provider) config(redirectURI string) oauth.ProviderConfig {
+func (p *provider) config(redirectURI string) thirdparty.Config {
 	p.mu.Lock()
 	p.redirectURI = redirectURI
 	p.mu.Unlock()
-	return oauth.ProviderConfig{
+	return thirdparty.Config{
 		Name: "acme", Label: "Acme", ClientID: providerClientID, ClientSecretEnv: "ACME_SECRET",
 		AuthorizationURL: p.srv.URL + "/authorize", TokenURL: p.srv.URL + "/token", UserinfoURL: p.srv.URL + "/userinfo",
 		Scopes: []string{"profile"},

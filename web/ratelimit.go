@@ -11,7 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
-	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/ratelimit"
 )
@@ -62,7 +62,7 @@ func (s *Server) allow(ctx context.Context, user state.User, what string, l rate
 func (s *Server) limitMCP(next http.Handler) http.Handler {
 	l := s.opts.RateLimits.MCP
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, ok := oauth.UserOf(auth.TokenInfoFromContext(r.Context()))
+		user, ok := identity.UserOf(auth.TokenInfoFromContext(r.Context()))
 		if !ok {
 			next.ServeHTTP(w, r)
 			return

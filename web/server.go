@@ -20,7 +20,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/oauth/identity"
+	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/browsersession"
@@ -50,13 +51,13 @@ type Options struct {
 	// Keys derives the cookie and CSRF keys.
 	Keys      *vault.KeyRing
 	Slots     *slots.Catalog
-	Verifier  oauth.Verifier
-	Operators *oauth.Operators
+	Verifier  identity.Verifier
+	Operators *identity.Operators
 	// Dev, when set, turns on the development identity: the development sign-in page,
 	// /dev/token, and a loopback-only Host check on every request.
-	Dev *oauth.DevIdentity
+	Dev *identity.Dev
 	// SignIn is the browser sign-in with the deployment's issuer; used when Dev is nil.
-	SignIn *oauth.BrowserSignIn
+	SignIn *identity.BrowserSignIn
 	// Issuer is the authorization server that MCP clients sign in with, named in the
 	// protected resource metadata; empty in development.
 	Issuer string
@@ -67,8 +68,8 @@ type Options struct {
 	// Upstream checks a new secret with its slot's API before it is stored.
 	Upstream *upstream.Caller
 	// Providers are the third-party OAuth providers; Keeper seals their tokens.
-	Providers *oauth.Providers
-	Keeper    *oauth.Keeper
+	Providers *thirdparty.Providers
+	Keeper    *thirdparty.Keeper
 	// DemoAPI, when set, is served under /demo/api (development only).
 	DemoAPI http.Handler
 	// RateLimits bound what one user can make urlflow do; the zero value limits nothing.
@@ -141,10 +142,10 @@ func (s *Server) routes() {
 	e.Any("/.well-known/oauth-protected-resource", echo.WrapHandler(metadata))
 	e.Any("/.well-known/oauth-protected-resource/mcp", echo.WrapHandler(metadata))
 
-	mcp := auth.RequireBearerToken(oauth.SDKVerifier(s.opts.Verifier), &auth.RequireBearerTokenOptions{
+	mcp := auth.RequireBearerToken(identity.SDKVerifier(s.opts.Verifier), &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: s.resourceMetadataURL(),
 		Scopes:              s.opts.RequiredScopes,
-		ClockSkew:           oauth.DefaultClockSkew,
+		ClockSkew:           identity.DefaultClockSkew,
 	})(s.limitMCP(s.opts.MCP))
 	e.Any("/mcp", echo.WrapHandler(mcp))
 

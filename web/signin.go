@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/templates"
 )
@@ -65,7 +65,7 @@ func (s *Server) signInCallback(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	attempt := oauth.SignInAttempt{}
+	attempt := identity.SignInAttempt{}
 	attempt.State, _ = v.sess.Values[valueSignInState].(string)
 	attempt.Nonce, _ = v.sess.Values[valueSignInNonce].(string)
 	attempt.Verifier, _ = v.sess.Values[valueSignInVerifier].(string)
@@ -79,10 +79,10 @@ func (s *Server) signInCallback(c echo.Context) error {
 	ctx := c.Request().Context()
 	who, err := s.opts.SignIn.Finish(ctx, attempt, c.QueryParams())
 	switch {
-	case errors.Is(err, oauth.ErrSignInDenied):
+	case errors.Is(err, identity.ErrSignInDenied):
 		return echo.NewHTTPError(http.StatusForbidden, "You were not signed in: the sign-in was refused or cancelled at "+
 			"your organisation's sign-in page. Nothing was changed. Open your link again to retry.")
-	case errors.Is(err, oauth.ErrSignInState):
+	case errors.Is(err, identity.ErrSignInState):
 		s.log.WarnContext(ctx, "sign-in answer refused", "err", err)
 		return echo.NewHTTPError(http.StatusBadRequest, "This sign-in answer was already used, has expired, or belongs to "+
 			"another browser. Nothing was changed. Open your link again to sign in.")
@@ -142,7 +142,7 @@ func (s *Server) signIn(c echo.Context) error {
 	}
 	next := safeNext(c.FormValue("next"))
 	name := strings.ToLower(strings.TrimSpace(c.FormValue("name")))
-	if !oauth.ValidDevName(name) {
+	if !identity.ValidDevName(name) {
 		return s.renderDevSignIn(c, v, http.StatusUnprocessableEntity, next, "",
 			"Use 1 to 64 lower-case letters, digits, dots, dashes or underscores, for example alice.")
 	}
@@ -171,7 +171,7 @@ func (s *Server) signOut(c echo.Context) error {
 // devToken is GET /dev/token?user=NAME: a bearer token for a development user.
 func (s *Server) devToken(c echo.Context) error {
 	name := c.QueryParam("user")
-	if !oauth.ValidDevName(name) {
+	if !identity.ValidDevName(name) {
 		return echo.NewHTTPError(http.StatusBadRequest,
 			"user must be 1 to 64 lower-case letters, digits, '.', '_' or '-', for example ?user=alice")
 	}

@@ -18,7 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/urlflow/urlflow/mcp"
-	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/ratelimit"
@@ -54,7 +54,7 @@ type config struct {
 	// Slots is set by resolvePublicURL: API base URLs may name the public URL.
 	Slots     *slots.Catalog
 	secrets   []slots.Slot
-	providers []oauth.ProviderConfig
+	providers []thirdparty.Config
 	// Production identity (urlflow serve).
 	OIDC oidcConfig
 }
@@ -109,12 +109,12 @@ func (c *config) loadTestSettings(mode string, getenv env) []error {
 
 // fileConfig is the YAML configuration file.
 type fileConfig struct {
-	Addr             string                 `yaml:"addr"`
-	PublicURL        string                 `yaml:"public_url"`
-	ElicitationStyle string                 `yaml:"elicitation_style"`
-	ElicitationTTL   string                 `yaml:"elicitation_ttl"`
-	Secrets          []slots.Slot           `yaml:"secrets"`
-	Providers        []oauth.ProviderConfig `yaml:"providers"`
+	Addr             string              `yaml:"addr"`
+	PublicURL        string              `yaml:"public_url"`
+	ElicitationStyle string              `yaml:"elicitation_style"`
+	ElicitationTTL   string              `yaml:"elicitation_ttl"`
+	Secrets          []slots.Slot        `yaml:"secrets"`
+	Providers        []thirdparty.Config `yaml:"providers"`
 }
 
 // env reads the environment; a test replaces it.
@@ -292,7 +292,7 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 	if _, err := slots.NewCatalog(cfg.secrets, "http://127.0.0.1"); err != nil {
 		problem("configuration file %s: %v", describeFile(cfg.ConfigFile), err)
 	}
-	if _, err := oauth.NewProviders(context.Background(), cfg.providers, oauth.ProviderOptions{
+	if _, err := thirdparty.NewProviders(context.Background(), cfg.providers, thirdparty.Options{
 		PublicURL: "http://127.0.0.1", Getenv: getenv, CheckOnly: true,
 	}); err != nil {
 		problem("configuration file %s: %v", describeFile(cfg.ConfigFile), err)

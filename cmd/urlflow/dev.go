@@ -19,7 +19,8 @@ import (
 	"github.com/urlflow/urlflow/demoapi"
 	"github.com/urlflow/urlflow/internal/embedded"
 	"github.com/urlflow/urlflow/mcp"
-	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/oauth/identity"
+	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/browsersession"
 	"github.com/urlflow/urlflow/state/counters"
@@ -77,13 +78,13 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 	}
 
 	resource := cfg.PublicURL.JoinPath("mcp").String()
-	devID := oauth.NewDevIdentity(dev.SigningKey, resource)
+	devID := identity.NewDev(dev.SigningKey, resource)
 	token, err := devID.Issue(devUser)
 	if err != nil {
 		return err
 	}
 
-	return runService(ctx, cfg, rdb, listener, identity{
+	return runService(ctx, cfg, rdb, listener, users{
 		verifier: devID, dev: devID, demoAPI: demoapi.Handler(),
 	}, log, func() {
 		printDevBanner(stdout, devBanner{
@@ -96,12 +97,12 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 	})
 }
 
-// identity is how a mode knows its users, and what it serves besides the product.
-type identity struct {
-	verifier oauth.Verifier
+// users is how a mode knows its users, and what it serves besides the product.
+type users struct {
+	verifier identity.Verifier
 	// dev is the development identity (urlflow dev); signIn and issuer the production one.
-	dev     *oauth.DevIdentity
-	signIn  *oauth.BrowserSignIn
+	dev     *identity.Dev
+	signIn  *identity.BrowserSignIn
 	issuer  string
 	scopes  []string
 	demoAPI http.Handler
@@ -109,8 +110,8 @@ type identity struct {
 
 // runService assembles urlflow on rdb and listener and serves until ctx ends. started runs
 // once everything is in place, before the first request is served.
-func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, listener net.Listener, id identity, log *slog.Logger, started func()) error {
-	providers, err := oauth.NewProviders(ctx, cfg.providers, oauth.ProviderOptions{PublicURL: cfg.PublicURL.String()})
+func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, listener net.Listener, id users, log *slog.Logger, started func()) error {
+	providers, err := thirdparty.NewProviders(ctx, cfg.providers, thirdparty.Options{PublicURL: cfg.PublicURL.String()})
 	if err != nil {
 		return fmt.Errorf("configuration file %s: %w", describeFile(cfg.ConfigFile), err)
 	}
@@ -121,7 +122,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	creds := credentials.NewStore(rdb, credentials.Options{Logger: log})
 	hub := flow.NewHub(rdb, log)
 	seals := vault.NewVault(cfg.Keys)
-	keeper := oauth.NewKeeper(creds, seals, count, log)
+	keeper := thirdparty.NewKeeper(creds, seals, count, log)
 	caller := upstream.New(nil)
 	mcpServer := mcp.New(mcp.Options{
 		Flows: flows, Credentials: creds, Counters: count, Hub: hub, Vault: seals,
@@ -135,7 +136,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	webServer := web.New(web.Options{
 		PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
 		Sessions: browsersession.NewStore(rdb), Limiter: ratelimit.NewLimiter(rdb, nil), Counters: count,
-		Slots: cfg.Slots, Verifier: id.verifier, Operators: oauth.NewOperators(cfg.OperatorTokens),
+		Slots: cfg.Slots, Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens),
 		Dev: id.dev, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,
 		MCP: mcpServer.Handler(), Upstream: caller, Providers: providers, Keeper: keeper,
 		DemoAPI: id.demoAPI, TTL: cfg.TTL, RateLimits: cfg.RateLimits, Logger: log,

@@ -8,6 +8,7 @@ import (
 	"net"
 
 	"github.com/urlflow/urlflow/oauth"
+	"github.com/urlflow/urlflow/oauth/identity"
 )
 
 // runServe is `urlflow serve`: production. Everything comes from configuration, and it
@@ -31,16 +32,16 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if err != nil {
 		return fmt.Errorf("URLFLOW_OIDC_ISSUER: %w", err)
 	}
-	credentials := oauth.ClientCredentials{ClientID: cfg.OIDC.ClientID, ClientSecret: cfg.OIDC.ClientSecret}
-	rsCfg := oauth.ResourceServerConfig{Resource: cfg.PublicURL.JoinPath("mcp").String()}
+	credentials := identity.ClientCredentials{ClientID: cfg.OIDC.ClientID, ClientSecret: cfg.OIDC.ClientSecret}
+	rsCfg := identity.ResourceServerConfig{Resource: cfg.PublicURL.JoinPath("mcp").String()}
 	if cfg.OIDC.Introspection {
 		rsCfg.Introspection = &credentials
 	}
-	verifier, err := oauth.NewResourceServer(issuer, rsCfg)
+	verifier, err := identity.NewResourceServer(issuer, rsCfg)
 	if err != nil {
 		return fmt.Errorf("URLFLOW_OIDC_INTROSPECTION: %w", err)
 	}
-	signIn := oauth.NewBrowserSignIn(issuer, credentials, cfg.PublicURL.JoinPath("auth", "callback").String())
+	signIn := identity.NewBrowserSignIn(issuer, credentials, cfg.PublicURL.JoinPath("auth", "callback").String())
 
 	listener, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -53,7 +54,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if len(cfg.Slots.Names()) == 0 {
 		log.Warn("no secret slots configured: set_secret and call_api have nothing to ask for; name them in the file of URLFLOW_CONFIG")
 	}
-	return runService(ctx, cfg, rdb, listener, identity{
+	return runService(ctx, cfg, rdb, listener, users{
 		verifier: verifier, signIn: signIn, issuer: issuer.URL, scopes: cfg.OIDC.Scopes,
 	}, log, func() {
 		fmt.Fprintf(stdout, "urlflow serve: MCP endpoint %s, listening on %s\n", rsCfg.Resource, listener.Addr())

@@ -12,10 +12,9 @@ package issuertest
 import (
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -25,6 +24,7 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	"golang.org/x/oauth2"
 )
 
 // Paths of the issuer's endpoints, under its URL.
@@ -198,6 +198,16 @@ func (i *Issuer) Override(endpointURL string, h http.Handler) {
 	i.overrides[pathOf(endpointURL)] = h
 }
 
+// Reply is a handler for Override that answers with status, a Content-Type and a body, as
+// a misbehaving endpoint might.
+func Reply(status int, contentType, body string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	})
+}
+
 // Requests returns how many requests the endpoint at endpointURL has received.
 func (i *Issuer) Requests(endpointURL string) int {
 	i.mu.Lock()
@@ -358,7 +368,7 @@ func (i *Issuer) serveToken(w http.ResponseWriter, r *http.Request) {
 	case r.PostForm.Get("redirect_uri") != g.redirectURI:
 		oauthError(w, http.StatusBadRequest, "invalid_grant")
 		return
-	case challenge(r.PostForm.Get("code_verifier")) != g.challenge:
+	case oauth2.S256ChallengeFromVerifier(r.PostForm.Get("code_verifier")) != g.challenge:
 		oauthError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
@@ -431,12 +441,6 @@ func (i *Issuer) authenticClient(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	return true
-}
-
-// challenge is the PKCE S256 challenge of verifier (RFC 7636).
-func challenge(verifier string) string {
-	sum := sha256.Sum256([]byte(verifier))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 func oauthError(w http.ResponseWriter, status int, code string) {

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"golang.org/x/oauth2"
 )
 
 const callback = "https://urlflow.example/auth/callback"
@@ -15,7 +17,7 @@ const callback = "https://urlflow.example/auth/callback"
 func authURL(i *Issuer, verifier string, edit func(url.Values)) string {
 	q := url.Values{"response_type": {"code"}, "client_id": {i.ClientID}, "redirect_uri": {callback},
 		"scope": {"openid"}, "state": {"st"}, "nonce": {"n-1"},
-		"code_challenge": {challenge(verifier)}, "code_challenge_method": {"S256"}}
+		"code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}, "code_challenge_method": {"S256"}}
 	if edit != nil {
 		edit(q)
 	}

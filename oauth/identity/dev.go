@@ -1,4 +1,4 @@
-package oauth
+package identity
 
 import (
 	"context"
@@ -26,28 +26,28 @@ var devNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 // letters, digits, '.', '_' and '-', starting with a letter or digit.
 func ValidDevName(name string) bool { return devNamePattern.MatchString(name) }
 
-// DevIdentity is the identity provider of `urlflow dev`: it issues and verifies HS256 JWTs
+// Dev is the identity provider of `urlflow dev`: it issues and verifies HS256 JWTs
 // for development users. Its key lives in the user's configuration directory, so tokens
 // survive a restart. It is never used by `urlflow serve`.
-type DevIdentity struct {
+type Dev struct {
 	key      []byte
 	audience string
 	now      func() time.Time
 }
 
-// NewDevIdentity returns a development identity that signs with key and issues tokens for
+// NewDev returns a development identity that signs with key and issues tokens for
 // audience (the MCP resource URL).
-func NewDevIdentity(key []byte, audience string) *DevIdentity {
-	return &DevIdentity{key: key, audience: audience, now: time.Now}
+func NewDev(key []byte, audience string) *Dev {
+	return &Dev{key: key, audience: audience, now: time.Now}
 }
 
 // User returns the development user called name.
-func (d *DevIdentity) User(name string) state.User {
+func (d *Dev) User(name string) state.User {
 	return state.User{Issuer: DevIssuer, Subject: name}
 }
 
 // Issue returns a token for the development user called name.
-func (d *DevIdentity) Issue(name string) (string, error) {
+func (d *Dev) Issue(name string) (string, error) {
 	if !ValidDevName(name) {
 		return "", fmt.Errorf("development user name %q: use 1 to 64 of a-z, 0-9, '.', '_', '-'", name)
 	}
@@ -67,7 +67,7 @@ func (d *DevIdentity) Issue(name string) (string, error) {
 }
 
 // Verify checks a development token: signature, issuer, audience and expiry.
-func (d *DevIdentity) Verify(_ context.Context, token string) (Identity, error) {
+func (d *Dev) Verify(_ context.Context, token string) (Claims, error) {
 	var claims jwt.RegisteredClaims
 	_, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return d.key, nil },
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
@@ -78,12 +78,12 @@ func (d *DevIdentity) Verify(_ context.Context, token string) (Identity, error) 
 		jwt.WithLeeway(30*time.Second),
 	)
 	if err != nil {
-		return Identity{}, fmt.Errorf("%w: %s", ErrInvalidToken, reason(err))
+		return Claims{}, fmt.Errorf("%w: %s", ErrInvalidToken, reason(err))
 	}
 	if !ValidDevName(claims.Subject) {
-		return Identity{}, fmt.Errorf("%w: bad subject", ErrInvalidToken)
+		return Claims{}, fmt.Errorf("%w: bad subject", ErrInvalidToken)
 	}
-	return Identity{User: d.User(claims.Subject), Expiry: claims.ExpiresAt.Time}, nil
+	return Claims{User: d.User(claims.Subject), Expiry: claims.ExpiresAt.Time}, nil
 }
 
 // reason names what was wrong with a token without quoting any of it.

@@ -1,10 +1,8 @@
-package oauth
+package thirdparty
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/urlflow/urlflow/internal/issuertest"
 )
 
 // The configuration every provider of these tests shares. The secret values are distinctive
@@ -222,11 +222,7 @@ func wantFields(t testing.TB, what string, got map[string]any, want map[string]s
 
 // reply answers with status, a Content-Type and a body.
 func reply(status int, contentType, body string) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", contentType)
-		w.WriteHeader(status)
-		io.WriteString(w, body)
-	}
+	return issuertest.Reply(status, contentType, body).ServeHTTP
 }
 
 // replyJSON answers with status and a JSON body.
@@ -247,17 +243,17 @@ func testGetenv(name string) (string, bool) {
 }
 
 // testConfig is a provider configuration with the test client, to complete.
-func testConfig(name string) ProviderConfig {
-	return ProviderConfig{Name: name, ClientID: testClientID, ClientSecretEnv: testSecretEnv}
+func testConfig(name string) Config {
+	return Config{Name: name, ClientID: testClientID, ClientSecretEnv: testSecretEnv}
 }
 
 // newProviders is NewProviders talking to s.
-func (s *standIn) newProviders(configs ...ProviderConfig) (*Providers, error) {
-	return NewProviders(context.Background(), configs, ProviderOptions{PublicURL: testPublicURL, Getenv: testGetenv, HTTPClient: s.client()})
+func (s *standIn) newProviders(configs ...Config) (*Providers, error) {
+	return NewProviders(context.Background(), configs, Options{PublicURL: testPublicURL, Getenv: testGetenv, HTTPClient: s.client()})
 }
 
 // provider configures one provider talking to s.
-func (s *standIn) provider(t testing.TB, cfg ProviderConfig) *Provider {
+func (s *standIn) provider(t testing.TB, cfg Config) *Provider {
 	t.Helper()
 	ps, err := s.newProviders(cfg)
 	if err != nil {
@@ -272,7 +268,7 @@ func (s *standIn) provider(t testing.TB, cfg ProviderConfig) *Provider {
 
 // preset configures the preset named preset (the provider has the same name), edited by
 // edit if given.
-func (s *standIn) preset(t testing.TB, preset string, edit func(*ProviderConfig)) *Provider {
+func (s *standIn) preset(t testing.TB, preset string, edit func(*Config)) *Provider {
 	t.Helper()
 	cfg := testConfig(preset)
 	cfg.Preset = preset
@@ -280,12 +276,6 @@ func (s *standIn) preset(t testing.TB, preset string, edit func(*ProviderConfig)
 		edit(&cfg)
 	}
 	return s.provider(t, cfg)
-}
-
-// s256 is the PKCE S256 challenge of verifier.
-func s256(verifier string) string {
-	sum := sha256.Sum256([]byte(verifier))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 // wantNoSecret fails the test if err's message contains any of secrets (or the client

@@ -1,4 +1,4 @@
-package oauth
+package thirdparty
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 // revoke, and where it departs from plain OAuth 2.0. They follow the providers'
 // documentation (docs/provider-presets.md, with sources) and are tested against local
 // stand-ins of those documented answers, not against the live providers.
-var presets = map[string]func(p *Provider, cfg ProviderConfig){
+var presets = map[string]func(p *Provider, cfg Config){
 	"github":    presetGitHub,
 	"google":    presetGoogle,
 	"microsoft": presetMicrosoft,
@@ -41,7 +41,7 @@ func api(base string) *upstream.API {
 		Inject: upstream.Injection{Header: "Authorization", Template: "Bearer {secret}"}}
 }
 
-func presetGitHub(p *Provider, _ ProviderConfig) {
+func presetGitHub(p *Provider, _ Config) {
 	p.Label = "GitHub"
 	p.config.Endpoint = oauth2.Endpoint{AuthURL: "https://github.com/login/oauth/authorize",
 		TokenURL: "https://github.com/login/oauth/access_token", AuthStyle: oauth2.AuthStyleInParams}
@@ -64,7 +64,7 @@ func presetGitHub(p *Provider, _ ProviderConfig) {
 	}
 }
 
-func presetGoogle(p *Provider, _ ProviderConfig) {
+func presetGoogle(p *Provider, _ Config) {
 	p.Label = "Google"
 	p.config.Endpoint = oauth2.Endpoint{AuthURL: "https://accounts.google.com/o/oauth2/v2/auth",
 		TokenURL: "https://oauth2.googleapis.com/token", AuthStyle: oauth2.AuthStyleInParams}
@@ -96,7 +96,7 @@ func presetGoogle(p *Provider, _ ProviderConfig) {
 // tenantIDPattern matches a Microsoft tenant ID, a GUID.
 var tenantIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
-func presetMicrosoft(p *Provider, cfg ProviderConfig) {
+func presetMicrosoft(p *Provider, cfg Config) {
 	tenant := cfg.Tenant
 	if tenant == "" {
 		tenant = "common"
@@ -126,7 +126,7 @@ func presetMicrosoft(p *Provider, cfg ProviderConfig) {
 	p.dialect.revoke = func(context.Context, *Provider, *Token) error { return ErrNoRevocation }
 }
 
-func presetGitLab(p *Provider, _ ProviderConfig) {
+func presetGitLab(p *Provider, _ Config) {
 	p.Label = "GitLab"
 	p.config.Endpoint = oauth2.Endpoint{AuthURL: "https://gitlab.com/oauth/authorize",
 		TokenURL: "https://gitlab.com/oauth/token", AuthStyle: oauth2.AuthStyleInParams}
@@ -136,7 +136,7 @@ func presetGitLab(p *Provider, _ ProviderConfig) {
 	p.API = api("https://gitlab.com/api/v4")
 }
 
-func presetAtlassian(p *Provider, _ ProviderConfig) {
+func presetAtlassian(p *Provider, _ Config) {
 	p.Label = "Atlassian"
 	p.config.Endpoint = oauth2.Endpoint{AuthURL: "https://auth.atlassian.com/authorize",
 		TokenURL: "https://auth.atlassian.com/oauth/token", AuthStyle: oauth2.AuthStyleInParams}
@@ -160,7 +160,7 @@ func presetAtlassian(p *Provider, _ ProviderConfig) {
 // notionVersion is the Notion-Version header Notion's API wants.
 const notionVersion = "2022-06-28"
 
-func presetNotion(p *Provider, _ ProviderConfig) {
+func presetNotion(p *Provider, _ Config) {
 	p.Label = "Notion"
 	p.config.Endpoint = oauth2.Endpoint{AuthURL: "https://api.notion.com/v1/oauth/authorize",
 		TokenURL: "https://api.notion.com/v1/oauth/token", AuthStyle: oauth2.AuthStyleInHeader}
@@ -196,7 +196,7 @@ func presetNotion(p *Provider, _ ProviderConfig) {
 	}
 }
 
-func presetLinear(p *Provider, _ ProviderConfig) {
+func presetLinear(p *Provider, _ Config) {
 	p.Label = "Linear"
 	p.config.Endpoint = oauth2.Endpoint{AuthURL: "https://linear.app/oauth/authorize",
 		TokenURL: "https://api.linear.app/oauth/token", AuthStyle: oauth2.AuthStyleInParams}
@@ -228,7 +228,7 @@ func presetLinear(p *Provider, _ ProviderConfig) {
 	}
 }
 
-func presetSlack(p *Provider, _ ProviderConfig) {
+func presetSlack(p *Provider, _ Config) {
 	p.Label = "Slack"
 	p.config.Endpoint = oauth2.Endpoint{AuthURL: "https://slack.com/oauth/v2/authorize",
 		TokenURL: "https://slack.com/api/oauth.v2.access", AuthStyle: oauth2.AuthStyleInHeader}

@@ -1,4 +1,4 @@
-package oauth
+package thirdparty
 
 import (
 	"bytes"
@@ -15,13 +15,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/upstream"
 	"golang.org/x/oauth2"
 )
 
-// ProviderConfig is one third-party OAuth provider of the configuration file: a preset, an
+// Config is one third-party OAuth provider of the configuration file: a preset, an
 // OpenID issuer found by discovery, or explicit endpoints.
-type ProviderConfig struct {
+type Config struct {
 	// Name identifies the provider in tools and configuration: [a-z0-9_]+.
 	Name string `yaml:"name"`
 	// Label is how people call it ("Acme"); the preset's or the name if empty.
@@ -162,8 +163,8 @@ func (ps *Providers) Names() []string {
 	return names
 }
 
-// ProviderOptions are what NewProviders needs besides the configuration.
-type ProviderOptions struct {
+// Options are what NewProviders needs besides the configuration.
+type Options struct {
 	// PublicURL is urlflow's public URL: the redirect URI is PublicURL + /oauth/callback,
 	// and {public_url} in API base URLs is replaced by it.
 	PublicURL string
@@ -178,7 +179,7 @@ type ProviderOptions struct {
 
 // NewProviders checks every provider, reads its client secret, discovers issuers, and
 // returns the set, or an error naming every problem.
-func NewProviders(ctx context.Context, configs []ProviderConfig, opts ProviderOptions) (*Providers, error) {
+func NewProviders(ctx context.Context, configs []Config, opts Options) (*Providers, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = os.LookupEnv
 	}
@@ -211,7 +212,7 @@ func NewProviders(ctx context.Context, configs []ProviderConfig, opts ProviderOp
 	return ps, nil
 }
 
-func newProvider(ctx context.Context, cfg ProviderConfig, opts ProviderOptions) (*Provider, []string) {
+func newProvider(ctx context.Context, cfg Config, opts Options) (*Provider, []string) {
 	var problems []string
 	problem := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	if !providerNamePattern.MatchString(cfg.Name) {
@@ -343,7 +344,7 @@ func newProvider(ctx context.Context, cfg ProviderConfig, opts ProviderOptions) 
 
 // clientSecret reads the client secret from its file or environment variable. The
 // configuration file may not hold it in clear.
-func clientSecret(cfg ProviderConfig, getenv func(string) (string, bool)) (string, error) {
+func clientSecret(cfg Config, getenv func(string) (string, bool)) (string, error) {
 	switch {
 	case cfg.ClientSecret != "":
 		return "", errors.New("client_secret may not be written in the configuration file: use client_secret_file or client_secret_env")
@@ -365,24 +366,13 @@ func clientSecret(cfg ProviderConfig, getenv func(string) (string, bool)) (strin
 	return "", errors.New("client_secret_file or client_secret_env is required")
 }
 
-// discover reads an OpenID issuer's (or OAuth authorization server's) metadata.
+// discover reads an OpenID issuer's metadata (oauth.Discover) and takes its endpoints.
 func (p *Provider) discover(ctx context.Context, issuer string) error {
-	var meta struct {
-		Issuer                   string   `json:"issuer"`
-		AuthorizationEndpoint    string   `json:"authorization_endpoint"`
-		TokenEndpoint            string   `json:"token_endpoint"`
-		UserinfoEndpoint         string   `json:"userinfo_endpoint"`
-		RevocationEndpoint       string   `json:"revocation_endpoint"`
-		IssParameterSupported    bool     `json:"authorization_response_iss_parameter_supported"`
-		TokenEndpointAuthMethods []string `json:"token_endpoint_auth_methods_supported"`
-	}
-	wellKnown := strings.TrimRight(issuer, "/") + "/.well-known/openid-configuration"
-	if err := p.getJSON(ctx, wellKnown, "", &meta); err != nil {
+	server, err := oauth.Discover(ctx, issuer, p.client)
+	if err != nil {
 		return err
 	}
-	if meta.Issuer != issuer {
-		return fmt.Errorf("the discovery document names issuer %q", meta.Issuer)
-	}
+	meta := server.Metadata
 	p.issuer, p.issRequired = issuer, meta.IssParameterSupported
 	p.config.Endpoint.AuthURL, p.config.Endpoint.TokenURL = meta.AuthorizationEndpoint, meta.TokenEndpoint
 	p.userinfo, p.revocation = meta.UserinfoEndpoint, meta.RevocationEndpoint

@@ -1,4 +1,4 @@
-package oauth
+package thirdparty
 
 import (
 	"net/http"

@@ -1,4 +1,4 @@
-package oauth
+package identity
 
 import (
 	"context"
@@ -14,41 +14,13 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 
+	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/state"
 )
 
 // DefaultClockSkew is the tolerance for exp and nbf between urlflow's clock and the
 // issuer's.
 const DefaultClockSkew = time.Minute
-
-// Issuer is a discovered OpenID provider: the deployment's issuer.
-type Issuer struct {
-	// URL is the issuer identifier, as configured and as the discovery document repeats it.
-	URL string
-	// IntrospectionEndpoint is the RFC 7662 endpoint it publishes, if any.
-	IntrospectionEndpoint string
-	provider              *oidc.Provider
-	client                *http.Client
-}
-
-// Discover fetches the issuer's discovery document (OpenID Connect Discovery). client is
-// used for everything urlflow asks the issuer (http.DefaultClient if nil).
-func Discover(ctx context.Context, issuerURL string, client *http.Client) (*Issuer, error) {
-	if client == nil {
-		client = http.DefaultClient
-	}
-	provider, err := oidc.NewProvider(oidc.ClientContext(ctx, client), issuerURL)
-	if err != nil {
-		return nil, fmt.Errorf("discover issuer %s: %w", issuerURL, err)
-	}
-	var meta struct {
-		Introspection string `json:"introspection_endpoint"`
-	}
-	if err := provider.Claims(&meta); err != nil {
-		return nil, fmt.Errorf("discover issuer %s: %w", issuerURL, err)
-	}
-	return &Issuer{URL: issuerURL, IntrospectionEndpoint: meta.Introspection, provider: provider, client: client}, nil
-}
 
 // ResourceServerConfig configures a ResourceServer.
 type ResourceServerConfig struct {
@@ -75,22 +47,22 @@ type ClientCredentials struct {
 // introspection when that is configured, and refused otherwise. The user is the issuer
 // and the token's sub.
 type ResourceServer struct {
-	issuer   *Issuer
+	issuer   *oauth.Server
 	cfg      ResourceServerConfig
 	verifier *oidc.IDTokenVerifier
 	now      func() time.Time
 }
 
 // NewResourceServer returns a ResourceServer for tokens of issuer.
-func NewResourceServer(issuer *Issuer, cfg ResourceServerConfig) (*ResourceServer, error) {
+func NewResourceServer(issuer *oauth.Server, cfg ResourceServerConfig) (*ResourceServer, error) {
 	if cfg.ClockSkew == 0 {
 		cfg.ClockSkew = DefaultClockSkew
 	}
-	if cfg.Introspection != nil && issuer.IntrospectionEndpoint == "" {
+	if cfg.Introspection != nil && issuer.Metadata.IntrospectionEndpoint == "" {
 		return nil, fmt.Errorf("issuer %s publishes no introspection endpoint", issuer.URL)
 	}
 	// Signature and issuer are checked by go-oidc; audience and times here, with skew.
-	verifier := issuer.provider.VerifierContext(oidc.ClientContext(context.Background(), issuer.client), &oidc.Config{
+	verifier := issuer.Provider.VerifierContext(oidc.ClientContext(context.Background(), issuer.Client), &oidc.Config{
 		SkipClientIDCheck: true, SkipExpiryCheck: true,
 	})
 	return &ResourceServer{issuer: issuer, cfg: cfg, verifier: verifier, now: time.Now}, nil
@@ -143,41 +115,41 @@ func (a *audienceClaim) UnmarshalJSON(b []byte) error {
 
 // Verify checks token and returns its identity. Errors wrap ErrInvalidToken and never
 // contain the token.
-func (r *ResourceServer) Verify(ctx context.Context, token string) (Identity, error) {
+func (r *ResourceServer) Verify(ctx context.Context, token string) (Claims, error) {
 	if strings.Count(token, ".") != 2 {
 		if r.cfg.Introspection != nil {
 			return r.introspect(ctx, token)
 		}
-		return Identity{}, fmt.Errorf("%w: not a JWT", ErrInvalidToken)
+		return Claims{}, fmt.Errorf("%w: not a JWT", ErrInvalidToken)
 	}
 	t, err := r.verifier.Verify(ctx, token)
 	if err != nil {
-		return Identity{}, fmt.Errorf("%w: %s", ErrInvalidToken, oidcReason(err))
+		return Claims{}, fmt.Errorf("%w: %s", ErrInvalidToken, oidcReason(err))
 	}
 	var c accessClaims
 	if err := t.Claims(&c); err != nil {
-		return Identity{}, fmt.Errorf("%w: malformed claims", ErrInvalidToken)
+		return Claims{}, fmt.Errorf("%w: malformed claims", ErrInvalidToken)
 	}
 	return r.identity(c)
 }
 
 // identity applies the checks common to JWTs and introspected tokens.
-func (r *ResourceServer) identity(c accessClaims) (Identity, error) {
+func (r *ResourceServer) identity(c accessClaims) (Claims, error) {
 	now := r.now()
 	sub, exp, nbf := c.Subject, c.Expiry, c.NotBefore
 	switch {
 	case sub == "":
-		return Identity{}, fmt.Errorf("%w: no subject", ErrInvalidToken)
+		return Claims{}, fmt.Errorf("%w: no subject", ErrInvalidToken)
 	case !slices.Contains(c.Audience, r.cfg.Resource):
-		return Identity{}, fmt.Errorf("%w: wrong audience (want %s)", ErrInvalidToken, r.cfg.Resource)
+		return Claims{}, fmt.Errorf("%w: wrong audience (want %s)", ErrInvalidToken, r.cfg.Resource)
 	case exp == nil:
-		return Identity{}, fmt.Errorf("%w: no expiry", ErrInvalidToken)
+		return Claims{}, fmt.Errorf("%w: no expiry", ErrInvalidToken)
 	case now.After(exp.time().Add(r.cfg.ClockSkew)):
-		return Identity{}, fmt.Errorf("%w: expired", ErrInvalidToken)
+		return Claims{}, fmt.Errorf("%w: expired", ErrInvalidToken)
 	case nbf != nil && now.Add(r.cfg.ClockSkew).Before(nbf.time()):
-		return Identity{}, fmt.Errorf("%w: not valid yet", ErrInvalidToken)
+		return Claims{}, fmt.Errorf("%w: not valid yet", ErrInvalidToken)
 	}
-	return Identity{
+	return Claims{
 		User:   state.User{Issuer: r.issuer.URL, Subject: sub},
 		Expiry: exp.time(),
 		Scopes: scopes(c.Scope, c.Scp),
@@ -201,23 +173,23 @@ func scopes(scope string, scp json.RawMessage) []string {
 }
 
 // introspect checks an opaque token with RFC 7662.
-func (r *ResourceServer) introspect(ctx context.Context, token string) (Identity, error) {
+func (r *ResourceServer) introspect(ctx context.Context, token string) (Claims, error) {
 	in := r.cfg.Introspection
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.issuer.IntrospectionEndpoint, strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.issuer.Metadata.IntrospectionEndpoint, strings.NewReader(form.Encode()))
 	if err != nil {
-		return Identity{}, fmt.Errorf("introspection request: %w", err)
+		return Claims{}, fmt.Errorf("introspection request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
 	req.SetBasicAuth(url.QueryEscape(in.ClientID), url.QueryEscape(in.ClientSecret))
-	resp, err := r.issuer.client.Do(req)
+	resp, err := r.issuer.Client.Do(req)
 	if err != nil {
-		return Identity{}, fmt.Errorf("introspection: %w", errors.Unwrap(err))
+		return Claims{}, fmt.Errorf("introspection: %w", errors.Unwrap(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return Identity{}, fmt.Errorf("introspection answered %d", resp.StatusCode)
+		return Claims{}, fmt.Errorf("introspection answered %d", resp.StatusCode)
 	}
 	var result struct {
 		Active bool   `json:"active"`
@@ -225,13 +197,13 @@ func (r *ResourceServer) introspect(ctx context.Context, token string) (Identity
 		accessClaims
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<20)).Decode(&result); err != nil {
-		return Identity{}, fmt.Errorf("introspection answer: %w", err)
+		return Claims{}, fmt.Errorf("introspection answer: %w", err)
 	}
 	switch {
 	case !result.Active:
-		return Identity{}, fmt.Errorf("%w: not active", ErrInvalidToken)
+		return Claims{}, fmt.Errorf("%w: not active", ErrInvalidToken)
 	case result.Issuer != "" && result.Issuer != r.issuer.URL:
-		return Identity{}, fmt.Errorf("%w: wrong issuer", ErrInvalidToken)
+		return Claims{}, fmt.Errorf("%w: wrong issuer", ErrInvalidToken)
 	}
 	return r.identity(result.accessClaims)
 }

@@ -1,4 +1,4 @@
-package oauth
+package identity
 
 import (
 	"cmp"
@@ -16,16 +16,20 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/urlflow/urlflow/internal/issuertest"
+	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/state"
 )
+
+// testPublicURL is the public URL of the urlflow under test.
+const testPublicURL = "https://urlflow.example"
 
 // testResource is urlflow's MCP resource in these tests: what access tokens must name in aud.
 const testResource = testPublicURL + "/mcp"
 
 // discover discovers the issuer iss.
-func discover(t testing.TB, iss *issuertest.Issuer) *Issuer {
+func discover(t testing.TB, iss *issuertest.Issuer) *oauth.Server {
 	t.Helper()
-	issuer, err := Discover(t.Context(), iss.URL, nil)
+	issuer, err := oauth.Discover(t.Context(), iss.URL, nil)
 	if err != nil {
 		t.Fatalf("Discover: %v", err)
 	}
@@ -312,14 +316,14 @@ func TestIntrospectionTroubleIsNotATokenRefusal(t *testing.T) {
 	token := iss.OpaqueToken(claimsAt(iss, now))
 	tests := []struct {
 		name   string
-		secret string           // the client secret urlflow sends; the right one if empty
-		answer http.HandlerFunc // of the introspection endpoint; the issuer's own if nil
+		secret string       // the client secret urlflow sends; the right one if empty
+		answer http.Handler // of the introspection endpoint; the issuer's own if nil
 		reason string
 	}{
 		{name: "wrong client credentials", secret: "not-the-secret", reason: "introspection answered 401"},
-		{name: "server error", answer: replyJSON(503, `{"error":"temporarily_unavailable"}`), reason: "introspection answered 503"},
-		{name: "malformed JSON", answer: replyJSON(200, `{"active": tru`), reason: "introspection answer"},
-		{name: "not JSON", answer: reply(200, "text/html", "<html>sign in</html>"), reason: "introspection answer"},
+		{name: "server error", answer: issuertest.Reply(503, "application/json", `{"error":"temporarily_unavailable"}`), reason: "introspection answered 503"},
+		{name: "malformed JSON", answer: issuertest.Reply(200, "application/json", `{"active": tru`), reason: "introspection answer"},
+		{name: "not JSON", answer: issuertest.Reply(200, "text/html", "<html>sign in</html>"), reason: "introspection answer"},
 	}
 	for _, tt := range tests {
 		// One introspection endpoint answers at a time: these run one after another.
@@ -346,7 +350,7 @@ func TestIntrospectionTroubleIsNotATokenRefusal(t *testing.T) {
 
 func TestIntrospectionNeedsAnIssuerThatOffersIt(t *testing.T) {
 	t.Parallel()
-	_, err := NewResourceServer(&Issuer{URL: "https://idp.example"},
+	_, err := NewResourceServer(&oauth.Server{URL: "https://idp.example"},
 		ResourceServerConfig{Resource: testResource, Introspection: &ClientCredentials{ClientID: "urlflow", ClientSecret: "s"}})
 	if err == nil || !strings.Contains(err.Error(), "no introspection endpoint") {
 		t.Fatalf("NewResourceServer: %v", err)
@@ -356,11 +360,11 @@ func TestIntrospectionNeedsAnIssuerThatOffersIt(t *testing.T) {
 func TestDiscoveryOfAnIssuerThatIsNotThereFails(t *testing.T) {
 	t.Parallel()
 	iss := issuertest.Start(t)
-	if _, err := Discover(t.Context(), iss.URL+"/elsewhere", nil); err == nil {
+	if _, err := oauth.Discover(t.Context(), iss.URL+"/elsewhere", nil); err == nil {
 		t.Error("discovered an issuer without a discovery document")
 	}
 	// The document names iss.URL, not the URL asked for.
-	if _, err := Discover(t.Context(), iss.URL+"/", nil); err == nil {
+	if _, err := oauth.Discover(t.Context(), iss.URL+"/", nil); err == nil {
 		t.Error("discovered an issuer whose document names another")
 	}
 }
@@ -380,5 +384,13 @@ func TestSDKVerifierCarriesTheUser(t *testing.T) {
 	bad := iss.AccessToken(t, with(claimsAt(iss, now), func(c map[string]any) { c["aud"] = "https://other.example" }))
 	if ti, err := verify(context.Background(), bad, nil); ti != nil || !errors.Is(err, ErrInvalidToken) {
 		t.Errorf("a refused token gave %+v, %v", ti, err)
+	}
+}
+
+// wantNoSecret fails the test if err quotes any of secrets.
+func wantNoSecret(t testing.TB, err error, secrets ...string) {
+	t.Helper()
+	if err != nil && slices.ContainsFunc(secrets, func(s string) bool { return s != "" && strings.Contains(err.Error(), s) }) {
+		t.Errorf("the error %q quotes a secret", err)
 	}
 }

@@ -1,4 +1,4 @@
-package oauth
+package identity
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/state"
 )
 
@@ -26,16 +27,16 @@ type BrowserSignIn struct {
 
 // NewBrowserSignIn returns a BrowserSignIn with issuer for the client urlflow is registered
 // as. redirectURL is urlflow's /auth/callback, exactly as registered at the issuer.
-func NewBrowserSignIn(issuer *Issuer, client ClientCredentials, redirectURL string) *BrowserSignIn {
+func NewBrowserSignIn(issuer *oauth.Server, client ClientCredentials, redirectURL string) *BrowserSignIn {
 	return &BrowserSignIn{
 		issuer: issuer.URL,
 		config: oauth2.Config{
 			ClientID: client.ClientID, ClientSecret: client.ClientSecret, RedirectURL: redirectURL,
-			Endpoint: issuer.provider.Endpoint(), Scopes: []string{oidc.ScopeOpenID, "profile", "email"},
+			Endpoint: issuer.Endpoint(), Scopes: []string{oidc.ScopeOpenID, "profile", "email"},
 		},
-		verifier: issuer.provider.VerifierContext(oidc.ClientContext(context.Background(), issuer.client),
+		verifier: issuer.Provider.VerifierContext(oidc.ClientContext(context.Background(), issuer.Client),
 			&oidc.Config{ClientID: client.ClientID}),
-		client: issuer.client,
+		client: issuer.Client,
 	}
 }
 

@@ -1,4 +1,4 @@
-package oauth
+package identity
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 const audience = "http://127.0.0.1:8080/mcp"
 
 func TestDevTokensVerifyAndNameTheUser(t *testing.T) {
-	d := NewDevIdentity([]byte(strings.Repeat("k", 32)), audience)
+	d := NewDev([]byte(strings.Repeat("k", 32)), audience)
 	tok, err := d.Issue("alice")
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func TestDevTokensVerifyAndNameTheUser(t *testing.T) {
 
 func TestBadDevTokensAreRefusedWithoutQuotingThem(t *testing.T) {
 	key := []byte(strings.Repeat("k", 32))
-	d := NewDevIdentity(key, audience)
+	d := NewDev(key, audience)
 	sign := func(claims jwt.Claims, method jwt.SigningMethod, k any) string {
 		s, err := jwt.NewWithClaims(method, claims).SignedString(k)
 		if err != nil {
@@ -77,7 +77,7 @@ func TestDevNamesAreLimited(t *testing.T) {
 		if ValidDevName(bad) {
 			t.Errorf("%q accepted", bad)
 		}
-		if _, err := NewDevIdentity([]byte("k"), audience).Issue(bad); err == nil {
+		if _, err := NewDev([]byte("k"), audience).Issue(bad); err == nil {
 			t.Errorf("issued a token for %q", bad)
 		}
 	}
@@ -106,7 +106,7 @@ func TestOperatorTokensMatchExactly(t *testing.T) {
 
 // FuzzVerify checks that arbitrary input never panics the verifier or passes it.
 func FuzzVerify(f *testing.F) {
-	d := NewDevIdentity([]byte(strings.Repeat("k", 32)), audience)
+	d := NewDev([]byte(strings.Repeat("k", 32)), audience)
 	tok, _ := d.Issue("alice")
 	f.Add(tok)
 	f.Add("eyJhbGciOiJub25lIn0.e30.")

@@ -1,4 +1,4 @@
-package oauth
+package thirdparty
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/urlflow/urlflow/upstream"
+	"golang.org/x/oauth2"
 )
 
 // discoveryDocument is an OpenID provider's metadata for issuer, its endpoints under
@@ -68,7 +69,7 @@ func TestDiscoveredProviderFollowsItsMetadata(t *testing.T) {
 				t.Errorf("authorization endpoint %s", got)
 			}
 			wantValues(t, "authorization URL", u.Query(), map[string]string{"client_id": testClientID, "redirect_uri": testRedirectURI,
-				"state": testState, "scope": "openid profile email", "code_challenge": s256(testVerifier), "code_challenge_method": "S256"})
+				"state": testState, "scope": "openid profile email", "code_challenge": oauth2.S256ChallengeFromVerifier(testVerifier), "code_challenge_method": "S256"})
 
 			for iss, ok := range map[string]bool{"": !tt.issSupported, tt.issuer: true, tt.issuer + "/": false, "https://evil.example": false} {
 				if err := p.CheckIssuer(iss); (err == nil) != ok {
@@ -126,11 +127,11 @@ func TestDiscoveryIsRefused(t *testing.T) {
 		want   string
 	}{
 		{name: "a document naming another issuer", issuer: "https://idp.example", answer: discoveryDocument("https://evil.example", true, nil),
-			want: `provider acme: issuer: the discovery document names issuer "https://evil.example"`},
+			want: `provider acme: issuer: discover issuer https://idp.example: oidc: issuer URL provided to client ("https://idp.example") did not match the issuer URL returned by provider ("https://evil.example")`},
 		{name: "a document naming the issuer with a trailing slash", issuer: "https://idp.example", answer: discoveryDocument("https://idp.example/", false, nil),
-			want: `names issuer "https://idp.example/"`},
-		{name: "no document", issuer: "https://idp.example", want: "provider acme: issuer: idp.example answered 404"},
-		{name: "an unreachable issuer", issuer: "https://idp.example", closed: true, want: "provider acme: issuer: GET idp.example"},
+			want: `returned by provider ("https://idp.example/")`},
+		{name: "no document", issuer: "https://idp.example", want: "provider acme: issuer: discover issuer https://idp.example: 404 Not Found"},
+		{name: "an unreachable issuer", issuer: "https://idp.example", closed: true, want: `provider acme: issuer: discover issuer https://idp.example: Get "https://idp.example/.well-known/openid-configuration"`},
 		{name: "endpoints over plain http", issuer: "https://idp.example",
 			answer: strings.ReplaceAll(discoveryDocument("https://idp.example", false, nil), `"https://idp.example/`, `"http://idp.example/`),
 			want:   `authorization_url must be an https URL, got "http://idp.example/oauth2/authorize"`},
@@ -170,7 +171,7 @@ func TestPlainHTTPIssuerIsNotAskedForItsEndpoints(t *testing.T) {
 }
 
 // acmeConfig is a provider without discovery, configured with explicit endpoints.
-func acmeConfig(tokenAuth string) ProviderConfig {
+func acmeConfig(tokenAuth string) Config {
 	cfg := testConfig("acme")
 	cfg.Label = "Acme"
 	cfg.AuthorizationURL = "https://auth.acme.example/oauth/authorize"
@@ -200,7 +201,7 @@ func TestExplicitEndpointsProvider(t *testing.T) {
 				t.Errorf("authorization endpoint %s", got)
 			}
 			wantValues(t, "authorization URL", u.Query(), map[string]string{"scope": "read write", "audience": "https://api.acme.example",
-				"code_challenge": s256(testVerifier), "client_id": testClientID, "redirect_uri": testRedirectURI})
+				"code_challenge": oauth2.S256ChallengeFromVerifier(testVerifier), "client_id": testClientID, "redirect_uri": testRedirectURI})
 			if err := p.CheckIssuer(""); err != nil {
 				t.Errorf("CheckIssuer without iss: %v", err)
 			}
@@ -295,7 +296,7 @@ func TestRFC7009Revocation(t *testing.T) {
 
 func TestExplicitEndpointsOverrideAPreset(t *testing.T) {
 	s := newStandIn(t)
-	p := s.preset(t, "gitlab", func(c *ProviderConfig) {
+	p := s.preset(t, "gitlab", func(c *Config) {
 		c.Label = "Acme GitLab"
 		c.AuthorizationURL = "https://gitlab.acme.example/oauth/authorize"
 		c.TokenURL = "https://gitlab.acme.example/oauth/token"
@@ -346,7 +347,7 @@ func TestClientSecretFileIsReadWithoutItsNewline(t *testing.T) {
 
 func TestNewProvidersNamesEveryProblem(t *testing.T) {
 	const clear = "clear-text-secret-never-in-errors"
-	preset := func(name, preset string, edit func(*ProviderConfig)) ProviderConfig {
+	preset := func(name, preset string, edit func(*Config)) Config {
 		cfg := testConfig(name)
 		cfg.Preset = preset
 		if edit != nil {
@@ -354,63 +355,63 @@ func TestNewProvidersNamesEveryProblem(t *testing.T) {
 		}
 		return cfg
 	}
-	explicit := func(edit func(*ProviderConfig)) ProviderConfig {
+	explicit := func(edit func(*Config)) Config {
 		cfg := acmeConfig("")
 		edit(&cfg)
 		return cfg
 	}
 	tests := []struct {
 		name    string
-		configs []ProviderConfig
+		configs []Config
 		want    []string
 	}{
-		{"unknown preset", []ProviderConfig{preset("bb", "bitbucket", nil)},
+		{"unknown preset", []Config{preset("bb", "bitbucket", nil)},
 			[]string{`provider bb: unknown preset "bitbucket" (known: atlassian, github, gitlab, google, linear, microsoft, notion, slack)`}},
-		{"neither preset, issuer nor endpoints", []ProviderConfig{testConfig("acme")},
+		{"neither preset, issuer nor endpoints", []Config{testConfig("acme")},
 			[]string{"provider acme: give exactly one of preset, issuer, or explicit endpoints", "provider acme: authorization_url is required", "provider acme: token_url is required"}},
-		{"preset and issuer", []ProviderConfig{preset("gh", "github", func(c *ProviderConfig) { c.Issuer = "https://idp.example" })},
+		{"preset and issuer", []Config{preset("gh", "github", func(c *Config) { c.Issuer = "https://idp.example" })},
 			[]string{"provider gh: give exactly one of preset, issuer, or explicit endpoints"}},
-		{"a token_url without authorization_url", []ProviderConfig{explicit(func(c *ProviderConfig) { c.AuthorizationURL = "" })},
+		{"a token_url without authorization_url", []Config{explicit(func(c *Config) { c.AuthorizationURL = "" })},
 			[]string{"provider acme: give exactly one of", "provider acme: authorization_url is required"}},
-		{"no client_id", []ProviderConfig{preset("gh", "github", func(c *ProviderConfig) { c.ClientID = "" })},
+		{"no client_id", []Config{preset("gh", "github", func(c *Config) { c.ClientID = "" })},
 			[]string{"provider gh: client_id is required"}},
-		{"client_secret in clear", []ProviderConfig{preset("gh", "github", func(c *ProviderConfig) { c.ClientSecretEnv, c.ClientSecret = "", clear })},
+		{"client_secret in clear", []Config{preset("gh", "github", func(c *Config) { c.ClientSecretEnv, c.ClientSecret = "", clear })},
 			[]string{"provider gh: client_secret may not be written in the configuration file"}},
-		{"client_secret in clear besides an env var", []ProviderConfig{preset("gh", "github", func(c *ProviderConfig) { c.ClientSecret = clear })},
+		{"client_secret in clear besides an env var", []Config{preset("gh", "github", func(c *Config) { c.ClientSecret = clear })},
 			[]string{"provider gh: client_secret may not be written in the configuration file"}},
-		{"both client_secret_file and client_secret_env", []ProviderConfig{preset("gh", "github", func(c *ProviderConfig) { c.ClientSecretFile = "/run/secrets/gh" })},
+		{"both client_secret_file and client_secret_env", []Config{preset("gh", "github", func(c *Config) { c.ClientSecretFile = "/run/secrets/gh" })},
 			[]string{"provider gh: give client_secret_file or client_secret_env, not both"}},
-		{"no client secret", []ProviderConfig{preset("gh", "github", func(c *ProviderConfig) { c.ClientSecretEnv = "" })},
+		{"no client secret", []Config{preset("gh", "github", func(c *Config) { c.ClientSecretEnv = "" })},
 			[]string{"provider gh: client_secret_file or client_secret_env is required"}},
-		{"unset env var", []ProviderConfig{preset("gh", "github", func(c *ProviderConfig) { c.ClientSecretEnv = "URLFLOW_TEST_UNSET" })},
+		{"unset env var", []Config{preset("gh", "github", func(c *Config) { c.ClientSecretEnv = "URLFLOW_TEST_UNSET" })},
 			[]string{"provider gh: client_secret_env: URLFLOW_TEST_UNSET is not set"}},
-		{"missing secret file", []ProviderConfig{preset("gh", "github", func(c *ProviderConfig) {
+		{"missing secret file", []Config{preset("gh", "github", func(c *Config) {
 			c.ClientSecretEnv, c.ClientSecretFile = "", "/nonexistent/urlflow-test-secret"
 		})}, []string{"provider gh: client_secret_file:", "/nonexistent/urlflow-test-secret"}},
-		{"http endpoints", []ProviderConfig{explicit(func(c *ProviderConfig) {
+		{"http endpoints", []Config{explicit(func(c *Config) {
 			c.TokenURL, c.RevocationURL = "http://auth.acme.example/oauth/token", "http://10.0.0.1/revoke"
 		})}, []string{`provider acme: token_url must be an https URL, got "http://auth.acme.example/oauth/token"`,
 			`provider acme: revocation_url must be an https URL, got "http://10.0.0.1/revoke"`}},
-		{"an endpoint that is no URL", []ProviderConfig{explicit(func(c *ProviderConfig) { c.AuthorizationURL = "auth.acme.example/authorize" })},
+		{"an endpoint that is no URL", []Config{explicit(func(c *Config) { c.AuthorizationURL = "auth.acme.example/authorize" })},
 			[]string{`provider acme: authorization_url must be an https URL`}},
-		{"http preset override", []ProviderConfig{preset("gh", "github", func(c *ProviderConfig) { c.TokenURL = "http://ghe.acme.example/login/oauth/access_token" })},
+		{"http preset override", []Config{preset("gh", "github", func(c *Config) { c.TokenURL = "http://ghe.acme.example/login/oauth/access_token" })},
 			[]string{`provider gh: token_url must be an https URL`}},
-		{"http issuer", []ProviderConfig{preset("idp", "", func(c *ProviderConfig) { c.Issuer = "http://idp.example" })},
+		{"http issuer", []Config{preset("idp", "", func(c *Config) { c.Issuer = "http://idp.example" })},
 			[]string{`provider idp: issuer must be an https URL, got "http://idp.example"`}},
-		{"bad name", []ProviderConfig{preset("Git Hub", "github", nil)}, []string{"provider Git Hub: name must match [a-z0-9_]+"}},
-		{"no name", []ProviderConfig{preset("", "github", nil)}, []string{"provider (no name): name must match [a-z0-9_]+"}},
-		{"defined twice", []ProviderConfig{preset("gh", "github", nil), preset("gh", "gitlab", nil)}, []string{"provider gh: defined twice"}},
-		{"bad token_auth", []ProviderConfig{explicit(func(c *ProviderConfig) { c.TokenAuth = "private_key_jwt" })},
+		{"bad name", []Config{preset("Git Hub", "github", nil)}, []string{"provider Git Hub: name must match [a-z0-9_]+"}},
+		{"no name", []Config{preset("", "github", nil)}, []string{"provider (no name): name must match [a-z0-9_]+"}},
+		{"defined twice", []Config{preset("gh", "github", nil), preset("gh", "gitlab", nil)}, []string{"provider gh: defined twice"}},
+		{"bad token_auth", []Config{explicit(func(c *Config) { c.TokenAuth = "private_key_jwt" })},
 			[]string{`provider acme: token_auth must be basic or post, got "private_key_jwt"`}},
-		{"no way to read the account", []ProviderConfig{explicit(func(c *ProviderConfig) { c.Account = nil })},
+		{"no way to read the account", []Config{explicit(func(c *Config) { c.Account = nil })},
 			[]string{"provider acme: no way to read the connected account"}},
-		{"bad api", []ProviderConfig{preset("gh", "github", func(c *ProviderConfig) { c.API = &upstream.API{BaseURL: "ftp://api.acme.example"} })},
+		{"bad api", []Config{preset("gh", "github", func(c *Config) { c.API = &upstream.API{BaseURL: "ftp://api.acme.example"} })},
 			[]string{`provider gh: api.base_url must be an absolute http(s) URL`}},
-		{"every problem of every provider at once", []ProviderConfig{
+		{"every problem of every provider at once", []Config{
 			preset("ok", "github", nil),
-			preset("bb", "bitbucket", func(c *ProviderConfig) { c.ClientID = "" }),
-			preset("gh", "github", func(c *ProviderConfig) { c.ClientSecret = clear }),
-			explicit(func(c *ProviderConfig) {
+			preset("bb", "bitbucket", func(c *Config) { c.ClientID = "" }),
+			preset("gh", "github", func(c *Config) { c.ClientSecret = clear }),
+			explicit(func(c *Config) {
 				c.Name, c.TokenURL, c.TokenAuth = "Acme", "http://auth.acme.example/token", "jwt"
 			}),
 			preset("ok", "google", nil),

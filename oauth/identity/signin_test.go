@@ -1,4 +1,4 @@
-package oauth
+package identity
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/urlflow/urlflow/internal/issuertest"
 	"github.com/urlflow/urlflow/state"
+	"golang.org/x/oauth2"
 )
 
 // testCallback is urlflow's /auth/callback, registered at the issuer.
@@ -79,10 +80,16 @@ func TestSignInAsksForACodeWithPKCEAndNonce(t *testing.T) {
 	if got := u.Scheme + "://" + u.Host + u.Path; got != iss.AuthorizationEndpoint {
 		t.Errorf("authorization endpoint %s, want %s", got, iss.AuthorizationEndpoint)
 	}
-	wantValues(t, "authorization URL", u.Query(), map[string]string{
+	query := u.Query()
+	for k, want := range map[string]string{
 		"response_type": "code", "client_id": iss.ClientID, "redirect_uri": testCallback, "scope": "openid profile email",
-		"state": attempt.State, "nonce": attempt.Nonce, "code_challenge": s256(attempt.Verifier), "code_challenge_method": "S256",
-		"code_verifier": "", "client_secret": ""})
+		"state": attempt.State, "nonce": attempt.Nonce, "code_challenge": oauth2.S256ChallengeFromVerifier(attempt.Verifier), "code_challenge_method": "S256",
+		"code_verifier": "", "client_secret": "", // "" for absent
+	} {
+		if query.Get(k) != want || (want == "" && query.Has(k)) {
+			t.Errorf("authorization URL: %s = %q, want %q", k, query.Get(k), want)
+		}
+	}
 	if strings.Contains(authURL, attempt.Verifier) || strings.Contains(authURL, iss.ClientSecret) {
 		t.Error("the authorization URL carries the verifier or the client secret")
 	}

@@ -1,4 +1,4 @@
-package oauth
+package thirdparty
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/oauth2"
 )
 
 // These tests hold the presets to the providers' documented behaviour
@@ -19,7 +21,7 @@ func TestPresetAuthorizationURLs(t *testing.T) {
 	tests := []struct {
 		name     string
 		preset   string
-		edit     func(*ProviderConfig)
+		edit     func(*Config)
 		scopes   []string          // asked for by connect; the preset's defaults if nil
 		endpoint string            // scheme, host and path
 		params   map[string]string // exact values; "" means absent
@@ -29,13 +31,13 @@ func TestPresetAuthorizationURLs(t *testing.T) {
 			params: map[string]string{"scope": "read:user"}, pkce: true},
 		{name: "github scopes are space-separated", preset: "github", scopes: []string{"repo", "gist"},
 			endpoint: "https://github.com/login/oauth/authorize", params: map[string]string{"scope": "repo gist"}, pkce: true},
-		{name: "github auth_params are added", preset: "github", edit: func(c *ProviderConfig) { c.AuthParams = map[string]string{"allow_signup": "false"} },
+		{name: "github auth_params are added", preset: "github", edit: func(c *Config) { c.AuthParams = map[string]string{"allow_signup": "false"} },
 			endpoint: "https://github.com/login/oauth/authorize", params: map[string]string{"allow_signup": "false"}, pkce: true},
 		{name: "google asks for offline access and a fresh consent", preset: "google", endpoint: "https://accounts.google.com/o/oauth2/v2/auth",
 			params: map[string]string{"scope": "openid email profile", "access_type": "offline", "prompt": "consent", "include_granted_scopes": "true"}, pkce: true},
 		{name: "microsoft common", preset: "microsoft", endpoint: "https://login.microsoftonline.com/common/oauth2/v2.0/authorize",
 			params: map[string]string{"scope": "openid profile email offline_access User.Read"}, pkce: true},
-		{name: "microsoft tenant in the path", preset: "microsoft", edit: func(c *ProviderConfig) { c.Tenant = "72f988bf-86f1-41af-91ab-2d7cd011db47" },
+		{name: "microsoft tenant in the path", preset: "microsoft", edit: func(c *Config) { c.Tenant = "72f988bf-86f1-41af-91ab-2d7cd011db47" },
 			endpoint: "https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/oauth2/v2.0/authorize",
 			params:   map[string]string{"scope": "openid profile email offline_access User.Read"}, pkce: true},
 		{name: "slack asks user scopes with user_scope and no PKCE", preset: "slack", endpoint: "https://slack.com/oauth/v2/authorize",
@@ -73,7 +75,7 @@ func TestPresetAuthorizationURLs(t *testing.T) {
 			wantValues(t, "authorization URL", q, tt.params)
 			pkce := map[string]string{"code_challenge": "", "code_challenge_method": ""}
 			if tt.pkce {
-				pkce = map[string]string{"code_challenge": s256(testVerifier), "code_challenge_method": "S256"}
+				pkce = map[string]string{"code_challenge": oauth2.S256ChallengeFromVerifier(testVerifier), "code_challenge_method": "S256"}
 			}
 			wantValues(t, "authorization URL", q, pkce)
 			if strings.Contains(u.RawQuery, testVerifier) || strings.Contains(u.RawQuery, testClientSecret) {
@@ -686,7 +688,7 @@ func TestPresetIssuerCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newStandIn(t)
-			p := s.preset(t, tt.preset, func(c *ProviderConfig) { c.Tenant = tt.tenant })
+			p := s.preset(t, tt.preset, func(c *Config) { c.Tenant = tt.tenant })
 			err := p.CheckIssuer(tt.iss)
 			if (err == nil) != tt.ok {
 				t.Errorf("CheckIssuer(%q) = %v, want ok %v", tt.iss, err, tt.ok)
@@ -699,7 +701,7 @@ func TestAllPresetsConfigureTogether(t *testing.T) {
 	s := newStandIn(t)
 	order := []string{"github", "google", "microsoft", "slack", "gitlab", "atlassian", "notion", "linear"}
 	labels := []string{"GitHub", "Google", "Microsoft", "Slack", "GitLab", "Atlassian", "Notion", "Linear"}
-	var configs []ProviderConfig
+	var configs []Config
 	for _, name := range order {
 		cfg := testConfig(name)
 		cfg.Preset = name

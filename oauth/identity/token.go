@@ -1,4 +1,4 @@
-package oauth
+package identity
 
 import (
 	"context"
@@ -14,8 +14,9 @@ import (
 // auth.ErrInvalidToken, so the SDK answers 401 with WWW-Authenticate.
 var ErrInvalidToken = auth.ErrInvalidToken
 
-// Identity is what a verified bearer token says.
-type Identity struct {
+// Claims is what a verified bearer token says: whose it is, until when, and with which
+// scopes.
+type Claims struct {
 	User   state.User
 	Expiry time.Time
 	Scopes []string
@@ -25,14 +26,14 @@ type Identity struct {
 type Verifier interface {
 	// Verify returns the identity of token, or an error wrapping ErrInvalidToken. The error
 	// text never contains the token.
-	Verify(ctx context.Context, token string) (Identity, error)
+	Verify(ctx context.Context, token string) (Claims, error)
 }
 
 const userExtraKey = "urlflow.user"
 
 // TokenInfo converts id for the MCP SDK. Its UserID holds issuer and subject, which the SDK
 // compares across the requests of a session.
-func TokenInfo(id Identity) *auth.TokenInfo {
+func TokenInfo(id Claims) *auth.TokenInfo {
 	return &auth.TokenInfo{
 		UserID:     id.User.ID(),
 		Scopes:     id.Scopes,

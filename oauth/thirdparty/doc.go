@@ -1,0 +1,10 @@
+// Package thirdparty connects users' accounts at third-party OAuth providers and keeps
+// their tokens: the providers of the configuration file (any OpenID issuer by discovery,
+// explicit endpoints, or a preset for a common provider, with what that provider does
+// differently from plain OAuth), the authorization code flow with PKCE and the issuer check
+// (RFC 9207), the account read after it, refresh, and revocation.
+//
+// The one idea to hold: tokens exist only sealed in the credential store; Keeper opens them
+// for use, refreshes them under a lock so that concurrent calls refresh once, and stores
+// what the provider rotated in the same place.
+package thirdparty
