@@ -176,7 +176,7 @@ func TestServeAcceptsOnlyValidAccessTokens(t *testing.T) {
 	}
 	// Each refusal says why (the reason urlflow found) and never quotes the token.
 	bad := map[string]struct{ token, reason string }{
-		"none":                          {"", "no bearer token"},
+		"none":                          {"", "a bearer token is required"},
 		"garbage":                       {"not-a-token", "not a JWT"},
 		"wrong audience":                {p.idp.mint(t, claims(func(c jwt.MapClaims) { c["aud"] = "http://127.0.0.1:1/mcp" }), nil), "wrong audience (want "},
 		"audience list without urlflow": {p.idp.mint(t, claims(func(c jwt.MapClaims) { c["aud"] = []string{"a", "b"} }), nil), "wrong audience (want "},

@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
@@ -190,7 +189,7 @@ func withStatusWaitLimit(d time.Duration) func(*Options) {
 }
 
 // serveHTTP serves the MCP endpoint over real HTTP as package web does: Server.Handler
-// behind auth.RequireBearerToken with the development identity. It returns the endpoint
+// behind identity.RequireBearer with the development identity. It returns the endpoint
 // URL and a function that issues a bearer token for the development user called name.
 func (f *fixture) serveHTTP() (endpoint string, token func(name string) string) {
 	f.t.Helper()
@@ -199,9 +198,9 @@ func (f *fixture) serveHTTP() (endpoint string, token func(name string) string) 
 	f.t.Cleanup(srv.Close)
 	endpoint = srv.URL + "/mcp"
 	dev := identity.NewDev([]byte(strings.Repeat("d", 32)), endpoint)
-	mux.Handle("/mcp", auth.RequireBearerToken(identity.SDKVerifier(dev), &auth.RequireBearerTokenOptions{
+	mux.Handle("/mcp", identity.RequireBearer(dev, identity.BearerOptions{
 		ResourceMetadataURL: srv.URL + "/.well-known/oauth-protected-resource/mcp",
-	})(f.server.Handler()))
+	})(identity.ForSDK(f.server.Handler())))
 	return endpoint, func(name string) string {
 		tok, err := dev.Issue(name)
 		if err != nil {

@@ -4,71 +4,24 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 )
 
-// caller is who calls the recovery API: the owner of elicitations, or an operator.
-type caller struct {
-	user     state.User
-	operator bool
-}
-
-func (c caller) actor() state.Actor {
-	if c.operator {
+// actor is how the history names the caller of the API: the operator or the user.
+func actor(c identity.Caller) state.Actor {
+	if c.Operator {
 		return state.ActorOperator
 	}
 	return state.ActorUser
-}
-
-// apiCaller authenticates the bearer token of an API request: an operator token or a user
-// token. Anything else is 401 with the resource metadata, like /mcp.
-func (s *Server) apiCaller(c echo.Context) (caller, error) {
-	token, ok := bearerToken(c.Request())
-	if ok && s.opts.Operators.Is(token) {
-		return caller{operator: true}, nil
-	}
-	if ok {
-		id, err := s.opts.Verifier.Verify(c.Request().Context(), token)
-		if err == nil {
-			if missing := missingScopes(id.Scopes, s.opts.RequiredScopes); len(missing) > 0 {
-				c.Response().Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, resource_metadata=%q`,
-					strings.Join(s.opts.RequiredScopes, " "), s.resourceMetadataURL()))
-				return caller{}, echo.NewHTTPError(http.StatusForbidden, "the token lacks the scopes "+strings.Join(missing, ", "))
-			}
-			return caller{user: id.User}, nil
-		}
-	}
-	c.Response().Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata=%q`, s.resourceMetadataURL()))
-	return caller{}, echo.NewHTTPError(http.StatusUnauthorized, "a valid bearer token is required")
-}
-
-// missingScopes returns the scopes of want that are not in have.
-func missingScopes(have, want []string) []string {
-	var missing []string
-	for _, w := range want {
-		if !slices.Contains(have, w) {
-			missing = append(missing, w)
-		}
-	}
-	return missing
-}
-
-func bearerToken(r *http.Request) (string, bool) {
-	fields := strings.Fields(r.Header.Get("Authorization"))
-	if len(fields) != 2 || !strings.EqualFold(fields[0], "Bearer") {
-		return "", false
-	}
-	return fields[1], true
 }
 
 // unknownElicitation is the answer for anything that is not one of the caller's
@@ -77,15 +30,16 @@ func unknownElicitation(c echo.Context, id string) error {
 	return c.JSON(http.StatusNotFound, map[string]string{"id": id, "state": string(flow.Unknown)})
 }
 
-// callerElicitation loads the elicitation named in the path if the caller may see it.
-func (s *Server) callerElicitation(c echo.Context) (caller, *flow.Elicitation, error) {
-	who, err := s.apiCaller(c)
-	if err != nil {
-		return who, nil, err
+// callerElicitation loads the elicitation named in the path if the caller (whom the bearer
+// check let through) may see it: its owner, or an operator.
+func (s *Server) callerElicitation(c echo.Context) (identity.Caller, *flow.Elicitation, error) {
+	who, ok := identity.CallerFrom(c.Request().Context())
+	if !ok {
+		return who, nil, errors.New("the recovery API is served without its bearer check")
 	}
 	id := c.Param("id")
 	e, err := s.opts.Flows.Get(c.Request().Context(), id)
-	if errors.Is(err, state.ErrNotFound) || (err == nil && !who.operator && e.User != who.user) {
+	if errors.Is(err, state.ErrNotFound) || (err == nil && !who.Operator && e.User != who.Claims.User) {
 		return who, nil, unknownElicitation(c, id)
 	}
 	return who, e, err
@@ -123,7 +77,7 @@ func (s *Server) apiCancel(c echo.Context) error {
 	if e == nil {
 		return err
 	}
-	change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.CancelRequested, who.actor(), "cancel requested through the API")
+	change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.CancelRequested, actor(who), "cancel requested through the API")
 	if err != nil {
 		return err
 	}
@@ -167,7 +121,7 @@ func (s *Server) apiRetry(c echo.Context) error {
 	case !e.State.Terminal():
 		return s.answer(c, http.StatusOK, e)
 	case req.New && e.State != flow.Complete:
-		next, err := s.opts.Flows.Retry(ctx, e.ID, who.actor(), s.opts.TTL)
+		next, err := s.opts.Flows.Retry(ctx, e.ID, actor(who), s.opts.TTL)
 		if errors.Is(err, flow.ErrConflict) {
 			if e, err = s.opts.Flows.Get(ctx, e.ID); err != nil {
 				return err
@@ -187,7 +141,7 @@ func (s *Server) apiRetry(c echo.Context) error {
 
 // resend asks the replica holding e's session to send its completion notification again,
 // and waits briefly for the attempt so that the answer carries its outcome.
-func (s *Server) resend(c echo.Context, who caller, e *flow.Elicitation) error {
+func (s *Server) resend(c echo.Context, who identity.Caller, e *flow.Elicitation) error {
 	ctx := c.Request().Context()
 	if e.SessionID == "" {
 		return s.conflict(c, e, "this request has no client session to notify")
@@ -200,7 +154,7 @@ func (s *Server) resend(c echo.Context, who caller, e *flow.Elicitation) error {
 	wake, stop := s.opts.Hub.Wait(e.ID)
 	defer stop()
 	before := e.Delivery.Attempts
-	e, err := s.opts.Flows.Requeue(ctx, e.ID, who.actor())
+	e, err := s.opts.Flows.Requeue(ctx, e.ID, actor(who))
 	if err != nil {
 		return err
 	}

@@ -31,9 +31,13 @@ func TestMCPIsServedOnlyWithAValidBearerToken(t *testing.T) {
 	} {
 		got := f.send(t, nil, request{method: http.MethodPost, path: "/mcp", token: tc.token,
 			body: strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), contentType: "application/json"})
-		if got.Status != http.StatusUnauthorized || got.Header.Get("WWW-Authenticate") != metadata {
-			t.Errorf("%s: %d %q, want 401 with the resource metadata", tc.name, got.Status, got.Header.Get("WWW-Authenticate"))
+		if tc.token == "" {
+			if got.Status != http.StatusUnauthorized || got.Header.Get("WWW-Authenticate") != metadata {
+				t.Errorf("%s: %d %q, want 401 with the resource metadata", tc.name, got.Status, got.Header.Get("WWW-Authenticate"))
+			}
+			continue
 		}
+		got.wantRefusedToken(t, f.URL+"/.well-known/oauth-protected-resource/mcp")
 	}
 	if reached := f.mcp.reached(); len(reached) != 0 {
 		t.Fatalf("requests without a valid token reached the MCP server: %v", reached)
@@ -55,7 +59,7 @@ func TestMCPWantsTheRequiredScopes(t *testing.T) {
 	f := newFixture(t, fixtureOptions{requiredScopes: []string{"urlflow"}, scopes: map[string][]string{"alice": {"urlflow"}}})
 
 	got := f.send(t, nil, request{method: http.MethodGet, path: "/mcp", token: f.token(t, "bob")})
-	want := fmt.Sprintf(`Bearer resource_metadata=%q, scope="urlflow"`, f.URL+"/.well-known/oauth-protected-resource/mcp")
+	want := fmt.Sprintf(`Bearer error="insufficient_scope", scope="urlflow", resource_metadata=%q`, f.URL+"/.well-known/oauth-protected-resource/mcp")
 	if got.Status != http.StatusForbidden || got.Header.Get("WWW-Authenticate") != want {
 		t.Errorf("without the scope: %d %q, want 403 %q", got.Status, got.Header.Get("WWW-Authenticate"), want)
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html"
 	"io"
 	"log/slog"
@@ -596,6 +597,21 @@ func (a answer) want(t testing.TB, status int, texts ...string) {
 		if !strings.Contains(page, text) {
 			t.Errorf("the answer does not say %q: %s", text, page)
 		}
+	}
+}
+
+// wantRefusedToken fails the test unless the answer refuses a bearer token that did not
+// verify as RFC 6750 says: 401, an invalid_token challenge naming the resource metadata,
+// and a JSON body that says why.
+func (a answer) wantRefusedToken(t testing.TB, metadataURL string) {
+	t.Helper()
+	challenge := a.Header.Get("WWW-Authenticate")
+	var body map[string]string
+	a.decode(t, &body)
+	if a.Status != http.StatusUnauthorized || !strings.HasPrefix(challenge, `Bearer error="invalid_token", error_description="`) ||
+		!strings.HasSuffix(challenge, fmt.Sprintf(`, resource_metadata=%q`, metadataURL)) ||
+		!strings.HasPrefix(body["error"], "the bearer token is not valid: ") {
+		t.Errorf("%d %q %v, want 401 invalid_token with the resource metadata", a.Status, challenge, body)
 	}
 }
 

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -247,9 +246,7 @@ func TestTheIssuersTokensForThisResourceOpenMCPAndTheAPI(t *testing.T) {
 			} {
 				r.token = tc.token
 				got := f.send(t, nil, r)
-				if want := fmt.Sprintf(`Bearer resource_metadata=%q`, metadataURL); got.Status != http.StatusUnauthorized || got.Header.Get("WWW-Authenticate") != want {
-					t.Errorf("%s %s: %d %q, want 401 with the resource metadata", r.method, r.path, got.Status, got.Header.Get("WWW-Authenticate"))
-				}
+				got.wantRefusedToken(t, metadataURL)
 			}
 		})
 	}

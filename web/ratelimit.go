@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
@@ -62,12 +61,12 @@ func (s *Server) allow(ctx context.Context, user state.User, what string, l rate
 func (s *Server) limitMCP(next http.Handler) http.Handler {
 	l := s.opts.RateLimits.MCP
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, ok := identity.UserOf(auth.TokenInfoFromContext(r.Context()))
-		if !ok {
+		who, ok := identity.CallerFrom(r.Context())
+		if !ok || who.Operator {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if d := s.allow(r.Context(), user, "mcp", l); d != nil {
+		if d := s.allow(r.Context(), who.Claims.User, "mcp", l); d != nil {
 			retry := retryAfterSeconds(d.RetryAfter)
 			w.Header().Set("Retry-After", retry)
 			w.Header().Set("Content-Type", "application/json")

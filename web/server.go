@@ -142,12 +142,12 @@ func (s *Server) routes() {
 	e.Any("/.well-known/oauth-protected-resource", echo.WrapHandler(metadata))
 	e.Any("/.well-known/oauth-protected-resource/mcp", echo.WrapHandler(metadata))
 
-	mcp := auth.RequireBearerToken(identity.SDKVerifier(s.opts.Verifier), &auth.RequireBearerTokenOptions{
-		ResourceMetadataURL: s.resourceMetadataURL(),
-		Scopes:              s.opts.RequiredScopes,
-		ClockSkew:           identity.DefaultClockSkew,
-	})(s.limitMCP(s.opts.MCP))
+	// One bearer check for /mcp and the API; only the API accepts operator tokens.
+	bearer := identity.BearerOptions{ResourceMetadataURL: s.resourceMetadataURL(), Scopes: s.opts.RequiredScopes, Logger: s.log}
+	mcp := identity.RequireBearer(s.opts.Verifier, bearer)(s.limitMCP(identity.ForSDK(s.opts.MCP)))
 	e.Any("/mcp", echo.WrapHandler(mcp))
+	bearer.Operators = s.opts.Operators
+	apiBearer := echo.WrapMiddleware(identity.RequireBearer(s.opts.Verifier, bearer))
 
 	pages := e.Group("", limitBody(formBodyLimit), crossOriginProtection)
 	pages.GET("/e/:id", s.openElicitation)
@@ -162,7 +162,7 @@ func (s *Server) routes() {
 	pages.POST("/auth/logout", s.signOut)
 	pages.GET("/auth/callback", s.signInCallback)
 
-	api := e.Group("/api/v1", limitBody(apiBodyLimit))
+	api := e.Group("/api/v1", apiBearer, limitBody(apiBodyLimit))
 	api.GET("/elicitations/:id", s.apiStatus)
 	api.POST("/elicitations/:id/cancel", s.apiCancel)
 	api.POST("/elicitations/:id/retry", s.apiRetry)
@@ -215,7 +215,7 @@ func (s *Server) readyz(c echo.Context) error {
 // metrics is GET /metrics: the deployment-wide counters in the Prometheus text format, for
 // an operator token. They count kinds of events only.
 func (s *Server) metrics(c echo.Context) error {
-	if token, ok := bearerToken(c.Request()); !ok || !s.opts.Operators.Is(token) {
+	if token, ok := identity.BearerToken(c.Request()); !ok || !s.opts.Operators.Is(token) {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="urlflow metrics"`)
 		return echo.NewHTTPError(http.StatusUnauthorized, "an operator token is required")
 	}

@@ -2,7 +2,6 @@ package identity
 
 import (
 	"context"
-	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -10,8 +9,8 @@ import (
 	"github.com/urlflow/urlflow/state"
 )
 
-// ErrInvalidToken is wrapped by every verification failure. It wraps the MCP SDK's
-// auth.ErrInvalidToken, so the SDK answers 401 with WWW-Authenticate.
+// ErrInvalidToken is wrapped by every verification failure that is the token's fault:
+// RequireBearer answers it 401 invalid_token. It is the MCP SDK's auth.ErrInvalidToken.
 var ErrInvalidToken = auth.ErrInvalidToken
 
 // Claims is what a verified bearer token says: whose it is, until when, and with which
@@ -24,8 +23,9 @@ type Claims struct {
 
 // A Verifier verifies bearer tokens.
 type Verifier interface {
-	// Verify returns the identity of token, or an error wrapping ErrInvalidToken. The error
-	// text never contains the token.
+	// Verify returns the claims of token. An error wraps ErrInvalidToken when the token is
+	// not valid; any other error means it could not be checked now (the issuer did not
+	// answer). The error text never contains the token.
 	Verify(ctx context.Context, token string) (Claims, error)
 }
 
@@ -49,15 +49,4 @@ func UserOf(ti *auth.TokenInfo) (state.User, bool) {
 	}
 	u, ok := ti.Extra[userExtraKey].(state.User)
 	return u, ok && !u.IsZero()
-}
-
-// SDKVerifier adapts v to the MCP SDK's auth.TokenVerifier.
-func SDKVerifier(v Verifier) auth.TokenVerifier {
-	return func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		id, err := v.Verify(ctx, token)
-		if err != nil {
-			return nil, err
-		}
-		return TokenInfo(id), nil
-	}
 }

@@ -1,0 +1,159 @@
+package identity
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+)
+
+// BearerOptions configure RequireBearer.
+type BearerOptions struct {
+	// ResourceMetadataURL is named in every challenge (RFC 9728), so that a client can find
+	// the authorization server to sign in with.
+	ResourceMetadataURL string
+	// Scopes must all be in a user's token.
+	Scopes []string
+	// Operators, when not nil, are accepted besides users' tokens. Only the recovery API
+	// accepts them; an operator never reaches /mcp.
+	Operators *Operators
+	// Logger receives why a token could not be checked; slog.Default() if nil.
+	Logger *slog.Logger
+}
+
+// Caller is who sent a request that RequireBearer let through: a user, with the claims of
+// the token, or an operator.
+type Caller struct {
+	Operator bool
+	// Claims are the verified token's, for a user.
+	Claims Claims
+}
+
+type callerKey struct{}
+
+// CallerFrom returns the caller of a request that RequireBearer let through.
+func CallerFrom(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	return c, ok
+}
+
+// RequireBearer returns middleware that lets through only requests with a bearer token that
+// v verifies (or an operator token, where opts allow one) and that carries every scope of
+// opts.Scopes, and puts the Caller in the request's context. Everything else is answered
+// as RFC 6750 says, with the resource metadata in the challenge (RFC 9728):
+//
+//   - no bearer token: 401, a challenge without an error code;
+//   - a token that does not verify: 401 invalid_token, with the reason (never the token);
+//   - a user's token without a required scope: 403 insufficient_scope, with the scopes;
+//   - a token that cannot be checked now (the issuer does not answer): 503, and the reason
+//     goes to the log only.
+//
+// Bodies are JSON: {"error": "..."}.
+func RequireBearer(v Verifier, opts BearerOptions) func(http.Handler) http.Handler {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			token, ok := BearerToken(r)
+			if !ok {
+				refuse(w, http.StatusUnauthorized, opts.challenge(""), "a bearer token is required")
+				return
+			}
+			if opts.Operators.Is(token) {
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, Caller{Operator: true})))
+				return
+			}
+			claims, err := v.Verify(r.Context(), token)
+			switch {
+			case errors.Is(err, ErrInvalidToken):
+				reason := strings.TrimPrefix(err.Error(), ErrInvalidToken.Error()+": ")
+				refuse(w, http.StatusUnauthorized, opts.challenge(`error="invalid_token", error_description=`+quote(reason)),
+					"the bearer token is not valid: "+reason)
+				return
+			case err != nil:
+				log.ErrorContext(r.Context(), "bearer token not checked", "err", err)
+				refuse(w, http.StatusServiceUnavailable, "", "urlflow cannot check tokens right now; please try again in a moment")
+				return
+			}
+			if missing := missingScopes(claims.Scopes, opts.Scopes); len(missing) > 0 {
+				refuse(w, http.StatusForbidden,
+					opts.challenge(`error="insufficient_scope", scope=`+quote(strings.Join(opts.Scopes, " "))),
+					"the token lacks the scopes "+strings.Join(missing, ", "))
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, Caller{Claims: claims})))
+		})
+	}
+}
+
+// BearerToken returns the token of r's "Authorization: Bearer TOKEN" header.
+func BearerToken(r *http.Request) (string, bool) {
+	fields := strings.Fields(r.Header.Get("Authorization"))
+	if len(fields) != 2 || !strings.EqualFold(fields[0], "Bearer") {
+		return "", false
+	}
+	return fields[1], true
+}
+
+// challenge returns the WWW-Authenticate value with params and the resource metadata.
+func (o BearerOptions) challenge(params string) string {
+	if o.ResourceMetadataURL != "" {
+		if params != "" {
+			params += ", "
+		}
+		params += "resource_metadata=" + quote(o.ResourceMetadataURL)
+	}
+	return strings.TrimSpace("Bearer " + params)
+}
+
+// quote makes s an RFC 6750 quoted string: the characters it allows, in double quotes.
+func quote(s string) string {
+	return `"` + strings.Map(func(r rune) rune {
+		if r == '"' || r == '\\' || r < 0x20 || r > 0x7e {
+			return '\''
+		}
+		return r
+	}, s) + `"`
+}
+
+func refuse(w http.ResponseWriter, status int, challenge, message string) {
+	if challenge != "" {
+		w.Header().Set("WWW-Authenticate", challenge)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"error": message})
+}
+
+// missingScopes returns the scopes of want that are not in have.
+func missingScopes(have, want []string) []string {
+	var missing []string
+	for _, s := range want {
+		if !slices.Contains(have, s) {
+			missing = append(missing, s)
+		}
+	}
+	return missing
+}
+
+// ForSDK hands the caller that RequireBearer let through to the MCP SDK's streamable HTTP
+// handler next, which reads a request's user from the SDK's own context key (as TokenInfo,
+// with issuer and subject in its UserID) and compares it across a session's requests.
+// Nothing is checked a second time: only a user's verified claims pass.
+func ForSDK(next http.Handler) http.Handler {
+	return auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		c, ok := CallerFrom(r.Context())
+		if !ok || c.Operator {
+			return nil, fmt.Errorf("%w: no user", ErrInvalidToken)
+		}
+		return TokenInfo(c.Claims), nil
+	}, &auth.RequireBearerTokenOptions{ClockSkew: DefaultClockSkew})(next)
+}
