@@ -123,6 +123,10 @@ func (r *ResourceServer) Verify(ctx context.Context, token string) (Claims, erro
 		return Claims{}, fmt.Errorf("%w: not a JWT", ErrInvalidToken)
 	}
 	t, err := r.verifier.Verify(ctx, token)
+	if err != nil && strings.Contains(err.Error(), "fetching keys") {
+		// The issuer's keys could not be read: the token may well be valid.
+		return Claims{}, fmt.Errorf("check the token's signature: %w", err)
+	}
 	if err != nil {
 		return Claims{}, fmt.Errorf("%w: %s", ErrInvalidToken, oidcReason(err))
 	}

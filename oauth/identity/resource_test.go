@@ -375,3 +375,23 @@ func wantNoSecret(t testing.TB, err error, secrets ...string) {
 		t.Errorf("the error %q quotes a secret", err)
 	}
 }
+
+// TestKeysThatCannotBeFetchedAreNotATokenRefusal: when the issuer's key set does not
+// answer, a token is not called invalid (which would send the client to sign in again);
+// once the keys answer, the same token is accepted.
+func TestKeysThatCannotBeFetchedAreNotATokenRefusal(t *testing.T) {
+	t.Parallel()
+	iss := issuertest.Start(t)
+	now := wholeSecond()
+	rs := newResourceServer(t, iss, nil, now)
+	token := iss.AccessToken(t, claimsAt(iss, now))
+	iss.Override(iss.JWKSURI, issuertest.Reply(http.StatusBadGateway, "text/plain", "upstream down"))
+	_, err := rs.Verify(t.Context(), token)
+	if err == nil || errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("Verify with the key set down = %v, want an error that is not ErrInvalidToken", err)
+	}
+	iss.Override(iss.JWKSURI, nil)
+	if _, err := rs.Verify(t.Context(), token); err != nil {
+		t.Fatalf("Verify once the key set answers: %v", err)
+	}
+}
