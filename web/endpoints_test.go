@@ -118,6 +118,8 @@ func TestMetricsAreForOperatorsOnly(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	e := f.newFlow(t, "alice")
 	f.browser(t, "bob").open(e.ID).want(t, http.StatusForbidden)
+	// A path that matches no route must not become a label either.
+	f.send(t, nil, request{method: http.MethodGet, path: "/nowhere/" + e.ID}).want(t, http.StatusNotFound)
 
 	for name, token := range map[string]string{"no token": "", "a user token": f.token(t, "alice"), "garbage": "x"} {
 		got := f.send(t, nil, request{method: http.MethodGet, path: "/metrics", token: token})
@@ -129,12 +131,17 @@ func TestMetricsAreForOperatorsOnly(t *testing.T) {
 
 	got := f.send(t, nil, request{method: http.MethodGet, path: "/metrics", token: f.operatorToken})
 
-	if got.Status != http.StatusOK || got.Header.Get("Content-Type") != "text/plain; version=0.0.4; charset=utf-8" {
+	if got.Status != http.StatusOK || !strings.HasPrefix(got.Header.Get("Content-Type"), "text/plain; version=0.0.4; charset=utf-8") {
 		t.Fatalf("/metrics: %d %q, want 200 Prometheus text", got.Status, got.Header.Get("Content-Type"))
 	}
 	for _, want := range []string{
 		"# TYPE urlflow_elicitations_created_total counter\nurlflow_elicitations_created_total{kind=\"secret\"} 1\n",
 		"# TYPE urlflow_phishing_refusals_total counter\nurlflow_phishing_refusals_total 1\n",
+		"urlflow_counters_up 1\n",
+		"# TYPE urlflow_http_request_duration_seconds histogram\n",
+		`urlflow_http_request_duration_seconds_count{method="GET",route="/e/:id",status="403"} 1` + "\n",
+		"# TYPE go_goroutines gauge\n",
+		"# TYPE process_cpu_seconds_total counter\n",
 	} {
 		if !strings.Contains(got.Body, want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, got.Body)

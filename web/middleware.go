@@ -131,7 +131,8 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// logRequests logs every request: method, path (never the query), status and duration.
+// logRequests logs every request (method, path but never the query, status, duration) and
+// counts it in the metrics by route.
 func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -140,8 +141,10 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err)
 		}
 		r := c.Request()
+		took := time.Since(start)
+		s.metrics.observe(c.Path(), r.Method, c.Response().Status, took)
 		s.log.InfoContext(r.Context(), "http request", "method", r.Method, "path", r.URL.Path,
-			"status", c.Response().Status, "duration_ms", time.Since(start).Milliseconds())
+			"status", c.Response().Status, "duration_ms", took.Milliseconds())
 		return nil
 	}
 }

@@ -9,11 +9,9 @@ package web
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -85,6 +83,7 @@ type Server struct {
 	echo     *echo.Echo
 	sessions *sessionStore
 	csrf     csrfKey
+	metrics  *metrics
 	log      *slog.Logger
 }
 
@@ -100,6 +99,7 @@ func New(opts Options) *Server {
 		sessions: newSessionStore(opts.Sessions, opts.Keys.Derive("session cookie"), opts.PublicURL.Scheme == "https"),
 		csrf:     csrfKey(opts.Keys.Derive("csrf")),
 		log:      log,
+		metrics:  newMetrics(opts.Counters, log),
 	}
 	s.routes()
 	return s
@@ -128,7 +128,7 @@ func (s *Server) routes() {
 
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", staticFiles())))
 	e.GET("/healthz", s.healthz)
-	e.GET("/metrics", s.metrics)
+	e.GET("/metrics", s.serveMetrics)
 	e.GET("/readyz", s.readyz)
 	e.GET("/", s.home)
 
@@ -210,28 +210,4 @@ func (s *Server) readyz(c echo.Context) error {
 		s.log.WarnContext(ctx, "not ready: keys", "err", err)
 	}
 	return c.JSON(status, checks)
-}
-
-// metrics is GET /metrics: the deployment-wide counters in the Prometheus text format, for
-// an operator token. They count kinds of events only.
-func (s *Server) metrics(c echo.Context) error {
-	if token, ok := identity.BearerToken(c.Request()); !ok || !s.opts.Operators.Is(token) {
-		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="urlflow metrics"`)
-		return echo.NewHTTPError(http.StatusUnauthorized, "an operator token is required")
-	}
-	counters, err := s.opts.Counters.All(c.Request().Context())
-	if err != nil {
-		return err
-	}
-	var b strings.Builder
-	typed := map[string]bool{}
-	for _, ctr := range counters {
-		name, _, _ := strings.Cut(ctr.Series, "{")
-		if !typed[name] {
-			fmt.Fprintf(&b, "# TYPE %s counter\n", name)
-			typed[name] = true
-		}
-		fmt.Fprintf(&b, "%s %d\n", ctr.Series, ctr.Value)
-	}
-	return c.Blob(http.StatusOK, "text/plain; version=0.0.4; charset=utf-8", []byte(b.String()))
 }

@@ -5,6 +5,7 @@ package counters
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -42,42 +43,103 @@ func (c *Counters) Add(ctx context.Context, name string, labels ...string) {
 	if c == nil {
 		return
 	}
-	field := name
-	if len(labels) > 0 {
-		var b strings.Builder
-		for i := 0; i+1 < len(labels); i += 2 {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			fmt.Fprintf(&b, "%s=%q", labels[i], labels[i+1])
-		}
-		field += "{" + b.String() + "}"
+	var ls []Label
+	for i := 0; i+1 < len(labels); i += 2 {
+		ls = append(ls, Label{Name: labels[i], Value: labels[i+1]})
 	}
-	if err := c.rdb.HIncrBy(ctx, key, field, 1).Err(); err != nil {
+	if err := c.rdb.HIncrBy(ctx, key, series(name, ls), 1).Err(); err != nil {
 		c.log.WarnContext(ctx, "counter not counted", "counter", name, "err", err)
 	}
 }
 
+// Label is one label of a counter.
+type Label struct{ Name, Value string }
+
 // Counter is one counter and its value.
 type Counter struct {
-	// Series is the counter's name with its labels, as Prometheus writes it.
+	// Series is the counter's name with its labels, as Prometheus writes it: the field of
+	// the counter in Redis.
 	Series string
+	Name   string
+	Labels []Label
 	Value  int64
 }
 
-// All returns every counter, sorted by series.
+// series returns the Prometheus series of name with labels: name{a="x",b="y"}.
+func series(name string, labels []Label) string {
+	if len(labels) == 0 {
+		return name
+	}
+	var b strings.Builder
+	b.WriteString(name + "{")
+	for i, l := range labels {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s=%q", l.Name, l.Value)
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// errSeries says that a field of the counters is not a series that Add writes.
+var errSeries = errors.New("not a counter series")
+
+// parseSeries reads a series that series wrote.
+func parseSeries(s string) (name string, labels []Label, err error) {
+	name, rest, hasLabels := strings.Cut(s, "{")
+	if name == "" {
+		return "", nil, errSeries
+	}
+	if !hasLabels {
+		return name, nil, nil
+	}
+	rest, ok := strings.CutSuffix(rest, "}")
+	if !ok || rest == "" {
+		return "", nil, errSeries
+	}
+	for rest != "" {
+		label, after, ok := strings.Cut(rest, "=")
+		if !ok || label == "" {
+			return "", nil, errSeries
+		}
+		quoted, err := strconv.QuotedPrefix(after)
+		if err != nil {
+			return "", nil, errSeries
+		}
+		value, err := strconv.Unquote(quoted)
+		if err != nil {
+			return "", nil, errSeries
+		}
+		labels = append(labels, Label{Name: label, Value: value})
+		rest = after[len(quoted):]
+		if rest != "" {
+			if rest, ok = strings.CutPrefix(rest, ","); !ok || rest == "" {
+				return "", nil, errSeries
+			}
+		}
+	}
+	return name, labels, nil
+}
+
+// All returns every counter, sorted by series. A field that is not a counter (written by
+// something else) is left out.
 func (c *Counters) All(ctx context.Context) ([]Counter, error) {
 	all, err := c.rdb.HGetAll(ctx, key).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read counters: %w", err)
 	}
 	out := make([]Counter, 0, len(all))
-	for _, series := range slices.Sorted(maps.Keys(all)) {
-		v, err := strconv.ParseInt(all[series], 10, 64)
+	for _, field := range slices.Sorted(maps.Keys(all)) {
+		v, err := strconv.ParseInt(all[field], 10, 64)
 		if err != nil {
 			continue
 		}
-		out = append(out, Counter{Series: series, Value: v})
+		name, labels, err := parseSeries(field)
+		if err != nil {
+			continue
+		}
+		out = append(out, Counter{Series: field, Name: name, Labels: labels, Value: v})
 	}
 	return out, nil
 }
