@@ -61,7 +61,12 @@ func TestPushWithProgressTokenSendsProgressAndKeepsWaiting(t *testing.T) {
 			return &sdk.ElicitResult{Action: "accept"}, nil
 		},
 		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
-			progress <- req.Params
+			// Keep the first ones; never block the client's handler (a blocked handler keeps
+			// the session from closing).
+			select {
+			case progress <- req.Params:
+			default:
+			}
 		},
 	})
 	session, err := cl.Connect(t.Context(), &sdk.StreamableClientTransport{
