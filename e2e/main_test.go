@@ -7,7 +7,6 @@
 package e2e
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,23 +15,16 @@ import (
 	"testing"
 
 	"github.com/urlflow/urlflow/internal/browsertest"
+	"github.com/urlflow/urlflow/internal/redistest"
 )
 
 // binary is the urlflow binary built once for all tests.
 var binary string
 
-// defaultParallel is how many tests run at once unless -parallel is given. The tests
-// spend most of their time waiting on processes (urlflow, Redis, Chromium, Node) rather
-// than computing, so more than one per CPU keeps the machine busy.
-const defaultParallel = "6"
-
 func TestMain(m *testing.M) {
-	flag.Parse()
-	parallelGiven := false
-	flag.Visit(func(f *flag.Flag) { parallelGiven = parallelGiven || f.Name == "test.parallel" })
-	if !parallelGiven {
-		flag.Set("test.parallel", defaultParallel)
-	}
+	// Six at a time: the tests wait on processes (urlflow, Redis, Chromium, Node) more
+	// than they compute, and each runs several of them.
+	redistest.SetParallel(6)
 	os.Exit(runTests(m))
 }
 
