@@ -184,6 +184,10 @@ func withProgressInterval(d time.Duration) func(*Options) {
 
 func withRetryWait(d time.Duration) func(*Options) { return func(o *Options) { o.RetryWait = d } }
 
+func withProgressWaitLimit(d time.Duration) func(*Options) {
+	return func(o *Options) { o.ProgressWaitLimit = d }
+}
+
 func withStatusWaitLimit(d time.Duration) func(*Options) {
 	return func(o *Options) { o.StatusWaitLimit = d }
 }

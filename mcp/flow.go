@@ -81,9 +81,9 @@ type clientAnswer struct {
 	err error
 }
 
-// push sends elicitation/create and waits for the flow to end: until the deadline when the
-// call carries a progress token (with a progress notification every ProgressInterval), or
-// PushWait otherwise, after which it answers honestly that the flow is still running. The
+// push sends elicitation/create and waits for the flow to end (waitLimit: while the call
+// reports progress, until the deadline or ProgressWaitLimit; otherwise PushWait), after
+// which it answers honestly that the flow is still running. The
 // client's accept is recorded as consent and nothing more; its decline or cancel ends the
 // flow. A cancelled tool call leaves the elicitation running: the user may still finish in
 // the browser.
@@ -105,20 +105,12 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, label st
 		}()
 	}
 
-	token := req.Params.GetProgressToken()
-	until := e.ExpiresAt
-	var progress <-chan time.Time
-	if token != nil {
-		t := time.NewTicker(s.opts.ProgressInterval)
-		defer t.Stop()
-		progress = t.C
-	} else if limit := time.Now().Add(s.opts.PushWait); limit.Before(until) {
-		until = limit
-	}
-	budget := time.NewTimer(time.Until(until))
+	progress := s.reportProgress(req, e)
+	defer progress.stop()
+	budget := time.NewTimer(time.Until(s.waitLimit(e, progress, s.opts.PushWait)))
 	defer budget.Stop()
 
-	for step := 1; ; {
+	for {
 		cur, err := s.opts.Flows.Get(ctx, e.ID)
 		if err != nil {
 			return nil, s.unavailable(ctx, err)
@@ -133,15 +125,8 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, label st
 				return nil, s.unavailable(ctx, err)
 			}
 		case <-wake:
-		case <-progress:
-			err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
-				ProgressToken: token, Progress: float64(step),
-				Message: "Waiting for you to finish in the browser: " + flow.ElicitationURL(s.opts.PublicURL, e.ID),
-			})
-			if err != nil {
-				s.log.InfoContext(ctx, "progress notification not sent", "elicitation_id", e.ID, "err", err)
-			}
-			step++
+		case <-progress.C:
+			progress.send(ctx)
 		case <-budget.C:
 			if answers != nil {
 				if _, err := s.opts.Flows.Apply(ctx, e.ID, flow.NoAnswer, state.ActorSystem,

@@ -24,9 +24,11 @@ const requestStateGrace = 5 * time.Minute
 // A retry must carry a requestState that this server issued for the same user, tool and
 // arguments, and not expired; anything else is refused and changes nothing. The client's
 // answer in the retry is recorded as the state table says (an accept is consent and
-// nothing more). The retry then waits, bounded by RetryWait, for the flow to end: complete
-// lets the tool go on, an end without success gets an honest result, and a flow still
-// running gets input_required again for the same elicitation.
+// nothing more). The retry then waits for the flow to end: while the call carries a
+// progress token, until the flow ends (with progress notifications, up to the deadline and
+// ProgressWaitLimit), so that a client that shows progress asks the user once; otherwise at
+// most RetryWait. Complete lets the tool go on, an end without success gets an honest
+// result, and a flow still running gets input_required again for the same elicitation.
 func (s *Server) multiRoundTrip(ctx context.Context, t turn, a ask) (*flow.Elicitation, *sdk.CallToolResult, error) {
 	p := t.req.Params
 	digest := argumentsDigest(p.Arguments)
@@ -56,7 +58,9 @@ func (s *Server) multiRoundTrip(ctx context.Context, t turn, a ask) (*flow.Elici
 	if e, err = s.opts.Flows.Get(ctx, e.ID); err != nil {
 		return nil, nil, s.unavailable(ctx, err)
 	}
-	if e, err = s.waitForEnd(ctx, e, wake, time.Now().Add(s.opts.RetryWait)); err != nil {
+	progress := s.reportProgress(t.req, e)
+	defer progress.stop()
+	if e, err = s.waitForEnd(ctx, e, wake, s.waitLimit(e, progress, s.opts.RetryWait), progress); err != nil {
 		return nil, nil, err
 	}
 	switch {

@@ -255,3 +255,95 @@ func TestMultiRoundTripRetryAfterTheSecretWasDeletedStartsOver(t *testing.T) {
 		})
 	}
 }
+
+// retryParams is the retry of a multi round-trip call with the client's accept.
+func retryParams(name string, args map[string]any, requestState string) *sdk.CallToolParams {
+	return &sdk.CallToolParams{Name: name, Arguments: args, RequestState: requestState,
+		InputResponses: sdk.InputResponseMap{inputKey: &sdk.ElicitResult{Action: "accept"}}}
+}
+
+// TestMultiRoundTripRetryWithAProgressTokenWaitsUntilTheFlowEnds: a client that sends a
+// progress token (as Claude Code does on every call) hears progress and keeps its retry
+// open far past RetryWait, so that it asks the user once; the tool runs when the browser
+// finishes.
+func TestMultiRoundTripRetryWithAProgressTokenWaitsUntilTheFlowEnds(t *testing.T) {
+	t.Parallel()
+	const interval = 50 * time.Millisecond
+	f := newFixture(t, withRetryWait(interval), withProgressInterval(interval))
+	c := f.connectModern(alice, clientConfig{urlMode: true})
+	args := apiCall(demoSlot, "GET", "/whoami")
+	first := c.call("call_api", args)
+	asked := inputRequired(t, first)
+	id := f.idOf(asked.URL)
+
+	params := retryParams("call_api", args, first.RequestState)
+	params.SetProgressToken("cc-1")
+	call := c.start(params)
+	// Four notifications take four intervals, far past RetryWait, and the retry still waits.
+	for step := 1; step <= 4; step++ {
+		p := receive(t, c.progress, "progress notification")
+		if p.ProgressToken != "cc-1" || p.Progress != float64(step) || !strings.Contains(p.Message, asked.URL) {
+			t.Fatalf("progress %d: %+v", step, p)
+		}
+	}
+	nothingIn(t, call, "result while the flow runs")
+	if f.get(id).State != flow.Consented {
+		t.Fatalf("the retry's accept is not recorded as consent: %s", f.get(id).State)
+	}
+
+	f.browserCompletes(id, demoKey)
+	out := receive(t, call, "the retry's result")
+	if out.err != nil || out.res.IsError || out.res.NeedsInput() {
+		t.Fatalf("retry: %v %+v", out.err, out.res)
+	}
+	if resp := apiResponseOf(t, out.res); resp.Status != 200 || !strings.Contains(resp.Body, demoapi.Account(demoKey)) {
+		t.Fatalf("response: %+v", resp)
+	}
+}
+
+// TestMultiRoundTripRetryWithAProgressTokenStopsAtTheCap: past ProgressWaitLimit the retry
+// answers input_required again for the same flow; the next retry waits again.
+func TestMultiRoundTripRetryWithAProgressTokenStopsAtTheCap(t *testing.T) {
+	t.Parallel()
+	const limit = 300 * time.Millisecond
+	f := newFixture(t, withProgressWaitLimit(limit), withProgressInterval(50*time.Millisecond))
+	c := f.connectModern(alice, clientConfig{urlMode: true})
+	args := map[string]any{"name": demoSlot}
+	first := c.call("set_secret", args)
+	asked := inputRequired(t, first)
+
+	params := retryParams("set_secret", args, first.RequestState)
+	params.SetProgressToken("cc-2")
+	started := time.Now()
+	res, err := c.CallTool(t.Context(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if elapsed := time.Since(started); elapsed < limit {
+		t.Errorf("the retry answered after %s, before the cap (%s)", elapsed, limit)
+	}
+	if again := inputRequired(t, res); again.URL != asked.URL {
+		t.Fatalf("at the cap the retry asked for another flow: %+v", again)
+	}
+}
+
+// TestAWaitWithProgressEndsAtTheDeadline: a flow whose deadline comes before the cap ends
+// the wait at the deadline, with the honest answer.
+func TestAWaitWithProgressEndsAtTheDeadline(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, withProgressInterval(50*time.Millisecond), func(o *Options) { o.TTL = 500 * time.Millisecond })
+	c := f.connectModern(alice, clientConfig{urlMode: true})
+	args := map[string]any{"name": demoSlot}
+	first := c.call("set_secret", args)
+	inputRequired(t, first)
+
+	params := retryParams("set_secret", args, first.RequestState)
+	params.SetProgressToken("cc-3")
+	res, err := c.CallTool(t.Context(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := flowOf(t, res); res.NeedsInput() || got.Status != "expired" {
+		t.Fatalf("after the deadline: needs input %v, %+v", res.NeedsInput(), got)
+	}
+}

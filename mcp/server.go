@@ -77,14 +77,18 @@ type Options struct {
 	// Version is urlflow's version, reported to clients.
 	Version string
 	// PushWait bounds a push-style wait when the call carries no progress token
-	// (DefaultPushWait if zero). With a progress token the wait lasts until the deadline.
+	// (DefaultPushWait if zero).
 	PushWait time.Duration
-	// ProgressInterval is the time between progress notifications during a push-style
-	// wait (DefaultProgressInterval if zero).
-	ProgressInterval time.Duration
-	// RetryWait bounds how long a multi round-trip retry (2026-07-28) waits for the flow
-	// to end before it answers input_required again (DefaultRetryWait if zero).
+	// RetryWait bounds how long a multi round-trip retry (2026-07-28) without a progress
+	// token waits for the flow to end before it answers input_required again
+	// (DefaultRetryWait if zero).
 	RetryWait time.Duration
+	// A tool call that carries a progress token (push style, or a multi round-trip retry)
+	// waits until the flow ends, at most until its deadline and ProgressWaitLimit
+	// (DefaultProgressWaitLimit if zero), with a progress notification every
+	// ProgressInterval (DefaultProgressInterval if zero).
+	ProgressWaitLimit time.Duration
+	ProgressInterval  time.Duration
 	// StatusWaitLimit caps the waitSeconds of elicitation_status (DefaultStatusWaitLimit if
 	// zero).
 	StatusWaitLimit time.Duration
@@ -99,6 +103,11 @@ const DefaultRetryWait = 25 * time.Second
 // DefaultStatusWaitLimit is the longest wait elicitation_status accepts: about the time
 // after which many clients give up on a request.
 const DefaultStatusWaitLimit = 60 * time.Second
+
+// DefaultProgressWaitLimit caps one tool call's wait for a flow while it reports progress:
+// the default deadline of a flow, so that a client that keeps a call open for as long as it
+// hears progress asks the user once.
+const DefaultProgressWaitLimit = 10 * time.Minute
 
 // Server is urlflow's MCP server.
 type Server struct {
@@ -131,6 +140,9 @@ func New(opts Options) *Server {
 	}
 	if opts.StatusWaitLimit <= 0 {
 		opts.StatusWaitLimit = DefaultStatusWaitLimit
+	}
+	if opts.ProgressWaitLimit <= 0 {
+		opts.ProgressWaitLimit = DefaultProgressWaitLimit
 	}
 	if len(opts.RequestStateKey) < 32 {
 		panic("mcp: RequestStateKey needs 32 bytes or more")

@@ -181,31 +181,11 @@ func (s *Server) elicitationStatus(ctx context.Context, t turn, args statusArgs)
 	seconds := min(max(args.WaitSeconds, 0), int(s.opts.StatusWaitLimit/time.Second)+1)
 	wait := min(time.Duration(seconds)*time.Second, s.opts.StatusWaitLimit)
 	if wait > 0 && !e.State.Terminal() {
-		if e, err = s.waitForEnd(ctx, e, wake, time.Now().Add(wait)); err != nil {
+		if e, err = s.waitForEnd(ctx, e, wake, time.Now().Add(wait), nil); err != nil {
 			return nil, err
 		}
 	}
 	return s.statusResult(ctx, e, false)
-}
-
-// waitForEnd waits until e has ended or until, re-reading it on every wake-up.
-func (s *Server) waitForEnd(ctx context.Context, e *flow.Elicitation, wake <-chan flow.Notice, until time.Time) (*flow.Elicitation, error) {
-	timer := time.NewTimer(time.Until(until))
-	defer timer.Stop()
-	for !e.State.Terminal() {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-timer.C:
-			return e, nil
-		case <-wake:
-		}
-		var err error
-		if e, err = s.opts.Flows.Get(ctx, e.ID); err != nil {
-			return nil, s.unavailable(ctx, err)
-		}
-	}
-	return e, nil
 }
 
 func (s *Server) cancelElicitation(ctx context.Context, t turn, args elicitationArgs) (*sdk.CallToolResult, error) {
