@@ -39,19 +39,21 @@ type connectSetup struct {
 
 func startConnect(t *testing.T, style string, acmeAccessTTL int) *connectSetup {
 	t.Helper()
-	port := redistest.FreePort(t)
-	acme, config := startAcme(t, port, acmeAccessTTL)
+	acme, config := startAcme(t, acmeAccessTTL)
 	rs := redistest.Start(t)
-	s := startServer(t, serverConfig{Redis: rs, Style: style, Addr: fmt.Sprintf("127.0.0.1:%d", port),
-		ConfigFile: config, Env: []string{"ACME_SECRET=" + acmeSecret}})
+	s := onFreePort(t, func(port int) (*server, error) {
+		acme.allowRedirect(t, fmt.Sprintf("http://127.0.0.1:%d", port))
+		return tryServer(t, serverConfig{Redis: rs, Style: style, Addr: fmt.Sprintf("127.0.0.1:%d", port),
+			ConfigFile: config, Env: []string{"ACME_SECRET=" + acmeSecret}})
+	})
 	return &connectSetup{rs: rs, s: s, acme: acme, alice: newPerson(t, sharedBrowser(t), "alice")}
 }
 
-// startAcme starts the third-party provider for urlflow on port, and writes urlflow's
-// configuration file naming it; it returns the provider and the file.
-func startAcme(t *testing.T, port, acmeAccessTTL int) (*idp, string) {
+// startAcme starts the third-party provider and writes urlflow's configuration file naming
+// it; it returns the provider and the file. allowRedirect registers urlflow's redirect URI
+// once urlflow's port is known.
+func startAcme(t *testing.T, acmeAccessTTL int) (*idp, string) {
 	t.Helper()
-	public := fmt.Sprintf("http://127.0.0.1:%d", port)
 	acme := startIDP(t, map[string]any{
 		"role": "thirdparty",
 		"accounts": []map[string]any{
@@ -59,14 +61,20 @@ func startAcme(t *testing.T, port, acmeAccessTTL int) (*idp, string) {
 			{"id": "bob", "password": "bob-acme-pw", "email": "bob@acme.test", "name": "Bob"},
 		},
 		"scopes": []string{"acme.read"},
-		"clients": []map[string]any{{"client_id": "urlflow-acme", "client_secret": acmeSecret,
-			"redirect_uris": []string{public + "/oauth/callback"}, "grant_types": []string{"authorization_code", "refresh_token"},
-			"token_endpoint_auth_method": "client_secret_basic"}},
-		"ttl": map[string]any{"accessToken": acmeAccessTTL},
+		"ttl":    map[string]any{"accessToken": acmeAccessTTL},
 	})
 	config := filepath.Join(t.TempDir(), "urlflow.yaml")
 	os.WriteFile(config, []byte(acmeProviderConfig(acme)), 0o600)
 	return acme, config
+}
+
+// allowRedirect registers urlflow at public as acme's client "urlflow-acme" (again, with
+// this redirect URI, if it was registered before).
+func (acme *idp) allowRedirect(t *testing.T, public string) {
+	t.Helper()
+	acme.register(t, "/test/clients", map[string]any{"client_id": "urlflow-acme", "client_secret": acmeSecret,
+		"redirect_uris": []string{public + "/oauth/callback"}, "grant_types": []string{"authorization_code", "refresh_token"},
+		"token_endpoint_auth_method": "client_secret_basic"})
 }
 
 // acmeProviderConfig is the providers section of urlflow's configuration for acme.
@@ -363,10 +371,9 @@ func TestBobCannotOpenOrUseAlicesConnection(t *testing.T) {
 // resource indicator), then connects Alice's Acme account, then uses it through call_api.
 func TestTypeScriptClientSignsInByOAuthThenConnectsAndUsesAnAccount(t *testing.T) {
 	t.Parallel()
-	port := redistest.FreePort(t)
-	acme, _ := startAcme(t, port, 3600)
-	p := startProductionOn(t, port, productionOptions{style: "push", moreConfig: acmeProviderConfig(acme),
-		env: []string{"ACME_SECRET=" + acmeSecret}})
+	acme, _ := startAcme(t, 3600)
+	p := startProductionWith(t, productionOptions{style: "push", moreConfig: acmeProviderConfig(acme),
+		env: []string{"ACME_SECRET=" + acmeSecret}, atPublicURL: func(public string) { acme.allowRedirect(t, public) }})
 
 	n := startNode(t, "client-v1.mjs", p.s, "", "--oauth", "--url-mode",
 		"--tool", "connect", "--args", `{"provider":"acme"}`,

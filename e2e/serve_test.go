@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,10 +41,10 @@ const urlflowClientSecret = "urlflow-client-secret"
 // shared issuer.
 func startProduction(t *testing.T, style string) *production {
 	t.Helper()
-	return startProductionOn(t, redistest.FreePort(t), productionOptions{style: style})
+	return startProductionWith(t, productionOptions{style: style})
 }
 
-// productionOptions vary startProductionOn.
+// productionOptions vary startProductionWith.
 type productionOptions struct {
 	style string
 	// moreConfig is YAML appended to urlflow's configuration file.
@@ -56,80 +54,56 @@ type productionOptions struct {
 	// tokenFormat is the format of the provider's MCP access tokens: "jwt" (default) or
 	// "opaque".
 	tokenFormat string
+	// atPublicURL, if set, runs with urlflow's public URL before urlflow starts (to register
+	// urlflow's redirect URI at another provider).
+	atPublicURL func(public string)
 }
 
-// startProductionOn is startProduction on port, with options.
-func startProductionOn(t *testing.T, port int, o productionOptions) *production {
+// startProductionWith is startProduction with options.
+func startProductionWith(t *testing.T, o productionOptions) *production {
 	t.Helper()
 	if o.tokenFormat == "" {
 		o.tokenFormat = "jwt"
 	}
-	style, moreConfig, env := o.style, o.moreConfig, o.env
-	public := fmt.Sprintf("http://127.0.0.1:%d", port)
-	p := &production{rs: redistest.Start(t), catcher: newCodeCatcher(t), resource: public + "/mcp",
-		operatorToken: "op-" + rand.Text(), clientID: fmt.Sprintf("urlflow-%d", port)}
-	p.idp = sharedIssuer(t)
-	p.idp.register(t, "/test/clients", map[string]any{"client_id": p.clientID, "client_secret": urlflowClientSecret,
-		"redirect_uris": []string{public + "/auth/callback"}, "token_endpoint_auth_method": "client_secret_basic"})
+	p := &production{rs: redistest.Start(t), catcher: newCodeCatcher(t), operatorToken: "op-" + rand.Text(), idp: sharedIssuer(t)}
 	p.idp.register(t, "/test/clients", p.catcher.metadata())
-	p.idp.register(t, "/test/resources", map[string]any{"indicator": p.resource, "scope": "mcp mcp:admin", "defaultScope": "mcp",
-		"accessTokenFormat": o.tokenFormat, "accessTokenTTL": 600})
 	key := make([]byte, 32)
 	rand.Read(key)
 	config := t.TempDir() + "/urlflow.yaml"
-	os.WriteFile(config, []byte("secrets:\n  - name: demo_api_key\n    label: Demo API key\n"+moreConfig), 0o600)
-	cmd := exec.Command(binary, "serve", "--addr", fmt.Sprintf("127.0.0.1:%d", port))
-	cmd.Env = append(os.Environ(),
-		"URLFLOW_REDIS_URL="+p.rs.URL(),
-		"URLFLOW_PUBLIC_URL="+public,
-		"URLFLOW_KEYS=k1:"+base64.StdEncoding.EncodeToString(key),
-		"URLFLOW_OIDC_ISSUER="+p.idp.Issuer,
-		"URLFLOW_OIDC_CLIENT_ID="+p.clientID,
-		"URLFLOW_OIDC_CLIENT_SECRET="+urlflowClientSecret,
-		"URLFLOW_OPERATOR_TOKENS="+p.operatorToken,
-		"URLFLOW_ELICITATION_STYLE="+style,
-		"URLFLOW_CONFIG="+config,
-	)
-	cmd.Env = append(cmd.Env, env...)
-	p.s = runServer(t, cmd, "urlflow serve:")
-	p.s.BaseURL, p.s.MCPURL = public, p.resource
+	os.WriteFile(config, []byte("secrets:\n  - name: demo_api_key\n    label: Demo API key\n"+o.moreConfig), 0o600)
+	p.s = onFreePort(t, func(port int) (*server, error) {
+		public := fmt.Sprintf("http://127.0.0.1:%d", port)
+		p.resource, p.clientID = public+"/mcp", fmt.Sprintf("urlflow-%d", port)
+		p.idp.register(t, "/test/clients", map[string]any{"client_id": p.clientID, "client_secret": urlflowClientSecret,
+			"redirect_uris": []string{public + "/auth/callback"}, "token_endpoint_auth_method": "client_secret_basic"})
+		p.idp.register(t, "/test/resources", map[string]any{"indicator": p.resource, "scope": "mcp mcp:admin", "defaultScope": "mcp",
+			"accessTokenFormat": o.tokenFormat, "accessTokenTTL": 600})
+		if o.atPublicURL != nil {
+			o.atPublicURL(public)
+		}
+		cmd := exec.Command(binary, "serve", "--addr", fmt.Sprintf("127.0.0.1:%d", port))
+		cmd.Env = append(os.Environ(),
+			"URLFLOW_REDIS_URL="+p.rs.URL(),
+			"URLFLOW_PUBLIC_URL="+public,
+			"URLFLOW_KEYS=k1:"+base64.StdEncoding.EncodeToString(key),
+			"URLFLOW_OIDC_ISSUER="+p.idp.Issuer,
+			"URLFLOW_OIDC_CLIENT_ID="+p.clientID,
+			"URLFLOW_OIDC_CLIENT_SECRET="+urlflowClientSecret,
+			"URLFLOW_OPERATOR_TOKENS="+p.operatorToken,
+			"URLFLOW_ELICITATION_STYLE="+o.style,
+			"URLFLOW_CONFIG="+config,
+		)
+		cmd.Env = append(cmd.Env, o.env...)
+		s, _, err := launch(t, cmd, "urlflow serve:")
+		if err != nil {
+			return nil, err
+		}
+		s.BaseURL, s.MCPURL = public, p.resource
+		return s, nil
+	})
 	browser := sharedBrowser(t)
 	p.alice, p.bob = newPerson(t, browser, "alice"), newPerson(t, browser, "bob")
 	return p
-}
-
-// runServer starts cmd (urlflow) and waits for a stdout line starting with ready.
-func runServer(t *testing.T, cmd *exec.Cmd, ready string) *server {
-	t.Helper()
-	s := &server{t: t, cmd: cmd, output: &syncBuffer{}, exited: make(chan struct{})}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = s.output
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start urlflow: %v", err)
-	}
-	up := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(io.TeeReader(stdout, s.output))
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), ready) {
-				close(up)
-			}
-		}
-	}()
-	go func() { cmd.Wait(); close(s.exited) }()
-	t.Cleanup(s.stop)
-	select {
-	case <-up:
-	case <-s.exited:
-		t.Fatalf("urlflow exited before it was ready:\n%s", s.output.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("urlflow was not ready in 30s:\n%s", s.output.String())
-	}
-	return s
 }
 
 // initialize posts an MCP initialize with token and returns the response.
@@ -315,7 +289,7 @@ func TestServeIntrospectsOpaqueTokensAndRequiresScopes(t *testing.T) {
 	t.Parallel()
 	t.Run("opaque token by introspection", func(t *testing.T) {
 		t.Parallel()
-		p := startProductionOn(t, redistest.FreePort(t), productionOptions{style: "push", tokenFormat: "opaque",
+		p := startProductionWith(t, productionOptions{style: "push", tokenFormat: "opaque",
 			env: []string{"URLFLOW_OIDC_INTROSPECTION=true"}})
 		token := p.idp.accessToken(t, p.catcher, p.alice, "alice", "alice-pw", p.resource)
 		if strings.Count(token, ".") == 2 {
@@ -330,7 +304,7 @@ func TestServeIntrospectsOpaqueTokensAndRequiresScopes(t *testing.T) {
 	})
 	t.Run("required scope", func(t *testing.T) {
 		t.Parallel()
-		p := startProductionOn(t, redistest.FreePort(t), productionOptions{style: "push", env: []string{"URLFLOW_OIDC_SCOPES=mcp:admin"}})
+		p := startProductionWith(t, productionOptions{style: "push", env: []string{"URLFLOW_OIDC_SCOPES=mcp:admin"}})
 		token := p.idp.accessToken(t, p.catcher, p.alice, "alice", "alice-pw", p.resource) // scope mcp only
 		resp := initialize(t, p.resource, token)
 		if resp.StatusCode != http.StatusForbidden || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `scope="mcp:admin"`) {

@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -65,8 +68,20 @@ type serverConfig struct {
 
 var bannerLine = regexp.MustCompile(`(?m)^\s*(MCP URL|Listening on|Bearer token|Operator token):\s+(\S+)\s*$`)
 
-// startServer starts `urlflow dev` on a free loopback port and waits for its banner.
+// startServer starts `urlflow dev` (on any free loopback port unless cfg.Addr says
+// otherwise) and waits for its banner.
 func startServer(t testing.TB, cfg serverConfig) *server {
+	t.Helper()
+	s, err := tryServer(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// tryServer is startServer that returns errPortTaken (wrapped) when urlflow could not have
+// cfg.Addr.
+func tryServer(t testing.TB, cfg serverConfig) (*server, error) {
 	t.Helper()
 	if cfg.ConfigHome == "" {
 		cfg.ConfigHome = t.TempDir()
@@ -97,7 +112,39 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 		cmd.Env = append(cmd.Env, "URLFLOW_CONFIG="+cfg.ConfigFile)
 	}
 	cmd.Env = append(cmd.Env, cfg.Env...)
-	s := &server{t: t, cmd: cmd, output: &syncBuffer{}, exited: make(chan struct{}), configHome: cfg.ConfigHome}
+	s, banner, err := launch(t, cmd, "Try it:")
+	if err != nil {
+		return nil, err
+	}
+	s.configHome = cfg.ConfigHome
+	for _, m := range bannerLine.FindAllStringSubmatch(banner, -1) {
+		switch m[1] {
+		case "MCP URL":
+			s.MCPURL = m[2]
+		case "Listening on":
+			s.BaseURL = "http://" + m[2]
+		case "Bearer token":
+			s.Token = m[2]
+		case "Operator token":
+			s.OperatorToken = m[2]
+		}
+	}
+	if s.MCPURL == "" || s.Token == "" || s.OperatorToken == "" || s.BaseURL == "" {
+		t.Fatalf("banner without the listening address, MCP URL, token or operator token:\n%s", s.output.String())
+	}
+	return s, nil
+}
+
+// errPortTaken says that urlflow could not listen on the port it was given: another
+// process took it after it was found free.
+var errPortTaken = errors.New("the port was taken before urlflow could listen on it")
+
+// launch starts cmd (urlflow) and waits until a line of its stdout starts with ready. It
+// returns the server and what stdout printed up to that line. When urlflow exits before,
+// it returns errPortTaken (wrapped) if its port was taken, and fails the test otherwise.
+func launch(t testing.TB, cmd *exec.Cmd, ready string) (*server, string, error) {
+	t.Helper()
+	s := &server{t: t, cmd: cmd, output: &syncBuffer{}, exited: make(chan struct{})}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -107,47 +154,51 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start urlflow: %v", err)
 	}
-	banner := make(chan string, 1)
+	up := make(chan string, 1)
 	go func() {
 		var text strings.Builder
 		sc := bufio.NewScanner(io.TeeReader(stdout, s.output))
 		sent := false
 		for sc.Scan() {
 			text.WriteString(sc.Text() + "\n")
-			if !sent && strings.HasPrefix(sc.Text(), "Try it:") {
-				banner <- text.String()
+			if !sent && strings.HasPrefix(sc.Text(), ready) {
+				up <- text.String()
 				sent = true
 			}
 		}
 	}()
 	go func() { cmd.Wait(); close(s.exited) }()
-	t.Cleanup(s.stop)
 	select {
-	case text := <-banner:
-		for _, m := range bannerLine.FindAllStringSubmatch(text, -1) {
-			switch m[1] {
-			case "MCP URL":
-				s.MCPURL = m[2]
-			case "Listening on":
-				s.BaseURL = "http://" + m[2]
-			case "Bearer token":
-				s.Token = m[2]
-			case "Operator token":
-				s.OperatorToken = m[2]
-			}
-		}
+	case text := <-up:
+		t.Cleanup(s.stop)
+		return s, text, nil
 	case <-s.exited:
+		if strings.Contains(s.output.String(), "address already in use") {
+			return nil, "", fmt.Errorf("%w:\n%s", errPortTaken, s.output.String())
+		}
 		t.Fatalf("urlflow exited before it was ready:\n%s", s.output.String())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("urlflow did not print its banner in 30s:\n%s", s.output.String())
+		s.stop()
+		t.Fatalf("urlflow was not ready in 30s:\n%s", s.output.String())
 	}
-	if s.MCPURL == "" || s.Token == "" || s.OperatorToken == "" {
-		t.Fatalf("banner without MCP URL, token or operator token:\n%s", s.output.String())
+	return nil, "", nil
+}
+
+// onFreePort runs start with a free port, and again with another one when the port was
+// taken before urlflow could listen on it: a port is free when chosen, and any process (a
+// client's connection among them) may take it before urlflow binds it.
+func onFreePort(t testing.TB, start func(port int) (*server, error)) *server {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		s, err := start(redistest.FreePort(t))
+		if err == nil {
+			return s
+		}
+		if !errors.Is(err, errPortTaken) || attempt == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("trying another port: %v", err)
 	}
-	if s.BaseURL == "" {
-		t.Fatalf("banner without the listening address:\n%s", s.output.String())
-	}
-	return s
 }
 
 // stop stops the process and keeps its output as a test artifact.
@@ -239,4 +290,32 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestAServerWhosePortWasTakenStartsOnAnother: a port found free can be taken (by any
+// process, a client's connection among them) before urlflow listens on it; the tests then
+// start urlflow on another port instead of failing.
+func TestAServerWhosePortWasTakenStartsOnAnother(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	rs := redistest.Start(t)
+	attempts := 0
+	s := onFreePort(t, func(port int) (*server, error) {
+		attempts++
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		if attempts == 1 {
+			addr = taken.Addr().String()
+		}
+		return tryServer(t, serverConfig{Redis: rs, Addr: addr})
+	})
+	if attempts != 2 || s.BaseURL == "http://"+taken.Addr().String() {
+		t.Fatalf("%d attempts, urlflow at %s (the taken port is %s)", attempts, s.BaseURL, taken.Addr())
+	}
+	if code := s.getJSON("/healthz", "", nil); code != http.StatusOK {
+		t.Fatalf("/healthz: %d", code)
+	}
 }
