@@ -4,7 +4,9 @@
 // key it is given.
 //
 // A valid demo key is "demo_" followed by at least 16 ASCII letters or digits, sent as
-// "Authorization: Bearer KEY". Every endpoint answers 401 otherwise.
+// "Authorization: Bearer KEY", and not revoked: the API treats every key that starts with
+// "demo_revoked" as revoked, so that a key can pass urlflow's form and still be refused.
+// Every endpoint answers 401 to a key that is not valid.
 package demoapi
 
 import (
@@ -22,8 +24,14 @@ const Prefix = "/demo/api"
 
 var keyPattern = regexp.MustCompile(`^demo_[A-Za-z0-9]{16,}$`)
 
+// RevokedPrefix starts every revoked demo key.
+const RevokedPrefix = "demo_revoked"
+
 // ValidKey reports whether key is a valid demo key.
-func ValidKey(key string) bool { return keyPattern.MatchString(key) }
+func ValidKey(key string) bool { return keyPattern.MatchString(key) && !Revoked(key) }
+
+// Revoked reports whether key is a revoked demo key.
+func Revoked(key string) bool { return strings.HasPrefix(key, RevokedPrefix) }
 
 // Account names the demo account of key without revealing the key: "demo-" and 8 hex
 // digits of its SHA-256.
@@ -70,10 +78,12 @@ func authorized(next func(http.ResponseWriter, *http.Request, string)) http.Hand
 	return func(w http.ResponseWriter, r *http.Request) {
 		key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || !ValidKey(key) {
+			msg := "invalid demo key: send Authorization: Bearer demo_ followed by 16 or more letters or digits"
+			if Revoked(key) {
+				msg = "this demo key is revoked"
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="urlflow demo"`)
-			writeJSON(w, http.StatusUnauthorized, map[string]string{
-				"error": "invalid demo key: send Authorization: Bearer demo_ followed by 16 or more letters or digits",
-			})
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": msg})
 			return
 		}
 		account := Account(key)

@@ -18,6 +18,7 @@ func TestOnlyValidDemoKeysGetIn(t *testing.T) {
 		"demo_0123456789abcde!":  http.StatusUnauthorized,
 		"":                       http.StatusUnauthorized,
 		"xdemo_0123456789abcdef": http.StatusUnauthorized,
+		"demo_revoked0123456789": http.StatusUnauthorized,
 	} {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+Prefix+"/whoami", nil)
 		if key != "" {
@@ -32,6 +33,9 @@ func TestOnlyValidDemoKeysGetIn(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != want {
 			t.Errorf("key %q: %d, want %d", key, resp.StatusCode, want)
+		}
+		if Revoked(key) && body["error"] != "this demo key is revoked" {
+			t.Errorf("key %q: error %q, want it to say the key is revoked", key, body["error"])
 		}
 		if want == http.StatusOK && (body["account"] != Account(key) || strings.Contains(body["account"], key)) {
 			t.Errorf("key %q: account %q", key, body["account"])

@@ -157,9 +157,10 @@ func TestARejectedSecretIsNeverShownAndNothingIsStored(t *testing.T) {
 		name, value, rule string
 	}{
 		{"empty", "", "Enter your Demo API key."},
-		{"too short", "demo_Rj", "That is too short: it needs at least 8 characters."},
+		{"too short", "demo_Rj", "That is too short: it needs at least 21 characters."},
 		{"too long", "demo_" + strings.Repeat("LONGx7Qk", 20), "That is too long: it can have at most 128 characters."},
-		{"of the wrong shape", "nope_REJECTx7Qk2mZp9LwVt4", "That does not look like a Demo API key. It starts with demo_ followed by letters or digits."},
+		{"of the wrong shape", "nope_REJECTx7Qk2mZp9LwVt4", "That does not look like a Demo API key. It starts with demo_ followed by 16 or more letters or digits."},
+		{"too easy to guess", "demo_aaaaaaaaaaaaaaaaaaaa", "That is too easy to guess: it needs an estimated 64 bits of randomness"},
 		{"with markup", "demo_<b>x7Qk2mZp9LwVt4Rb</b>", "That does not look like a Demo API key."},
 		{"not valid text", "demo_\xff\xfeINVALIDx7Qk2mZp9LwVt", "The value is not valid text."},
 	}

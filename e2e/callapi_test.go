@@ -102,8 +102,8 @@ func TestVerificationFailureEndsFailedAndTheUserCanTryAgain(t *testing.T) {
 	params := urlElicitationRequired(t, err)[0]
 	dev.open(t, params.URL)
 	dev.continueToForm(t)
-	// Passes the form's rules, fails the API's check (the demo API wants 16+ characters).
-	if status := dev.enterSecret(t, "demo_tooShort1"); status != http.StatusUnprocessableEntity {
+	// Passes the form's rules, fails the API's check (the demo API refuses revoked keys).
+	if status := dev.enterSecret(t, "demo_revokedx7Qk2mZp9LwVt"); status != http.StatusUnprocessableEntity {
 		t.Fatalf("a key the API refuses answered %d", status)
 	}
 	dev.Screenshot(t, "flow-verification-failed")
@@ -155,7 +155,7 @@ func TestReplacingKeepsTheOldSecretUntilTheNewOneIsVerified(t *testing.T) {
 	if now, _ := whoami(t, c); now != before {
 		t.Fatalf("while the replacement runs, call_api no longer uses the old key:\n%s\n%s", before, now)
 	}
-	dev.enterSecret(t, "demo_tooShort2") // refused by the API
+	dev.enterSecret(t, "demo_revokedQk2mZp9LwVt4") // refused by the API
 	if now, _ := whoami(t, c); now != before {
 		t.Fatal("a refused replacement replaced the old key")
 	}

@@ -102,7 +102,7 @@ func newFixture(t *testing.T, configure ...func(*Options)) *fixture {
 	catalog, err := slots.NewCatalog([]slots.Slot{
 		{
 			Name: demoSlot, Label: "Demo API key",
-			Validation: slots.Validation{MinLength: 8, MaxLength: 128, Pattern: "demo_[A-Za-z0-9]+"},
+			Validation: slots.Validation{MinLength: 21, MaxLength: 128, Pattern: "demo_[A-Za-z0-9]{16,}"},
 			API: &upstream.API{
 				BaseURL: apiURL, Methods: []string{"GET", "POST"},
 				Inject:          upstream.Injection{Header: "Authorization", Template: "Bearer {secret}"},

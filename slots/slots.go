@@ -40,9 +40,13 @@ type Slot struct {
 // message naming the rule, never the value.
 type Validation struct {
 	// MinLength and MaxLength bound the length in characters; MaxLength defaults to
-	// DefaultMaxLength.
+	// DefaultMaxLength. A slot with an api needs at least APIMinLength, and a smaller
+	// MinLength is raised to it.
 	MinLength int `yaml:"min_length"`
 	MaxLength int `yaml:"max_length"`
+	// MinEntropyBits is the least estimated randomness of a value (EntropyBits). A slot with
+	// an api needs at least APIMinEntropyBits, its default there; elsewhere it defaults to 0.
+	MinEntropyBits int `yaml:"min_entropy_bits"`
 	// Pattern is a regular expression (Go syntax, RE2) the whole value must match.
 	Pattern string `yaml:"pattern"`
 	// PatternHint describes the pattern in words for the form ("starts with demo_").
@@ -72,8 +76,20 @@ func (s *Slot) prepare(publicURL string) []error {
 	if v.MaxLength == 0 {
 		v.MaxLength = DefaultMaxLength
 	}
-	if v.MinLength < 0 || v.MaxLength < 0 {
-		problem("min_length and max_length cannot be negative")
+	if v.MinLength < 0 || v.MaxLength < 0 || v.MinEntropyBits < 0 {
+		problem("min_length, max_length and min_entropy_bits cannot be negative")
+	}
+	if s.API != nil {
+		v.MinLength = max(v.MinLength, APIMinLength)
+		if v.MaxLength < APIMinLength {
+			problem("max_length %d is below %d, the least length of a secret used with an api", v.MaxLength, APIMinLength)
+		}
+		switch {
+		case v.MinEntropyBits == 0:
+			v.MinEntropyBits = APIMinEntropyBits
+		case v.MinEntropyBits < APIMinEntropyBits:
+			problem("min_entropy_bits %d is below %d, the least for a secret used with an api", v.MinEntropyBits, APIMinEntropyBits)
+		}
 	}
 	if v.MaxLength > DefaultMaxLength {
 		problem("max_length cannot exceed %d", DefaultMaxLength)
@@ -124,6 +140,9 @@ func (s *Slot) Validate(value state.Secret) error {
 			return invalid("That does not look like a %s. %s", s.Label, s.Validation.PatternHint)
 		}
 		return invalid("That does not look like a %s.", s.Label)
+	case EntropyBits(v) < float64(s.Validation.MinEntropyBits):
+		return invalid("That is too easy to guess: it needs an estimated %d bits of randomness, "+
+			"which a short, repetitive or single-kind value (only digits, say) does not have.", s.Validation.MinEntropyBits)
 	}
 	return nil
 }
@@ -140,6 +159,10 @@ func (s *Slot) Rules() []string {
 	}
 	if v.PatternHint != "" {
 		rules = append(rules, v.PatternHint)
+	}
+	if v.MinEntropyBits > 0 {
+		rules = append(rules, fmt.Sprintf("Hard to guess: at least an estimated %d bits of randomness, "+
+			"as in 20 random letters and digits.", v.MinEntropyBits))
 	}
 	return rules
 }

@@ -56,11 +56,12 @@ import (
 // the demo API before it is stored.
 const demoSlot = "demo_api_key"
 
-// Values of the demo slot. The demo API accepts "demo_" and at least 16 letters or digits.
+// Values of the demo slot. The demo API accepts "demo_" and at least 16 letters or digits,
+// except a revoked key.
 const (
 	validKey     = "demo_0123456789abcdef"
 	invalidKey   = "not-a-demo-key-CANARY-4711"  // breaks the slot's pattern
-	unverifiable = "demo_short1CANARY"           // passes the slot's rules, refused by the API
+	unverifiable = "demo_revokedCANARY4711x7Qk"  // passes the slot's rules, refused by the API
 	otherKey     = "demo_fedcba9876543210CANARY" // valid, for posts that must store nothing
 )
 
@@ -69,8 +70,8 @@ func demoSlots() []slots.Slot {
 		Name:        demoSlot,
 		Label:       "Demo API key",
 		Description: "A key for urlflow's demo API.",
-		Validation: slots.Validation{MinLength: 8, MaxLength: 128, Pattern: "demo_[A-Za-z0-9]+",
-			PatternHint: "It starts with demo_ followed by letters or digits."},
+		Validation: slots.Validation{MinLength: 21, MaxLength: 128, Pattern: "demo_[A-Za-z0-9]{16,}",
+			PatternHint: "It starts with demo_ followed by 16 or more letters or digits."},
 		API: &upstream.API{
 			BaseURL: upstream.PublicURLPlaceholder + demoapi.Prefix,
 			Methods: []string{http.MethodGet, http.MethodPost},

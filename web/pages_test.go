@@ -73,8 +73,8 @@ func TestContinueOnTheConsentPageLeadsToTheSecretForm(t *testing.T) {
 
 	form := f.browser(t, "alice").continueToForm(e.ID)
 
-	form.want(t, http.StatusOK, "Enter your Demo API key", "Between 8 and 128 characters.",
-		"It starts with demo_ followed by letters or digits.", "Save", "Decline")
+	form.want(t, http.StatusOK, "Enter your Demo API key", "Between 21 and 128 characters.",
+		"It starts with demo_ followed by 16 or more letters or digits.", "Save", "Decline")
 	if v, ok := form.field("secret"); !ok || v != "" {
 		t.Errorf("the secret field is %q (present %v), want present and empty", v, ok)
 	}
@@ -95,9 +95,9 @@ func TestAValueThatBreaksTheSlotsRulesIsRefusedNeverEchoedAndStoresNothing(t *te
 		name, value, rule string
 	}{
 		{"empty", "", "Enter your Demo API key."},
-		{"too short", "demo_1", "That is too short: it needs at least 8 characters."},
+		{"too short", "demo_1", "That is too short: it needs at least 21 characters."},
 		{"too long", "demo_" + strings.Repeat("CANARY", 25), "That is too long: it can have at most 128 characters."},
-		{"wrong shape", invalidKey, "That does not look like a Demo API key. It starts with demo_ followed by letters or digits."},
+		{"wrong shape", invalidKey, "That does not look like a Demo API key. It starts with demo_ followed by 16 or more letters or digits."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			page := b.submit(e.ID, form, tc.value)
