@@ -8,9 +8,7 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +18,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/urlflow/urlflow/state"
 )
@@ -44,6 +41,10 @@ var (
 	ErrTimeout = errors.New("the API did not answer in time")
 	// ErrUnreachable: the API could not be reached.
 	ErrUnreachable = errors.New("the API could not be reached")
+	// ErrEncoding is returned by Call when the API answered in a content coding urlflow
+	// cannot undo (zstd, for one), or with a body that does not decode in its coding:
+	// urlflow returns no body it could not check for the secret.
+	ErrEncoding = errors.New("the API answered with an encoding urlflow cannot check")
 )
 
 // Request is a call a tool asks for.
@@ -61,9 +62,14 @@ type Response struct {
 	Status int `json:"status"`
 	// Headers holds the slot's selected response headers.
 	Headers map[string]string `json:"headers"`
-	// Body is the body as text, or base64 when it is not valid UTF-8 (BodyEncoding says).
+	// Body is the body, decompressed when the API compressed it, as text, or base64 when it
+	// is not valid UTF-8 (BodyEncoding says).
 	Body         string `json:"body"`
 	BodyEncoding string `json:"bodyEncoding"`
+	// ConvertedFrom names the charset of a body the API sent in UTF-16, "utf-16le" or
+	// "utf-16be", which urlflow converted to UTF-8 text (without its byte order mark) to
+	// check it for the secret; empty otherwise.
+	ConvertedFrom string `json:"convertedFrom,omitempty"`
 	// Redirected names the redirect target when urlflow stopped at a redirect that leaves
 	// the base URL, empty otherwise.
 	Redirected string `json:"redirected,omitempty"`
@@ -169,7 +175,8 @@ func under(base, u *url.URL) bool {
 }
 
 // Call makes req to api with secret injected, and returns the response with the secret
-// redacted. Errors wrap the sentinels above.
+// redacted. A request that carries the secret itself is refused with a
+// *SecretInRequestError and not sent. Errors wrap the sentinels above.
 func (c *Caller) Call(ctx context.Context, api *API, secret state.Secret, req Request) (*Response, error) {
 	if !api.Allows(req.Method) {
 		return nil, fmt.Errorf("%w: %s (allowed: %s)", ErrMethod, strings.ToUpper(req.Method), strings.Join(api.Methods, ", "))
@@ -183,6 +190,9 @@ func (c *Caller) Call(ctx context.Context, api *API, secret state.Secret, req Re
 			return nil, fmt.Errorf("the query parameter %q is set by urlflow; leave it out", q)
 		}
 	}
+	if err := checkRequest(api, secret, req); err != nil {
+		return nil, err
+	}
 	values := url.Values{}
 	for _, k := range slices.Sorted(maps.Keys(req.Query)) {
 		values.Set(k, req.Query[k])
@@ -195,12 +205,9 @@ func (c *Caller) Call(ctx context.Context, api *API, secret state.Secret, req Re
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, api.MaxResponseBytes+1))
+	body, err := readBody(ctx, api, secret, resp)
 	if err != nil {
-		return nil, transportError(ctx, api, secret, err)
-	}
-	if int64(len(body)) > api.MaxResponseBytes {
-		return nil, fmt.Errorf("%w: more than %d bytes; urlflow returns at most that much", ErrTooLarge, api.MaxResponseBytes)
+		return nil, err
 	}
 	return redact(api, secret, resp, body), nil
 }
@@ -249,6 +256,7 @@ func (c *Caller) do(ctx context.Context, api *API, secret state.Secret, method s
 	if body != "" {
 		req.Header.Set("Content-Type", contentType(body))
 	}
+	req.Header.Set("Accept-Encoding", acceptEncoding)
 	inject(api, secret, req.Header, req)
 	client := &http.Client{
 		Transport: c.transport,
@@ -315,63 +323,4 @@ func transportError(ctx context.Context, api *API, secret state.Secret, err erro
 		msg = strings.ReplaceAll(msg, f, Redacted)
 	}
 	return fmt.Errorf("%w: %s", ErrUnreachable, msg)
-}
-
-// redact builds the Response, replacing every form of the secret that the request could
-// have carried and the API could echo back.
-func redact(api *API, secret state.Secret, resp *http.Response, body []byte) *Response {
-	forms := secretForms(api, secret)
-	clean := func(s string) string {
-		for _, f := range forms {
-			s = strings.ReplaceAll(s, f, Redacted)
-		}
-		return s
-	}
-	out := &Response{Status: resp.StatusCode, Headers: map[string]string{}, BodyEncoding: "text"}
-	for _, name := range api.ResponseHeaders {
-		if v := resp.Header.Values(name); len(v) > 0 {
-			out.Headers[name] = clean(strings.Join(v, ", "))
-		}
-	}
-	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		if loc := resp.Header.Get("Location"); loc != "" {
-			out.Headers["Location"] = clean(loc)
-			out.Redirected = clean(loc)
-		}
-	}
-	if utf8.Valid(body) {
-		out.Body = clean(string(body))
-		return out
-	}
-	// Binary: redact the raw bytes, then encode.
-	for _, f := range forms {
-		body = bytes.ReplaceAll(body, []byte(f), []byte(Redacted))
-	}
-	out.Body, out.BodyEncoding = base64.StdEncoding.EncodeToString(body), "base64"
-	return out
-}
-
-// secretForms lists the secret as it may come back: plain, URL-escaped, JSON-escaped (an
-// API error in JSON quoting the key), inside its header template, and as the base64 of
-// basic authentication. Longest first, so that a longer form is replaced before a form
-// inside it.
-func secretForms(api *API, secret state.Secret) []string {
-	s := secret.Reveal()
-	if s == "" {
-		return nil
-	}
-	quoted, _ := json.Marshal(s)
-	forms := []string{s, url.QueryEscape(s), url.PathEscape(s), string(quoted[1 : len(quoted)-1])}
-	if in := api.Inject; in.Header != "" {
-		forms = append(forms, Value(in.Template, s))
-	}
-	if b := api.Inject.Basic; b != nil {
-		user, pass := Value(b.Username, s), Value(b.Password, s)
-		forms = append(forms, base64.StdEncoding.EncodeToString([]byte(user+":"+pass)))
-	}
-	forms = append(forms, base64.StdEncoding.EncodeToString([]byte(s)), base64.RawURLEncoding.EncodeToString([]byte(s)))
-	slices.Sort(forms)
-	forms = slices.Compact(forms)
-	slices.SortStableFunc(forms, func(a, b string) int { return len(b) - len(a) })
-	return forms
 }
