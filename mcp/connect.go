@@ -122,6 +122,12 @@ func (s *Server) callProvider(ctx context.Context, t turn, p *thirdparty.Provide
 		}
 		resp, err = s.opts.Upstream.Call(ctx, p.API, state.NewSecret(tok.AccessToken), req)
 	}
+	if carried := (*upstream.SecretInRequestError)(nil); errors.As(err, &carried) {
+		s.opts.Counters.Add(ctx, "urlflow_secret_in_request_total", "kind", string(state.KindOAuth))
+		s.log.WarnContext(ctx, "request carrying an access token refused", "user", t.user.Key(), "provider", p.Name, "where", carried.Where)
+		return nil, fmt.Errorf("urlflow refused this request and sent nothing: its %s carries urlflow's access token for %s, "+
+			"or a form of it. No request needs to carry it: urlflow adds it itself", carried.Where, p.Label)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("call_api %s %s: %w", strings.ToUpper(args.Method), args.Path, err)
 	}

@@ -60,17 +60,25 @@ func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.Ca
 	}
 
 	cred, err := s.opts.Credentials.Get(ctx, t.user, slot.Name)
-	if errors.Is(err, state.ErrNotFound) {
+	if errors.Is(err, state.ErrNotFound) || (err == nil && cred.Locked()) {
 		// Ask for it first, the way set_secret does; the call goes on once it is stored.
+		a := ask{target: slot.Name, label: slot.Label,
+			purpose: "Enter your " + slot.Label + " so that urlflow can call its API for you."}
+		if err == nil {
+			a = s.reentry(slot, cred, false)
+		}
 		var res *sdk.CallToolResult
-		if _, res, err = s.askFor(ctx, t, ask{target: slot.Name, label: slot.Label,
-			purpose: "Enter your " + slot.Label + " so that urlflow can call its API for you."}); res != nil || err != nil {
+		if _, res, err = s.askFor(ctx, t, a); res != nil || err != nil {
 			return res, err
 		}
 		cred, err = s.opts.Credentials.Get(ctx, t.user, slot.Name)
 	}
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
+	}
+	if cred.Locked() {
+		// Locked again between the store and this read: the next call asks again.
+		return nil, fmt.Errorf("your %s is locked (%s); call call_api again to ask the user to enter it again", slot.Label, cred.LockReason)
 	}
 	secret, err := s.opts.Vault.Open(t.user, slot.Name, cred.Sealed)
 	if err != nil {
@@ -80,11 +88,70 @@ func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.Ca
 	resp, err := s.opts.Upstream.Call(ctx, api, secret, upstream.Request{
 		Method: args.Method, Path: args.Path, Query: args.Query, Body: args.Body,
 	})
+	var carried *upstream.SecretInRequestError
+	if errors.As(err, &carried) {
+		return nil, s.lockCarried(ctx, t.user, slot, cred, carried)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("call_api %s %s: %w", strings.ToUpper(args.Method), args.Path, err)
 	}
 	s.touch(ctx, t.user, slot.Name)
-	return apiResult(resp), nil
+	res := apiResult(resp)
+	if slot.Weak(secret) {
+		res.Content = append(res.Content, &sdk.TextContent{Text: weakNote(slot)})
+	}
+	return res, nil
+}
+
+// reentry is the request to replace cred (nil if none is stored), saying why when it is
+// locked or weak.
+func (s *Server) reentry(slot *slots.Slot, cred *credentials.Credential, weak bool) ask {
+	a := ask{target: slot.Name, label: slot.Label, replace: true,
+		purpose: "Enter a new " + slot.Label + " to replace the one urlflow keeps for you."}
+	switch {
+	case cred.Locked():
+		a.purpose = fmt.Sprintf("urlflow locked your stored %s because %s. Enter it again to unlock it, "+
+			"or a new one if you did not expect this.", slot.Label, cred.LockReason)
+	case weak:
+		a.purpose = fmt.Sprintf("Your stored %s is weaker than urlflow now requires for a secret used with an API. "+
+			"Enter a stronger one to replace it.", slot.Label)
+	}
+	return a
+}
+
+// weakStored reports whether user's stored cred (nil if none) is weak for slot. A value that
+// does not open counts as not weak: using it says what is wrong.
+func (s *Server) weakStored(ctx context.Context, user state.User, slot *slots.Slot, cred *credentials.Credential) bool {
+	if cred == nil || slot.API == nil {
+		return false
+	}
+	secret, err := s.opts.Vault.Open(user, slot.Name, cred.Sealed)
+	if err != nil {
+		s.log.WarnContext(ctx, "stored credential does not open", "credential", slot.Name, "err", err)
+		return false
+	}
+	return slot.Weak(secret)
+}
+
+// lockCarried refuses a call_api request that carried the stored secret: it locks the
+// secret until the user enters it again, records that in the audit log and counts it.
+func (s *Server) lockCarried(ctx context.Context, user state.User, slot *slots.Slot, cred *credentials.Credential, carried *upstream.SecretInRequestError) error {
+	s.opts.Counters.Add(ctx, "urlflow_secret_in_request_total", "kind", string(state.KindSecret))
+	reason := "a call_api request carried it in its " + carried.Where
+	if _, err := s.opts.Credentials.Lock(ctx, user, cred, state.ActorClient, reason); err != nil {
+		s.log.ErrorContext(ctx, "credential not locked", "credential", slot.Name, "err", err)
+		return fmt.Errorf("urlflow refused this request and sent nothing: its %s carries your stored %s, or a form of it. "+
+			"urlflow could not lock the key just now; do not send it in a request: urlflow adds it itself", carried.Where, slot.Label)
+	}
+	return fmt.Errorf("urlflow refused this request and sent nothing: its %s carries your stored %s, or a form of it. "+
+		"No request needs to carry the key: urlflow adds it itself. To protect it, urlflow has locked it: the next call_api "+
+		"with name %s asks the user to enter it again in the browser", carried.Where, slot.Label, slot.Name)
+}
+
+// weakNote tells the model that a secret predates its slot's strength minimum.
+func weakNote(slot *slots.Slot) string {
+	return fmt.Sprintf("Note: the stored %s is weaker than urlflow now requires for a secret used with an API. "+
+		"It still works; suggest that the user replaces it (set_secret with name %s and replace set to true).", slot.Label, slot.Name)
 }
 
 // touch records that user's credential name was used.
@@ -127,6 +194,7 @@ func (s *Server) listConnections(ctx context.Context, t turn, _ struct{}) (*sdk.
 		label := c.Name
 		if slot, ok := s.opts.Slots.Lookup(c.Name); ok {
 			label = slot.Label
+			c.Weak = s.weakConnection(ctx, t.user, slot)
 		} else if p, ok := s.opts.Providers.Lookup(c.Name); ok {
 			label = p.Label
 		}
@@ -150,6 +218,13 @@ func (s *Server) listConnections(ctx context.Context, t turn, _ struct{}) (*sdk.
 		} else {
 			line += ", not used yet"
 		}
+		if c.LockedAt != nil {
+			line += fmt.Sprintf(", LOCKED since %s because %s: the next call_api with it asks the user to enter it again",
+				c.LockedAt.UTC().Format("2006-01-02 15:04 UTC"), c.LockReason)
+		}
+		if c.Weak {
+			line += ", WEAK: stored before urlflow's strength minimum; suggest replacing it (set_secret with replace set to true)"
+		}
 		lines = append(lines, line)
 	}
 	text := "You have no stored secrets."
@@ -160,6 +235,18 @@ func (s *Server) listConnections(ctx context.Context, t turn, _ struct{}) (*sdk.
 		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
 		StructuredContent: map[string]any{"connections": views},
 	}, nil
+}
+
+// weakConnection reports whether user's stored secret of slot is weak (see weakStored).
+func (s *Server) weakConnection(ctx context.Context, user state.User, slot *slots.Slot) bool {
+	if slot.API == nil {
+		return false
+	}
+	cred, err := s.opts.Credentials.Get(ctx, user, slot.Name)
+	if err != nil {
+		return false // deleted meanwhile, or the store failed: nothing to say about it
+	}
+	return s.weakStored(ctx, user, slot, cred)
 }
 
 func orNone(s string) string {

@@ -116,19 +116,25 @@ func (s *Server) setSecret(ctx context.Context, t turn, args setSecretArgs) (*sd
 	if err != nil {
 		return nil, err
 	}
-	if !args.Replace {
-		switch _, err := s.opts.Credentials.Get(ctx, t.user, slot.Name); {
-		case err == nil:
-			return alreadyStored(slot.Label, slot.Name), nil
-		case !errors.Is(err, state.ErrNotFound):
-			return nil, s.unavailable(ctx, err)
+	existing, err := s.opts.Credentials.Get(ctx, t.user, slot.Name)
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+		existing = nil
+	case err != nil:
+		return nil, s.unavailable(ctx, err)
+	}
+	a := ask{target: slot.Name, label: slot.Label, purpose: "Enter your " + slot.Label + " so that urlflow can use it for you."}
+	switch {
+	case args.Replace || existing.Locked():
+		a = s.reentry(slot, existing, s.weakStored(ctx, t.user, slot, existing))
+	case existing != nil:
+		res := alreadyStored(slot.Label, slot.Name)
+		if s.weakStored(ctx, t.user, slot, existing) {
+			res.Content = append(res.Content, &sdk.TextContent{Text: weakNote(slot)})
 		}
+		return res, nil
 	}
-	purpose := "Enter your " + slot.Label + " so that urlflow can use it for you."
-	if args.Replace {
-		purpose = "Enter a new " + slot.Label + " to replace the one urlflow keeps for you."
-	}
-	e, res, err := s.askFor(ctx, t, ask{target: slot.Name, label: slot.Label, purpose: purpose, replace: args.Replace})
+	e, res, err := s.askFor(ctx, t, a)
 	if res != nil || err != nil {
 		return res, err
 	}

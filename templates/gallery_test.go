@@ -55,6 +55,10 @@ func samples() []sample {
 	longConsent.SlotDescription = "A read-only key for the EU West region, created in the Acme console under Settings → API access → Keys. Keys for other regions do not work here."
 	longConsent.Replace = true
 	unnamed := consent
+	locked := consent
+	locked.Replace, locked.LockReason = true, "a call_api request carried it in its body"
+	weak := consent
+	weak.Replace, weak.Weak = true, true
 	unnamed.ClientName, unnamed.ClientVersion, unnamed.Purpose = "", "", ""
 
 	form := templates.SecretForm{
@@ -77,6 +81,8 @@ func samples() []sample {
 		{"consent-dev", templates.ConsentPage(dev, consent)},
 		{"consent-long-client", templates.ConsentPage(longUser, longConsent)},
 		{"consent-unnamed-client", templates.ConsentPage(signedIn, unnamed)},
+		{"consent-locked", templates.ConsentPage(signedIn, locked)},
+		{"consent-weak", templates.ConsentPage(dev, weak)},
 		{"secret-form", templates.SecretFormPage(signedIn, form)},
 		{"secret-form-error", templates.SecretFormPage(dev, formError)},
 		{"done", templates.DonePage(signedIn, templates.Done{SlotLabel: "Demo API key", ClientName: "Claude Code"})},

@@ -52,9 +52,13 @@ type Consent struct {
 	SlotDescription string
 	SlotName        string
 	// Replace is set when the user already has this secret stored and asked to replace it.
-	Replace   bool
-	ExpiresAt time.Time
-	CSRF      string
+	Replace bool
+	// LockReason says why urlflow locked the stored secret (a tool's request carried it);
+	// empty when it is not locked. Weak marks a stored secret that is easy to guess.
+	LockReason string
+	Weak       bool
+	ExpiresAt  time.Time
+	CSRF       string
 	// ContinueAction and DeclineAction are the POST targets of the two buttons.
 	ContinueAction string
 	DeclineAction  string

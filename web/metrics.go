@@ -24,6 +24,7 @@ var counterHelp = map[string]string{
 	"urlflow_notification_attempts_total":   "Attempts to write notifications/elicitation/complete to a session, by result.",
 	"urlflow_token_refreshes_total":         "Refreshes of third-party tokens, by provider and result.",
 	"urlflow_rate_limited_total":            "Windows in which a user first went over a rate limit, by what was limited.",
+	"urlflow_secret_in_request_total":       "call_api requests refused unsent because they carried the stored secret or access token, by kind of credential.",
 }
 
 // metrics is what /metrics shows: the deployment-wide counters, which every replica reads

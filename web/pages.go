@@ -208,12 +208,35 @@ func (s *Server) openElicitation(c echo.Context) error {
 		return err
 	}
 	slot := s.slotOf(e)
-	return s.render(c, http.StatusOK, templates.ConsentPage(p, templates.Consent{
+	view := templates.Consent{
 		ElicitationID: e.ID, ClientName: clientName(e.Client), ClientVersion: e.Client.Version,
 		Purpose: e.Purpose, SlotLabel: slot.Label, SlotDescription: slot.Description, SlotName: slot.Name,
 		Replace: e.Replace, ExpiresAt: e.ExpiresAt, CSRF: p.CSRF,
 		ContinueAction: "/e/" + e.ID + "/continue", DeclineAction: "/e/" + e.ID + "/decline",
-	}))
+	}
+	if e.Replace {
+		view.LockReason, view.Weak = s.storedStanding(c, e.User, slot)
+	}
+	return s.render(c, http.StatusOK, templates.ConsentPage(p, view))
+}
+
+// storedStanding says why user's stored secret of slot, which an elicitation replaces,
+// should be replaced: the reason it is locked, or that it is weak. A store that fails says
+// nothing: the page still works without it.
+func (s *Server) storedStanding(c echo.Context, user state.User, slot *slots.Slot) (lockReason string, weak bool) {
+	ctx := c.Request().Context()
+	cred, err := s.opts.Credentials.Get(ctx, user, slot.Name)
+	if err != nil {
+		if !errors.Is(err, state.ErrNotFound) {
+			s.log.WarnContext(ctx, "stored credential not read", "credential", slot.Name, "err", err)
+		}
+		return "", false
+	}
+	if cred.Locked() {
+		return cred.LockReason, false
+	}
+	secret, err := s.opts.Vault.Open(user, slot.Name, cred.Sealed)
+	return "", err == nil && slot.Weak(secret)
 }
 
 // clientName is how the client named itself (self-reported), or empty.

@@ -34,12 +34,21 @@ type Credential struct {
 	VerifiedAt *time.Time `json:"verifiedAt,omitempty"`
 	// For a third-party connection (kind oauth): the account, the granted scopes, when the
 	// tokens were last refreshed, and whether the provider stopped honouring them.
-	Account        string       `json:"account,omitempty"`
-	Scopes         []string     `json:"scopes,omitempty"`
-	RefreshedAt    *time.Time   `json:"refreshedAt,omitempty"`
-	NeedsReconnect bool         `json:"needsReconnect,omitempty"`
-	Sealed         vault.Sealed `json:"sealed"`
+	Account        string     `json:"account,omitempty"`
+	Scopes         []string   `json:"scopes,omitempty"`
+	RefreshedAt    *time.Time `json:"refreshedAt,omitempty"`
+	NeedsReconnect bool       `json:"needsReconnect,omitempty"`
+	// LockedAt is when urlflow locked the secret because a tool's request carried it, and
+	// LockReason says how; nil while it is usable. Storing the secret again (a new
+	// elicitation for its slot) unlocks it.
+	LockedAt   *time.Time   `json:"lockedAt,omitempty"`
+	LockReason string       `json:"lockReason,omitempty"`
+	Sealed     vault.Sealed `json:"sealed"`
 }
+
+// Locked reports whether the credential is locked until its user enters it again; a nil
+// credential is not.
+func (c *Credential) Locked() bool { return c != nil && c.LockedAt != nil }
 
 // Connection describes a stored credential to its owner: never its value.
 type Connection struct {
@@ -52,6 +61,12 @@ type Connection struct {
 	Scopes         []string   `json:"scopes,omitempty"`
 	RefreshedAt    *time.Time `json:"refreshedAt,omitempty"`
 	NeedsReconnect bool       `json:"needsReconnect,omitempty"`
+	LockedAt       *time.Time `json:"lockedAt,omitempty"`
+	LockReason     string     `json:"lockReason,omitempty"`
+	// Weak marks a secret stored before its slot had its strength minimum: it works, and
+	// should be replaced. Package credentials cannot tell (it never opens a value); the tool
+	// that lists connections sets it.
+	Weak bool `json:"weak,omitempty"`
 }
 
 // AuditEntry is one line of a user's credential audit log.
@@ -68,6 +83,7 @@ const (
 	AuditStored   = "credential_stored"
 	AuditReplaced = "credential_replaced"
 	AuditDeleted  = "credential_deleted"
+	AuditLocked   = "credential_locked"
 )
 
 // auditLength bounds a user's audit log; older entries fall off.
@@ -187,7 +203,8 @@ func (s *Store) Connections(ctx context.Context, user state.User) ([]Connection,
 			return nil, err
 		}
 		conn := Connection{Name: c.Name, Kind: c.Kind, StoredAt: c.StoredAt, VerifiedAt: c.VerifiedAt,
-			Account: c.Account, Scopes: c.Scopes, RefreshedAt: c.RefreshedAt, NeedsReconnect: c.NeedsReconnect}
+			Account: c.Account, Scopes: c.Scopes, RefreshedAt: c.RefreshedAt, NeedsReconnect: c.NeedsReconnect,
+			LockedAt: c.LockedAt, LockReason: c.LockReason}
 		if t, err := time.Parse(time.RFC3339Nano, used[name]); err == nil {
 			conn.LastUsedAt = &t
 		}
@@ -230,6 +247,45 @@ func (s *Store) Delete(ctx context.Context, user state.User, name string, actor 
 	}
 	s.log.InfoContext(ctx, "credential deleted", "user", uk, "credential", name, "actor", actor)
 	return true, nil
+}
+
+// lockScript locks a credential if it is still the one its caller read: the same
+// elicitation stored it. It sets lockedAt and lockReason in its document and appends the
+// audit entry, in one step. It answers 1 if it locked, 0 if the credential is gone or was
+// stored again meanwhile (a new value is not locked for what the old one did), and 2 if it
+// was locked already.
+var lockScript = redis.NewScript(`
+local doc = redis.call("GET", KEYS[1])
+if not doc then return 0 end
+local c = cjson.decode(doc)
+if c.elicitationId ~= ARGV[1] then return 0 end
+if c.lockedAt then return 2 end
+c.lockedAt = ARGV[2]
+c.lockReason = ARGV[3]
+redis.call("SET", KEYS[1], cjson.encode(c))
+redis.call("RPUSH", KEYS[2], ARGV[4])
+redis.call("LTRIM", KEYS[2], -tonumber(ARGV[5]), -1)
+return 1`)
+
+// Lock locks user's credential c until the user stores it again, recording reason in the
+// credential and, with actor, in the audit log. It locks nothing if the credential was
+// deleted or stored again since c was read, and reports whether it locked.
+func (s *Store) Lock(ctx context.Context, user state.User, c *Credential, actor state.Actor, reason string) (bool, error) {
+	now := s.now().UTC()
+	entry, err := json.Marshal(AuditEntry{At: now, Event: AuditLocked, Name: c.Name, Actor: actor, Reason: reason})
+	if err != nil {
+		return false, fmt.Errorf("encode audit entry: %w", err)
+	}
+	uk := user.Key()
+	n, err := lockScript.Run(ctx, s.rdb, []string{Key(uk, c.Name), auditKey(uk)},
+		c.ElicitationID, now.Format(time.RFC3339Nano), reason, entry, auditLength).Int()
+	if err != nil {
+		return false, fmt.Errorf("lock credential %s: %w", c.Name, err)
+	}
+	if n == 1 {
+		s.log.WarnContext(ctx, "credential locked", "user", uk, "credential", c.Name, "actor", actor, "reason", reason)
+	}
+	return n == 1, nil
 }
 
 // AuditLog returns user's credential audit log, oldest first.

@@ -1,6 +1,7 @@
 package credentials
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -180,4 +181,81 @@ func TestOnlyTheHolderOfALockFreesIt(t *testing.T) {
 			t.Fatalf("TryLock after the holder unlocked: %v %v", ok, err)
 		}
 	})
+}
+
+func TestALockHoldsUntilTheSecretIsStoredAgainAndIsAudited(t *testing.T) {
+	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+		s := NewStore(b.Client, Options{Now: clk.Now, Logger: quiet})
+		user := userFor(t)
+		stored := &Credential{Name: "demo_api_key", Kind: state.KindSecret, ElicitationID: "E1",
+			StoredAt: clk.Now(), Sealed: sealed(t, user, "one")}
+		store(t, b, user, stored, false)
+		before, err := s.Get(t.Context(), user, "demo_api_key")
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		clk.Advance(time.Minute)
+		const reason = "a call_api request carried it in its body"
+		locked, err := s.Lock(t.Context(), user, before, state.ActorClient, reason)
+		if err != nil || !locked {
+			t.Fatalf("Lock = %v, %v", locked, err)
+		}
+		after, err := s.Get(t.Context(), user, "demo_api_key")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !after.Locked() || !after.LockedAt.Equal(clk.Now()) || after.LockReason != reason {
+			t.Fatalf("the credential is not locked as asked: %+v", after)
+		}
+		// The lock changes nothing else: the sealed value still opens to the same secret.
+		after.LockedAt, after.LockReason = nil, ""
+		if !credentialsEqual(before, after) {
+			t.Fatalf("locking changed the credential:\n%+v\n%+v", before, after)
+		}
+		if again, err := s.Lock(t.Context(), user, before, state.ActorClient, "again"); err != nil || again {
+			t.Fatalf("a second lock = %v, %v; want no change", again, err)
+		}
+		conns, err := s.Connections(t.Context(), user)
+		if err != nil || len(conns) != 1 || conns[0].LockedAt == nil || conns[0].LockReason != reason {
+			t.Fatalf("Connections = %+v, %v; want the lock shown", conns, err)
+		}
+
+		// Storing it again (the new elicitation) unlocks it; a lock that read the old
+		// credential then locks nothing.
+		store(t, b, user, &Credential{Name: "demo_api_key", Kind: state.KindSecret, ElicitationID: "E2",
+			StoredAt: clk.Now(), Sealed: sealed(t, user, "two")}, true)
+		if c, err := s.Get(t.Context(), user, "demo_api_key"); err != nil || c.Locked() {
+			t.Fatalf("after storing it again: %+v, %v", c, err)
+		}
+		if late, err := s.Lock(t.Context(), user, before, state.ActorClient, reason); err != nil || late {
+			t.Fatalf("a lock for the replaced value = %v, %v; want no change", late, err)
+		}
+		if gone, err := s.Lock(t.Context(), user, &Credential{Name: "other", ElicitationID: "E9"}, state.ActorClient, reason); err != nil || gone {
+			t.Fatalf("a lock of a missing credential = %v, %v", gone, err)
+		}
+
+		log, err := s.AuditLog(t.Context(), user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var events []string
+		for _, e := range log {
+			events = append(events, e.Event)
+		}
+		want := []string{AuditStored, AuditLocked, AuditReplaced}
+		if !slices.Equal(events, want) {
+			t.Fatalf("audit %v, want %v", events, want)
+		}
+		if l := log[1]; l.Actor != state.ActorClient || l.Reason != reason || !l.At.Equal(clk.Now()) {
+			t.Fatalf("lock entry %+v", l)
+		}
+	})
+}
+
+func credentialsEqual(a, b *Credential) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
 }
