@@ -197,6 +197,12 @@ func withStatusWaitLimit(d time.Duration) func(*Options) {
 // URL and a function that issues a bearer token for the development user called name.
 func (f *fixture) serveHTTP() (endpoint string, token func(name string) string) {
 	f.t.Helper()
+	return f.serveHTTPOf(f.server)
+}
+
+// serveHTTPOf is serveHTTP for server, which may be another replica (startReplica).
+func (f *fixture) serveHTTPOf(server *Server) (endpoint string, token func(name string) string) {
+	f.t.Helper()
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	f.t.Cleanup(srv.Close)
@@ -204,7 +210,7 @@ func (f *fixture) serveHTTP() (endpoint string, token func(name string) string) 
 	dev := identity.NewDev([]byte(strings.Repeat("d", 32)), endpoint)
 	mux.Handle("/mcp", identity.RequireBearer(dev, identity.BearerOptions{
 		ResourceMetadataURL: srv.URL + "/.well-known/oauth-protected-resource/mcp",
-	})(identity.ForSDK(f.server.Handler())))
+	})(identity.ForSDK(server.Handler())))
 	return endpoint, func(name string) string {
 		tok, err := dev.Issue(name)
 		if err != nil {

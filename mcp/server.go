@@ -14,14 +14,21 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
@@ -48,8 +55,12 @@ const (
 const (
 	DefaultPushWait         = 50 * time.Second
 	DefaultProgressInterval = 15 * time.Second
-	// sessionIdleTimeout closes an MCP session that sends no request for this long.
-	sessionIdleTimeout = time.Hour
+	// DefaultSessionIdleTimeout closes an MCP session (2025-11-25) that sends no request for
+	// this long.
+	DefaultSessionIdleTimeout = time.Hour
+	// DefaultSessionsPerUser caps the live MCP sessions (2025-11-25) of one user on all
+	// replicas. Each costs about 20 KiB while it lives; a person runs a few clients.
+	DefaultSessionsPerUser = 20
 )
 
 // Options configure a Server.
@@ -92,6 +103,13 @@ type Options struct {
 	// StatusWaitLimit caps the waitSeconds of elicitation_status (DefaultStatusWaitLimit if
 	// zero).
 	StatusWaitLimit time.Duration
+	// SessionIdleTimeout closes a 2025-11-25 session that sends no request for this long
+	// (DefaultSessionIdleTimeout if zero).
+	SessionIdleTimeout time.Duration
+	// SessionsPerUser caps a user's live 2025-11-25 sessions on all replicas
+	// (DefaultSessionsPerUser if zero). A new session beyond it closes the least recently
+	// used session that no request waits on and no notification is owed to, or is refused.
+	SessionsPerUser int
 	// RequestStateKey signs multi round-trip requestState values (32 bytes or more).
 	RequestStateKey []byte
 	Logger          *slog.Logger
@@ -144,21 +162,28 @@ func New(opts Options) *Server {
 	if opts.ProgressWaitLimit <= 0 {
 		opts.ProgressWaitLimit = DefaultProgressWaitLimit
 	}
+	if opts.SessionIdleTimeout <= 0 {
+		opts.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if opts.SessionsPerUser <= 0 {
+		opts.SessionsPerUser = DefaultSessionsPerUser
+	}
 	if len(opts.RequestStateKey) < 32 {
 		panic("mcp: RequestStateKey needs 32 bytes or more")
 	}
 	s := &Server{opts: opts, log: log, states: requestStates{key: opts.RequestStateKey}}
 	s.background = newBackground()
-	s.sessions = newSessionRegistry(opts.Flows, opts.Replica, s.background, log)
+	s.sessions = newSessionRegistry(opts.Flows, opts.Replica, opts.SessionsPerUser, s.background, log)
 	s.notifier = newNotifier(opts.Flows, opts.Counters, s.sessions, s.background, log)
 	opts.Hub.OnNotice(s.notifier.onNotice)
 	opts.Hub.OnNotice(s.offerNewAttempt)
+	opts.Hub.OnNotice(s.sessions.closeEvicted)
 	opts.Hub.OnConnect(s.notifier.recheckAll)
 
 	s.legacy = s.newSDKServer(era2025)
 	s.legacy.AddReceivingMiddleware(s.trackSessions)
 	s.legacyHandler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.legacy },
-		&sdk.StreamableHTTPOptions{Logger: sdkLogger(log), SessionTimeout: sessionIdleTimeout})
+		&sdk.StreamableHTTPOptions{Logger: sdkLogger(log), SessionTimeout: opts.SessionIdleTimeout})
 	s.modern = s.newSDKServer(era2026)
 	s.modernHandler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.modern },
 		&sdk.StreamableHTTPOptions{Logger: sdkLogger(log), Stateless: true, PropagateRequestCancellation: true})
@@ -191,14 +216,95 @@ func (s *Server) Handler() http.Handler {
 			s.modernHandler.ServeHTTP(w, r)
 			return
 		}
-		if r.Method == http.MethodGet {
-			if id := r.Header.Get("Mcp-Session-Id"); id != "" {
-				// The client (re)opened its stream: what could not be written before can be now.
-				s.notifier.streamOpened(r.Context(), id)
-			}
+		id := r.Header.Get("Mcp-Session-Id")
+		if r.Method == http.MethodGet && id != "" {
+			// The client (re)opened its stream: what could not be written before can be now.
+			s.notifier.streamOpened(r.Context(), id)
+		}
+		if r.Method == http.MethodPost && id == "" {
+			// A new session starts (or the SDK refuses the request): it must find a place
+			// among its user's sessions first.
+			s.admitSession(w, r)
+			return
 		}
 		s.legacyHandler.ServeHTTP(w, r)
 	})
+}
+
+// admitSession serves r, which starts a 2025-11-25 session, once the session has a place
+// among its user's (see sessionRegistry.admit); otherwise it answers 429 with a JSON-RPC
+// error, or 503 when Redis cannot count the sessions.
+func (s *Server) admitSession(w http.ResponseWriter, r *http.Request) {
+	user, ok := identity.UserOf(auth.TokenInfoFromContext(r.Context()))
+	if !ok {
+		s.legacyHandler.ServeHTTP(w, r) // unauthenticated: the SDK refuses it
+		return
+	}
+	a, err := s.sessions.admit(r.Context(), user)
+	switch {
+	case errors.Is(err, errTooManySessions):
+		s.log.WarnContext(r.Context(), "new mcp session refused: the user has too many", "user", user.Key(), "limit", s.opts.SessionsPerUser)
+		writeJSONRPCError(w, r, http.StatusTooManyRequests, fmt.Sprintf("urlflow refused a new MCP session: you have %d open, "+
+			"the most it allows, and each has a tool call in progress or a notification to receive. "+
+			"Close a client you no longer use, or wait until one finishes or idles out.", s.opts.SessionsPerUser))
+		return
+	case err != nil:
+		s.log.ErrorContext(r.Context(), "mcp sessions not counted", "user", user.Key(), "err", err)
+		writeJSONRPCError(w, r, http.StatusServiceUnavailable, "urlflow cannot start a session just now (its storage does not answer); try again shortly.")
+		return
+	}
+	// The session, if it started, is registered before its answer is written, and counts by
+	// itself from then on: give the place back before the client can see the answer and
+	// start another.
+	release := sync.OnceFunc(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+		defer cancel()
+		if err := s.opts.Flows.Release(ctx, a); err != nil {
+			s.log.WarnContext(ctx, "mcp session admission not released; it expires", "err", err)
+		}
+	})
+	defer release()
+	s.legacyHandler.ServeHTTP(&releasingWriter{ResponseWriter: w, release: release}, r)
+}
+
+// releasingWriter calls release before anything is written to its ResponseWriter.
+type releasingWriter struct {
+	http.ResponseWriter
+	release func()
+}
+
+func (w *releasingWriter) WriteHeader(status int) {
+	w.release()
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *releasingWriter) Write(b []byte) (int, error) {
+	w.release()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *releasingWriter) Flush() {
+	w.release()
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *releasingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// writeJSONRPCError answers the JSON-RPC request r with an error of message, and status.
+// The body is read to find the request's ID; when it has none, the ID is null.
+func writeJSONRPCError(w http.ResponseWriter, r *http.Request, status int, message string) {
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req) != nil || len(req.ID) == 0 {
+		req.ID = json.RawMessage("null")
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID,
+		"error": map[string]any{"code": -32000, "message": message}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
 }
 
 // Run keeps the session registry fresh and runs the background work (completion
@@ -215,7 +321,8 @@ func (s *Server) Run(ctx context.Context) {
 }
 
 // trackSessions registers each session at initialize with its user (from the verified
-// token of the initialize request) and the client's self-description.
+// token of the initialize request) and the client's self-description, and marks a session
+// busy while a request of it is served (the cap on a user's sessions closes only idle ones).
 //
 // It also pins the session to 2025-11-25 when the client asked initialize for a newer
 // version. The stateful handler negotiates such a client down to 2025-11-25, but the SDK
@@ -227,6 +334,9 @@ func (s *Server) trackSessions(next sdk.MethodHandler) sdk.MethodHandler {
 			s.log.InfoContext(ctx, "client asked initialize for a sessionless protocol version; serving it as 2025-11-25",
 				"requested", p.ProtocolVersion)
 			p.ProtocolVersion = lastLegacyVersion
+		}
+		if ss, ok := req.GetSession().(*sdk.ServerSession); ok && method != "initialize" && !strings.HasPrefix(method, "notifications/") {
+			defer s.sessions.busy(ss.ID())()
 		}
 		res, err := next(ctx, method, req)
 		if method != "initialize" || err != nil {

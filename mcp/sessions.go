@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -21,12 +22,23 @@ const (
 	registrationRefresh = 30 * time.Second
 )
 
+// admissionHold is how long a place among a user's sessions stays reserved for a session
+// that is starting: longer than any initialize request takes.
+const admissionHold = 30 * time.Second
+
+// errTooManySessions: a user has as many MCP sessions as allowed, and none of them can be
+// closed to make room.
+var errTooManySessions = errors.New("too many MCP sessions")
+
 // liveSession is an MCP session held by this process.
 type liveSession struct {
 	ss      *sdk.ServerSession
 	user    state.User
 	client  state.ClientInfo
 	started time.Time
+	// lastUsed and inflight (requests in progress) are guarded by the registry's mutex.
+	lastUsed time.Time
+	inflight int
 }
 
 // sessionRegistry knows the sessions this process holds and their users. The SDK keeps a
@@ -37,17 +49,20 @@ type sessionRegistry struct {
 	replica    string
 	background *background
 	log        *slog.Logger
+	// perUser caps the sessions of one user on all replicas.
+	perUser int
 
 	mu   sync.Mutex
 	byID map[string]*liveSession
 }
 
-func newSessionRegistry(store *flow.Store, replica string, bg *background, log *slog.Logger) *sessionRegistry {
-	return &sessionRegistry{store: store, replica: replica, background: bg, log: log, byID: map[string]*liveSession{}}
+func newSessionRegistry(store *flow.Store, replica string, perUser int, bg *background, log *slog.Logger) *sessionRegistry {
+	return &sessionRegistry{store: store, replica: replica, perUser: perUser, background: bg, log: log, byID: map[string]*liveSession{}}
 }
 
 func (r *sessionRegistry) add(ctx context.Context, ss *sdk.ServerSession, user state.User, client state.ClientInfo) {
-	ls := &liveSession{ss: ss, user: user, client: client, started: time.Now().UTC()}
+	now := time.Now().UTC()
+	ls := &liveSession{ss: ss, user: user, client: client, started: now, lastUsed: now}
 	id := ss.ID()
 	r.mu.Lock()
 	r.byID[id] = ls
@@ -63,7 +78,7 @@ func (r *sessionRegistry) add(ctx context.Context, ss *sdk.ServerSession, user s
 		// Unregister even during shutdown (Run waits for it before Redis closes).
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := r.store.ForgetMCPSession(ctx, id); err != nil {
+		if err := r.store.ForgetMCPSession(ctx, user, id); err != nil {
 			r.log.WarnContext(ctx, "ended mcp session not unregistered; it expires", "session", id, "err", err)
 		}
 		r.log.InfoContext(ctx, "mcp session ended", "session", id)
@@ -78,8 +93,12 @@ func (r *sessionRegistry) closeAll() {
 }
 
 func (r *sessionRegistry) register(ctx context.Context, id string, ls *liveSession) {
+	r.mu.Lock()
+	lastUsed, busy := ls.lastUsed, ls.inflight > 0
+	r.mu.Unlock()
 	err := r.store.RegisterMCPSession(ctx, flow.MCPSession{
 		ID: id, User: ls.user, Replica: r.replica, Client: ls.client, StartedAt: ls.started,
+		LastUsedAt: lastUsed, Busy: busy,
 	}, registrationTTL)
 	if err != nil {
 		r.log.WarnContext(ctx, "mcp session not registered", "session", id, "err", err)
@@ -92,6 +111,100 @@ func (r *sessionRegistry) get(id string) (*liveSession, bool) {
 	defer r.mu.Unlock()
 	ls, ok := r.byID[id]
 	return ls, ok
+}
+
+// busy marks session id, if it is held here, as serving a request until the returned
+// function is called, and as used now.
+func (r *sessionRegistry) busy(id string) (done func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ls, ok := r.byID[id]
+	if !ok {
+		return func() {}
+	}
+	ls.inflight++
+	ls.lastUsed = time.Now().UTC()
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		ls.inflight--
+		ls.lastUsed = time.Now().UTC()
+	}
+}
+
+// admit reserves a place for a new session of user among the user's sessions on every
+// replica. At the cap, it ends the least recently used session that no request is waiting
+// on and no notification is owed to, wherever it lives, and takes its place; it returns
+// errTooManySessions when there is none. The caller releases the admission once the new
+// session is registered or did not start.
+func (r *sessionRegistry) admit(ctx context.Context, user state.User) (*flow.Admission, error) {
+	// A concurrent admission may take the place just made: try a few times.
+	for range 3 {
+		a, live, err := r.store.AdmitMCPSession(ctx, user, r.perUser, admissionHold)
+		if a != nil || err != nil {
+			return a, err
+		}
+		standings, err := r.store.MCPSessionStandings(ctx, user, live)
+		if err != nil {
+			return nil, err
+		}
+		victim, ok := r.leastRecentlyUsedIdle(standings)
+		if !ok {
+			return nil, errTooManySessions
+		}
+		evicted, err := r.store.EvictMCPSession(ctx, user, victim.ID)
+		if err != nil {
+			return nil, err
+		}
+		if evicted {
+			r.log.InfoContext(ctx, "mcp session closed to make room for a new one of the same user",
+				"session", victim.ID, "user", user.Key(), "replica", victim.Replica, "last_used", victim.LastUsedAt)
+		}
+	}
+	return nil, errTooManySessions
+}
+
+// leastRecentlyUsedIdle returns the least recently used of standings that has no request
+// in progress and no notification owed. A session held here is judged by what this
+// process knows now, others by their last registration.
+func (r *sessionRegistry) leastRecentlyUsedIdle(standings []flow.MCPSessionStanding) (flow.MCPSession, bool) {
+	var victim flow.MCPSession
+	found := false
+	for _, st := range standings {
+		ms := st.MCPSession
+		r.mu.Lock()
+		if ls, ok := r.byID[ms.ID]; ok {
+			ms.LastUsedAt, ms.Busy = ls.lastUsed, ls.inflight > 0
+		}
+		r.mu.Unlock()
+		if ms.Busy || st.Undelivered > 0 {
+			continue
+		}
+		if !found || ms.LastUsedAt.Before(victim.LastUsedAt) {
+			victim, found = ms, true
+		}
+	}
+	return victim, found
+}
+
+// closeEvicted closes the session a NoticeCloseSession names if it is held here and still
+// idle. One that a request reached meanwhile stays open: the user then has one session
+// more than the cap until a session ends.
+func (r *sessionRegistry) closeEvicted(ctx context.Context, n flow.Notice) {
+	if n.What != flow.NoticeCloseSession {
+		return
+	}
+	r.mu.Lock()
+	ls, ok := r.byID[n.SessionID]
+	idle := ok && ls.inflight == 0 && ls.user.Key() == n.UserKey
+	r.mu.Unlock()
+	if !idle {
+		if ok {
+			r.log.InfoContext(ctx, "mcp session to close for room is in use; kept", "session", n.SessionID)
+		}
+		return
+	}
+	ls.ss.Close()
 }
 
 // ids returns the IDs of the sessions held here.

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,6 +49,8 @@ type config struct {
 	Style          mcp.Style
 	TTL            time.Duration
 	RateLimits     web.RateLimits
+	// MCPSessions bounds the 2025-11-25 sessions of each user.
+	MCPSessions mcpSessions
 	// Waits are the tool calls' product timeouts, shortened only by the test-only settings
 	// (testSettings); zero fields mean the defaults.
 	Waits waits
@@ -69,6 +72,12 @@ type oidcConfig struct {
 	Scopes []string
 	// Introspection verifies opaque access tokens with RFC 7662.
 	Introspection bool
+}
+
+// mcpSessions are the limits of MCP sessions (mcp.Options).
+type mcpSessions struct {
+	PerUser     int
+	IdleTimeout time.Duration
 }
 
 // waits are the product timeouts that tests shorten instead of waiting them out.
@@ -238,6 +247,19 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 		if *rl.limit, err = ratelimit.ParseLimit(pick("", getenv, rl.name, rl.def)); err != nil {
 			problem("%s: %v", rl.name, err)
 		}
+	}
+
+	perUser := pick("", getenv, "URLFLOW_MCP_SESSIONS_PER_USER", strconv.Itoa(mcp.DefaultSessionsPerUser))
+	if n, err := strconv.Atoi(perUser); err != nil || n < 1 || n > 10000 {
+		problem("URLFLOW_MCP_SESSIONS_PER_USER: want a number from 1 to 10000, got %q", perUser)
+	} else {
+		cfg.MCPSessions.PerUser = n
+	}
+	idle := pick("", getenv, "URLFLOW_MCP_SESSION_IDLE_TIMEOUT", mcp.DefaultSessionIdleTimeout.String())
+	if d, err := time.ParseDuration(idle); err != nil || d < time.Minute || d > 24*time.Hour {
+		problem("URLFLOW_MCP_SESSION_IDLE_TIMEOUT: want a duration from 1m to 24h, got %q", idle)
+	} else {
+		cfg.MCPSessions.IdleTimeout = d
 	}
 
 	if mode == "serve" {

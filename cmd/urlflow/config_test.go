@@ -41,6 +41,9 @@ func TestDevDefaultsNeedNoSetup(t *testing.T) {
 	if cfg.RateLimits.MCP != (ratelimit.Limit{Events: 1200, Window: time.Minute}) || cfg.RateLimits.Forms != (ratelimit.Limit{Events: 30, Window: time.Minute}) {
 		t.Fatalf("default rate limits: %+v", cfg.RateLimits)
 	}
+	if cfg.MCPSessions != (mcpSessions{PerUser: 20, IdleTimeout: time.Hour}) {
+		t.Fatalf("default MCP session limits: %+v", cfg.MCPSessions)
+	}
 	if err := cfg.resolvePublicURL(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}); err != nil {
 		t.Fatal(err)
 	}
@@ -105,15 +108,17 @@ secrets:
 unknown_key: 1
 `)
 	_, err := loadConfig("dev", []string{"--addr", "0.0.0.0:80"}, envOf(map[string]string{
-		"URLFLOW_CONFIG":            file,
-		"URLFLOW_ELICITATION_STYLE": "shout",
-		"URLFLOW_ELICITATION_TTL":   "forever",
-		"URLFLOW_KEYS":              "k1:notbase64!!",
-		"URLFLOW_PUBLIC_URL":        "ftp://example.com",
-		"URLFLOW_OPERATOR_TOKENS":   "short",
-		"URLFLOW_REDIS_TOPOLOGY":    "ring",
-		"URLFLOW_RATE_LIMIT_MCP":    "lots",
-		"URLFLOW_RATE_LIMIT_FORMS":  "5/0s",
+		"URLFLOW_CONFIG":                   file,
+		"URLFLOW_ELICITATION_STYLE":        "shout",
+		"URLFLOW_ELICITATION_TTL":          "forever",
+		"URLFLOW_KEYS":                     "k1:notbase64!!",
+		"URLFLOW_PUBLIC_URL":               "ftp://example.com",
+		"URLFLOW_OPERATOR_TOKENS":          "short",
+		"URLFLOW_REDIS_TOPOLOGY":           "ring",
+		"URLFLOW_RATE_LIMIT_MCP":           "lots",
+		"URLFLOW_RATE_LIMIT_FORMS":         "5/0s",
+		"URLFLOW_MCP_SESSIONS_PER_USER":    "0",
+		"URLFLOW_MCP_SESSION_IDLE_TIMEOUT": "1s",
 	}), io.Discard)
 	if err == nil {
 		t.Fatal("bad settings accepted")
@@ -121,7 +126,8 @@ unknown_key: 1
 	for _, want := range []string{"URLFLOW_ELICITATION_STYLE", "URLFLOW_ELICITATION_TTL", "URLFLOW_KEYS",
 		"URLFLOW_PUBLIC_URL", "URLFLOW_OPERATOR_TOKENS", "loopback only", "unknown_key",
 		`URLFLOW_REDIS_TOPOLOGY: unknown Redis topology "ring"`, `URLFLOW_RATE_LIMIT_MCP: want EVENTS/WINDOW`,
-		`URLFLOW_RATE_LIMIT_FORMS: want a window`} {
+		`URLFLOW_RATE_LIMIT_FORMS: want a window`, `URLFLOW_MCP_SESSIONS_PER_USER: want a number from 1 to 10000, got "0"`,
+		`URLFLOW_MCP_SESSION_IDLE_TIMEOUT: want a duration from 1m to 24h, got "1s"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s:\n%v", want, err)
 		}

@@ -132,6 +132,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		RequestStateKey: cfg.Keys.Derive("mcp request state"),
 		PushWait:        cfg.Waits.Push, ProgressInterval: cfg.Waits.Progress,
 		RetryWait: cfg.Waits.Retry, StatusWaitLimit: cfg.Waits.StatusLimit,
+		SessionsPerUser: cfg.MCPSessions.PerUser, SessionIdleTimeout: cfg.MCPSessions.IdleTimeout,
 	})
 	webServer := web.New(web.Options{
 		PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,

@@ -101,6 +101,9 @@ const (
 	NoticeRequeue  NoticeKind = "requeue"  // the completion notification was asked for again
 	NoticeDelivery NoticeKind = "delivery" // a delivery attempt was recorded
 	NoticeRetried  NoticeKind = "retried"  // a new attempt was started (the notice names it)
+	// NoticeCloseSession asks the replica that holds MCP session SessionID of UserKey to
+	// close it, to make room for a new session of the same user; ID is empty.
+	NoticeCloseSession NoticeKind = "close-session"
 )
 
 func (s *Store) publish(ctx context.Context, e *Elicitation, what NoticeKind) {

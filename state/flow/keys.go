@@ -25,6 +25,11 @@ func undeliveredKey(userKey, sessionID string) string {
 	return state.UserTag(userKey) + "s:" + sessionID + ":undelivered"
 }
 
+// userSessionsKey names the sorted set of a user's live MCP sessions (2025-11-25), on
+// every replica, each scored by when its registration expires (Unix milliseconds), and of
+// admissions in progress (members that start with "+").
+func userSessionsKey(userKey string) string { return state.UserTag(userKey) + "mss" }
+
 // indexKey maps an elicitation ID to its user's key.
 func indexKey(id string) string { return state.KeyPrefix + "eid:" + id }
 

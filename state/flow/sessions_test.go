@@ -1,0 +1,128 @@
+package flow
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/state"
+)
+
+func TestAUsersSessionsAreCountedUntilTheyEndOrExpire(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := t.Context()
+		clk := newClock()
+		s := newStore(b, clk)
+		alice, bob := state.User{Issuer: "https://idp.test", Subject: "alice"}, state.User{Issuer: "https://idp.test", Subject: "bob"}
+		start := func(user state.User, id string) {
+			t.Helper()
+			a, live, err := s.AdmitMCPSession(ctx, user, 2, 30*time.Second)
+			if err != nil || a == nil {
+				t.Fatalf("admit %s: %v, %v (live %q)", id, a, err, live)
+			}
+			if err := s.RegisterMCPSession(ctx, MCPSession{ID: id, User: user, Replica: "r1", LastUsedAt: clk.Now()}, 90*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Release(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start(alice, "s1")
+		start(alice, "s2")
+		start(bob, "s3") // another user's sessions count apart
+
+		a, live, err := s.AdmitMCPSession(ctx, alice, 2, 30*time.Second)
+		slices.Sort(live)
+		if err != nil || a != nil || !slices.Equal(live, []string{"s1", "s2"}) {
+			t.Fatalf("a third session of alice: %v, %q, %v; want refused with s1 and s2 live", a, live, err)
+		}
+
+		// An admission in progress counts, so that two concurrent starts cannot both pass.
+		if err := s.ForgetMCPSession(ctx, alice, "s2"); err != nil {
+			t.Fatal(err)
+		}
+		held, _, err := s.AdmitMCPSession(ctx, alice, 2, 30*time.Second)
+		if err != nil || held == nil {
+			t.Fatalf("admit after s2 ended: %v, %v", held, err)
+		}
+		if a, live, _ := s.AdmitMCPSession(ctx, alice, 2, 30*time.Second); a != nil || !slices.Equal(live, []string{"s1"}) {
+			t.Fatalf("a concurrent admission: %v, live %q; want refused, listing only the session", a, live)
+		}
+		// An admission that is never released stops counting after its hold.
+		clk.Advance(31 * time.Second)
+		if a, _, _ := s.AdmitMCPSession(ctx, alice, 2, 30*time.Second); a == nil {
+			t.Fatal("a lapsed admission still counts")
+		}
+		// A registration that its replica stopped refreshing stops counting after its TTL.
+		clk.Advance(90 * time.Second)
+		if err := s.RegisterMCPSession(ctx, MCPSession{ID: "s4", User: alice, Replica: "r2"}, 90*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if a, live, _ := s.AdmitMCPSession(ctx, alice, 2, 30*time.Second); a == nil {
+			t.Fatalf("refused with %q live; s1 expired and only s4 lives", live)
+		}
+	})
+}
+
+func TestEvictingASessionMakesRoomOnceAndAsksItsReplicaToCloseIt(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := t.Context()
+		s := newStore(b, nil)
+		alice := state.User{Issuer: "https://idp.test", Subject: "alice"}
+		notices := make(chan Notice, 4)
+		startHub(t, b, func(h *Hub) {
+			h.OnNotice(func(_ context.Context, n Notice) { notices <- n })
+		})
+		used := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
+		for _, id := range []string{"s1", "s2"} {
+			if err := s.RegisterMCPSession(ctx, MCPSession{ID: id, User: alice, Replica: "r1", LastUsedAt: used, Busy: id == "s2"}, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e, err := s.Create(ctx, NewElicitation{User: alice, Kind: state.KindSecret, Target: "demo", Purpose: "a test", TTL: time.Minute, SessionID: "s1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Apply(ctx, e.ID, ClientDecline, state.ActorClient, "a test"); err != nil {
+			t.Fatal(err)
+		}
+
+		standings, err := s.MCPSessionStandings(ctx, alice, []string{"s1", "s2", "gone"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := json.Marshal(standings)
+		if len(standings) != 2 || standings[0].ID != "s1" || standings[0].Undelivered != 1 || !standings[0].LastUsedAt.Equal(used) ||
+			standings[1].ID != "s2" || !standings[1].Busy || standings[1].Undelivered != 0 {
+			t.Fatalf("standings = %s; want s1 owed one notification and s2 busy, and nothing for a session that ended", got)
+		}
+
+		if ok, err := s.EvictMCPSession(ctx, alice, "s2"); !ok || err != nil {
+			t.Fatalf("evict s2 = %v, %v", ok, err)
+		}
+		if ok, err := s.EvictMCPSession(ctx, alice, "s2"); ok || err != nil {
+			t.Fatalf("evict s2 again = %v, %v; want false: it no longer counts", ok, err)
+		}
+		if a, live, _ := s.AdmitMCPSession(ctx, alice, 2, time.Minute); a == nil {
+			t.Fatalf("no room after the eviction: %q live", live)
+		}
+		deadline := time.After(5 * time.Second)
+		for {
+			select {
+			case n := <-notices:
+				if n.What != NoticeCloseSession {
+					continue
+				}
+				if n.SessionID != "s2" || n.UserKey != alice.Key() {
+					t.Fatalf("close notice = %+v", n)
+				}
+				return
+			case <-deadline:
+				t.Fatal("no notice asked the holding replica to close s2")
+			}
+		}
+	})
+}
