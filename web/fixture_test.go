@@ -776,6 +776,27 @@ func (f *fixture) sessionValues(t testing.TB, id string) map[string]string {
 	return values
 }
 
+// browserSessions returns every browser session in Redis: its ID and how long it has
+// left to live.
+func (f *fixture) browserSessions(t testing.TB) map[string]time.Duration {
+	t.Helper()
+	rdb := f.redis.Client(t)
+	prefix := state.KeyPrefix + "bs:"
+	left := map[string]time.Duration{}
+	iter := rdb.Scan(t.Context(), 0, prefix+"*", 100).Iterator()
+	for iter.Next(t.Context()) {
+		ttl, err := rdb.TTL(t.Context(), iter.Val()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		left[strings.TrimPrefix(iter.Val(), prefix)] = ttl
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return left
+}
+
 // setSessionCookie puts a session cookie with value into the browser.
 func (b *browser) setSessionCookie(value string) {
 	u, _ := url.Parse(b.f.URL)
