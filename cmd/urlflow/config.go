@@ -48,6 +48,8 @@ type config struct {
 	Style          mcp.Style
 	TTL            time.Duration
 	RateLimits     web.RateLimits
+	// BodyReadTimeout is the time a request has to deliver its body.
+	BodyReadTimeout time.Duration
 	// Waits are the tool calls' product timeouts, shortened only by the test-only settings
 	// (testSettings); zero fields mean the defaults.
 	Waits waits
@@ -156,7 +158,7 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 	var problems []error
 	problem := func(format string, a ...any) { problems = append(problems, fmt.Errorf(format, a...)) }
 
-	cfg := &config{Addr: "127.0.0.1:8080", Style: mcp.StylePush, TTL: 10 * time.Minute}
+	cfg := &config{Addr: "127.0.0.1:8080", Style: mcp.StylePush, TTL: 10 * time.Minute, BodyReadTimeout: web.DefaultBodyReadTimeout}
 	if mode == "serve" {
 		cfg.Addr = ":8080"
 	}
@@ -237,6 +239,18 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 	} {
 		if *rl.limit, err = ratelimit.ParseLimit(pick("", getenv, rl.name, rl.def)); err != nil {
 			problem("%s: %v", rl.name, err)
+		}
+	}
+
+	if v := pick("", getenv, "URLFLOW_BODY_READ_TIMEOUT", ""); v != "" {
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			problem("URLFLOW_BODY_READ_TIMEOUT: want a duration like 30s, got %q", v)
+		case d < time.Second || d > 10*time.Minute:
+			problem("URLFLOW_BODY_READ_TIMEOUT: want between 1s and 10m, got %s", d)
+		default:
+			cfg.BodyReadTimeout = d
 		}
 	}
 

@@ -41,6 +41,9 @@ func TestDevDefaultsNeedNoSetup(t *testing.T) {
 	if cfg.RateLimits.MCP != (ratelimit.Limit{Events: 1200, Window: time.Minute}) || cfg.RateLimits.Forms != (ratelimit.Limit{Events: 30, Window: time.Minute}) {
 		t.Fatalf("default rate limits: %+v", cfg.RateLimits)
 	}
+	if cfg.BodyReadTimeout != 30*time.Second {
+		t.Fatalf("default body read timeout %s, want 30s", cfg.BodyReadTimeout)
+	}
 	if err := cfg.resolvePublicURL(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}); err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +117,7 @@ unknown_key: 1
 		"URLFLOW_REDIS_TOPOLOGY":    "ring",
 		"URLFLOW_RATE_LIMIT_MCP":    "lots",
 		"URLFLOW_RATE_LIMIT_FORMS":  "5/0s",
+		"URLFLOW_BODY_READ_TIMEOUT": "1h",
 	}), io.Discard)
 	if err == nil {
 		t.Fatal("bad settings accepted")
@@ -121,7 +125,7 @@ unknown_key: 1
 	for _, want := range []string{"URLFLOW_ELICITATION_STYLE", "URLFLOW_ELICITATION_TTL", "URLFLOW_KEYS",
 		"URLFLOW_PUBLIC_URL", "URLFLOW_OPERATOR_TOKENS", "loopback only", "unknown_key",
 		`URLFLOW_REDIS_TOPOLOGY: unknown Redis topology "ring"`, `URLFLOW_RATE_LIMIT_MCP: want EVENTS/WINDOW`,
-		`URLFLOW_RATE_LIMIT_FORMS: want a window`} {
+		`URLFLOW_RATE_LIMIT_FORMS: want a window`, "URLFLOW_BODY_READ_TIMEOUT: want between 1s and 10m, got 1h0m0s"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s:\n%v", want, err)
 		}
@@ -293,11 +297,13 @@ func TestServeRefusesInsecureAndInvalidSettings(t *testing.T) {
 		"URLFLOW_OIDC_CLIENT_ID":          "urlflow",
 		"URLFLOW_OIDC_CLIENT_SECRET_FILE": writeFile(t, "from-a-file\n"),
 		"URLFLOW_OIDC_SCOPES":             "mcp:tools, openid",
+		"URLFLOW_BODY_READ_TIMEOUT":       "45s",
 	}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Addr != ":8080" || cfg.OIDC.ClientSecret != "from-a-file" || len(cfg.OIDC.Scopes) != 2 || cfg.PublicURL.String() != "https://urlflow.example.com" {
+	if cfg.Addr != ":8080" || cfg.OIDC.ClientSecret != "from-a-file" || len(cfg.OIDC.Scopes) != 2 || cfg.PublicURL.String() != "https://urlflow.example.com" ||
+		cfg.BodyReadTimeout != 45*time.Second {
 		t.Fatalf("serve settings: %+v", cfg)
 	}
 }
