@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -108,6 +109,9 @@ func (s *Server) apiRetry(c echo.Context) error {
 	}
 	var req retryRequest
 	body, err := io.ReadAll(c.Request().Body)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return errBodyTooSlow
+	}
 	if err != nil {
 		return err
 	}

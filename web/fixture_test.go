@@ -105,6 +105,8 @@ type fixtureOptions struct {
 	// notifier stands in for the MCP server's completion notifier: it sees every notice
 	// published on the hub.
 	notifier func(context.Context, *flow.Store, flow.Notice)
+	// bodyReadTimeout replaces the time a request has to deliver its body (30s).
+	bodyReadTimeout time.Duration
 }
 
 // fixture is urlflow's HTTP surface, in process, on its own redis-server.
@@ -232,7 +234,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		Verifier: verifier, Operators: identity.NewOperators([]string{f.operatorToken}), Dev: f.dev, SignIn: signIn,
 		Issuer: issuer, RequiredScopes: opts.requiredScopes, MCP: f.mcp,
 		Upstream: upstream.New(nil), Providers: providers, Keeper: thirdparty.NewKeeper(creds, vault, count, log), DemoAPI: f.demoAPI(),
-		RateLimits: opts.rateLimits, TTL: 10 * time.Minute, Logger: log,
+		RateLimits: opts.rateLimits, TTL: 10 * time.Minute, BodyReadTimeout: opts.bodyReadTimeout, Logger: log,
 	})
 	srv.Config.Handler = f.server.Handler()
 	srv.Start()
@@ -496,10 +498,14 @@ func (g scopeGranter) Verify(ctx context.Context, token string) (identity.Claims
 }
 
 // mcpProbe stands in for the MCP server behind the bearer check: it records the user of
-// every request that reaches it.
+// every request that reaches it, and reads the body whole first, as the go-sdk does.
 type mcpProbe struct {
 	// panics makes the probe panic, as a handler with a bug would.
 	panics atomic.Bool
+	// streamFor, when set, makes the probe answer with an event stream that lasts this
+	// long, as a tool call that waits does: an event every 50ms, then "done", or "cut" when
+	// the request's context ends first.
+	streamFor atomic.Int64
 
 	mu    sync.Mutex
 	users []state.User
@@ -509,12 +515,41 @@ func (p *mcpProbe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.panics.Load() {
 		panic("the probe was told to panic")
 	}
+	if _, err := io.ReadAll(r.Body); err != nil {
+		http.Error(w, "the probe could not read the body", http.StatusBadRequest)
+		return
+	}
 	user, _ := identity.UserOf(auth.TokenInfoFromContext(r.Context()))
 	p.mu.Lock()
 	p.users = append(p.users, user)
 	p.mu.Unlock()
+	if d := time.Duration(p.streamFor.Load()); d > 0 {
+		p.stream(w, r, d)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, `{"probe":"reached"}`)
+}
+
+func (p *mcpProbe) stream(w http.ResponseWriter, r *http.Request, d time.Duration) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	rc := http.NewResponseController(w)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	end := time.After(d)
+	for {
+		select {
+		case <-r.Context().Done():
+			io.WriteString(w, "data: cut\n\n")
+			return
+		case <-end:
+			io.WriteString(w, "data: done\n\n")
+			return
+		case <-tick.C:
+			io.WriteString(w, "data: waiting\n\n")
+			rc.Flush()
+		}
+	}
 }
 
 // reached returns the users of the requests that reached the probe.
@@ -774,6 +809,27 @@ func (f *fixture) sessionValues(t testing.TB, id string) map[string]string {
 		t.Fatalf("decode browser session %s: %v", id, err)
 	}
 	return values
+}
+
+// browserSessions returns every browser session in Redis: its ID and how long it has
+// left to live.
+func (f *fixture) browserSessions(t testing.TB) map[string]time.Duration {
+	t.Helper()
+	rdb := f.redis.Client(t)
+	prefix := state.KeyPrefix + "bs:"
+	left := map[string]time.Duration{}
+	iter := rdb.Scan(t.Context(), 0, prefix+"*", 100).Iterator()
+	for iter.Next(t.Context()) {
+		ttl, err := rdb.TTL(t.Context(), iter.Val()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		left[strings.TrimPrefix(iter.Val(), prefix)] = ttl
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return left
 }
 
 // setSessionCookie puts a session cookie with value into the browser.

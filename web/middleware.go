@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -91,8 +92,11 @@ func limitBody(n int64) echo.MiddlewareFunc {
 			// answered 413 here instead of reading as a form without fields later.
 			if err := r.ParseForm(); err != nil {
 				var tooLarge *http.MaxBytesError
-				if errors.As(err, &tooLarge) {
+				switch {
+				case errors.As(err, &tooLarge):
 					return errBodyTooLarge
+				case errors.Is(err, os.ErrDeadlineExceeded):
+					return errBodyTooSlow
 				}
 				return echo.NewHTTPError(http.StatusBadRequest, "the form could not be read")
 			}
@@ -101,7 +105,31 @@ func limitBody(n int64) echo.MiddlewareFunc {
 	}
 }
 
-var errBodyTooLarge = echo.NewHTTPError(http.StatusRequestEntityTooLarge, "the request is too large")
+var (
+	errBodyTooLarge = echo.NewHTTPError(http.StatusRequestEntityTooLarge, "the request is too large")
+	errBodyTooSlow  = echo.NewHTTPError(http.StatusRequestTimeout, "the request took too long to arrive")
+)
+
+// bodyReadDeadline gives a request with a body d to deliver it, so that a client that sends
+// slowly holds a connection for d at most: past it, reading the body fails, the request is
+// answered 408 and the connection is closed. The deadline ends with the body: once the body
+// has been read to its end, net/http starts a read of its own to notice a client that goes
+// away, and clears the read deadline for it (connReader.startBackgroundRead in net/http's
+// server.go; TestAnswersOutlastTheBodyDeadline holds it to that), so that a long answer is
+// not cut. A request without a body gets no deadline: that read has begun before the
+// handler runs, and a deadline would end it and cancel the request's context. Nothing
+// bounds writing: push waits and event streams run for minutes.
+func bodyReadDeadline(d time.Duration) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if r := c.Request(); r.Body != nil && r.Body != http.NoBody {
+				// An error means a ResponseWriter without deadlines, such as a test's recorder.
+				http.NewResponseController(c.Response()).SetReadDeadline(time.Now().Add(d))
+			}
+			return next(c)
+		}
+	}
+}
 
 // crossOriginProtection refuses cross-origin browser requests that change anything, by
 // Sec-Fetch-Site and Origin. It complements the per-session CSRF token of every form.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -78,18 +79,25 @@ func (s *Server) page(c echo.Context, v *visitor, title string) (templates.Page,
 }
 
 func (s *Server) render(c echo.Context, status int, component templ.Component) error {
+	return renderIn(c.Request().Context(), c, status, component)
+}
+
+func renderIn(ctx context.Context, c echo.Context, status int, component templ.Component) error {
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
 	c.Response().WriteHeader(status)
-	return component.Render(c.Request().Context(), c.Response())
+	return component.Render(ctx, c.Response())
 }
 
 // renderProblem renders the generic error page. It is the error handler's page, so it does
-// not touch the session (which may be what failed).
+// not touch the session (which may be what failed), and it is written even when the
+// request's context has ended: a body that did not arrive in time ends it, and the client
+// may still read the answer.
 func (s *Server) renderProblem(c echo.Context, status int, message string) {
 	heading := map[int]string{
 		http.StatusBadRequest:            "That request was not understood",
 		http.StatusForbidden:             "That was refused",
 		http.StatusNotFound:              "This link is not valid",
+		http.StatusRequestTimeout:        "That took too long",
 		http.StatusMisdirectedRequest:    "Wrong address for this server",
 		http.StatusRequestEntityTooLarge: "That was too large",
 		http.StatusTooManyRequests:       "Too many requests",
@@ -99,7 +107,8 @@ func (s *Server) renderProblem(c echo.Context, status int, message string) {
 		heading = "Something went wrong"
 	}
 	p := templates.Page{Title: heading, Dev: s.opts.Dev != nil}
-	if err := s.render(c, status, templates.ProblemPage(p, templates.Problem{Status: status, Heading: heading, Message: message})); err != nil {
+	ctx := context.WithoutCancel(c.Request().Context())
+	if err := renderIn(ctx, c, status, templates.ProblemPage(p, templates.Problem{Status: status, Heading: heading, Message: message})); err != nil {
 		s.log.WarnContext(c.Request().Context(), "problem page not written", "err", err)
 	}
 }

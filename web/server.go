@@ -8,6 +8,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -73,9 +74,17 @@ type Options struct {
 	// RateLimits bound what one user can make urlflow do; the zero value limits nothing.
 	RateLimits RateLimits
 	// TTL is the deadline of a new attempt started through the retry API.
-	TTL    time.Duration
-	Logger *slog.Logger
+	TTL time.Duration
+	// BodyReadTimeout is the time a request has to deliver its body, on every route
+	// (DefaultBodyReadTimeout when zero). It bounds reading only: answers, event streams
+	// and tool calls that wait take as long as they need.
+	BodyReadTimeout time.Duration
+	Logger          *slog.Logger
 }
+
+// DefaultBodyReadTimeout is the time a request has to deliver its body when
+// Options.BodyReadTimeout is zero.
+const DefaultBodyReadTimeout = 30 * time.Second
 
 // Server is urlflow's HTTP surface.
 type Server struct {
@@ -121,6 +130,7 @@ func (s *Server) routes() {
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	e.Pre(bodyReadDeadline(cmp.Or(s.opts.BodyReadTimeout, DefaultBodyReadTimeout)))
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders(s.opts.PublicURL.Scheme == "https"))
 	if s.opts.Dev != nil {
 		e.Use(loopbackHostOnly)

@@ -18,8 +18,15 @@ import (
 	"github.com/urlflow/urlflow/state/browsersession"
 )
 
-// browserSessionTTL is how long a browser stays signed in without coming back.
-const browserSessionTTL = 12 * time.Hour
+// Lifetimes of a browser session from its last save, in Redis and in its cookie.
+const (
+	// browserSessionTTL is how long a browser stays signed in without coming back.
+	browserSessionTTL = 12 * time.Hour
+	// signInWindow is how long a session that names nobody is kept: long enough to sign in
+	// (the development form, or the round trip to the issuer). A visitor who never signs in
+	// costs Redis this long at most; the 12 hours start at sign-in.
+	signInWindow = 15 * time.Minute
+)
 
 // sessionStore is a gorilla/sessions Store whose data lives in Redis (through package
 // state); the cookie holds only the session ID, signed. Values are strings.
@@ -88,7 +95,8 @@ func (s *sessionStore) New(r *http.Request, name string) (*sessions.Session, err
 	return sess, nil
 }
 
-// Save writes sess to Redis and sets its cookie; a negative MaxAge deletes both.
+// Save writes sess to Redis and sets its cookie, both for browserSessionTTL once sess names
+// a user and for signInWindow before; a negative MaxAge deletes both.
 func (s *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessions.Session) error {
 	if sess.Options.MaxAge < 0 {
 		if sess.ID != "" {
@@ -115,14 +123,20 @@ func (s *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 	if err != nil {
 		return fmt.Errorf("save browser session: %w", err)
 	}
-	if err := s.store.Save(r.Context(), sess.ID, data, browserSessionTTL); err != nil {
+	ttl := signInWindow
+	if _, signedIn := sessionUser(sess); signedIn {
+		ttl = browserSessionTTL
+	}
+	if err := s.store.Save(r.Context(), sess.ID, data, ttl); err != nil {
 		return err
 	}
 	encoded, err := s.codec.Encode(sess.Name(), sess.ID)
 	if err != nil {
 		return fmt.Errorf("encode session cookie: %w", err)
 	}
-	http.SetCookie(w, sessions.NewCookie(sess.Name(), encoded, sess.Options))
+	options := *sess.Options
+	options.MaxAge = int(ttl / time.Second)
+	http.SetCookie(w, sessions.NewCookie(sess.Name(), encoded, &options))
 	return nil
 }
 

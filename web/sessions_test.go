@@ -3,8 +3,10 @@ package web
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/state/browsersession"
@@ -36,5 +38,64 @@ func TestSessionCookieIsSecureBehindHTTPS(t *testing.T) {
 		if strings.Contains(c.Value, "alice") {
 			t.Error("the cookie carries session data; it must carry only the signed ID")
 		}
+	}
+}
+
+// A visitor who never signs in costs Redis at most the sign-in window: the pages other than
+// sign-in keep nothing, the sign-in page keeps its session (the development form's CSRF
+// binding, or the attempt at the issuer) for 15 minutes, and the 12 hours start at sign-in.
+func TestAVisitorWhoDoesNotSignInKeepsNoLongSession(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		oidc bool
+	}{{"development", false}, {"issuer", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, fixtureOptions{oidc: tc.oidc})
+			e := f.newFlow(t, "alice")
+			link := "/e/" + e.ID
+			const visitors = 5
+			for range visitors {
+				b := f.browser(t, "alice")
+				for _, path := range []string{"/", link, link + "/secret", "/auth/callback?code=x&state=y", "/healthz"} {
+					b.get(path)
+				}
+				for _, path := range []string{link + "/decline", link + "/continue", "/auth/login", "/auth/logout"} {
+					b.post(path, url.Values{"name": {"alice"}})
+				}
+			}
+			if kept := f.browserSessions(t); len(kept) != 0 {
+				t.Fatalf("anonymous visits to pages other than sign-in kept %d browser sessions: %v", len(kept), kept)
+			}
+
+			for range visitors {
+				page := f.browser(t, "alice").get("/auth/login?next=" + url.QueryEscape(link))
+				c, err := http.ParseSetCookie(page.Header.Get("Set-Cookie"))
+				if err != nil {
+					t.Fatalf("the sign-in page set no session cookie: %v", err)
+				}
+				if c.MaxAge <= 0 || c.MaxAge > int(signInWindow/time.Second) {
+					t.Errorf("the sign-in page's cookie lives %ds, want at most %s", c.MaxAge, signInWindow)
+				}
+			}
+			kept := f.browserSessions(t)
+			if len(kept) != visitors {
+				t.Errorf("%d visits to the sign-in page kept %d browser sessions, want one each", visitors, len(kept))
+			}
+			for id, left := range kept {
+				if left <= 0 || left > signInWindow {
+					t.Errorf("session %s before sign-in lives %s, want at most %s", id, left, signInWindow)
+				}
+			}
+
+			b := f.browser(t, "alice")
+			b.signIn(link)
+			id := f.sessionID(t, b.sessionCookie())
+			if left := f.browserSessions(t)[id]; left <= signInWindow || left > browserSessionTTL {
+				t.Errorf("the signed-in session lives %s, want up to %s", left, browserSessionTTL)
+			}
+			b.get(link).want(t, http.StatusOK, "Signed in as alice")
+		})
 	}
 }

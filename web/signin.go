@@ -33,7 +33,8 @@ func safeNext(next string) string {
 
 // signInPage is GET /auth/login. In development it shows the development sign-in form;
 // otherwise it sends the browser to the issuer, keeping the attempt (state, nonce, PKCE
-// verifier, where to return) in the browser session.
+// verifier, where to return) in the browser session. Either way the session is saved, so
+// that a visitor not yet signed in has the whole sign-in window from this page on.
 func (s *Server) signInPage(c echo.Context) error {
 	v, err := s.visitor(c)
 	if err != nil {
@@ -41,6 +42,9 @@ func (s *Server) signInPage(c echo.Context) error {
 	}
 	next := safeNext(c.QueryParam("next"))
 	if s.opts.Dev != nil {
+		if err := v.sess.Save(c.Request(), c.Response()); err != nil {
+			return err
+		}
 		return s.renderDevSignIn(c, v, http.StatusOK, next, "", "")
 	}
 	attempt, authURL := s.opts.SignIn.Start()
@@ -55,8 +59,8 @@ func (s *Server) signInPage(c echo.Context) error {
 }
 
 // signInCallback is GET /auth/callback: the issuer sends the browser back. The attempt is
-// spent before anything else, so an answer can be used once; the session ID rotates at
-// sign-in.
+// spent before anything else, so an answer can be used once; a browser that brings none
+// has nothing saved. The session ID rotates at sign-in.
 func (s *Server) signInCallback(c echo.Context) error {
 	if s.opts.SignIn == nil {
 		return echo.NewHTTPError(http.StatusNotFound, "Sign-in is not configured on this server.")
@@ -70,11 +74,17 @@ func (s *Server) signInCallback(c echo.Context) error {
 	attempt.Nonce, _ = v.sess.Values[valueSignInNonce].(string)
 	attempt.Verifier, _ = v.sess.Values[valueSignInVerifier].(string)
 	next, _ := v.sess.Values[valueSignInNext].(string)
+	spent := false
 	for _, k := range []string{valueSignInState, valueSignInNonce, valueSignInVerifier, valueSignInNext} {
-		delete(v.sess.Values, k)
+		if _, kept := v.sess.Values[k]; kept {
+			delete(v.sess.Values, k)
+			spent = true
+		}
 	}
-	if err := v.sess.Save(c.Request(), c.Response()); err != nil {
-		return err
+	if spent {
+		if err := v.sess.Save(c.Request(), c.Response()); err != nil {
+			return err
+		}
 	}
 	ctx := c.Request().Context()
 	who, err := s.opts.SignIn.Finish(ctx, attempt, c.QueryParams())

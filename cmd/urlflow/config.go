@@ -51,6 +51,8 @@ type config struct {
 	RateLimits     web.RateLimits
 	// MCPSessions bounds the 2025-11-25 sessions of each user.
 	MCPSessions mcpSessions
+	// BodyReadTimeout is the time a request has to deliver its body.
+	BodyReadTimeout time.Duration
 	// Waits are the tool calls' product timeouts, shortened only by the test-only settings
 	// (testSettings); zero fields mean the defaults.
 	Waits waits
@@ -165,7 +167,7 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 	var problems []error
 	problem := func(format string, a ...any) { problems = append(problems, fmt.Errorf(format, a...)) }
 
-	cfg := &config{Addr: "127.0.0.1:8080", Style: mcp.StylePush, TTL: 10 * time.Minute}
+	cfg := &config{Addr: "127.0.0.1:8080", Style: mcp.StylePush, TTL: 10 * time.Minute, BodyReadTimeout: web.DefaultBodyReadTimeout}
 	if mode == "serve" {
 		cfg.Addr = ":8080"
 	}
@@ -260,6 +262,17 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 		problem("URLFLOW_MCP_SESSION_IDLE_TIMEOUT: want a duration from 1m to 24h, got %q", idle)
 	} else {
 		cfg.MCPSessions.IdleTimeout = d
+	}
+	if v := pick("", getenv, "URLFLOW_BODY_READ_TIMEOUT", ""); v != "" {
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			problem("URLFLOW_BODY_READ_TIMEOUT: want a duration like 30s, got %q", v)
+		case d < time.Second || d > 10*time.Minute:
+			problem("URLFLOW_BODY_READ_TIMEOUT: want between 1s and 10m, got %s", d)
+		default:
+			cfg.BodyReadTimeout = d
+		}
 	}
 
 	if mode == "serve" {

@@ -44,6 +44,9 @@ func TestDevDefaultsNeedNoSetup(t *testing.T) {
 	if cfg.MCPSessions != (mcpSessions{PerUser: 20, IdleTimeout: time.Hour}) {
 		t.Fatalf("default MCP session limits: %+v", cfg.MCPSessions)
 	}
+	if cfg.BodyReadTimeout != 30*time.Second {
+		t.Fatalf("default body read timeout %s, want 30s", cfg.BodyReadTimeout)
+	}
 	if err := cfg.resolvePublicURL(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}); err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +122,7 @@ unknown_key: 1
 		"URLFLOW_RATE_LIMIT_FORMS":         "5/0s",
 		"URLFLOW_MCP_SESSIONS_PER_USER":    "0",
 		"URLFLOW_MCP_SESSION_IDLE_TIMEOUT": "1s",
+		"URLFLOW_BODY_READ_TIMEOUT":        "1h",
 	}), io.Discard)
 	if err == nil {
 		t.Fatal("bad settings accepted")
@@ -127,7 +131,7 @@ unknown_key: 1
 		"URLFLOW_PUBLIC_URL", "URLFLOW_OPERATOR_TOKENS", "loopback only", "unknown_key",
 		`URLFLOW_REDIS_TOPOLOGY: unknown Redis topology "ring"`, `URLFLOW_RATE_LIMIT_MCP: want EVENTS/WINDOW`,
 		`URLFLOW_RATE_LIMIT_FORMS: want a window`, `URLFLOW_MCP_SESSIONS_PER_USER: want a number from 1 to 10000, got "0"`,
-		`URLFLOW_MCP_SESSION_IDLE_TIMEOUT: want a duration from 1m to 24h, got "1s"`} {
+		`URLFLOW_MCP_SESSION_IDLE_TIMEOUT: want a duration from 1m to 24h, got "1s"`, "URLFLOW_BODY_READ_TIMEOUT: want between 1s and 10m, got 1h0m0s"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s:\n%v", want, err)
 		}
@@ -299,11 +303,13 @@ func TestServeRefusesInsecureAndInvalidSettings(t *testing.T) {
 		"URLFLOW_OIDC_CLIENT_ID":          "urlflow",
 		"URLFLOW_OIDC_CLIENT_SECRET_FILE": writeFile(t, "from-a-file\n"),
 		"URLFLOW_OIDC_SCOPES":             "mcp:tools, openid",
+		"URLFLOW_BODY_READ_TIMEOUT":       "45s",
 	}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Addr != ":8080" || cfg.OIDC.ClientSecret != "from-a-file" || len(cfg.OIDC.Scopes) != 2 || cfg.PublicURL.String() != "https://urlflow.example.com" {
+	if cfg.Addr != ":8080" || cfg.OIDC.ClientSecret != "from-a-file" || len(cfg.OIDC.Scopes) != 2 || cfg.PublicURL.String() != "https://urlflow.example.com" ||
+		cfg.BodyReadTimeout != 45*time.Second {
 		t.Fatalf("serve settings: %+v", cfg)
 	}
 }

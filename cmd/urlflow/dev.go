@@ -140,7 +140,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		Slots: cfg.Slots, Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens),
 		Dev: id.dev, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,
 		MCP: mcpServer.Handler(), Upstream: caller, Providers: providers, Keeper: keeper,
-		DemoAPI: id.demoAPI, TTL: cfg.TTL, RateLimits: cfg.RateLimits, Logger: log,
+		DemoAPI: id.demoAPI, TTL: cfg.TTL, RateLimits: cfg.RateLimits, BodyReadTimeout: cfg.BodyReadTimeout, Logger: log,
 	})
 
 	// Every goroutine of the service runs in the group and is joined before runService
@@ -197,7 +197,9 @@ func replicaName() string {
 }
 
 // serveHTTP serves handler on listener until ctx ends, then shuts down: open streams get a
-// few seconds to finish.
+// few seconds to finish. The server bounds the time to read a request's headers and an idle
+// connection; the handler bounds the time to read a body (web.Options.BodyReadTimeout).
+// Nothing bounds writing: push waits, long polls and event streams run for minutes.
 func serveHTTP(ctx context.Context, listener net.Listener, handler http.Handler, log *slog.Logger) error {
 	srv := &http.Server{
 		Handler:           handler,
