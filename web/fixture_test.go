@@ -95,6 +95,11 @@ type fixtureOptions struct {
 	// OpenID provider started for the test (fixture.issuer), which also becomes the issuer
 	// of the metadata. A user is then the issuer and their name as subject.
 	oidc bool
+	// introspection makes the resource server of the oidc option check opaque tokens at the
+	// issuer's introspection endpoint.
+	introspection bool
+	// trustedProxies are the proxies whose X-Forwarded-For the server believes.
+	trustedProxies TrustedProxies
 	// provider is a third-party OAuth provider, configured as "acme".
 	provider *provider
 	// https makes the public URL https, as behind a proxy that terminates TLS; the test
@@ -214,7 +219,11 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rs, err := identity.NewResourceServer(discovered, identity.ResourceServerConfig{Resource: resource})
+		rsCfg := identity.ResourceServerConfig{Resource: resource}
+		if opts.introspection {
+			rsCfg.Introspection = &identity.ClientCredentials{ClientID: f.issuer.ClientID, ClientSecret: f.issuer.ClientSecret}
+		}
+		rs, err := identity.NewResourceServer(discovered, rsCfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +243,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		Verifier: verifier, Operators: identity.NewOperators([]string{f.operatorToken}), Dev: f.dev, SignIn: signIn,
 		Issuer: issuer, RequiredScopes: opts.requiredScopes, MCP: f.mcp,
 		Upstream: upstream.New(nil), Providers: providers, Keeper: thirdparty.NewKeeper(creds, vault, count, log), DemoAPI: f.demoAPI(),
-		RateLimits: opts.rateLimits, TTL: 10 * time.Minute, BodyReadTimeout: opts.bodyReadTimeout, Logger: log,
+		RateLimits: opts.rateLimits, TTL: 10 * time.Minute, BodyReadTimeout: opts.bodyReadTimeout, TrustedProxies: opts.trustedProxies, Logger: log,
 	})
 	srv.Config.Handler = f.server.Handler()
 	srv.Start()

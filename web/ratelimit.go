@@ -15,14 +15,18 @@ import (
 	"github.com/urlflow/urlflow/state/ratelimit"
 )
 
-// RateLimits bound what one user can make urlflow do, shared by every replica. The zero
-// value limits nothing.
+// RateLimits bound what one user can make urlflow do, shared by every replica, and what
+// one client address can make it ask the issuer. The zero value limits nothing.
 type RateLimits struct {
 	// MCP bounds the requests to /mcp of one user.
 	MCP ratelimit.Limit
 	// Forms bounds the secret-form and connect posts of one user: each may make urlflow
 	// call out (a secret checked with its API, a connect that leaves for the provider).
 	Forms ratelimit.Limit
+	// BadTokens bounds the bearer tokens that do not verify from one client address, to
+	// /mcp and the API together (identity.BadTokens): each may make urlflow ask the issuer.
+	// Counted in each replica's memory, not in Redis.
+	BadTokens ratelimit.Limit
 }
 
 // retryAfterSeconds is a Retry-After value: whole seconds, at least one.

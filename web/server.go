@@ -73,6 +73,9 @@ type Options struct {
 	DemoAPI http.Handler
 	// RateLimits bound what one user can make urlflow do; the zero value limits nothing.
 	RateLimits RateLimits
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client address
+	// that RateLimits.BadTokens counts by; with none, it is the TCP peer.
+	TrustedProxies TrustedProxies
 	// TTL is the deadline of a new attempt started through the retry API.
 	TTL time.Duration
 	// BodyReadTimeout is the time a request has to deliver its body, on every route
@@ -152,8 +155,13 @@ func (s *Server) routes() {
 	e.Any("/.well-known/oauth-protected-resource", echo.WrapHandler(metadata))
 	e.Any("/.well-known/oauth-protected-resource/mcp", echo.WrapHandler(metadata))
 
-	// One bearer check for /mcp and the API; only the API accepts operator tokens.
-	bearer := identity.BearerOptions{ResourceMetadataURL: s.resourceMetadataURL(), Scopes: s.opts.RequiredScopes, Logger: s.log}
+	// One bearer check for /mcp and the API, with one count of bad tokens; only the API
+	// accepts operator tokens.
+	badTokens := identity.NewBadTokens(identity.BadTokenLimit{
+		Failures: s.opts.RateLimits.BadTokens.Events, Window: s.opts.RateLimits.BadTokens.Window,
+	}, s.opts.TrustedProxies.ClientAddr)
+	bearer := identity.BearerOptions{ResourceMetadataURL: s.resourceMetadataURL(), Scopes: s.opts.RequiredScopes,
+		BadTokens: badTokens, Logger: s.log}
 	mcp := identity.RequireBearer(s.opts.Verifier, bearer)(s.limitMCP(identity.ForSDK(s.opts.MCP)))
 	e.Any("/mcp", echo.WrapHandler(mcp))
 	bearer.Operators = s.opts.Operators

@@ -53,6 +53,8 @@ type config struct {
 	MCPSessions mcpSessions
 	// BodyReadTimeout is the time a request has to deliver its body.
 	BodyReadTimeout time.Duration
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client.
+	TrustedProxies web.TrustedProxies
 	// Waits are the tool calls' product timeouts, shortened only by the test-only settings
 	// (testSettings); zero fields mean the defaults.
 	Waits waits
@@ -124,6 +126,7 @@ type fileConfig struct {
 	PublicURL        string              `yaml:"public_url"`
 	ElicitationStyle string              `yaml:"elicitation_style"`
 	ElicitationTTL   string              `yaml:"elicitation_ttl"`
+	TrustedProxies   string              `yaml:"trusted_proxies"`
 	Secrets          []slots.Slot        `yaml:"secrets"`
 	Providers        []thirdparty.Config `yaml:"providers"`
 }
@@ -157,6 +160,7 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 	addrFlag := fs.String("addr", "", "listen address (URLFLOW_ADDR; default 127.0.0.1:8080)")
 	publicFlag := fs.String("public-url", "", "URL users reach urlflow at (URLFLOW_PUBLIC_URL; default http:// + the address)")
 	configFlag := fs.String("config", "", "YAML configuration file (URLFLOW_CONFIG)")
+	proxiesFlag := fs.String("trusted-proxies", "", "reverse proxies whose X-Forwarded-For is believed: IPs and CIDRs, comma separated (URLFLOW_TRUSTED_PROXIES)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -206,6 +210,7 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 	cfg.publicURLGiven = pick(*publicFlag, getenv, "URLFLOW_PUBLIC_URL", cfg.publicURLGiven)
 	style = pick("", getenv, "URLFLOW_ELICITATION_STYLE", style)
 	ttl = pick("", getenv, "URLFLOW_ELICITATION_TTL", ttl)
+	proxies := pick(*proxiesFlag, getenv, "URLFLOW_TRUSTED_PROXIES", file.TrustedProxies)
 
 	var err error
 	if cfg.RedisURL, _, err = getenv.secret("URLFLOW_REDIS_URL"); err != nil {
@@ -245,6 +250,7 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 	}{
 		{"URLFLOW_RATE_LIMIT_MCP", "1200/1m", &cfg.RateLimits.MCP},
 		{"URLFLOW_RATE_LIMIT_FORMS", "30/1m", &cfg.RateLimits.Forms},
+		{"URLFLOW_RATE_LIMIT_BAD_TOKENS", "20/1m", &cfg.RateLimits.BadTokens},
 	} {
 		if *rl.limit, err = ratelimit.ParseLimit(pick("", getenv, rl.name, rl.def)); err != nil {
 			problem("%s: %v", rl.name, err)
@@ -297,6 +303,9 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 		default:
 			cfg.TTL = d
 		}
+	}
+	if cfg.TrustedProxies, err = web.ParseTrustedProxies(proxies); err != nil {
+		problem("URLFLOW_TRUSTED_PROXIES: %v", err)
 	}
 	host, _, err := net.SplitHostPort(cfg.Addr)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -38,7 +39,8 @@ func TestDevDefaultsNeedNoSetup(t *testing.T) {
 	if cfg.Addr != "127.0.0.1:8080" || cfg.Style != mcp.StylePush || cfg.TTL != 10*time.Minute {
 		t.Fatalf("defaults: %+v", cfg)
 	}
-	if cfg.RateLimits.MCP != (ratelimit.Limit{Events: 1200, Window: time.Minute}) || cfg.RateLimits.Forms != (ratelimit.Limit{Events: 30, Window: time.Minute}) {
+	if cfg.RateLimits.MCP != (ratelimit.Limit{Events: 1200, Window: time.Minute}) || cfg.RateLimits.Forms != (ratelimit.Limit{Events: 30, Window: time.Minute}) ||
+		cfg.RateLimits.BadTokens != (ratelimit.Limit{Events: 20, Window: time.Minute}) {
 		t.Fatalf("default rate limits: %+v", cfg.RateLimits)
 	}
 	if cfg.MCPSessions != (mcpSessions{PerUser: 20, IdleTimeout: time.Hour}) {
@@ -46,6 +48,9 @@ func TestDevDefaultsNeedNoSetup(t *testing.T) {
 	}
 	if cfg.BodyReadTimeout != 30*time.Second {
 		t.Fatalf("default body read timeout %s, want 30s", cfg.BodyReadTimeout)
+	}
+	if len(cfg.TrustedProxies) != 0 {
+		t.Fatalf("a proxy is trusted by default: %v", cfg.TrustedProxies)
 	}
 	if err := cfg.resolvePublicURL(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}); err != nil {
 		t.Fatal(err)
@@ -66,6 +71,7 @@ addr: 127.0.0.1:7001
 public_url: http://127.0.0.1:7001
 elicitation_style: error
 elicitation_ttl: 2m
+trusted_proxies: 10.0.0.1
 secrets:
   - name: k
     label: K
@@ -78,14 +84,16 @@ secrets:
 		wantURL  string
 		style    mcp.Style
 		ttl      time.Duration
+		proxies  string
 	}{
-		{"file over default", []string{"--config", file}, nil, "127.0.0.1:7001", "http://127.0.0.1:7001", mcp.StyleError, 2 * time.Minute},
+		{"file over default", []string{"--config", file}, nil, "127.0.0.1:7001", "http://127.0.0.1:7001", mcp.StyleError, 2 * time.Minute, "[10.0.0.1/32]"},
 		{"environment over file", nil, map[string]string{"URLFLOW_CONFIG": file, "URLFLOW_ADDR": "127.0.0.1:7002",
-			"URLFLOW_PUBLIC_URL": "http://localhost:7002/", "URLFLOW_ELICITATION_STYLE": "push", "URLFLOW_ELICITATION_TTL": "30s"},
-			"127.0.0.1:7002", "http://localhost:7002", mcp.StylePush, 30 * time.Second},
-		{"flag over environment", []string{"--addr", "127.0.0.1:7003", "--public-url", "http://127.0.0.1:7003"},
-			map[string]string{"URLFLOW_CONFIG": file, "URLFLOW_ADDR": "127.0.0.1:7002"},
-			"127.0.0.1:7003", "http://127.0.0.1:7003", mcp.StyleError, 2 * time.Minute},
+			"URLFLOW_PUBLIC_URL": "http://localhost:7002/", "URLFLOW_ELICITATION_STYLE": "push", "URLFLOW_ELICITATION_TTL": "30s",
+			"URLFLOW_TRUSTED_PROXIES": "10.0.0.2, 192.168.0.0/16"},
+			"127.0.0.1:7002", "http://localhost:7002", mcp.StylePush, 30 * time.Second, "[10.0.0.2/32 192.168.0.0/16]"},
+		{"flag over environment", []string{"--addr", "127.0.0.1:7003", "--public-url", "http://127.0.0.1:7003", "--trusted-proxies", "fd00::/8"},
+			map[string]string{"URLFLOW_CONFIG": file, "URLFLOW_ADDR": "127.0.0.1:7002", "URLFLOW_TRUSTED_PROXIES": "10.0.0.2"},
+			"127.0.0.1:7003", "http://127.0.0.1:7003", mcp.StyleError, 2 * time.Minute, "[fd00::/8]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,8 +101,9 @@ secrets:
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Addr != tt.wantAddr || cfg.PublicURL.String() != tt.wantURL || cfg.Style != tt.style || cfg.TTL != tt.ttl {
-				t.Fatalf("got addr %s url %s style %s ttl %s", cfg.Addr, cfg.PublicURL, cfg.Style, cfg.TTL)
+			if cfg.Addr != tt.wantAddr || cfg.PublicURL.String() != tt.wantURL || cfg.Style != tt.style || cfg.TTL != tt.ttl ||
+				fmt.Sprint(cfg.TrustedProxies) != tt.proxies {
+				t.Fatalf("got addr %s url %s style %s ttl %s trusted proxies %v", cfg.Addr, cfg.PublicURL, cfg.Style, cfg.TTL, cfg.TrustedProxies)
 			}
 		})
 	}
@@ -123,6 +132,8 @@ unknown_key: 1
 		"URLFLOW_MCP_SESSIONS_PER_USER":    "0",
 		"URLFLOW_MCP_SESSION_IDLE_TIMEOUT": "1s",
 		"URLFLOW_BODY_READ_TIMEOUT":        "1h",
+		"URLFLOW_RATE_LIMIT_BAD_TOKENS":    "many",
+		"URLFLOW_TRUSTED_PROXIES":          "10.0.0.1, proxy.internal",
 	}), io.Discard)
 	if err == nil {
 		t.Fatal("bad settings accepted")
@@ -131,7 +142,9 @@ unknown_key: 1
 		"URLFLOW_PUBLIC_URL", "URLFLOW_OPERATOR_TOKENS", "loopback only", "unknown_key",
 		`URLFLOW_REDIS_TOPOLOGY: unknown Redis topology "ring"`, `URLFLOW_RATE_LIMIT_MCP: want EVENTS/WINDOW`,
 		`URLFLOW_RATE_LIMIT_FORMS: want a window`, `URLFLOW_MCP_SESSIONS_PER_USER: want a number from 1 to 10000, got "0"`,
-		`URLFLOW_MCP_SESSION_IDLE_TIMEOUT: want a duration from 1m to 24h, got "1s"`, "URLFLOW_BODY_READ_TIMEOUT: want between 1s and 10m, got 1h0m0s"} {
+		`URLFLOW_MCP_SESSION_IDLE_TIMEOUT: want a duration from 1m to 24h, got "1s"`, "URLFLOW_BODY_READ_TIMEOUT: want between 1s and 10m, got 1h0m0s",
+		`URLFLOW_RATE_LIMIT_BAD_TOKENS: want EVENTS/WINDOW`,
+		`URLFLOW_TRUSTED_PROXIES: want IP addresses or CIDR prefixes, comma separated; got "proxy.internal"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s:\n%v", want, err)
 		}

@@ -140,7 +140,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		Slots: cfg.Slots, Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens),
 		Dev: id.dev, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,
 		MCP: mcpServer.Handler(), Upstream: caller, Providers: providers, Keeper: keeper,
-		DemoAPI: id.demoAPI, TTL: cfg.TTL, RateLimits: cfg.RateLimits, BodyReadTimeout: cfg.BodyReadTimeout, Logger: log,
+		DemoAPI: id.demoAPI, TTL: cfg.TTL, RateLimits: cfg.RateLimits, BodyReadTimeout: cfg.BodyReadTimeout, TrustedProxies: cfg.TrustedProxies, Logger: log,
 	})
 
 	// Every goroutine of the service runs in the group and is joined before runService

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
@@ -23,6 +26,9 @@ type BearerOptions struct {
 	// Operators, when not nil, are accepted besides users' tokens. Only the recovery API
 	// accepts them; an operator never reaches /mcp.
 	Operators *Operators
+	// BadTokens, when not nil, counts the tokens that do not verify per client address and
+	// refuses to check more from an address over its limit. /mcp and the API share one.
+	BadTokens *BadTokens
 	// Logger receives why a token could not be checked; slog.Default() if nil.
 	Logger *slog.Logger
 }
@@ -52,7 +58,9 @@ func CallerFrom(ctx context.Context) (Caller, bool) {
 //   - a token that does not verify: 401 invalid_token, with the reason (never the token);
 //   - a user's token without a required scope: 403 insufficient_scope, with the scopes;
 //   - a token that cannot be checked now (the issuer does not answer): 503, and the reason
-//     goes to the log only.
+//     goes to the log only;
+//   - a token from a client address that sent too many tokens that do not verify
+//     (opts.BadTokens): 429 with Retry-After, and the token is not checked.
 //
 // Bodies are JSON: {"error": "..."}.
 func RequireBearer(v Verifier, opts BearerOptions) func(http.Handler) http.Handler {
@@ -71,9 +79,21 @@ func RequireBearer(v Verifier, opts BearerOptions) func(http.Handler) http.Handl
 				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, Caller{Operator: true})))
 				return
 			}
+			if no, refused := opts.BadTokens.check(r, token); refused {
+				if no.first {
+					log.WarnContext(r.Context(), "bearer tokens of a client not checked: too many did not verify",
+						"client", no.client.String(), "limit", opts.BadTokens.limit.Failures, "window", opts.BadTokens.limit.Window.String())
+				}
+				retry := retryAfterSeconds(no.retryAfter)
+				w.Header().Set("Retry-After", retry)
+				refuse(w, http.StatusTooManyRequests, "",
+					"too many bearer tokens that are not valid came from this address; try again in "+retry+" seconds")
+				return
+			}
 			claims, err := v.Verify(r.Context(), token)
 			switch {
 			case errors.Is(err, ErrInvalidToken):
+				opts.BadTokens.failed(r)
 				reason := strings.TrimPrefix(err.Error(), ErrInvalidToken.Error()+": ")
 				refuse(w, http.StatusUnauthorized, opts.challenge(`error="invalid_token", error_description=`+quote(reason)),
 					"the bearer token is not valid: "+reason)
@@ -83,6 +103,7 @@ func RequireBearer(v Verifier, opts BearerOptions) func(http.Handler) http.Handl
 				refuse(w, http.StatusServiceUnavailable, "", "urlflow cannot check tokens right now; please try again in a moment")
 				return
 			}
+			opts.BadTokens.verified(token, claims.Expiry)
 			if missing := missingScopes(claims.Scopes, opts.Scopes); len(missing) > 0 {
 				refuse(w, http.StatusForbidden,
 					opts.challenge(`error="insufficient_scope", scope=`+quote(strings.Join(opts.Scopes, " "))),
@@ -131,6 +152,11 @@ func refuse(w http.ResponseWriter, status int, challenge, message string) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(map[string]string{"error": message})
+}
+
+// retryAfterSeconds is a Retry-After value: whole seconds, at least one.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
 }
 
 // missingScopes returns the scopes of want that are not in have.

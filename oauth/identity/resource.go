@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -41,16 +39,17 @@ type ClientCredentials struct {
 }
 
 // ResourceServer verifies the bearer tokens presented to urlflow's MCP endpoint and API.
-// A JWT must be signed by a key the issuer publishes (keys rotate: an unknown key ID makes
-// it fetch them again), come from the issuer, name urlflow's resource in aud, and be within
-// exp and nbf give or take the clock skew. A token that is not a JWT is checked by
-// introspection when that is configured, and refused otherwise. The user is the issuer
-// and the token's sub.
+// A JWT must be signed by a key the issuer publishes (keys rotate: the issuer's Keys fetch
+// them again for an unknown key ID, at most once per interval), come from the issuer, name
+// urlflow's resource in aud, and be within exp and nbf give or take the clock skew. A
+// token that is not a JWT is checked by introspection when that is configured (an answer
+// is believed for up to ActiveAnswerLifetime, or InactiveAnswerLifetime for a refusal), and
+// refused otherwise. The user is the issuer and the token's sub.
 type ResourceServer struct {
-	issuer   *oauth.Server
-	cfg      ResourceServerConfig
-	verifier *oidc.IDTokenVerifier
-	now      func() time.Time
+	issuer       *oauth.Server
+	cfg          ResourceServerConfig
+	introspected *introspectionCache
+	now          func() time.Time
 }
 
 // NewResourceServer returns a ResourceServer for tokens of issuer.
@@ -61,11 +60,7 @@ func NewResourceServer(issuer *oauth.Server, cfg ResourceServerConfig) (*Resourc
 	if cfg.Introspection != nil && issuer.Metadata.IntrospectionEndpoint == "" {
 		return nil, fmt.Errorf("issuer %s publishes no introspection endpoint", issuer.URL)
 	}
-	// Signature and issuer are checked by go-oidc; audience and times here, with skew.
-	verifier := issuer.Provider.VerifierContext(oidc.ClientContext(context.Background(), issuer.Client), &oidc.Config{
-		SkipClientIDCheck: true, SkipExpiryCheck: true,
-	})
-	return &ResourceServer{issuer: issuer, cfg: cfg, verifier: verifier, now: time.Now}, nil
+	return &ResourceServer{issuer: issuer, cfg: cfg, introspected: newIntrospectionCache(), now: time.Now}, nil
 }
 
 // accessClaims are the claims urlflow reads from an access token (RFC 9068).
@@ -122,10 +117,11 @@ func (r *ResourceServer) Verify(ctx context.Context, token string) (Claims, erro
 		}
 		return Claims{}, fmt.Errorf("%w: not a JWT", ErrInvalidToken)
 	}
-	t, err := r.verifier.Verify(ctx, token)
-	if err != nil && strings.Contains(err.Error(), "fetching keys") {
-		// The issuer's keys could not be read: the token may well be valid.
-		return Claims{}, fmt.Errorf("check the token's signature: %w", err)
+	// Signature and issuer are checked by go-oidc; audience and times here, with skew.
+	t, err := r.issuer.Verify(ctx, token, oidc.Config{SkipClientIDCheck: true, SkipExpiryCheck: true})
+	if errors.Is(err, oauth.ErrKeysUnavailable) {
+		// The token may well be valid.
+		return Claims{}, err
 	}
 	if err != nil {
 		return Claims{}, fmt.Errorf("%w: %s", ErrInvalidToken, oidcReason(err))
@@ -174,42 +170,6 @@ func scopes(scope string, scp json.RawMessage) []string {
 		return strings.Fields(one)
 	}
 	return nil
-}
-
-// introspect checks an opaque token with RFC 7662.
-func (r *ResourceServer) introspect(ctx context.Context, token string) (Claims, error) {
-	in := r.cfg.Introspection
-	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.issuer.Metadata.IntrospectionEndpoint, strings.NewReader(form.Encode()))
-	if err != nil {
-		return Claims{}, fmt.Errorf("introspection request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	req.SetBasicAuth(url.QueryEscape(in.ClientID), url.QueryEscape(in.ClientSecret))
-	resp, err := r.issuer.Client.Do(req)
-	if err != nil {
-		return Claims{}, fmt.Errorf("introspection: %w", errors.Unwrap(err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return Claims{}, fmt.Errorf("introspection answered %d", resp.StatusCode)
-	}
-	var result struct {
-		Active bool   `json:"active"`
-		Issuer string `json:"iss"`
-		accessClaims
-	}
-	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<20)).Decode(&result); err != nil {
-		return Claims{}, fmt.Errorf("introspection answer: %w", err)
-	}
-	switch {
-	case !result.Active:
-		return Claims{}, fmt.Errorf("%w: not active", ErrInvalidToken)
-	case result.Issuer != "" && result.Issuer != r.issuer.URL:
-		return Claims{}, fmt.Errorf("%w: wrong issuer", ErrInvalidToken)
-	}
-	return r.identity(result.accessClaims)
 }
 
 // oidcReason names what go-oidc found wrong, without quoting the token.

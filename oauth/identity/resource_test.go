@@ -2,6 +2,7 @@ package identity
 
 import (
 	"cmp"
+	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -226,34 +228,178 @@ func TestClockSkewIsToleratedAndNoMore(t *testing.T) {
 	}
 }
 
-func TestKeyRotatedAtTheIssuerIsFetchedAgain(t *testing.T) {
+// clock is a time that a test moves by hand, safe for concurrent use.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// newResourceServerWithKeyClock is newResourceServer whose issuer's Keys read the time
+// from keyTime, so that a test moves past the refetch interval without waiting it out.
+func newResourceServerWithKeyClock(t testing.TB, iss *issuertest.Issuer, now time.Time, keyTime *clock) *ResourceServer {
+	t.Helper()
+	issuer := discover(t, iss)
+	issuer.Keys = oauth.NewKeySet(issuer.Metadata.JWKSURI, issuer.Client, oauth.KeySetOptions{Now: keyTime.Now})
+	rs, err := NewResourceServer(issuer, ResourceServerConfig{Resource: testResource})
+	if err != nil {
+		t.Fatalf("NewResourceServer: %v", err)
+	}
+	rs.now = func() time.Time { return now }
+	return rs
+}
+
+// verifyAll verifies tokens one after another (as the attacker's measured requests came),
+// and then all at once, and returns the errors of both in the order of tokens.
+func verifyAll(t *testing.T, rs *ResourceServer, tokens []string) []error {
+	t.Helper()
+	errs := make([]error, 2*len(tokens))
+	for i, tok := range tokens {
+		_, errs[i] = rs.Verify(t.Context(), tok)
+	}
+	var wg sync.WaitGroup
+	for i, tok := range tokens {
+		wg.Go(func() { _, errs[len(tokens)+i] = rs.Verify(t.Context(), tok) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// TestForgedJWTsDoNotMakeUrlflowFetchKeys: an attacker measured 50 JWTs with a bad
+// signature sent to /mcp causing 50 key fetches at the issuer. Tokens that no known key
+// verifies, or that name a key the issuer does not publish, are refused without fetching
+// the keys again before the refetch interval has passed.
+func TestForgedJWTsDoNotMakeUrlflowFetchKeys(t *testing.T) {
+	t.Parallel()
+	stranger := issuertest.NewKey(t)
+	tests := []struct {
+		name   string
+		forged func(iss *issuertest.Issuer, valid map[string]any) string
+	}{
+		{"bad signature", func(iss *issuertest.Issuer, valid map[string]any) string {
+			parts := strings.Split(iss.AccessToken(t, valid), ".")
+			return parts[0] + "." + parts[1] + "." + parts[2][:len(parts[2])-6] + "AAAAAA"
+		}},
+		{"unknown key ID", func(_ *issuertest.Issuer, valid map[string]any) string {
+			stranger.ID = rand.Text() // a new key ID every time
+			return stranger.Sign(t, valid)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			iss := issuertest.Start(t)
+			now := wholeSecond()
+			rs := newResourceServer(t, iss, nil, now)
+			valid := claimsAt(iss, now)
+			if _, err := rs.Verify(t.Context(), iss.AccessToken(t, valid)); err != nil {
+				t.Fatalf("a valid token: %v", err)
+			}
+			forged := make([]string, 50)
+			for i := range forged {
+				forged[i] = tt.forged(iss, with(valid, func(c map[string]any) { c["jti"] = i }))
+			}
+			for i, err := range verifyAll(t, rs, forged) {
+				wantRefused(t, err, forged[i%len(forged)], "bad signature")
+			}
+			if n := iss.Requests(iss.JWKSURI); n > 2 {
+				t.Fatalf("50 forged tokens, sent twice, made urlflow fetch the keys %d times in all, want at most once besides the first", n)
+			}
+		})
+	}
+}
+
+// TestKeysAreFetchedAgainOncePerIntervalAtMost: past the refetch interval, 50 forged
+// tokens together cause one fetch, and the next ones none until the interval has passed
+// again.
+func TestKeysAreFetchedAgainOncePerIntervalAtMost(t *testing.T) {
 	t.Parallel()
 	iss := issuertest.Start(t)
 	now := wholeSecond()
-	rs := newResourceServer(t, iss, nil, now)
+	keyTime := &clock{t: now}
+	rs := newResourceServerWithKeyClock(t, iss, now, keyTime)
+	valid := claimsAt(iss, now)
+	if _, err := rs.Verify(t.Context(), iss.AccessToken(t, valid)); err != nil {
+		t.Fatalf("a valid token: %v", err)
+	}
+	stranger := issuertest.NewKey(t)
+	forged := func() []string {
+		tokens := make([]string, 50)
+		for i := range tokens {
+			stranger.ID = rand.Text()
+			tokens[i] = stranger.Sign(t, valid)
+		}
+		return tokens
+	}
+	half := oauth.DefaultRefetchInterval / 2
+	for _, round := range []struct {
+		since   time.Duration // since the first fetch
+		fetches int           // in all
+	}{{half, 1}, {2 * half, 2}, {3 * half, 2}, {4 * half, 3}} {
+		keyTime.Advance(half)
+		tokens := forged()
+		for i, err := range verifyAll(t, rs, tokens) {
+			wantRefused(t, err, tokens[i%len(tokens)], "bad signature")
+		}
+		if n := iss.Requests(iss.JWKSURI); n != round.fetches {
+			t.Fatalf("%s after the first fetch: the keys were fetched %d times in all, want %d", round.since, n, round.fetches)
+		}
+	}
+}
+
+// TestKeyRotatedAtTheIssuerIsAcceptedAfterTheInterval: a token signed with a key the issuer
+// published since the last fetch is refused until the refetch interval has passed, then
+// accepted, and both keys are known from then on.
+func TestKeyRotatedAtTheIssuerIsAcceptedAfterTheInterval(t *testing.T) {
+	t.Parallel()
+	iss := issuertest.Start(t)
+	now := wholeSecond()
+	keyTime := &clock{t: now}
+	rs := newResourceServerWithKeyClock(t, iss, now, keyTime)
 	verify := func(token string) {
 		t.Helper()
 		if _, err := rs.Verify(t.Context(), token); err != nil {
 			t.Fatalf("Verify: %v", err)
 		}
 	}
+	wantFetches := func(want int, why string) {
+		t.Helper()
+		if n := iss.Requests(iss.JWKSURI); n != want {
+			t.Fatalf("the keys were fetched %d times in all, want %d: %s", n, want, why)
+		}
+	}
 	old := iss.AccessToken(t, claimsAt(iss, now))
 	verify(old)
 	verify(old)
-	if n := iss.Requests(iss.JWKSURI); n != 1 {
-		t.Fatalf("the keys were fetched %d times for two tokens of one key, want once", n)
-	}
+	wantFetches(1, "two tokens of one key")
+
 	iss.RotateKey(t)
 	rotated := iss.AccessToken(t, claimsAt(iss, now))
+	keyTime.Advance(oauth.DefaultRefetchInterval - time.Second)
+	_, err := rs.Verify(t.Context(), rotated)
+	wantRefused(t, err, rotated, "bad signature")
+	wantFetches(1, "not again within the interval")
+
+	keyTime.Advance(time.Second)
 	verify(rotated)
-	if n := iss.Requests(iss.JWKSURI); n != 2 {
-		t.Fatalf("the keys were fetched %d times in all, want once more for the new key", n)
-	}
+	wantFetches(2, "once more for the new key")
 	verify(old)
 	verify(rotated)
-	if n := iss.Requests(iss.JWKSURI); n != 2 {
-		t.Fatalf("the keys were fetched %d times in all, want no more once both keys are known", n)
-	}
+	keyTime.Advance(time.Hour)
+	verify(old)
+	verify(rotated)
+	wantFetches(2, "no more once both keys are known")
 }
 
 func TestIntrospectedTokensAreCheckedLikeJWTs(t *testing.T) {
@@ -378,30 +524,32 @@ func wantNoSecret(t testing.TB, err error, secrets ...string) {
 
 // TestKeysThatCannotBeFetchedAreNotATokenRefusal: when the issuer's key set does not
 // answer, a token is not called invalid (which would send the client to sign in again);
-// once the keys answer, the same token is accepted.
+// the failed fetch counts toward the refetch interval, and once the interval has passed
+// and the keys answer, the same token is accepted.
 func TestKeysThatCannotBeFetchedAreNotATokenRefusal(t *testing.T) {
 	t.Parallel()
 	iss := issuertest.Start(t)
 	now := wholeSecond()
-	rs := newResourceServer(t, iss, nil, now)
+	keyTime := &clock{t: now}
+	rs := newResourceServerWithKeyClock(t, iss, now, keyTime)
 	token := iss.AccessToken(t, claimsAt(iss, now))
 	iss.Override(iss.JWKSURI, issuertest.Reply(http.StatusBadGateway, "text/plain", "upstream down"))
-	_, err := rs.Verify(t.Context(), token)
-	if err == nil || errors.Is(err, ErrInvalidToken) {
-		t.Fatalf("Verify with the key set down = %v, want an error that is not ErrInvalidToken", err)
+	for range 3 {
+		_, err := rs.Verify(t.Context(), token)
+		if !errors.Is(err, oauth.ErrKeysUnavailable) || errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("Verify with the key set down = %v, want ErrKeysUnavailable and not ErrInvalidToken", err)
+		}
+		wantNoPartOf(t, err, token)
+	}
+	if n := iss.Requests(iss.JWKSURI); n != 1 {
+		t.Fatalf("the key set that did not answer was asked %d times, want once per interval", n)
 	}
 	iss.Override(iss.JWKSURI, nil)
-	// go-oidc hands the failed fetch's answer to callers for a moment after it ended (it
-	// signals its waiters before it forgets the fetch), so look again until it is gone.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, err := rs.Verify(t.Context(), token)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Verify once the key set answers: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if _, err := rs.Verify(t.Context(), token); !errors.Is(err, oauth.ErrKeysUnavailable) {
+		t.Fatalf("Verify within the interval after a failed fetch = %v, want ErrKeysUnavailable", err)
+	}
+	keyTime.Advance(oauth.DefaultRefetchInterval)
+	if _, err := rs.Verify(t.Context(), token); err != nil {
+		t.Fatalf("Verify once the key set answers: %v", err)
 	}
 }

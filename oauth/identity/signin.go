@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -19,24 +18,20 @@ import (
 // deployment's issuer: authorization code with PKCE (S256), a nonce in the ID token, and a
 // state that the caller keeps in the browser session and spends once.
 type BrowserSignIn struct {
-	issuer   string
+	issuer   *oauth.Server
+	clientID string
 	config   oauth2.Config
-	verifier *oidc.IDTokenVerifier
-	client   *http.Client
 }
 
 // NewBrowserSignIn returns a BrowserSignIn with issuer for the client urlflow is registered
 // as. redirectURL is urlflow's /auth/callback, exactly as registered at the issuer.
 func NewBrowserSignIn(issuer *oauth.Server, client ClientCredentials, redirectURL string) *BrowserSignIn {
 	return &BrowserSignIn{
-		issuer: issuer.URL,
+		issuer: issuer, clientID: client.ClientID,
 		config: oauth2.Config{
 			ClientID: client.ClientID, ClientSecret: client.ClientSecret, RedirectURL: redirectURL,
 			Endpoint: issuer.Endpoint(), Scopes: []string{oidc.ScopeOpenID, "profile", "email"},
 		},
-		verifier: issuer.Provider.VerifierContext(oidc.ClientContext(context.Background(), issuer.Client),
-			&oidc.Config{ClientID: client.ClientID}),
-		client: issuer.Client,
 	}
 }
 
@@ -71,13 +66,13 @@ func (b *BrowserSignIn) Finish(ctx context.Context, attempt SignInAttempt, query
 	if attempt.State == "" || query.Get("state") != attempt.State {
 		return SignedIn{}, ErrSignInState
 	}
-	if iss := query.Get("iss"); iss != "" && iss != b.issuer {
+	if iss := query.Get("iss"); iss != "" && iss != b.issuer.URL {
 		return SignedIn{}, fmt.Errorf("%w: the answer names issuer %q", ErrSignInState, iss)
 	}
 	if e := query.Get("error"); e != "" {
 		return SignedIn{}, fmt.Errorf("%w: %s", ErrSignInDenied, e)
 	}
-	ctx = oidc.ClientContext(ctx, b.client)
+	ctx = oidc.ClientContext(ctx, b.issuer.Client)
 	tok, err := b.config.Exchange(ctx, query.Get("code"), oauth2.VerifierOption(attempt.Verifier))
 	if err != nil {
 		return SignedIn{}, fmt.Errorf("exchange the sign-in code: %w", err)
@@ -86,7 +81,8 @@ func (b *BrowserSignIn) Finish(ctx context.Context, attempt SignInAttempt, query
 	if !ok {
 		return SignedIn{}, errors.New("the issuer sent no ID token")
 	}
-	id, err := b.verifier.Verify(ctx, raw)
+	// The issuer's Keys, shared with the resource server: one fetch serves both.
+	id, err := b.issuer.Verify(ctx, raw, oidc.Config{ClientID: b.clientID})
 	if err != nil {
 		return SignedIn{}, fmt.Errorf("verify the ID token: %s", oidcReason(err))
 	}
@@ -105,7 +101,7 @@ func (b *BrowserSignIn) Finish(ctx context.Context, attempt SignInAttempt, query
 			name = n
 		}
 	}
-	return SignedIn{User: state.User{Issuer: b.issuer, Subject: id.Subject}, Name: name}, nil
+	return SignedIn{User: state.User{Issuer: b.issuer.URL, Subject: id.Subject}, Name: name}, nil
 }
 
 // SignedIn is the outcome of a browser sign-in.
