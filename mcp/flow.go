@@ -116,6 +116,7 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, label st
 			return nil, s.unavailable(ctx, err)
 		}
 		if cur.State.Terminal() {
+			s.notifyOnCall(ctx, req, cur)
 			return s.outcome(cur, label), nil
 		}
 		select {
@@ -138,10 +139,24 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, label st
 			if err != nil {
 				return nil, s.unavailable(ctx, err)
 			}
+			if cur.State.Terminal() {
+				s.notifyOnCall(ctx, req, cur)
+			}
 			return s.outcome(cur, label), nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+}
+
+// notifyOnCall writes the completion notification of the ended flow e on the response
+// stream of the tool call req, ahead of its result, so that a client that closes its "open
+// this link" prompt on the notification sees it before the result: one connection keeps
+// the order. The notifier still writes it on the session's stream (a duplicate the client
+// ignores) and records that delivery; a failure here is only logged.
+func (s *Server) notifyOnCall(ctx context.Context, req *sdk.CallToolRequest, e *flow.Elicitation) {
+	if err := req.Session.NotifyElicitationComplete(ctx, &sdk.ElicitationCompleteParams{ElicitationID: e.ID}); err != nil {
+		s.log.InfoContext(ctx, "completion notification not written on the tool call's stream", "elicitation_id", e.ID, "err", err)
 	}
 }
 
