@@ -49,6 +49,9 @@ type config struct {
 	Style          mcp.Style
 	TTL            time.Duration
 	RateLimits     web.RateLimits
+	// DebugAddr, when set, is the loopback address of the profiling listener
+	// (net/http/pprof); empty means none.
+	DebugAddr string
 	// MCPSessions bounds the 2025-11-25 sessions of each user.
 	MCPSessions mcpSessions
 	// BodyReadTimeout is the time a request has to deliver its body.
@@ -257,6 +260,11 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 		}
 	}
 
+	if cfg.DebugAddr = pick("", getenv, "URLFLOW_DEBUG_ADDR", ""); cfg.DebugAddr != "" {
+		if host, _, err := net.SplitHostPort(cfg.DebugAddr); err != nil || !isLoopback(host) {
+			problem("URLFLOW_DEBUG_ADDR: the profiling listener listens on loopback only (127.0.0.1:PORT, [::1]:PORT or localhost:PORT), got %q", cfg.DebugAddr)
+		}
+	}
 	perUser := pick("", getenv, "URLFLOW_MCP_SESSIONS_PER_USER", strconv.Itoa(mcp.DefaultSessionsPerUser))
 	if n, err := strconv.Atoi(perUser); err != nil || n < 1 || n > 10000 {
 		problem("URLFLOW_MCP_SESSIONS_PER_USER: want a number from 1 to 10000, got %q", perUser)

@@ -134,6 +134,7 @@ unknown_key: 1
 		"URLFLOW_BODY_READ_TIMEOUT":        "1h",
 		"URLFLOW_RATE_LIMIT_BAD_TOKENS":    "many",
 		"URLFLOW_TRUSTED_PROXIES":          "10.0.0.1, proxy.internal",
+		"URLFLOW_DEBUG_ADDR":               "0.0.0.0:6060",
 	}), io.Discard)
 	if err == nil {
 		t.Fatal("bad settings accepted")
@@ -144,7 +145,8 @@ unknown_key: 1
 		`URLFLOW_RATE_LIMIT_FORMS: want a window`, `URLFLOW_MCP_SESSIONS_PER_USER: want a number from 1 to 10000, got "0"`,
 		`URLFLOW_MCP_SESSION_IDLE_TIMEOUT: want a duration from 1m to 24h, got "1s"`, "URLFLOW_BODY_READ_TIMEOUT: want between 1s and 10m, got 1h0m0s",
 		`URLFLOW_RATE_LIMIT_BAD_TOKENS: want EVENTS/WINDOW`,
-		`URLFLOW_TRUSTED_PROXIES: want IP addresses or CIDR prefixes, comma separated; got "proxy.internal"`} {
+		`URLFLOW_TRUSTED_PROXIES: want IP addresses or CIDR prefixes, comma separated; got "proxy.internal"`,
+		`URLFLOW_DEBUG_ADDR: the profiling listener listens on loopback only`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s:\n%v", want, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"time"
@@ -143,6 +144,15 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		DemoAPI: id.demoAPI, TTL: cfg.TTL, RateLimits: cfg.RateLimits, BodyReadTimeout: cfg.BodyReadTimeout, TrustedProxies: cfg.TrustedProxies, Logger: log,
 	})
 
+	var debug net.Listener
+	if cfg.DebugAddr != "" {
+		if debug, err = net.Listen("tcp", cfg.DebugAddr); err != nil {
+			return fmt.Errorf("URLFLOW_DEBUG_ADDR: listen on %s: %w", cfg.DebugAddr, err)
+		}
+		log.Warn("profiling listener (net/http/pprof) is on: it shows the process's memory and stacks to anyone who can reach it",
+			"addr", debug.Addr().String())
+	}
+
 	// Every goroutine of the service runs in the group and is joined before runService
 	// returns, so that the caller closes Redis only once nothing uses it. The first one to
 	// fail (the HTTP server) stops the others.
@@ -151,6 +161,9 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	g.Go(func() error { mcpServer.Run(ctx); return nil })
 	g.Go(func() error { hub.Run(ctx); return nil })
 	g.Go(func() error { return serveHTTP(ctx, listener, webServer.Handler(), log) })
+	if debug != nil {
+		g.Go(func() error { return serveHTTP(ctx, debug, profiling(), log) })
+	}
 
 	started()
 	log.Info("urlflow listening", "addr", listener.Addr().String(), "public_url", cfg.PublicURL.String(),
@@ -194,6 +207,17 @@ func replicaName() string {
 		host = "urlflow"
 	}
 	return host + "-" + strings.ToLower(rand.Text()[:6])
+}
+
+// profiling returns the handlers of net/http/pprof, for the profiling listener.
+func profiling() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // serveHTTP serves handler on listener until ctx ends, then shuts down: open streams get a

@@ -46,31 +46,36 @@ func ownGoroutines() []string {
 	return own
 }
 
-// TestDevStopsEverythingItStartedBeforeItReturns runs `urlflow dev` with its embedded Redis,
-// opens an MCP session, and stops it: run returns without an error, and by then no goroutine
-// of urlflow's is left (the sweeper, the event hub, the MCP server's background work and
-// the HTTP server all joined before Redis closed).
-func TestDevStopsEverythingItStartedBeforeItReturns(t *testing.T) {
+// startDev runs `urlflow dev` on a free port with env, and returns its address once its
+// banner is out, its output, a function that stops it and the channel of run's error.
+func startDev(t *testing.T, env map[string]string) (addr string, stdout, stderr *lockedBuffer, stop func(), done chan error) {
+	t.Helper()
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	ctx, stop := context.WithCancel(t.Context())
-	stdout := &lockedBuffer{}
-	done := make(chan error, 1)
+	stdout, stderr = &lockedBuffer{}, &lockedBuffer{}
+	done = make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"dev", "--addr", "127.0.0.1:0"}, envOf(nil), stdout, io.Discard)
+		done <- run(ctx, []string{"dev", "--addr", "127.0.0.1:0"}, envOf(env), stdout, stderr)
 	}()
 	listening := regexp.MustCompile(`Listening on:\s+(\S+)`)
 	deadline := time.Now().Add(30 * time.Second)
-	var addr string
-	for addr == "" {
+	for {
 		if m := listening.FindStringSubmatch(stdout.String()); m != nil {
-			addr = m[1]
-			break
+			return m[1], stdout, stderr, stop, done
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no banner within 30s:\n%s", stdout.String())
 		}
 		time.Sleep(20 * time.Millisecond) // the banner is the only sign of readiness
 	}
+}
+
+// TestDevStopsEverythingItStartedBeforeItReturns runs `urlflow dev` with its embedded Redis,
+// opens an MCP session, and stops it: run returns without an error, and by then no goroutine
+// of urlflow's is left (the sweeper, the event hub, the MCP server's background work and
+// the HTTP server all joined before Redis closed).
+func TestDevStopsEverythingItStartedBeforeItReturns(t *testing.T) {
+	addr, stdout, _, stop, done := startDev(t, nil)
 	// An MCP session open at shutdown, as clients leave them.
 	token := regexp.MustCompile(`Bearer token:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(
@@ -97,5 +102,34 @@ func TestDevStopsEverythingItStartedBeforeItReturns(t *testing.T) {
 	}
 	if left := ownGoroutines(); len(left) > 0 {
 		t.Fatalf("urlflow's goroutines still run after it returned:\n\n%s", strings.Join(left, "\n\n"))
+	}
+}
+
+// TestProfilingIsServedOnlyOnItsOwnListener: with URLFLOW_DEBUG_ADDR, net/http/pprof answers
+// there and not on the main address.
+func TestProfilingIsServedOnlyOnItsOwnListener(t *testing.T) {
+	addr, _, stderr, stop, done := startDev(t, map[string]string{"URLFLOW_DEBUG_ADDR": "127.0.0.1:0"})
+	defer func() { stop(); <-done }()
+	m := regexp.MustCompile(`profiling listener.* addr=(\S+)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no log line names the profiling listener:\n%s", stderr.String())
+	}
+	for _, tt := range []struct {
+		url  string
+		want int
+	}{
+		{"http://" + m[1] + "/debug/pprof/", http.StatusOK},
+		{"http://" + m[1] + "/debug/pprof/goroutine?debug=1", http.StatusOK},
+		{"http://" + addr + "/debug/pprof/", http.StatusNotFound},
+	} {
+		resp, err := http.Get(tt.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("GET %s = %d, want %d", tt.url, resp.StatusCode, tt.want)
+		}
 	}
 }
