@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,18 +18,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/urlflow/urlflow/internal/redistest"
 )
 
-// redisProxy stands between urlflow and its redis-server and counts round trips: a client
-// write that follows an answer (or starts a connection) begins one, however many commands
-// it pipelines. It forwards bytes as they come and changes nothing.
+// redisProxy stands between urlflow and its redis-server and counts what urlflow sends:
+// each command by name, and round trips (a batch of commands written after an answer, or
+// on a new connection, begins one, however many commands it pipelines). Commands that a
+// server-side script runs are not sent, so they do not count. It forwards every byte as is.
 type redisProxy struct {
-	addr   string
-	trips  atomic.Int64
-	listen net.Listener
+	addr string
+
+	mu       sync.Mutex
+	commands map[string]int64
+	trips    int64
 }
 
 func startRedisProxy(t testing.TB, target string) *redisProxy {
@@ -36,7 +39,7 @@ func startRedisProxy(t testing.TB, target string) *redisProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &redisProxy{addr: ln.Addr().String(), listen: ln}
+	p := &redisProxy{addr: ln.Addr().String(), commands: map[string]int64{}}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -50,6 +53,13 @@ func startRedisProxy(t testing.TB, target string) *redisProxy {
 	return p
 }
 
+// snapshot returns the counts so far.
+func (p *redisProxy) snapshot() redisWork {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return redisWork{commands: maps.Clone(p.commands), trips: p.trips}
+}
+
 func (p *redisProxy) serve(client net.Conn, target string) {
 	defer client.Close()
 	server, err := net.Dial("tcp", target)
@@ -57,52 +67,84 @@ func (p *redisProxy) serve(client net.Conn, target string) {
 		return
 	}
 	defer server.Close()
-	var mu sync.Mutex
-	waiting := false // a request was sent and no answer has come back yet
-	pipe := func(dst, src net.Conn, request bool) {
+	var answered atomic.Bool // the server has answered since the last batch
+	answered.Store(true)
+	go func() {
+		defer client.Close()
 		buf := make([]byte, 64<<10)
 		for {
-			n, err := src.Read(buf)
+			n, err := server.Read(buf)
 			if n > 0 {
-				mu.Lock()
-				if request && !waiting {
-					p.trips.Add(1)
-				}
-				waiting = request
-				mu.Unlock()
-				if _, err := dst.Write(buf[:n]); err != nil {
+				answered.Store(true)
+				if _, err := client.Write(buf[:n]); err != nil {
 					return
 				}
 			}
 			if err != nil {
-				dst.Close()
 				return
 			}
 		}
+	}()
+	in := bufio.NewReaderSize(client, 64<<10)
+	for {
+		// A batch: the commands that have arrived together.
+		var batch []byte
+		var names []string
+		for {
+			raw, name, err := readCommand(in)
+			if err != nil {
+				return
+			}
+			batch, names = append(batch, raw...), append(names, name)
+			if in.Buffered() == 0 {
+				break
+			}
+		}
+		p.mu.Lock()
+		if answered.Swap(false) {
+			p.trips++
+		}
+		for _, n := range names {
+			p.commands[n]++
+		}
+		p.mu.Unlock()
+		if _, err := server.Write(batch); err != nil {
+			return
+		}
 	}
-	go pipe(client, server, false)
-	pipe(server, client, true)
 }
 
-// commandStats reads the calls per command from INFO commandstats, leaving out INFO
-// itself.
-func commandStats(t testing.TB, rdb redis.UniversalClient) map[string]int64 {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
+// readCommand reads one command in RESP (an array of bulk strings) and returns its bytes
+// and its name in lower case.
+func readCommand(r *bufio.Reader) (raw []byte, name string, err error) {
+	line, err := r.ReadBytes('\n')
 	if err != nil {
-		t.Fatal(err)
+		return nil, "", err
 	}
-	stats := map[string]int64{}
-	sc := bufio.NewScanner(strings.NewReader(info))
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "cmdstat_"), ":calls=")
-		if !ok || name == "info" {
-			continue
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(string(line), "*")))
+	if err != nil || line[0] != '*' {
+		return nil, "", fmt.Errorf("not a RESP array: %q", line)
+	}
+	raw = line
+	for i := range n {
+		head, err := r.ReadBytes('\n')
+		if err != nil {
+			return nil, "", err
 		}
-		calls, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-		stats[name] = calls
+		size, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(string(head), "$")))
+		if err != nil {
+			return nil, "", fmt.Errorf("not a bulk string: %q", head)
+		}
+		body := make([]byte, size+2)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return nil, "", err
+		}
+		if i == 0 {
+			name = strings.ToLower(string(body[:size]))
+		}
+		raw = append(append(raw, head...), body...)
 	}
-	return stats
+	return raw, name, nil
 }
 
 // redisWork is the Redis work of one step.
@@ -139,22 +181,22 @@ func (w redisWork) String() string {
 // measure runs step and returns the Redis work done until it has settled: no round trip
 // for 50 ms after it returned, so that work done in the background (the notification)
 // counts with the step that caused it.
-func measure(t testing.TB, rdb redis.UniversalClient, p *redisProxy, step func()) redisWork {
-	t.Helper()
-	before, trips := commandStats(t, rdb), p.trips.Load()
+func measure(p *redisProxy, step func()) redisWork {
+	before := p.snapshot()
 	step()
-	for last := p.trips.Load(); ; {
+	last := p.snapshot().trips
+	for {
 		time.Sleep(50 * time.Millisecond)
-		now := p.trips.Load()
+		now := p.snapshot().trips
 		if now == last {
 			break
 		}
 		last = now
 	}
-	after := commandStats(t, rdb)
-	w := redisWork{commands: map[string]int64{}, trips: p.trips.Load() - trips}
-	for name, calls := range after {
-		if d := calls - before[name]; d > 0 {
+	after := p.snapshot()
+	w := redisWork{commands: map[string]int64{}, trips: after.trips - before.trips}
+	for name, n := range after.commands {
+		if d := n - before.commands[name]; d > 0 {
 			w.commands[name] = d
 		}
 	}
@@ -162,8 +204,8 @@ func measure(t testing.TB, rdb redis.UniversalClient, p *redisProxy, step func()
 }
 
 // BenchmarkRedisWorkPerFlow counts the Redis commands and round trips of one whole secret
-// flow, step by step, as the real binary does them against a real redis-server (through a
-// counting proxy): the tool call that answers −32042, the consent page, Continue, the
+// flow, step by step, as the real binary sends them to a real redis-server (through
+// redisProxy): the tool call that answers −32042, the consent page, Continue, the
 // form, the post that verifies and stores the key (with the notification it causes), and
 // the client's call again. The counts do not depend on the machine; each figure is the
 // median over the iterations (the sweeper's once-a-second scan can land in any step).
@@ -180,7 +222,6 @@ func BenchmarkRedisWorkPerFlow(b *testing.B) {
 	c := connect(b, s, clientConfig{Token: s.Token, URLMode: true})
 	dev := newFormBrowser(b, s, "dev")
 	storeSecretByPages(b, c, dev, "demo_0123456789abcdef", false) // signed in, key stored
-	rdb := rs.Client(b)
 
 	steps := []string{"tool call (-32042)", "consent page", "continue", "form page", "form post (verify, store, notify)", "tool call again (stored)"}
 	work := make([][]redisWork, len(steps))
@@ -208,10 +249,10 @@ func BenchmarkRedisWorkPerFlow(b *testing.B) {
 		for i, step := range run {
 			if i == 2 || i == 4 {
 				// The page loaded only to find its CSRF token is not part of the step.
-				work[i] = append(work[i], subtractPage(b, rdb, proxy, dev, id, i, step))
+				work[i] = append(work[i], subtractPage(proxy, dev, id, i, step))
 				continue
 			}
-			work[i] = append(work[i], measure(b, rdb, proxy, step))
+			work[i] = append(work[i], measure(proxy, step))
 		}
 	}
 
@@ -231,13 +272,13 @@ func BenchmarkRedisWorkPerFlow(b *testing.B) {
 
 // subtractPage measures step, which loads a page for its CSRF token first, without that
 // load: it measures the load alone before, and takes it away.
-func subtractPage(b *testing.B, rdb redis.UniversalClient, p *redisProxy, dev *formBrowser, id string, i int, step func()) redisWork {
+func subtractPage(p *redisProxy, dev *formBrowser, id string, i int, step func()) redisWork {
 	page := "/e/" + id
 	if i == 4 {
 		page += "/secret"
 	}
-	load := measure(b, rdb, p, func() { dev.get(page) })
-	w := measure(b, rdb, p, step)
+	load := measure(p, func() { dev.get(page) })
+	w := measure(p, step)
 	w.trips -= load.trips
 	for name, n := range load.commands {
 		if w.commands[name] -= n; w.commands[name] <= 0 {
