@@ -160,6 +160,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	g.Go(func() error { flows.RunSweeper(ctx, sweepInterval); return nil })
 	g.Go(func() error { mcpServer.Run(ctx); return nil })
 	g.Go(func() error { hub.Run(ctx); return nil })
+	g.Go(func() error { count.Run(ctx); return nil })
 	g.Go(func() error { return serveHTTP(ctx, listener, webServer.Handler(), log) })
 	if debug != nil {
 		g.Go(func() error { return serveHTTP(ctx, debug, profiling(), log) })

@@ -1,6 +1,10 @@
 // Package counters keeps deployment-wide counters in Redis, so that every replica adds to
 // the same numbers and /metrics shows the totals of the whole deployment. A counter counts
 // kinds of events only: never a user, an ID or a value.
+//
+// Counting costs no Redis command: each replica adds up in memory and writes what it
+// counted in one round trip every FlushInterval (Run), and before every read, so that a
+// replica always reads its own counts; another replica's reach Redis within an interval.
 package counters
 
 import (
@@ -12,6 +16,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -21,10 +27,17 @@ import (
 // key is the hash of the counters.
 const key = state.KeyPrefix + "counters"
 
+// FlushInterval is how often Run writes the counts of this replica to Redis.
+const FlushInterval = time.Second
+
 // Counters adds to and reads the counters.
 type Counters struct {
 	rdb redis.UniversalClient
 	log *slog.Logger
+
+	mu sync.Mutex
+	// pending holds what this replica counted since its last write, by series.
+	pending map[string]int64
 }
 
 // New returns the counters on rdb; failures to count are logged to log (slog.Default() if
@@ -33,12 +46,11 @@ func New(rdb redis.UniversalClient, log *slog.Logger) *Counters {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Counters{rdb: rdb, log: log}
+	return &Counters{rdb: rdb, log: log, pending: map[string]int64{}}
 }
 
-// Add adds one to the counter name with labels (pairs of label name and value). A failure
-// to count is logged, not returned: counting never stops the work it counts. Add on a nil
-// Counters counts nothing.
+// Add adds one to the counter name with labels (pairs of label name and value), in memory:
+// Run and All write it to Redis. Add on a nil Counters counts nothing.
 func (c *Counters) Add(ctx context.Context, name string, labels ...string) {
 	if c == nil {
 		return
@@ -47,8 +59,59 @@ func (c *Counters) Add(ctx context.Context, name string, labels ...string) {
 	for i := 0; i+1 < len(labels); i += 2 {
 		ls = append(ls, Label{Name: labels[i], Value: labels[i+1]})
 	}
-	if err := c.rdb.HIncrBy(ctx, key, series(name, ls), 1).Err(); err != nil {
-		c.log.WarnContext(ctx, "counter not counted", "counter", name, "err", err)
+	c.mu.Lock()
+	c.pending[series(name, ls)]++
+	c.mu.Unlock()
+}
+
+// Flush writes what this replica counted since its last write to Redis, in one round trip.
+// What it could not write stays to be written next time: nothing counted is lost while the
+// process lives.
+func (c *Counters) Flush(ctx context.Context) error {
+	c.mu.Lock()
+	pending := c.pending
+	c.pending = map[string]int64{}
+	c.mu.Unlock()
+	if len(pending) == 0 {
+		return nil
+	}
+	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for s, n := range pending {
+			p.HIncrBy(ctx, key, s, n)
+		}
+		return nil
+	})
+	if err != nil {
+		// HINCRBY of a pipeline that failed may have been applied in part; counting some
+		// twice is better than losing them.
+		c.mu.Lock()
+		for s, n := range pending {
+			c.pending[s] += n
+		}
+		c.mu.Unlock()
+		return fmt.Errorf("write counters: %w", err)
+	}
+	return nil
+}
+
+// Run writes the counts every FlushInterval until ctx ends, and once more then.
+func (c *Counters) Run(ctx context.Context) {
+	t := time.NewTicker(FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			if err := c.Flush(ctx); err != nil {
+				c.log.WarnContext(ctx, "counters not written; will try again", "err", err)
+			}
+		case <-ctx.Done():
+			last, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := c.Flush(last); err != nil {
+				c.log.WarnContext(last, "counters not written at shutdown; these counts are lost", "err", err)
+			}
+			return
+		}
 	}
 }
 
@@ -125,6 +188,9 @@ func parseSeries(s string) (name string, labels []Label, err error) {
 // All returns every counter, sorted by series. A field that is not a counter (written by
 // something else) is left out.
 func (c *Counters) All(ctx context.Context) ([]Counter, error) {
+	if err := c.Flush(ctx); err != nil {
+		c.log.WarnContext(ctx, "counters not written before reading; they come later", "err", err)
+	}
 	all, err := c.rdb.HGetAll(ctx, key).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read counters: %w", err)

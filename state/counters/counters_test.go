@@ -1,10 +1,12 @@
 package counters
 
 import (
+	"context"
 	"log/slog"
 	"slices"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/urlflow/urlflow/internal/redistest"
 )
 
@@ -36,6 +38,73 @@ func TestCountersAddUpAcrossCallsAndReadBackWithTheirLabels(t *testing.T) {
 			t.Fatalf("All = %+v\nwant %+v", all, want)
 		}
 	})
+}
+
+func TestEachReplicaWritesItsCountsInOneRoundTripAndLosesNone(t *testing.T) {
+	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := t.Context()
+		a, other := New(b.Client, slog.New(slog.DiscardHandler)), New(b.Client, slog.New(slog.DiscardHandler))
+		for range 3 {
+			a.Add(ctx, "urlflow_x_total", "k", "v")
+		}
+		other.Add(ctx, "urlflow_x_total", "k", "v")
+		if n := b.Client.HLen(ctx, key).Val(); n != 0 {
+			t.Fatalf("Add wrote to Redis (%d fields); counting must cost no command", n)
+		}
+		// A replica reads its own counts at once; another's once that one has written them.
+		if got := valueOf(t, a, `urlflow_x_total{k="v"}`); got != 3 {
+			t.Fatalf("a reads %d, want its own 3", got)
+		}
+		if err := other.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := valueOf(t, a, `urlflow_x_total{k="v"}`); got != 4 {
+			t.Fatalf("a reads %d after the other replica wrote, want 4", got)
+		}
+
+		// Run writes on its own, and once more when it stops.
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { a.Run(runCtx); close(done) }()
+		a.Add(ctx, "urlflow_x_total", "k", "v")
+		stop()
+		<-done
+		if got, _ := b.Client.HGet(ctx, key, `urlflow_x_total{k="v"}`).Int64(); got != 5 {
+			t.Fatalf("Redis holds %d after Run stopped, want 5", got)
+		}
+	})
+}
+
+func TestCountsThatCouldNotBeWrittenAreWrittenLater(t *testing.T) {
+	rs := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	c := New(rdb, slog.New(slog.DiscardHandler))
+	c.Add(t.Context(), "urlflow_x_total")
+	rs.Stop()
+	if err := c.Flush(t.Context()); err == nil {
+		t.Fatal("Flush with Redis stopped answered no error")
+	}
+	c.Add(t.Context(), "urlflow_x_total")
+	rs.Restart(t)
+	if got := valueOf(t, c, "urlflow_x_total"); got != 2 {
+		t.Fatalf("after Redis came back: %d, want 2", got)
+	}
+}
+
+// valueOf reads one series through c.
+func valueOf(t *testing.T, c *Counters, series string) int64 {
+	t.Helper()
+	all, err := c.All(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range all {
+		if x.Series == series {
+			return x.Value
+		}
+	}
+	return 0
 }
 
 // FuzzParseSeries: whatever parseSeries accepts reads back the same, and whatever series

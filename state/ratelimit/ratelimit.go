@@ -69,6 +69,14 @@ func key(userKey, what string, window int64) string {
 	return state.UserTag(userKey) + "rl:" + what + ":" + strconv.FormatInt(window, 10)
 }
 
+// countScript counts one event in KEYS[1] and answers the count; the first event of a
+// window sets its expiry, ARGV[1] milliseconds (the window, and slack for clocks). One
+// command, where INCR and PEXPIRE in a transaction were four.
+var countScript = redis.NewScript(`
+local n = redis.call("INCR", KEYS[1])
+if n == 1 then redis.call("PEXPIRE", KEYS[1], ARGV[1]) end
+return n`)
+
 // Allow counts one event of kind what for user and decides whether it is within l. Windows
 // are fixed and shared by every replica: the count lives in Redis, in the user's slot. An
 // event over the limit is counted too, so a client that keeps trying stays refused until
@@ -80,18 +88,13 @@ func (r *Limiter) Allow(ctx context.Context, user state.User, what string, l Lim
 	now := r.now()
 	window := now.UnixMilli() / l.Window.Milliseconds()
 	k := key(user.Key(), what, window)
-	var count *redis.IntCmd
-	_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		count = p.Incr(ctx, k)
-		p.PExpire(ctx, k, l.Window+time.Minute) // the window, and slack for clocks
-		return nil
-	})
+	count, err := countScript.Run(ctx, r.rdb, []string{k}, (l.Window + time.Minute).Milliseconds()).Int64()
 	if err != nil {
 		return Decision{}, fmt.Errorf("count %s for rate limit: %w", what, err)
 	}
-	if count.Val() <= int64(l.Events) {
+	if count <= int64(l.Events) {
 		return Decision{Allowed: true}, nil
 	}
 	end := time.UnixMilli((window + 1) * l.Window.Milliseconds())
-	return Decision{RetryAfter: end.Sub(now), FirstRefusal: count.Val() == int64(l.Events)+1}, nil
+	return Decision{RetryAfter: end.Sub(now), FirstRefusal: count == int64(l.Events)+1}, nil
 }
