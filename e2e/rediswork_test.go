@@ -31,6 +31,9 @@ type redisProxy struct {
 	mu       sync.Mutex
 	commands map[string]int64
 	trips    int64
+	// trace, while tracing, lists each command sent with the key it names (never a value).
+	tracing bool
+	trace   []string
 }
 
 func startRedisProxy(t testing.TB, target string) *redisProxy {
@@ -51,6 +54,20 @@ func startRedisProxy(t testing.TB, target string) *redisProxy {
 		}
 	}()
 	return p
+}
+
+// startTrace starts listing the commands sent; stopTrace stops and returns the list.
+func (p *redisProxy) startTrace() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tracing, p.trace = true, nil
+}
+
+func (p *redisProxy) stopTrace() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tracing = false
+	return p.trace
 }
 
 // snapshot returns the counts so far.
@@ -89,23 +106,31 @@ func (p *redisProxy) serve(client net.Conn, target string) {
 	for {
 		// A batch: the commands that have arrived together.
 		var batch []byte
-		var names []string
+		var names, keys []string
 		for {
-			raw, name, err := readCommand(in)
+			raw, name, key, err := readCommand(in)
 			if err != nil {
 				return
 			}
-			batch, names = append(batch, raw...), append(names, name)
+			batch, names, keys = append(batch, raw...), append(names, name), append(keys, key)
 			if in.Buffered() == 0 {
 				break
 			}
 		}
 		p.mu.Lock()
-		if answered.Swap(false) {
+		newTrip := answered.Swap(false)
+		if newTrip {
 			p.trips++
 		}
-		for _, n := range names {
+		for i, n := range names {
 			p.commands[n]++
+			if p.tracing {
+				mark := "  "
+				if newTrip && i == 0 {
+					mark = "> " // begins a round trip
+				}
+				p.trace = append(p.trace, mark+n+" "+keys[i])
+			}
 		}
 		p.mu.Unlock()
 		if _, err := server.Write(batch); err != nil {
@@ -114,37 +139,45 @@ func (p *redisProxy) serve(client net.Conn, target string) {
 	}
 }
 
-// readCommand reads one command in RESP (an array of bulk strings) and returns its bytes
-// and its name in lower case.
-func readCommand(r *bufio.Reader) (raw []byte, name string, err error) {
+// readCommand reads one command in RESP (an array of bulk strings) and returns its bytes,
+// its name in lower case, and the key it names (the first key of a script).
+func readCommand(r *bufio.Reader) (raw []byte, name, key string, err error) {
 	line, err := r.ReadBytes('\n')
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(string(line), "*")))
 	if err != nil || line[0] != '*' {
-		return nil, "", fmt.Errorf("not a RESP array: %q", line)
+		return nil, "", "", fmt.Errorf("not a RESP array: %q", line)
 	}
 	raw = line
-	for i := range n {
+	var args []string
+	for range n {
 		head, err := r.ReadBytes('\n')
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
 		size, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(string(head), "$")))
 		if err != nil {
-			return nil, "", fmt.Errorf("not a bulk string: %q", head)
+			return nil, "", "", fmt.Errorf("not a bulk string: %q", head)
 		}
 		body := make([]byte, size+2)
 		if _, err := io.ReadFull(r, body); err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
-		if i == 0 {
-			name = strings.ToLower(string(body[:size]))
+		if len(args) < 4 {
+			args = append(args, string(body[:size]))
 		}
 		raw = append(append(raw, head...), body...)
 	}
-	return raw, name, nil
+	name = strings.ToLower(args[0])
+	switch {
+	case (name == "evalsha" || name == "eval") && len(args) > 3:
+		key = args[3]
+	case len(args) > 1:
+		key = args[1]
+	}
+	return raw, name, key, nil
 }
 
 // redisWork is the Redis work of one step.
@@ -226,7 +259,9 @@ func BenchmarkRedisWorkPerFlow(b *testing.B) {
 	steps := []string{"tool call (-32042)", "consent page", "continue", "form page", "form post (verify, store, notify)", "tool call again (stored)"}
 	work := make([][]redisWork, len(steps))
 	ctx := context.Background()
-	for b.Loop() {
+	var traces [][]string // of the second flow
+	for iteration := 0; b.Loop(); iteration++ {
+		last := iteration == 1 // the first flow loads the scripts
 		var id string
 		run := []func(){
 			func() {
@@ -247,12 +282,21 @@ func BenchmarkRedisWorkPerFlow(b *testing.B) {
 			func() { callOK(b, c, "set_secret", map[string]any{"name": "demo_api_key"}) },
 		}
 		for i, step := range run {
+			if last {
+				proxy.startTrace()
+			}
 			if i == 2 || i == 4 {
 				// The page loaded only to find its CSRF token is not part of the step.
 				work[i] = append(work[i], subtractPage(proxy, dev, id, i, step))
+				if last {
+					traces = append(traces, proxy.stopTrace())
+				}
 				continue
 			}
 			work[i] = append(work[i], measure(proxy, step))
+			if last {
+				traces = append(traces, proxy.stopTrace())
+			}
 		}
 	}
 
@@ -265,6 +309,13 @@ func BenchmarkRedisWorkPerFlow(b *testing.B) {
 		fmt.Fprintf(&table, "%-36s %8d %8d  %s\n", name, m.total(), m.trips, m)
 	}
 	fmt.Fprintf(&table, "%-36s %8d %8d\n", "whole flow", cmds, trips)
+	if testing.Verbose() {
+		// The commands of the second flow, with the key each names ("> " begins a round
+		// trip), on stdout: a benchmark's log is cut short.
+		for i, tr := range traces {
+			fmt.Printf("%s (second flow, the page loads for CSRF tokens included):\n  %s\n", steps[i], strings.Join(tr, "\n  "))
+		}
+	}
 	b.Log(table.String())
 	b.ReportMetric(float64(cmds), "redis-cmds/flow")
 	b.ReportMetric(float64(trips), "redis-trips/flow")
