@@ -8,6 +8,7 @@ package mcp
 // one place.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -233,6 +234,8 @@ type clientConfig struct {
 	noElicitation bool
 	// answer answers elicitation/create; accept if nil.
 	answer func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error)
+	// clientInfo is what the client says about itself; test-client 1.0.0 if nil.
+	clientInfo *sdk.Implementation
 }
 
 // answerWith answers every elicitation/create with action.
@@ -253,6 +256,7 @@ func neverAnswer(ctx context.Context, _ *sdk.ElicitRequest) (*sdk.ElicitResult, 
 type testClient struct {
 	*sdk.ClientSession
 	t    *testing.T
+	info *sdk.Implementation
 	opts *sdk.ClientOptions
 	// user is the user of the token that requests carry (in memory).
 	user *atomic.Pointer[state.User]
@@ -320,7 +324,7 @@ func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 // newTestClient returns a client configured by cfg, not yet connected.
 func newTestClient(t *testing.T, cfg clientConfig) *testClient {
 	c := &testClient{
-		t: t, user: new(atomic.Pointer[state.User]),
+		t: t, user: new(atomic.Pointer[state.User]), info: cmp.Or(cfg.clientInfo, &sdk.Implementation{Name: "test-client", Version: "1.0.0"}),
 		elicitations: make(chan *sdk.ElicitParams, 16),
 		completions:  make(chan string, 16),
 		progress:     make(chan *sdk.ProgressNotificationParams, 64),
@@ -355,7 +359,7 @@ func newTestClient(t *testing.T, cfg clientConfig) *testClient {
 // open connects c over transport, speaking version.
 func (c *testClient) open(transport sdk.Transport, version string) {
 	c.t.Helper()
-	cl := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1.0.0"}, c.opts)
+	cl := sdk.NewClient(c.info, c.opts)
 	cs, err := cl.Connect(c.t.Context(), transport, &sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		c.t.Fatalf("connect a %s client: %v", version, err)

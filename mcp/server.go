@@ -351,8 +351,8 @@ func (s *Server) trackSessions(next sdk.MethodHandler) sdk.MethodHandler {
 			return res, err
 		}
 		var client state.ClientInfo
-		if p, ok := req.GetParams().(*sdk.InitializeParams); ok && p.ClientInfo != nil {
-			client = state.ClientInfo{Name: p.ClientInfo.Name, Title: p.ClientInfo.Title, Version: p.ClientInfo.Version}
+		if p, ok := req.GetParams().(*sdk.InitializeParams); ok {
+			client = clientInfo(p.ClientInfo)
 		}
 		s.sessions.add(ctx, ss, user, client)
 		return res, err

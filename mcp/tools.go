@@ -21,12 +21,15 @@ type turn struct {
 
 // client returns what the calling client says about itself (self-reported): from the
 // request's _meta in 2026-07-28, from initialize before.
-func (t turn) client() state.ClientInfo {
-	ci := t.req.ClientInfo()
-	if ci == nil {
+func (t turn) client() state.ClientInfo { return clientInfo(t.req.ClientInfo()) }
+
+// clientInfo is where what a client says about itself enters urlflow, in either era: the
+// name, title and version, bounded and cleaned (state.NewClientInfo).
+func clientInfo(impl *sdk.Implementation) state.ClientInfo {
+	if impl == nil {
 		return state.ClientInfo{}
 	}
-	return state.ClientInfo{Name: ci.Name, Title: ci.Title, Version: ci.Version}
+	return state.NewClientInfo(impl.Name, impl.Title, impl.Version)
 }
 
 // urlMode reports whether the calling client declared URL-mode elicitation.

@@ -3,6 +3,8 @@ package state
 import (
 	"crypto/sha256"
 	"encoding/base64"
+
+	"github.com/urlflow/urlflow/internal/display"
 )
 
 // User is the person an elicitation or a credential belongs to: an issuer and a subject,
@@ -37,12 +39,32 @@ const (
 	KindOAuth  Kind = "oauth"  // a third-party OAuth grant
 )
 
-// ClientInfo is what the MCP client said about itself at initialize. It is self-reported
-// and shown to the user as such.
+// ClientInfo is what the MCP client said about itself: at initialize, or in each request's
+// _meta from 2026-07-28. It is self-reported and shown to the user as such. Make one with
+// NewClientInfo.
 type ClientInfo struct {
 	Name    string `json:"name,omitempty"`
 	Title   string `json:"title,omitempty"`
 	Version string `json:"version,omitempty"`
+}
+
+// The bounds of a ClientInfo's fields, in runes.
+const (
+	ClientNameLimit    = 100 // Name and Title
+	ClientVersionLimit = 50
+)
+
+// NewClientInfo returns what a client reported about itself, cleaned by display.Clean: one
+// line of visible text each, without control or bidirectional characters, the name and the
+// title cut to ClientNameLimit runes and the version to ClientVersionLimit, a cut marked
+// with "…". The client chooses these strings, so urlflow keeps (in elicitations and MCP
+// session records), shows (on the pages) and logs only what NewClientInfo returns.
+func NewClientInfo(name, title, version string) ClientInfo {
+	return ClientInfo{
+		Name:    display.Clean(name, ClientNameLimit),
+		Title:   display.Clean(title, ClientNameLimit),
+		Version: display.Clean(version, ClientVersionLimit),
+	}
 }
 
 // Actor says who caused an event.

@@ -65,6 +65,35 @@ func TestConnectingAnAccountStoresTheConnection(t *testing.T) {
 	b.get("/e/"+again.ID).want(t, http.StatusOK, "Connecting again replaces it")
 }
 
+// The provider chooses the account's name, which the page shows, the history records and
+// the model reads (connect, list_connections, the history in status): urlflow keeps it
+// bounded and cleaned.
+func TestAConnectedAccountsNameIsKeptBoundedAndCleaned(t *testing.T) {
+	t.Parallel()
+	p := newProvider(t)
+	p.nameAccount("\u202eadmin\a\x1b[31m \t\n" + strings.Repeat("x", 300) + "\u2069")
+	want := "admin[31m " + strings.Repeat("x", 89) + "…" // 100 runes
+	f := newFixture(t, fixtureOptions{provider: p})
+	e := f.newFlow(t, "alice", asConnection)
+	b := f.browser(t, "alice")
+
+	done := b.get(b.atProvider(b.startConnect(e.ID, b.open(e.ID))))
+	done.want(t, http.StatusOK, "Acme account connected", want)
+	if strings.ContainsAny(done.Body, "\u202e\u2069\a\x1b") {
+		t.Error("the page shows the control characters of the account's name")
+	}
+	cred, err := f.creds.Get(t.Context(), f.user("alice"), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cred.Account != want {
+		t.Errorf("stored the account %.200q, want %q", cred.Account, want)
+	}
+	if last := f.lastEntry(t, e.ID); last.Reason != "connected to Acme as "+want {
+		t.Errorf("the completion says %.200q", last.Reason)
+	}
+}
+
 func TestAProviderAnswerIsSpentOnce(t *testing.T) {
 	t.Parallel()
 	p := newProvider(t)

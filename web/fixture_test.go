@@ -982,6 +982,7 @@ type provider struct {
 	challenges  map[string]string // code -> PKCE challenge
 	issued      []string          // access tokens
 	exchanges   int
+	account     string // the account's name at the userinfo endpoint; providerAccount if empty
 }
 
 // The client urlflow is at the provider, and the account it connects.
@@ -1011,6 +1012,13 @@ func (p *provider) config(redirectURI string) thirdparty.Config {
 		AuthorizationURL: p.srv.URL + "/authorize", TokenURL: p.srv.URL + "/token", UserinfoURL: p.srv.URL + "/userinfo",
 		Scopes: []string{"profile"},
 	}
+}
+
+// nameAccount makes the userinfo endpoint name the account name.
+func (p *provider) nameAccount(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.account = name
 }
 
 // refuse makes the authorization endpoint answer code ("" approves again).
@@ -1074,11 +1082,12 @@ func (p *provider) userinfo(w http.ResponseWriter, r *http.Request) {
 	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	p.mu.Lock()
 	known := slices.Contains(p.issued, token)
+	account := cmp.Or(p.account, providerAccount)
 	p.mu.Unlock()
 	if !known {
 		http.Error(w, "unknown token", http.StatusUnauthorized)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, `{"sub":"acme-42","preferred_username":"`+providerAccount+`"}`)
+	json.NewEncoder(w).Encode(map[string]string{"sub": "acme-42", "preferred_username": account})
 }

@@ -420,6 +420,26 @@ func TestTheConsentPageNamesTheClientByTheTitleItGave(t *testing.T) {
 	}
 }
 
+// What a client says about itself enters urlflow through state.NewClientInfo, as the MCP
+// tools make it: the consent page shows it bounded, without the characters that turn or hide
+// text, and labelled as the client's own words.
+func TestTheConsentPageShowsTheClientsWordsCleanedAndSelfReported(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice", func(n *flow.NewElicitation) {
+		n.Client = state.NewClientInfo("evil-client", "\u202eTrusted Client "+strings.Repeat("A", 120_000), "2.0\u2066")
+	})
+	page := f.browser(t, "alice").open(e.ID)
+	page.want(t, http.StatusOK, "Trusted Client "+strings.Repeat("A", 84)+"…", "2.0",
+		"Self-reported by the client", "urlflow cannot verify this name: the client chose it.")
+	if strings.ContainsAny(page.Body, "\u202e\u2066") {
+		t.Error("the page holds the client's bidirectional controls")
+	}
+	if len(page.Body) > 20_000 {
+		t.Errorf("the page is %d bytes long", len(page.Body))
+	}
+}
+
 // A link whose secret slot or provider was removed from the configuration since it was
 // created cannot go on: every page of it says so and nothing changes, so that the flow is
 // not moved on nor a value refused by rules the server no longer has.

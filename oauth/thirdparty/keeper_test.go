@@ -2,6 +2,7 @@ package thirdparty
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/state"
@@ -476,5 +478,84 @@ func TestConnectionSealedWithALostKeyCanStillBeDisconnected(t *testing.T) {
 	}
 	if reqs := k.s.requests(); len(reqs) != 0 {
 		t.Errorf("asked the provider %q", routesOf(reqs))
+	}
+}
+
+// The provider, or whoever controls the account, chooses the account's name, which the
+// page, the history and the model (connect, list_connections) show: Exchange
+// bounds and cleans it however the provider gives it, so the connection is stored with the
+// clean name. The ID is kept as sent.
+func TestAnAccountNameIsStoredBoundedAndCleaned(t *testing.T) {
+	hostile := "\u202eadmin\a\x1b[31m \t\n" + strings.Repeat("x", 300) + "\u2069"
+	quoted, _ := json.Marshal(hostile)
+	// clean is what is kept of prefix + hostile: 100 runes, the last an ellipsis.
+	clean := func(prefix string) string {
+		return prefix + "admin[31m " + strings.Repeat("x", 100-1-utf8.RuneCountInString(prefix)-len("admin[31m ")) + "…"
+	}
+
+	t.Run("from the userinfo endpoint, stored", func(t *testing.T) {
+		k := newKeeperTest(t)
+		k.s.handle(acmeTokenRoute, replyJSON(200, `{"access_token":"acme-at","token_type":"bearer","expires_in":3600}`))
+		k.s.handle("GET api.acme.example/v1/me", replyJSON(200, `{"data":{"user":{"id":"\u202e42","handle":`+string(quoted)+`}}}`))
+		tok, err := k.acme.Exchange(context.Background(), testCode, testVerifier)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Account{ID: "\u202e42", Name: clean("")}
+		if tok.Account != want {
+			t.Fatalf("Exchange read the account %+q, want %+q", tok.Account, want)
+		}
+		user := userNamed("ada")
+		k.connect(t, user, tok)
+		if c := k.credential(t, user); c.Account != want.Name {
+			t.Errorf("stored the account %+q", c.Account)
+		}
+		stored, err := k.keeper.Token(context.Background(), user, k.acme, "")
+		if err != nil || stored.Account != want {
+			t.Errorf("the sealed token's account %+q (%v), want %+q", stored.Account, err, want)
+		}
+	})
+	t.Run("a name with nothing visible gives way to the ID", func(t *testing.T) {
+		s := newStandIn(t)
+		p := s.provider(t, acmeConfig("post"))
+		s.handle(acmeTokenRoute, replyJSON(200, `{"access_token":"acme-at","token_type":"bearer"}`))
+		s.handle("GET api.acme.example/v1/me", replyJSON(200, `{"data":{"user":{"id":"\u202e42","handle":"\u2066\u200b\u0007"}}}`))
+		tok, err := p.Exchange(context.Background(), testCode, testVerifier)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok.Account != (Account{ID: "\u202e42", Name: "42"}) {
+			t.Errorf("Exchange read the account %+q", tok.Account)
+		}
+	})
+	for _, tt := range []struct {
+		preset string
+		routes map[string]http.HandlerFunc
+		want   Account
+	}{
+		{"slack", map[string]http.HandlerFunc{
+			"POST slack.com/api/oauth.v2.access": replyJSON(200, `{"ok":true,"authed_user":{"id":"U1234","scope":"users:read",`+
+				`"access_token":"xoxp-1234","token_type":"user"},"team":{"id":"T9TK3CUKW","name":"Softball"}}`),
+			"POST slack.com/api/auth.test": replyJSON(200, `{"ok":true,"user":"grace","team":`+string(quoted)+`}`),
+		}, Account{ID: "T9TK3CUKW/U1234", Name: clean("grace in ")}},
+		{"notion", map[string]http.HandlerFunc{
+			"POST api.notion.com/v1/oauth/token": replyJSON(200, `{"access_token":"ntn_4f6bdb2e1a","token_type":"bearer",`+
+				`"workspace_id":"w1","workspace_name":`+string(quoted)+`,"owner":{"type":"user","user":{"id":"u1","name":"Ada"}}}`),
+		}, Account{ID: "w1/u1", Name: clean("Ada in ")}},
+	} {
+		t.Run("from the "+tt.preset+" preset", func(t *testing.T) {
+			s := newStandIn(t)
+			p := s.preset(t, tt.preset, nil)
+			for route, h := range tt.routes {
+				s.handle(route, h)
+			}
+			tok, err := p.Exchange(context.Background(), testCode, testVerifier)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tok.Account != tt.want {
+				t.Errorf("Exchange read the account %+q, want %+q", tok.Account, tt.want)
+			}
+		})
 	}
 }

@@ -10,7 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/urlflow/urlflow/internal/display"
 	"github.com/urlflow/urlflow/upstream"
 	"golang.org/x/oauth2"
 )
@@ -514,8 +517,14 @@ func decodeAccountDocument(t testing.TB, doc string) map[string]any {
 	return m
 }
 
+// FuzzAccountFields reads an account from any document with any paths: a document with the
+// ID gives that ID and a name, and the name that urlflow keeps (cleanAccount) is valid UTF-8
+// of at most accountNameLimit runes, without control or format characters, and clean
+// already; it is empty only when neither the name nor the ID has anything visible.
 func FuzzAccountFields(f *testing.F) {
 	f.Add(`{"id":1,"login":"octocat"}`, "id", "login")
+	f.Add(`{"id":"\u202e42","name":"\u202eadmin\u0007\n\u001b[31m  x"}`, "id", "name")
+	f.Add(`{"id":"\u200b","login":"\u2066\u2069"}`, "id", "login")
 	f.Add(`{"data":{"viewer":{"id":"2e7c","name":"Ada"}}}`, "data.viewer.id", "data.viewer.name")
 	f.Add(`{"a":[1,{"b":2}],"n":1e308,"f":-0.5,"t":true,"z":null}`, "a.1.b", "n")
 	f.Add(`{"":{"":""}}`, ".", "..")
@@ -539,6 +548,14 @@ func FuzzAccountFields(f *testing.F) {
 				t.Fatalf("accountFrom error %v with the ID %q", err, id)
 			case err == nil && (a.ID != id || a.Name == ""):
 				t.Fatalf("accountFrom = %+v, the ID is %q", a, id)
+			case err != nil:
+				continue
+			}
+			kept := cleanAccount(a)
+			if kept.ID != a.ID || !utf8.ValidString(kept.Name) || utf8.RuneCountInString(kept.Name) > accountNameLimit ||
+				strings.IndexFunc(kept.Name, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0 ||
+				cleanAccount(kept) != kept || (kept.Name == "" && display.Clean(a.ID, 1) != "") {
+				t.Fatalf("cleanAccount(%+q) = %+q", a, kept)
 			}
 		}
 	})

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/urlflow/urlflow/internal/display"
 )
 
 // AuthCodeURL returns the provider's authorization URL for state, with the PKCE challenge
@@ -210,16 +212,40 @@ func scopeList(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' })
 }
 
-// readAccount reads the connected account.
+// readAccount reads the connected account, its name cleaned (cleanAccount).
 func (p *Provider) readAccount(ctx context.Context, t *Token) (Account, error) {
+	var (
+		a   Account
+		err error
+	)
 	if p.dialect.account != nil {
-		return p.dialect.account(ctx, p, t)
+		a, err = p.dialect.account(ctx, p, t)
+	} else {
+		var doc map[string]any
+		if err = p.getJSON(ctx, p.account.URL, t.AccessToken, &doc); err == nil {
+			a, err = accountFrom(doc, p.account)
+		}
 	}
-	var doc map[string]any
-	if err := p.getJSON(ctx, p.account.URL, t.AccessToken, &doc); err != nil {
+	if err != nil {
 		return Account{}, err
 	}
-	return accountFrom(doc, p.account)
+	return cleanAccount(a), nil
+}
+
+// accountNameLimit is the most runes of an account's name that urlflow keeps.
+const accountNameLimit = 100
+
+// cleanAccount bounds and cleans the account's name with display.Clean when Exchange reads
+// it, before the token is sealed and the connection stored: the provider (or whoever
+// controls the account) chose the name, and it reaches the page, the history and the model
+// (connect, list_connections). A name with nothing visible left gives way to the ID, cleaned
+// the same way. The ID itself is kept as the provider sent it; it is not shown.
+func cleanAccount(a Account) Account {
+	a.Name = display.Clean(a.Name, accountNameLimit)
+	if a.Name == "" {
+		a.Name = display.Clean(a.ID, accountNameLimit)
+	}
+	return a
 }
 
 // accountFrom reads an account from doc with the dotted paths of cfg.
