@@ -35,7 +35,8 @@ var (
 	ErrOutside = errors.New("the path leaves the API's base URL")
 	// ErrMethod: the method is not allowed for the slot.
 	ErrMethod = errors.New("method not allowed for this secret")
-	// ErrTooLarge: the response is larger than the slot allows.
+	// ErrTooLarge is returned by Call when the body and the headers it would return are
+	// larger together than the slot's max_response_bytes.
 	ErrTooLarge = errors.New("the response is too large")
 	// ErrTimeout: the API did not answer in time.
 	ErrTimeout = errors.New("the API did not answer in time")
