@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -108,4 +110,76 @@ func headerBytes(resp *Response) int {
 		n += len(k) + len(v)
 	}
 	return n
+}
+
+func TestResponseHeadersAreBoundedAsTheyAreRead(t *testing.T) {
+	huge := func(w http.ResponseWriter, r *http.Request) {
+		// Not selected, and less than max_response_bytes: only the transport's bound sees it.
+		// HTTP/2 counts a little differently, and allows a little more.
+		w.Header().Set("X-Huge", strings.Repeat("h", ResponseHeaderLimit+1024))
+		io.WriteString(w, "ok")
+	}
+	// In HTTP/2 a repeated header costs a byte or two on the wire (HPACK's dynamic
+	// table), and is as long as the others once decoded.
+	repeated := func(w http.ResponseWriter, r *http.Request) {
+		for range ResponseHeaderLimit / 2000 * 2 {
+			w.Header().Add("X-Repeated", strings.Repeat("r", 2000))
+		}
+		io.WriteString(w, "ok")
+	}
+	small := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Fair", strings.Repeat("h", ResponseHeaderLimit-1024))
+		io.WriteString(w, "ok")
+	}
+	const all, one = "its headers, selected or not, are over", "one of its headers is longer than"
+	tests := []struct {
+		name  string
+		h     http.HandlerFunc
+		http2 bool
+		// why is what the refusal says; "" means no refusal.
+		why string
+	}{
+		{"HTTP/1.1, over", huge, false, all},
+		{"HTTP/2, over", huge, true, one},
+		{"HTTP/1.1, over in many lines", repeated, false, all},
+		{"HTTP/2, over in many lines", repeated, true, all},
+		{"HTTP/1.1, under", small, false, ""},
+		{"HTTP/2, under", small, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var proto atomic.Int32
+			api := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				proto.Store(int32(r.ProtoMajor))
+				tt.h(w, r)
+			}))
+			tr := newTransport()
+			if tt.http2 {
+				api.EnableHTTP2 = true
+				api.StartTLS()
+				tr.TLSClientConfig = api.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+			} else {
+				api.Start()
+			}
+			t.Cleanup(api.Close)
+			t.Cleanup(tr.CloseIdleConnections)
+			slot := newSlot(t, API{BaseURL: api.URL, MaxResponseBytes: MaxResponseBytes, Inject: Injection{Header: "Authorization"}}, nil)
+			resp, err := New(tr).Call(context.Background(), slot.API, secret(), Request{Method: "GET", Path: "x"})
+			if want := map[bool]int32{false: 1, true: 2}[tt.http2]; proto.Load() != want {
+				t.Errorf("the API was called with HTTP/%d, want HTTP/%d", proto.Load(), want)
+			}
+			if tt.why == "" {
+				if err != nil || resp.Body != "ok" {
+					t.Fatalf("Call = %+v, %v; want ok", resp, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("Call = %+v, %v; want ErrTooLarge", resp, err)
+			}
+			if !strings.Contains(err.Error(), fmt.Sprint(ResponseHeaderLimit)) || !strings.Contains(err.Error(), tt.why) {
+				t.Errorf("%q should name the limit and say %q", err, tt.why)
+			}
+		})
+	}
 }

@@ -25,6 +25,12 @@ import (
 // maxRedirects bounds the redirects followed under the base URL.
 const maxRedirects = 5
 
+// ResponseHeaderLimit bounds the response headers, all of them, selected or not, that the
+// transport of New(nil) reads from an API: net/http holds a response's headers in memory
+// whole before Call can count them, and its own bound is 10 MiB. A response with more is
+// refused with ErrTooLarge. A slot's max_response_bytes bounds what Call returns of them.
+const ResponseHeaderLimit = 64 << 10
+
 // Redacted replaces the secret wherever it appears in a response.
 const Redacted = "[redacted]"
 
@@ -36,7 +42,9 @@ var (
 	// ErrMethod: the method is not allowed for the slot.
 	ErrMethod = errors.New("method not allowed for this secret")
 	// ErrTooLarge is returned by Call when the body and the headers it would return are
-	// larger together than the slot's max_response_bytes.
+	// larger together than the slot's max_response_bytes, and by Call and Check when the
+	// API's headers, all of them, are larger than ResponseHeaderLimit (New's transport
+	// stops reading them there).
 	ErrTooLarge = errors.New("the response is too large")
 	// ErrTimeout: the API did not answer in time.
 	ErrTimeout = errors.New("the API did not answer in time")
@@ -79,14 +87,34 @@ type Response struct {
 // Caller makes the calls. Its zero value is not usable; use New.
 type Caller struct {
 	transport http.RoundTripper
+	// headerLimit is what transport reads of response headers at most when it is an
+	// *http.Transport, for the errors that say so; 0 otherwise.
+	headerLimit int64
 }
 
-// New returns a Caller on transport (http.DefaultTransport if nil).
+// New returns a Caller on transport, or, if it is nil, on a transport of its own like
+// http.DefaultTransport that reads at most ResponseHeaderLimit bytes of response headers.
 func New(transport http.RoundTripper) *Caller {
 	if transport == nil {
-		transport = http.DefaultTransport
+		transport = newTransport()
 	}
-	return &Caller{transport: transport}
+	c := &Caller{transport: transport}
+	if t, ok := transport.(*http.Transport); ok {
+		c.headerLimit = t.MaxResponseHeaderBytes
+		if c.headerLimit <= 0 {
+			c.headerLimit = 10 << 20 // net/http's own
+		}
+	}
+	return c
+}
+
+// newTransport returns a transport like http.DefaultTransport (proxy from the environment,
+// HTTP/2, its timeouts and pool) that reads at most ResponseHeaderLimit bytes of response
+// headers, in HTTP/1 and HTTP/2.
+func newTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxResponseHeaderBytes = ResponseHeaderLimit
+	return tr
 }
 
 // Resolve returns the URL of path under base, or ErrOutside. path is taken relative to
@@ -278,6 +306,9 @@ func (c *Caller) do(ctx context.Context, api *API, secret state.Secret, method s
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		if why := headersRefused(err, c.headerLimit); why != "" {
+			return nil, fmt.Errorf("%w: %s", ErrTooLarge, why)
+		}
 		return nil, transportError(ctx, api, secret, err)
 	}
 	return resp, nil
@@ -324,4 +355,24 @@ func transportError(ctx context.Context, api *API, secret state.Secret, err erro
 		msg = strings.ReplaceAll(msg, f, Redacted)
 	}
 	return fmt.Errorf("%w: %s", ErrUnreachable, msg)
+}
+
+// headersRefused says why net/http stopped reading the API's response headers at limit,
+// its transport's MaxResponseHeaderBytes, or returns "" when err is something else or
+// limit is 0 (not net/http's transport). net/http has no error values for it, so its
+// messages are matched (TestResponseHeadersAreBoundedAsTheyAreRead fails if they change).
+func headersRefused(err error, limit int64) string {
+	if limit == 0 {
+		return ""
+	}
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "server response headers exceeded"), // HTTP/1
+		strings.Contains(msg, "response header list larger than advertised limit"): // HTTP/2
+		return fmt.Sprintf("its headers, selected or not, are over urlflow's limit of %d bytes for them", limit)
+	case strings.Contains(msg, "connection error: COMPRESSION_ERROR"):
+		// HTTP/2's decoder gives up so on a header longer than the limit, and on a header
+		// block that is not valid HPACK, and does not say which.
+		return fmt.Sprintf("one of its headers is longer than %d bytes, which urlflow does not read, or its HTTP/2 header compression is broken", limit)
+	}
+	return ""
 }
