@@ -42,6 +42,10 @@ type API struct {
 	MaxResponseBytes int64 `yaml:"max_response_bytes"`
 	// ResponseHeaders are the response headers returned to the tool (Content-Type if empty).
 	ResponseHeaders []string `yaml:"response_headers"`
+	// AllowNonASCIIPath lets paths hold characters beyond ASCII, as is or percent-encoded,
+	// UTF-8 only; Resolve refuses them otherwise. Look-alikes of dots and slashes (U+2024,
+	// U+FF0E, U+FF0F) then reach the API, which must not read them as such.
+	AllowNonASCIIPath bool `yaml:"allow_non_ascii_path"`
 
 	base *url.URL
 }

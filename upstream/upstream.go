@@ -3,8 +3,10 @@
 //
 // The one idea to hold: no call leaves the slot's base URL. Paths are resolved under it
 // and refused when they try to climb out (.., encoded dots or slashes, another scheme or
-// host); redirects are followed only while they stay under it; the response is bounded in
-// size and time; and the secret is redacted from whatever comes back.
+// host, bytes that are not UTF-8, and unless the slot allows them, characters beyond
+// ASCII, some of which look like dots and slashes); redirects are followed only while
+// they stay under it; the response is bounded in size and time; and the secret is
+// redacted from whatever comes back.
 package upstream
 
 import (
@@ -18,6 +20,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/urlflow/urlflow/state"
 )
@@ -117,13 +120,22 @@ func newTransport() *http.Transport {
 	return tr
 }
 
-// Resolve returns the URL of path under base, or ErrOutside. path is taken relative to
-// base's path whether or not it starts with a slash. It refuses anything that could climb
-// out or smuggle a different target: dot segments (also percent-encoded), encoded or
-// literal backslashes, encoded slashes, empty segments, control characters (also
-// percent-encoded), a query or a fragment (queries go in Request.Query), and anything that
-// parses with a scheme or host.
-func Resolve(base *url.URL, path string) (*url.URL, error) {
+// Resolve returns the URL of path under a's base URL, or ErrOutside. path is taken
+// relative to the base's path whether or not it starts with a slash. It refuses anything
+// that could climb out or smuggle a different target: dot segments (also
+// percent-encoded), encoded or literal backslashes, encoded slashes, empty segments,
+// control characters (also percent-encoded), a query or a fragment (queries go in
+// Request.Query), and anything that parses with a scheme or host. It refuses a path that
+// is not UTF-8, as is or percent-encoded (overlong forms such as %c0%af, which some
+// decoders read as "/", never are), and unless a.AllowNonASCIIPath, any character beyond
+// ASCII, which may look like a dot or a slash to the API (U+2024 ONE DOT LEADER, U+FF0F
+// FULLWIDTH SOLIDUS).
+func (a *API) Resolve(path string) (*url.URL, error) {
+	return resolve(a.Base(), path, a.AllowNonASCIIPath)
+}
+
+// resolve is Resolve on base, with characters beyond ASCII allowed when nonASCII.
+func resolve(base *url.URL, path string, nonASCII bool) (*url.URL, error) {
 	outside := func(why string) error { return fmt.Errorf("%w: %s", ErrOutside, why) }
 	control := func(r rune) bool { return r < 0x20 || r == 0x7f }
 	if strings.ContainsFunc(path, control) {
@@ -163,6 +175,13 @@ func Resolve(base *url.URL, path string) (*url.URL, error) {
 		if strings.ContainsFunc(unescaped, control) {
 			return nil, outside("control characters are not allowed, encoded or not")
 		}
+		// Raw bytes beyond ASCII are still there once unescaped: one check sees both.
+		if !utf8.ValidString(unescaped) {
+			return nil, outside("the path must be valid UTF-8, as is and once percent-decoded (overlong forms such as %c0%af never are)")
+		}
+		if !nonASCII && strings.ContainsFunc(unescaped, func(r rune) bool { return r >= utf8.RuneSelf }) {
+			return nil, outside("characters beyond ASCII are not allowed in the path, as is or percent-encoded, since some look like dots or slashes to an API; its configuration can allow them (api.allow_non_ascii_path: true)")
+		}
 	}
 	u := *base
 	u.RawQuery, u.Fragment = "", ""
@@ -193,13 +212,14 @@ func Within(base, u *url.URL) bool {
 	return p == bp || strings.HasPrefix(p, strings.TrimSuffix(bp, "/")+"/")
 }
 
-// under reports whether u is under base by the rules Resolve applies to a path. Within
-// alone accepts a path such as /base/%2e%2e/x, which the API may decode to one outside.
-func under(base, u *url.URL) bool {
-	if !Within(base, u) {
+// under reports whether u is under api's base URL by the rules Resolve applies to a path.
+// Within alone accepts a path such as /base/%2e%2e/x, which the API may decode to one
+// outside.
+func under(api *API, u *url.URL) bool {
+	if !Within(api.Base(), u) {
 		return false
 	}
-	_, err := Resolve(base, strings.TrimPrefix(u.EscapedPath(), base.EscapedPath()))
+	_, err := api.Resolve(strings.TrimPrefix(u.EscapedPath(), api.Base().EscapedPath()))
 	return err == nil
 }
 
@@ -210,7 +230,7 @@ func (c *Caller) Call(ctx context.Context, api *API, secret state.Secret, req Re
 	if !api.Allows(req.Method) {
 		return nil, fmt.Errorf("%w: %s (allowed: %s)", ErrMethod, strings.ToUpper(req.Method), strings.Join(api.Methods, ", "))
 	}
-	target, err := Resolve(api.Base(), req.Path)
+	target, err := api.Resolve(req.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +268,7 @@ func (c *Caller) Check(ctx context.Context, api *API, v *Verify, secret state.Se
 	if v == nil || api == nil {
 		return errors.New("this secret has no check configured")
 	}
-	target, err := Resolve(api.Base(), v.Path)
+	target, err := api.Resolve(v.Path)
 	if err != nil {
 		return err
 	}
@@ -290,7 +310,7 @@ func (c *Caller) do(ctx context.Context, api *API, secret state.Secret, method s
 	client := &http.Client{
 		Transport: c.transport,
 		CheckRedirect: func(next *http.Request, via []*http.Request) error {
-			if len(via) > maxRedirects || !under(api.Base(), next.URL) {
+			if len(via) > maxRedirects || !under(api, next.URL) {
 				return http.ErrUseLastResponse
 			}
 			// Same place, same credential: net/http keeps headers on same-host redirects;
