@@ -37,8 +37,9 @@ type API struct {
 	// Timeout bounds one call (DefaultTimeout if zero, at most MaxTimeout).
 	Timeout time.Duration `yaml:"timeout"`
 	// MaxResponseBytes bounds what Call returns: the body once decompressed and the
-	// returned headers together, each header counting the length of its name and value
-	// (DefaultMaxResponseBytes if zero, at most MaxResponseBytes).
+	// returned headers together, as the API sent them (before redaction), each header
+	// counting the length of its name and value (DefaultMaxResponseBytes if zero, at most
+	// MaxResponseBytes).
 	MaxResponseBytes int64 `yaml:"max_response_bytes"`
 	// ResponseHeaders are the response headers returned to the tool (Content-Type if empty).
 	ResponseHeaders []string `yaml:"response_headers"`
