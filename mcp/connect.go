@@ -96,7 +96,7 @@ func (s *Server) callProvider(ctx context.Context, t turn, p *thirdparty.Provide
 	if !p.API.Allows(args.Method) {
 		return nil, fmt.Errorf("%w: %s; allowed: %s", upstream.ErrMethod, strings.ToUpper(args.Method), strings.Join(p.API.Methods, ", "))
 	}
-	if _, err := upstream.Resolve(p.API.Base(), args.Path); err != nil {
+	if _, err := p.API.Resolve(args.Path); err != nil {
 		return nil, err
 	}
 	tok, err := s.opts.Keeper.Token(ctx, t.user, p, "")

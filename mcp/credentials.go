@@ -55,7 +55,7 @@ func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.Ca
 	if !api.Allows(args.Method) {
 		return nil, fmt.Errorf("%w: %s; allowed: %s", upstream.ErrMethod, strings.ToUpper(args.Method), strings.Join(api.Methods, ", "))
 	}
-	if _, err := upstream.Resolve(api.Base(), args.Path); err != nil {
+	if _, err := api.Resolve(args.Path); err != nil {
 		return nil, err
 	}
 

@@ -36,11 +36,17 @@ type API struct {
 	Inject Injection `yaml:"inject"`
 	// Timeout bounds one call (DefaultTimeout if zero, at most MaxTimeout).
 	Timeout time.Duration `yaml:"timeout"`
-	// MaxResponseBytes bounds the body urlflow reads and returns (DefaultMaxResponseBytes if
-	// zero, at most MaxResponseBytes).
+	// MaxResponseBytes bounds what Call returns: the body once decompressed and the
+	// returned headers together, as the API sent them (before redaction), each header
+	// counting the length of its name and value (DefaultMaxResponseBytes if zero, at most
+	// MaxResponseBytes).
 	MaxResponseBytes int64 `yaml:"max_response_bytes"`
 	// ResponseHeaders are the response headers returned to the tool (Content-Type if empty).
 	ResponseHeaders []string `yaml:"response_headers"`
+	// AllowNonASCIIPath lets paths hold characters beyond ASCII, as is or percent-encoded,
+	// UTF-8 only; Resolve refuses them otherwise. Look-alikes of dots and slashes (U+2024,
+	// U+FF0E, U+FF0F) then reach the API, which must not read them as such.
+	AllowNonASCIIPath bool `yaml:"allow_non_ascii_path"`
 
 	base *url.URL
 }

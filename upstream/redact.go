@@ -50,17 +50,12 @@ import (
 // deflate and br, which readBody refuses.
 func redact(api *API, secret state.Secret, resp *http.Response, body []byte) *Response {
 	r := newRedactor(api, secret)
-	out := &Response{Status: resp.StatusCode, Headers: map[string]string{}, BodyEncoding: "text"}
-	for _, name := range api.ResponseHeaders {
-		if v := resp.Header.Values(name); len(v) > 0 {
-			out.Headers[name] = r.text.replace(strings.Join(v, ", "))
-		}
+	out := &Response{Status: resp.StatusCode, Headers: selectedHeaders(api, resp), BodyEncoding: "text"}
+	for name, v := range out.Headers {
+		out.Headers[name] = r.text.replace(v)
 	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		if loc := resp.Header.Get("Location"); loc != "" {
-			out.Headers["Location"] = r.text.replace(loc)
-			out.Redirected = out.Headers["Location"]
-		}
+		out.Redirected = out.Headers["Location"]
 	}
 	switch charset, text := utf16Text(resp.Header.Get("Content-Type"), body); {
 	case charset != "":

@@ -43,6 +43,8 @@ var redirectTargets = []struct {
 	{"same host, climbing with backslashes", func(string, string) string { return `/api/v1/..\..\elsewhere` }, ""},
 	{"same host, climbing with path parameters", func(string, string) string { return "/api/v1/..;/..;/elsewhere" }, ""},
 	{"same host, empty segments", func(string, string) string { return "/api/v1//elsewhere" }, ""},
+	{"same host, climbing with look-alike dots", func(string, string) string { return "/api/v1/%E2%80%A4%E2%80%A4/%EF%BC%8E%EF%BC%8E/elsewhere" }, ""},
+	{"same host, climbing with overlong dots and slashes", func(string, string) string { return "/api/v1/%c0%ae%c0%ae%c0%af..%c0%afelsewhere" }, ""},
 	{"same host, another name", func(host, _ string) string {
 		_, port, _ := strings.Cut(host, ":")
 		return "http://localhost:" + port + "/api/v1/landing"

@@ -3,8 +3,10 @@
 //
 // The one idea to hold: no call leaves the slot's base URL. Paths are resolved under it
 // and refused when they try to climb out (.., encoded dots or slashes, another scheme or
-// host); redirects are followed only while they stay under it; the response is bounded in
-// size and time; and the secret is redacted from whatever comes back.
+// host, bytes that are not UTF-8, and unless the slot allows them, characters beyond
+// ASCII, some of which look like dots and slashes); redirects are followed only while
+// they stay under it; the response is bounded in size and time; and the secret is
+// redacted from whatever comes back.
 package upstream
 
 import (
@@ -18,12 +20,19 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/urlflow/urlflow/state"
 )
 
 // maxRedirects bounds the redirects followed under the base URL.
 const maxRedirects = 5
+
+// ResponseHeaderLimit bounds the response headers, all of them, selected or not, that the
+// transport of New(nil) reads from an API: net/http holds a response's headers in memory
+// whole before Call can count them, and its own bound is 10 MiB. A response with more is
+// refused with ErrTooLarge. A slot's max_response_bytes bounds what Call returns of them.
+const ResponseHeaderLimit = 64 << 10
 
 // Redacted replaces the secret wherever it appears in a response.
 const Redacted = "[redacted]"
@@ -35,7 +44,10 @@ var (
 	ErrOutside = errors.New("the path leaves the API's base URL")
 	// ErrMethod: the method is not allowed for the slot.
 	ErrMethod = errors.New("method not allowed for this secret")
-	// ErrTooLarge: the response is larger than the slot allows.
+	// ErrTooLarge is returned by Call when the body and the headers it would return are
+	// larger together than the slot's max_response_bytes, and by Call and Check when the
+	// API's headers, all of them, are larger than ResponseHeaderLimit (New's transport
+	// stops reading them there).
 	ErrTooLarge = errors.New("the response is too large")
 	// ErrTimeout: the API did not answer in time.
 	ErrTimeout = errors.New("the API did not answer in time")
@@ -78,23 +90,52 @@ type Response struct {
 // Caller makes the calls. Its zero value is not usable; use New.
 type Caller struct {
 	transport http.RoundTripper
+	// headerLimit is what transport reads of response headers at most when it is an
+	// *http.Transport, for the errors that say so; 0 otherwise.
+	headerLimit int64
 }
 
-// New returns a Caller on transport (http.DefaultTransport if nil).
+// New returns a Caller on transport, or, if it is nil, on a transport of its own like
+// http.DefaultTransport that reads at most ResponseHeaderLimit bytes of response headers.
 func New(transport http.RoundTripper) *Caller {
 	if transport == nil {
-		transport = http.DefaultTransport
+		transport = newTransport()
 	}
-	return &Caller{transport: transport}
+	c := &Caller{transport: transport}
+	if t, ok := transport.(*http.Transport); ok {
+		c.headerLimit = t.MaxResponseHeaderBytes
+		if c.headerLimit <= 0 {
+			c.headerLimit = 10 << 20 // net/http's own
+		}
+	}
+	return c
 }
 
-// Resolve returns the URL of path under base, or ErrOutside. path is taken relative to
-// base's path whether or not it starts with a slash. It refuses anything that could climb
-// out or smuggle a different target: dot segments (also percent-encoded), encoded or
-// literal backslashes, encoded slashes, empty segments, control characters (also
-// percent-encoded), a query or a fragment (queries go in Request.Query), and anything that
-// parses with a scheme or host.
-func Resolve(base *url.URL, path string) (*url.URL, error) {
+// newTransport returns a transport like http.DefaultTransport (proxy from the environment,
+// HTTP/2, its timeouts and pool) that reads at most ResponseHeaderLimit bytes of response
+// headers, in HTTP/1 and HTTP/2.
+func newTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxResponseHeaderBytes = ResponseHeaderLimit
+	return tr
+}
+
+// Resolve returns the URL of path under a's base URL, or ErrOutside. path is taken
+// relative to the base's path whether or not it starts with a slash. It refuses anything
+// that could climb out or smuggle a different target: dot segments (also
+// percent-encoded), encoded or literal backslashes, encoded slashes, empty segments,
+// control characters (also percent-encoded), a query or a fragment (queries go in
+// Request.Query), and anything that parses with a scheme or host. It refuses a path that
+// is not UTF-8, as is or percent-encoded (overlong forms such as %c0%af, which some
+// decoders read as "/", never are), and unless a.AllowNonASCIIPath, any character beyond
+// ASCII, which may look like a dot or a slash to the API (U+2024 ONE DOT LEADER, U+FF0F
+// FULLWIDTH SOLIDUS).
+func (a *API) Resolve(path string) (*url.URL, error) {
+	return resolve(a.Base(), path, a.AllowNonASCIIPath)
+}
+
+// resolve is Resolve on base, with characters beyond ASCII allowed when nonASCII.
+func resolve(base *url.URL, path string, nonASCII bool) (*url.URL, error) {
 	outside := func(why string) error { return fmt.Errorf("%w: %s", ErrOutside, why) }
 	control := func(r rune) bool { return r < 0x20 || r == 0x7f }
 	if strings.ContainsFunc(path, control) {
@@ -134,6 +175,13 @@ func Resolve(base *url.URL, path string) (*url.URL, error) {
 		if strings.ContainsFunc(unescaped, control) {
 			return nil, outside("control characters are not allowed, encoded or not")
 		}
+		// Raw bytes beyond ASCII are still there once unescaped: one check sees both.
+		if !utf8.ValidString(unescaped) {
+			return nil, outside("the path must be valid UTF-8, as is and once percent-decoded (overlong forms such as %c0%af never are)")
+		}
+		if !nonASCII && strings.ContainsFunc(unescaped, func(r rune) bool { return r >= utf8.RuneSelf }) {
+			return nil, outside("characters beyond ASCII are not allowed in the path, as is or percent-encoded, since some look like dots or slashes to an API; its configuration can allow them (api.allow_non_ascii_path: true)")
+		}
 	}
 	u := *base
 	u.RawQuery, u.Fragment = "", ""
@@ -164,13 +212,14 @@ func Within(base, u *url.URL) bool {
 	return p == bp || strings.HasPrefix(p, strings.TrimSuffix(bp, "/")+"/")
 }
 
-// under reports whether u is under base by the rules Resolve applies to a path. Within
-// alone accepts a path such as /base/%2e%2e/x, which the API may decode to one outside.
-func under(base, u *url.URL) bool {
-	if !Within(base, u) {
+// under reports whether u is under api's base URL by the rules Resolve applies to a path.
+// Within alone accepts a path such as /base/%2e%2e/x, which the API may decode to one
+// outside.
+func under(api *API, u *url.URL) bool {
+	if !Within(api.Base(), u) {
 		return false
 	}
-	_, err := Resolve(base, strings.TrimPrefix(u.EscapedPath(), base.EscapedPath()))
+	_, err := api.Resolve(strings.TrimPrefix(u.EscapedPath(), api.Base().EscapedPath()))
 	return err == nil
 }
 
@@ -181,7 +230,7 @@ func (c *Caller) Call(ctx context.Context, api *API, secret state.Secret, req Re
 	if !api.Allows(req.Method) {
 		return nil, fmt.Errorf("%w: %s (allowed: %s)", ErrMethod, strings.ToUpper(req.Method), strings.Join(api.Methods, ", "))
 	}
-	target, err := Resolve(api.Base(), req.Path)
+	target, err := api.Resolve(req.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +268,7 @@ func (c *Caller) Check(ctx context.Context, api *API, v *Verify, secret state.Se
 	if v == nil || api == nil {
 		return errors.New("this secret has no check configured")
 	}
-	target, err := Resolve(api.Base(), v.Path)
+	target, err := api.Resolve(v.Path)
 	if err != nil {
 		return err
 	}
@@ -261,7 +310,7 @@ func (c *Caller) do(ctx context.Context, api *API, secret state.Secret, method s
 	client := &http.Client{
 		Transport: c.transport,
 		CheckRedirect: func(next *http.Request, via []*http.Request) error {
-			if len(via) > maxRedirects || !under(api.Base(), next.URL) {
+			if len(via) > maxRedirects || !under(api, next.URL) {
 				return http.ErrUseLastResponse
 			}
 			// Same place, same credential: net/http keeps headers on same-host redirects;
@@ -277,6 +326,9 @@ func (c *Caller) do(ctx context.Context, api *API, secret state.Secret, method s
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		if why := headersRefused(err, c.headerLimit); why != "" {
+			return nil, fmt.Errorf("%w: %s", ErrTooLarge, why)
+		}
 		return nil, transportError(ctx, api, secret, err)
 	}
 	return resp, nil
@@ -323,4 +375,24 @@ func transportError(ctx context.Context, api *API, secret state.Secret, err erro
 		msg = strings.ReplaceAll(msg, f, Redacted)
 	}
 	return fmt.Errorf("%w: %s", ErrUnreachable, msg)
+}
+
+// headersRefused says why net/http stopped reading the API's response headers at limit,
+// its transport's MaxResponseHeaderBytes, or returns "" when err is something else or
+// limit is 0 (not net/http's transport). net/http has no error values for it, so its
+// messages are matched (TestResponseHeadersAreBoundedAsTheyAreRead fails if they change).
+func headersRefused(err error, limit int64) string {
+	if limit == 0 {
+		return ""
+	}
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "server response headers exceeded"), // HTTP/1
+		strings.Contains(msg, "response header list larger than advertised limit"): // HTTP/2
+		return fmt.Sprintf("its headers, selected or not, are over urlflow's limit of %d bytes for them", limit)
+	case strings.Contains(msg, "connection error: COMPRESSION_ERROR"):
+		// HTTP/2's decoder gives up so on a header longer than the limit, and on a header
+		// block that is not valid HPACK, and does not say which.
+		return fmt.Sprintf("one of its headers is longer than %d bytes, which urlflow does not read, or its HTTP/2 header compression is broken", limit)
+	}
+	return ""
 }

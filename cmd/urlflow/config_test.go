@@ -65,6 +65,41 @@ func TestDevDefaultsNeedNoSetup(t *testing.T) {
 
 }
 
+func TestAnAPITakesPathsBeyondASCIIOnlyWhenTheFileSaysSo(t *testing.T) {
+	file := writeFile(t, `
+secrets:
+  - name: ascii
+    label: ASCII
+    api: {base_url: "https://api.example/v1", inject: {header: Authorization}}
+  - name: names
+    label: Names
+    api: {base_url: "https://api.example/v1", inject: {header: Authorization}, allow_non_ascii_path: true}
+`)
+	cfg, err := loadConfig("dev", []string{"--config", file}, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.resolvePublicURL(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}); err != nil {
+		t.Fatal(err)
+	}
+	for name, allowed := range map[string]bool{"ascii": false, "names": true} {
+		slot, ok := cfg.Slots.Lookup(name)
+		if !ok {
+			t.Fatalf("no slot %s", name)
+		}
+		u, err := slot.API.Resolve("users/jos\u00e9")
+		if allowed && (err != nil || u.EscapedPath() != "/v1/users/jos%C3%A9") {
+			t.Errorf("slot %s: Resolve = %v, %v; want /v1/users/jos%%C3%%A9", name, u, err)
+		}
+		if !allowed && err == nil {
+			t.Errorf("slot %s: Resolve = %v; want a refusal", name, u)
+		}
+		if _, err := slot.API.Resolve("users/%c0%af"); err == nil {
+			t.Errorf("slot %s: an overlong slash is allowed", name)
+		}
+	}
+}
+
 func TestSettingsFollowFlagThenEnvironmentThenFileThenDefault(t *testing.T) {
 	file := writeFile(t, `
 addr: 127.0.0.1:7001
