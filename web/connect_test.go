@@ -121,7 +121,7 @@ func TestAProviderAnswerInAnotherBrowserIsRefusedAndSpent(t *testing.T) {
 			f.wantState(t, e.ID, flow.InProgress)
 			h := f.history(t, e.ID)
 			last := h[len(h)-1]
-			if len(h) != before.History+1 || last.Event != flow.LatePost || last.Actor != tc.actor || last.To != flow.InProgress ||
+			if recorded(h) != before.History+1 || last.Event != flow.LatePost || last.Actor != tc.actor || last.To != flow.InProgress ||
 				!strings.Contains(last.Reason, tc.reason) {
 				t.Errorf("history %v ends with %+v, want one late_post by %s saying %q", events(h), last, tc.actor, tc.reason)
 			}

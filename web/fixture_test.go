@@ -388,7 +388,8 @@ func (f *fixture) history(t testing.TB, id string) []flow.Entry {
 	return h
 }
 
-// snapshot is what a request that changes nothing must leave as it was.
+// snapshot is what a request that changes nothing must leave as it was. History is the
+// number of events the history records.
 type snapshot struct {
 	State   flow.State
 	History int
@@ -396,7 +397,16 @@ type snapshot struct {
 
 func (f *fixture) snapshot(t testing.TB, id string) snapshot {
 	t.Helper()
-	return snapshot{State: f.get(t, id).State, History: len(f.history(t, id))}
+	return snapshot{State: f.get(t, id).State, History: recorded(f.history(t, id))}
+}
+
+// recorded returns the number of events history h records: an entry may count several.
+func recorded(h []flow.Entry) int {
+	n := 0
+	for _, e := range h {
+		n += max(e.Count, 1)
+	}
+	return n
 }
 
 // wantState fails the test unless elicitation id is in state want.
@@ -408,7 +418,7 @@ func (f *fixture) wantState(t testing.TB, id string, want flow.State) {
 }
 
 // wantUnchanged fails the test unless elicitation id is as in before: same state, no new
-// history entry.
+// event in the history.
 func (f *fixture) wantUnchanged(t testing.TB, id string, before snapshot) {
 	t.Helper()
 	if after := f.snapshot(t, id); after != before {
