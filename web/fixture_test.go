@@ -979,16 +979,21 @@ func (b *browser) atProvider(authURL string) string {
 	return got.Location()
 }
 
-// provider is an in-process third-party OAuth provider, "Acme", with explicit endpoints:
-// its authorization endpoint answers at once (the user approves, unless refusal is set),
-// its token endpoint checks the client, the redirect URI and PKCE and spends each code
-// once, and its userinfo endpoint names the account of the tokens it issued.
+// provider is an in-process third-party OAuth provider, "Acme", with explicit endpoints
+// and no discovery document: its authorization endpoint answers at once (the user
+// approves, unless refusal is set), with iss when sendsIss is set; its token endpoint
+// checks the client, the redirect URI and PKCE and spends each code once, and its userinfo
+// endpoint names the account of the tokens it issued.
 type provider struct {
 	srv *httptest.Server
+	// issuer is the issuer urlflow is configured with for Acme, if any. Set it before the
+	// fixture starts.
+	issuer string
 
 	mu          sync.Mutex
 	redirectURI string
 	refusal     string            // the error the authorization endpoint answers; "" approves
+	sendsIss    string            // the iss of authorization responses; "" sends none
 	challenges  map[string]string // code -> PKCE challenge
 	issued      []string          // access tokens
 	exchanges   int
@@ -1019,8 +1024,15 @@ func (p *provider) config(redirectURI string) thirdparty.Config {
 	return thirdparty.Config{
 		Name: "acme", Label: "Acme", ClientID: providerClientID, ClientSecretEnv: "ACME_SECRET",
 		AuthorizationURL: p.srv.URL + "/authorize", TokenURL: p.srv.URL + "/token", UserinfoURL: p.srv.URL + "/userinfo",
-		Scopes: []string{"profile"},
+		Scopes: []string{"profile"}, Issuer: p.issuer,
 	}
+}
+
+// sendIss makes the authorization endpoint send iss with its answers ("" sends none).
+func (p *provider) sendIss(iss string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sendsIss = iss
 }
 
 // refuse makes the authorization endpoint answer code ("" approves again).
@@ -1047,6 +1059,9 @@ func (p *provider) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	answer := url.Values{"state": {q.Get("state")}}
+	if p.sendsIss != "" {
+		answer.Set("iss", p.sendsIss)
+	}
 	if p.refusal != "" {
 		answer.Set("error", p.refusal)
 	} else {
