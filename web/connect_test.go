@@ -150,7 +150,7 @@ func TestAProviderAnswerInAnotherBrowserIsRefusedAndSpent(t *testing.T) {
 			f.wantState(t, e.ID, flow.InProgress)
 			h := f.history(t, e.ID)
 			last := h[len(h)-1]
-			if len(h) != before.History+1 || last.Event != flow.LatePost || last.Actor != tc.actor || last.To != flow.InProgress ||
+			if recorded(h) != before.History+1 || last.Event != flow.LatePost || last.Actor != tc.actor || last.To != flow.InProgress ||
 				!strings.Contains(last.Reason, tc.reason) {
 				t.Errorf("history %v ends with %+v, want one late_post by %s saying %q", events(h), last, tc.actor, tc.reason)
 			}
@@ -209,6 +209,79 @@ func TestAFailedConnectionCanBeTriedAgain(t *testing.T) {
 			b.get(b.atProvider(b.startConnect(e.ID, consent))).want(t, http.StatusOK, "Acme account connected")
 			f.wantState(t, e.ID, flow.Complete)
 		})
+	}
+}
+
+// A provider configured with explicit endpoints and its issuer (it has no discovery
+// document) whose authorization responses carry iss (RFC 9207) connects. An answer that
+// names another issuer is refused, the mix-up defence; one without iss connects, since the
+// provider never said that it always sends one.
+func TestAProviderWithExplicitEndpointsAndAnIssuerConnects(t *testing.T) {
+	t.Parallel()
+	p := newProvider(t)
+	p.issuer = p.srv.URL
+	f := newFixture(t, fixtureOptions{provider: p})
+	for _, tc := range []struct {
+		name  string
+		user  string // each case connects once
+		sends string // the iss of the provider's answer
+		says  string // what the failure page says; "" for a connection
+	}{
+		{"its own iss", "own", p.srv.URL, ""},
+		{"no iss", "none", "", ""},
+		{"another issuer's iss", "another", "https://evil.example", "the answer did not come from Acme"},
+		{"its iss with a trailing slash", "slash", p.srv.URL + "/", "the answer did not come from Acme"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			user := tc.user
+			e := f.newFlow(t, user, asConnection)
+			b := f.browser(t, user)
+			p.sendIss(tc.sends)
+			callback := b.atProvider(b.startConnect(e.ID, b.open(e.ID)))
+			if got, _ := url.Parse(callback); got.Query().Get("iss") != tc.sends {
+				t.Fatalf("the provider's answer %q does not carry iss %q", callback, tc.sends)
+			}
+
+			got := b.get(callback)
+
+			if tc.says == "" {
+				got.want(t, http.StatusOK, "Acme account connected", providerAccount)
+				f.wantState(t, e.ID, flow.Complete)
+				if _, err := f.creds.Get(t.Context(), f.user(user), "acme"); err != nil {
+					t.Errorf("no connection stored: %v", err)
+				}
+				return
+			}
+			got.want(t, http.StatusUnprocessableEntity, "Your Acme account was not connected", tc.says, "Try again")
+			f.wantState(t, e.ID, flow.Failed)
+			f.wantNoCredential(t, user, "acme")
+			if last := f.lastEntry(t, e.ID); last.Event != flow.VerifyFailed || !strings.Contains(last.Reason, tc.sends) {
+				t.Errorf("last history entry %+v, want verify_failed naming the issuer %q", last, tc.sends)
+			}
+		})
+	}
+	if _, exchanges := p.tokens(); exchanges != 2 {
+		t.Errorf("codes were exchanged %d times, want only for the two answers that were accepted", exchanges)
+	}
+}
+
+// An iss from a provider configured without an issuer cannot be told from another
+// provider's: it is refused, and the page says why.
+func TestAnIssFromAProviderConfiguredWithoutIssuerIsRefused(t *testing.T) {
+	t.Parallel()
+	p := newProvider(t)
+	p.sendIss(p.srv.URL)
+	f := newFixture(t, fixtureOptions{provider: p})
+	e := f.newFlow(t, "alice", asConnection)
+	b := f.browser(t, "alice")
+
+	b.get(b.atProvider(b.startConnect(e.ID, b.open(e.ID)))).want(t, http.StatusUnprocessableEntity,
+		"Your Acme account was not connected", "the answer did not come from Acme", "no issuer is configured for this provider")
+
+	f.wantState(t, e.ID, flow.Failed)
+	f.wantNoCredential(t, "alice", "acme")
+	if _, exchanges := p.tokens(); exchanges != 0 {
+		t.Errorf("the refused answer's code was exchanged %d times", exchanges)
 	}
 }
 

@@ -388,7 +388,8 @@ func (f *fixture) history(t testing.TB, id string) []flow.Entry {
 	return h
 }
 
-// snapshot is what a request that changes nothing must leave as it was.
+// snapshot is what a request that changes nothing must leave as it was. History is the
+// number of events the history records.
 type snapshot struct {
 	State   flow.State
 	History int
@@ -396,7 +397,16 @@ type snapshot struct {
 
 func (f *fixture) snapshot(t testing.TB, id string) snapshot {
 	t.Helper()
-	return snapshot{State: f.get(t, id).State, History: len(f.history(t, id))}
+	return snapshot{State: f.get(t, id).State, History: recorded(f.history(t, id))}
+}
+
+// recorded returns the number of events history h records: an entry may count several.
+func recorded(h []flow.Entry) int {
+	n := 0
+	for _, e := range h {
+		n += max(e.Count, 1)
+	}
+	return n
 }
 
 // wantState fails the test unless elicitation id is in state want.
@@ -408,7 +418,7 @@ func (f *fixture) wantState(t testing.TB, id string, want flow.State) {
 }
 
 // wantUnchanged fails the test unless elicitation id is as in before: same state, no new
-// history entry.
+// event in the history.
 func (f *fixture) wantUnchanged(t testing.TB, id string, before snapshot) {
 	t.Helper()
 	if after := f.snapshot(t, id); after != before {
@@ -969,16 +979,21 @@ func (b *browser) atProvider(authURL string) string {
 	return got.Location()
 }
 
-// provider is an in-process third-party OAuth provider, "Acme", with explicit endpoints:
-// its authorization endpoint answers at once (the user approves, unless refusal is set),
-// its token endpoint checks the client, the redirect URI and PKCE and spends each code
-// once, and its userinfo endpoint names the account of the tokens it issued.
+// provider is an in-process third-party OAuth provider, "Acme", with explicit endpoints
+// and no discovery document: its authorization endpoint answers at once (the user
+// approves, unless refusal is set), with iss when sendsIss is set; its token endpoint
+// checks the client, the redirect URI and PKCE and spends each code once, and its userinfo
+// endpoint names the account of the tokens it issued.
 type provider struct {
 	srv *httptest.Server
+	// issuer is the issuer urlflow is configured with for Acme, if any. Set it before the
+	// fixture starts.
+	issuer string
 
 	mu          sync.Mutex
 	redirectURI string
 	refusal     string            // the error the authorization endpoint answers; "" approves
+	sendsIss    string            // the iss of authorization responses; "" sends none
 	challenges  map[string]string // code -> PKCE challenge
 	issued      []string          // access tokens
 	exchanges   int
@@ -1010,7 +1025,7 @@ func (p *provider) config(redirectURI string) thirdparty.Config {
 	return thirdparty.Config{
 		Name: "acme", Label: "Acme", ClientID: providerClientID, ClientSecretEnv: "ACME_SECRET",
 		AuthorizationURL: p.srv.URL + "/authorize", TokenURL: p.srv.URL + "/token", UserinfoURL: p.srv.URL + "/userinfo",
-		Scopes: []string{"profile"},
+		Scopes: []string{"profile"}, Issuer: p.issuer,
 	}
 }
 
@@ -1019,6 +1034,13 @@ func (p *provider) nameAccount(name string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.account = name
+}
+
+// sendIss makes the authorization endpoint send iss with its answers ("" sends none).
+func (p *provider) sendIss(iss string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sendsIss = iss
 }
 
 // refuse makes the authorization endpoint answer code ("" approves again).
@@ -1045,6 +1067,9 @@ func (p *provider) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	answer := url.Values{"state": {q.Get("state")}}
+	if p.sendsIss != "" {
+		answer.Set("iss", p.sendsIss)
+	}
 	if p.refusal != "" {
 		answer.Set("error", p.refusal)
 	} else {

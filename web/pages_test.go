@@ -236,7 +236,7 @@ func TestPostsAfterTheFlowEndedChangeNothing(t *testing.T) {
 			f.wantState(t, e.ID, flow.Complete)
 			h := f.history(t, e.ID)
 			last := h[len(h)-1]
-			if len(h) != before.History+1 || last.Event != flow.LatePost || last.From != flow.Complete || last.To != flow.Complete ||
+			if recorded(h) != before.History+1 || last.Event != flow.LatePost || last.From != flow.Complete || last.To != flow.Complete ||
 				!strings.HasSuffix(last.Reason, "/e/"+e.ID+"/"+action) {
 				t.Errorf("history %v ends with %+v, want one late_post naming the form", events(h), last)
 			}
@@ -294,7 +294,7 @@ func TestOtherUserOpeningALinkIsRefusedAndChangesNothing(t *testing.T) {
 	f.wantState(t, e.ID, before.State)
 	h := f.history(t, e.ID)
 	last := h[len(h)-1]
-	if len(h) != before.History+1 || last.Event != flow.OtherUserOpened || last.Actor != state.ActorOther ||
+	if recorded(h) != before.History+1 || last.Event != flow.OtherUserOpened || last.Actor != state.ActorOther ||
 		last.From != flow.Pending || last.To != flow.Pending || !strings.Contains(last.Reason, "bob") {
 		t.Errorf("history %v ends with %+v, want one other_user_opened by bob changing nothing", events(h), last)
 	}
@@ -316,10 +316,66 @@ func TestOtherUserOpeningALinkIsRefusedAndChangesNothing(t *testing.T) {
 			t.Errorf("Bob's %s: %+v, want in_progress with one more other_user_opened", action, after)
 		}
 	}
+	if last := f.lastEntry(t, e.ID); last.Count != 3 {
+		t.Errorf("Bob's three refusals in a row are counted %d times on the newest entry, want one entry counted 3 times", last.Count)
+	}
 	f.wantNoCredential(t, "alice", demoSlot)
 	f.wantNoCredential(t, "bob", demoSlot)
 	if got := f.counter(t, "urlflow_phishing_refusals_total"); got != 4 {
 		t.Errorf("urlflow_phishing_refusals_total = %d, want 4", got)
+	}
+}
+
+// A link loaded again and again by other users (issue 10: 1,500 page loads made a 285 KiB
+// status answer) keeps a short history: refusals in a row by the same user are one entry
+// with a count, and the entries between the first and the newest are dropped and counted.
+func TestALinkLoadedByOthersAgainAndAgainKeepsItsStatusAnswerSmall(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	bob, carol := f.browser(t, "bob"), f.browser(t, "carol")
+	bob.signIn("/")
+	carol.signIn("/")
+	// Bob loads the link twice, then Carol once, and again: 200 entries without the cap.
+	const loads = 300
+	for i := range loads {
+		b := bob
+		if i%3 == 2 {
+			b = carol
+		}
+		b.get("/e/"+e.ID).want(t, http.StatusForbidden, "This link is not for you")
+	}
+
+	got := f.api(t, http.MethodGet, "/api/v1/elicitations/"+e.ID, f.token(t, "alice"), "")
+
+	var v flow.View
+	got.decode(t, &v)
+	if len(got.Body) > 32<<10 {
+		t.Errorf("the status answer is %d bytes, want at most 32 KiB", len(got.Body))
+	}
+	if len(v.History) != flow.HistoryFirst+1+flow.HistoryNewest {
+		t.Fatalf("the history has %d entries, want %d", len(v.History), flow.HistoryFirst+1+flow.HistoryNewest)
+	}
+	if first := v.History[0]; first.Event != flow.Created {
+		t.Errorf("the first entry is %+v, want created", first)
+	}
+	for i, en := range v.History[1:flow.HistoryFirst] {
+		who, count := "bob", 2
+		if i%2 == 1 {
+			who, count = "carol", 0
+		}
+		if en.Event != flow.OtherUserOpened || !strings.Contains(en.Reason, "opened by "+who+" ") || en.Count != count {
+			t.Errorf("entry %d is %+v, want %s's refusal counted %d", i+1, en, who, max(count, 1))
+		}
+	}
+	if dropped := v.History[flow.HistoryFirst]; dropped.Event != flow.HistoryDropped || dropped.Count == 0 {
+		t.Errorf("entry %d is %+v, want the dropped entries", flow.HistoryFirst, dropped)
+	}
+	if n := recorded(v.History); n != 1+loads {
+		t.Errorf("the history records %d events, want created and %d page loads", n, loads)
+	}
+	if got := f.counter(t, "urlflow_phishing_refusals_total"); got != loads {
+		t.Errorf("urlflow_phishing_refusals_total = %d, want %d", got, loads)
 	}
 }
 

@@ -30,7 +30,10 @@ type Config struct {
 	// Preset names a built-in provider: github, google, microsoft, slack, gitlab,
 	// atlassian, notion, linear.
 	Preset string `yaml:"preset"`
-	// Issuer is an OpenID issuer whose discovery document gives the endpoints.
+	// Issuer is the provider's issuer identifier. Alone, or with only one of
+	// AuthorizationURL and TokenURL, it is an OpenID issuer whose discovery document gives
+	// the endpoints. With both, nothing is discovered: it is only what the provider's
+	// authorization responses must name in iss (RFC 9207).
 	Issuer string `yaml:"issuer"`
 	// Explicit endpoints, for providers without discovery or to override a preset.
 	AuthorizationURL string `yaml:"authorization_url"`
@@ -242,8 +245,15 @@ func newProvider(ctx context.Context, cfg Config, opts Options) (*Provider, []st
 		preset(p, cfg)
 	case cfg.Issuer != "":
 		// The discovery document names every endpoint: it must not come over plain HTTP.
+		// An issuer identifier is an https URL in any case (RFC 8414, section 2).
 		if !secureURL(cfg.Issuer) {
 			problem("issuer must be an https URL, got %q", cfg.Issuer)
+			break
+		}
+		if cfg.AuthorizationURL != "" && cfg.TokenURL != "" {
+			// The endpoints are given: the issuer only checks the iss of authorization
+			// responses. A provider that has no discovery document can still send iss.
+			p.issuer = cfg.Issuer
 			break
 		}
 		if opts.CheckOnly {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -208,8 +209,9 @@ func TestExplicitEndpointsProvider(t *testing.T) {
 			if err := p.CheckIssuer(""); err != nil {
 				t.Errorf("CheckIssuer without iss: %v", err)
 			}
-			if err := p.CheckIssuer("https://auth.acme.example"); err == nil {
-				t.Error("CheckIssuer accepts an issuer the provider was not configured with")
+			// Without an issuer urlflow cannot tell Acme's iss from another provider's.
+			if err := p.CheckIssuer("https://auth.acme.example"); err == nil || !strings.Contains(err.Error(), "no issuer is configured") {
+				t.Errorf("CheckIssuer of an iss without a configured issuer: %v, want a refusal that says why", err)
 			}
 
 			s.handle("POST auth.acme.example/oauth/token", replyJSON(200, `{"access_token":"acme-at","token_type":"bearer","expires_in":600,"refresh_token":"acme-rt","scope":"read write"}`))
@@ -250,6 +252,59 @@ func TestExplicitEndpointsProvider(t *testing.T) {
 			wantClientAuth(t, r, tt.basic)
 			wantValues(t, "revocation", r.form(t), map[string]string{"token": "acme-rt-2", "token_type_hint": "refresh_token"})
 		})
+	}
+}
+
+// A provider with explicit endpoints and an issuer is not discovered (it may have no
+// discovery document) and its authorization responses' iss is checked against the issuer
+// (RFC 9207): the right one passes, another is refused, and none passes, since such a
+// provider has not said that it always sends one.
+func TestExplicitEndpointsWithAnIssuerCheckItsIssWithoutDiscovery(t *testing.T) {
+	const issuer = "https://auth.acme.example"
+	s := newStandIn(t)
+	cfg := acmeConfig("")
+	cfg.Issuer = issuer
+	p := s.provider(t, cfg)
+	if reqs := s.requests(); len(reqs) != 0 {
+		t.Errorf("configuring the provider sent %q, want nothing", routesOf(reqs))
+	}
+	u, _ := url.Parse(p.AuthCodeURL(testState, testVerifier, nil))
+	if got := u.Host + u.Path; got != "auth.acme.example/oauth/authorize" {
+		t.Errorf("authorization endpoint %s, want the configured one", got)
+	}
+	if got := p.DefaultScopes(); !slices.Equal(got, cfg.Scopes) {
+		t.Errorf("default scopes %q, want the configured %q", got, cfg.Scopes)
+	}
+	for _, tt := range []struct {
+		iss string
+		ok  bool
+	}{
+		{issuer, true},
+		{"", true},
+		{"https://evil.example", false},
+		{issuer + "/", false},
+		{"https://AUTH.acme.example", false},
+		{"auth.acme.example", false},
+	} {
+		if err := p.CheckIssuer(tt.iss); (err == nil) != tt.ok {
+			t.Errorf("CheckIssuer(%q) = %v, want ok %v", tt.iss, err, tt.ok)
+		}
+	}
+
+	// With one endpoint only, the issuer is still discovered for the other.
+	s.handle("GET idp.example/.well-known/openid-configuration", replyJSON(200, discoveryDocument("https://idp.example", true, nil)))
+	cfg = acmeConfig("")
+	cfg.Issuer, cfg.TokenURL = "https://idp.example", ""
+	p = s.provider(t, cfg)
+	if got := routesOf(s.requests()); !slices.Equal(got, []string{"GET idp.example/.well-known/openid-configuration"}) {
+		t.Errorf("sent %q, want the discovery", got)
+	}
+	u, _ = url.Parse(p.AuthCodeURL(testState, testVerifier, nil))
+	if got := u.Host + u.Path; got != "auth.acme.example/oauth/authorize" {
+		t.Errorf("authorization endpoint %s, want the configured one", got)
+	}
+	if err := p.CheckIssuer(""); err == nil {
+		t.Error("CheckIssuer accepts no iss from a provider whose metadata says it always sends one")
 	}
 }
 
@@ -401,6 +456,8 @@ func TestNewProvidersNamesEveryProblem(t *testing.T) {
 			[]string{`provider gh: token_url must be an https URL`}},
 		{"http issuer", []Config{preset("idp", "", func(c *Config) { c.Issuer = "http://idp.example" })},
 			[]string{`provider idp: issuer must be an https URL, got "http://idp.example"`}},
+		{"http issuer with explicit endpoints", []Config{explicit(func(c *Config) { c.Issuer = "http://auth.acme.example" })},
+			[]string{`provider acme: issuer must be an https URL, got "http://auth.acme.example"`}},
 		{"bad name", []Config{preset("Git Hub", "github", nil)}, []string{"provider Git Hub: name must match [a-z0-9_]+"}},
 		{"no name", []Config{preset("", "github", nil)}, []string{"provider (no name): name must match [a-z0-9_]+"}},
 		{"defined twice", []Config{preset("gh", "github", nil), preset("gh", "gitlab", nil)}, []string{"provider gh: defined twice"}},

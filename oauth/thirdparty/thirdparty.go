@@ -62,7 +62,12 @@ func (p *Provider) joinScopes(scopes []string) []string {
 
 // CheckIssuer checks the iss parameter of an authorization response (RFC 9207): when the
 // provider is known to send it, it must be there; when it is there, it must be the
-// provider's.
+// provider's issuer, by simple string comparison. An iss from a provider whose issuer
+// urlflow does not know (explicit endpoints without issuer, presets of providers that have
+// none) is refused: urlflow cannot tell it from another provider's, which is the mix-up the
+// parameter defends against. RFC 9207, section 2.4: a client SHOULD discard a response with
+// iss from a server that does not say it sends one, and may accept it by configuration;
+// here, by the provider's issuer setting.
 func (p *Provider) CheckIssuer(iss string) error {
 	switch {
 	case iss == "" && p.issRequired:
@@ -74,7 +79,9 @@ func (p *Provider) CheckIssuer(iss string) error {
 			return fmt.Errorf("the answer names issuer %q, not this provider", iss)
 		}
 		return nil
-	case p.issuer == "" || iss != p.issuer:
+	case p.issuer == "":
+		return fmt.Errorf("the answer names issuer %q, and no issuer is configured for this provider", iss)
+	case iss != p.issuer:
 		return fmt.Errorf("the answer names issuer %q, not this provider", iss)
 	}
 	return nil

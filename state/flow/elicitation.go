@@ -21,6 +21,14 @@ type Delivery struct {
 
 // Entry is one line of an elicitation's history. From and To are equal when the event
 // changed nothing.
+//
+// An entry may stand for several events (docs/design.md, "History"). An event identical to
+// the newest entry but for its time is counted on that entry: Count is how many times it
+// happened in a row, At the first time and LastAt the last. And once a history is longer
+// than HistoryFirst + HistoryNewest entries, the entries between its first and its newest
+// are dropped into one entry whose Event is HistoryDropped: Count is how many events were
+// dropped, At and LastAt when the first and the last of them happened, From the state
+// before them and To the state after them.
 type Entry struct {
 	At     time.Time   `json:"at"`
 	Event  Event       `json:"event"`
@@ -28,6 +36,10 @@ type Entry struct {
 	From   State       `json:"from,omitempty"`
 	To     State       `json:"to,omitempty"`
 	Reason string      `json:"reason,omitempty"`
+	// Count is how many events the entry stands for; 0 (left out of the JSON) means one.
+	Count int `json:"count,omitempty"`
+	// LastAt is when the last of them happened, for an entry with a Count.
+	LastAt time.Time `json:"lastAt,omitzero"`
 }
 
 // Elicitation is one request for a secret or a grant, as stored in Redis.

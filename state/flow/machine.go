@@ -53,7 +53,7 @@ func (s State) Valid() bool {
 	return false
 }
 
-// Event is something that happened to an elicitation. Every event is appended to the
+// Event is something that happened to an elicitation. Every event is recorded in the
 // elicitation's history; only some change its state (see Next).
 type Event string
 

@@ -161,17 +161,6 @@ func (s *Store) writeRecord(ctx context.Context, p redis.Pipeliner, e *Elicitati
 	return nil
 }
 
-func (s *Store) appendHistory(ctx context.Context, p redis.Pipeliner, e *Elicitation, entry Entry) error {
-	line, err := json.Marshal(entry)
-	if err != nil {
-		return fmt.Errorf("encode history of %s: %w", e.ID, err)
-	}
-	key := historyKey(e.User.Key(), e.ID)
-	p.RPush(ctx, key, line)
-	p.Expire(ctx, key, s.keep(e))
-	return nil
-}
-
 // userKeyOf returns the user key of elicitation id.
 func (s *Store) userKeyOf(ctx context.Context, id string) (string, error) {
 	if !ValidID(id) {
@@ -230,7 +219,8 @@ func (s *Store) expireIfOverdue(ctx context.Context, userKey, id string) (*Elici
 	return c.Elicitation, c.Changed(), nil
 }
 
-// History returns the history of elicitation id, oldest first.
+// History returns the history of elicitation id, oldest first: at most HistoryFirst + 1 +
+// HistoryNewest entries, some of which may stand for several events (Entry).
 func (s *Store) History(ctx context.Context, id string) ([]Entry, error) {
 	uk, err := s.userKeyOf(ctx, id)
 	if err != nil {
@@ -280,7 +270,9 @@ func WithCredential(c *credentials.Credential) ApplyOption {
 // Apply records event ev on elicitation id and moves it as the state table says, in one
 // atomic step: of two racing events exactly one changes the state, and the other is applied
 // to the new state (usually changing nothing). Every event, also one that changes nothing,
-// is appended to the history. An overdue elicitation is expired before ev is applied.
+// is recorded in the history in the same step (appendHistory: an event like the newest
+// entry is counted on it, and a long history drops entries from its middle). An overdue
+// elicitation is expired before ev is applied.
 // A cell marked "cannot happen" is recorded and returns ErrImpossible.
 func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Actor, reason string, opts ...ApplyOption) (Change, error) {
 	var cfg applyConfig
@@ -417,7 +409,7 @@ func (s *Store) afterChange(ctx context.Context, c Change, ev Event, actor state
 // update applies fn to elicitation id under the same optimistic lock as Apply, for changes
 // that are not state transitions (delivery records, requeues). fn modifies e and may queue
 // more writes in the user's slot on p; the record is written unless fn returns write false,
-// and entry, if not nil, is appended to the history.
+// and entry, if not nil, is recorded in the history.
 func (s *Store) update(ctx context.Context, id string, fn func(e *Elicitation, p redis.Pipeliner) (write bool, entry *Entry, err error)) (*Elicitation, error) {
 	uk, err := s.userKeyOf(ctx, id)
 	if err != nil {
