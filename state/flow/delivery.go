@@ -29,7 +29,7 @@ func (s *Store) RecordDelivery(ctx context.Context, id string, attemptErr error)
 	if err != nil {
 		return nil, err
 	}
-	s.publish(ctx, e, NoticeDelivery)
+	s.publish(ctx, e, NoticeDelivery, nil)
 	return e, nil
 }
 
@@ -66,7 +66,7 @@ func (s *Store) Requeue(ctx context.Context, id string, actor state.Actor) (*Eli
 	if err != nil {
 		return nil, err
 	}
-	s.publish(ctx, e, NoticeRequeue)
+	s.publish(ctx, e, NoticeRequeue, nil)
 	return e, nil
 }
 
@@ -106,10 +106,18 @@ const (
 	NoticeCloseSession NoticeKind = "close-session"
 )
 
-func (s *Store) publish(ctx context.Context, e *Elicitation, what NoticeKind) {
+// publish announces a change of e on EventsChannel, with the writes of also (outside the
+// user's slot, nil for none) in the same round trip.
+func (s *Store) publish(ctx context.Context, e *Elicitation, what NoticeKind, also func(redis.Pipeliner)) {
 	msg, err := json.Marshal(Notice{ID: e.ID, What: what, State: e.State, UserKey: e.User.Key(), SessionID: e.SessionID})
 	if err == nil {
-		err = s.rdb.Publish(ctx, EventsChannel, msg).Err()
+		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			if also != nil {
+				also(p)
+			}
+			p.Publish(ctx, EventsChannel, msg)
+			return nil
+		})
 	}
 	if err != nil {
 		// The record is the truth; waiters re-read it when Redis comes back.

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/urlflow/urlflow/internal/expiring"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
@@ -48,11 +50,24 @@ type Store struct {
 	retention time.Duration
 	log       *slog.Logger
 	counters  *counters.Counters
+
+	// owners remembers whose elicitation each recently seen ID is: an ID never changes
+	// user, so a replica reads the eid:ID index once per ID instead of before every read
+	// and change of it. Only IDs that exist are kept.
+	ownersMu sync.Mutex
+	owners   *expiring.Map[string, string]
 }
+
+// Bounds of Store.owners: about a megabyte.
+const (
+	ownersSize = 10_000
+	ownersTTL  = time.Hour
+)
 
 // NewStore returns a Store on rdb.
 func NewStore(rdb redis.UniversalClient, opts StoreOptions) *Store {
-	s := &Store{rdb: rdb, now: opts.Now, retention: opts.Retention, log: opts.Logger, counters: opts.Counters}
+	s := &Store{rdb: rdb, now: opts.Now, retention: opts.Retention, log: opts.Logger, counters: opts.Counters,
+		owners: expiring.New[string, string](ownersSize)}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -144,6 +159,7 @@ func (s *Store) index(ctx context.Context, e *Elicitation) error {
 	if err != nil {
 		return fmt.Errorf("index elicitation %s: %w", e.ID, err)
 	}
+	s.rememberOwner(e.ID, e.User.Key())
 	return nil
 }
 
@@ -161,10 +177,16 @@ func (s *Store) writeRecord(ctx context.Context, p redis.Pipeliner, e *Elicitati
 	return nil
 }
 
-// userKeyOf returns the user key of elicitation id.
+// userKeyOf returns the user key of elicitation id: remembered, or read from the index.
 func (s *Store) userKeyOf(ctx context.Context, id string) (string, error) {
 	if !ValidID(id) {
 		return "", state.ErrNotFound
+	}
+	s.ownersMu.Lock()
+	uk, ok := s.owners.Get(id, s.now())
+	s.ownersMu.Unlock()
+	if ok {
+		return uk, nil
 	}
 	uk, err := s.rdb.Get(ctx, indexKey(id)).Result()
 	if errors.Is(err, redis.Nil) {
@@ -173,7 +195,16 @@ func (s *Store) userKeyOf(ctx context.Context, id string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("look up elicitation %s: %w", id, err)
 	}
+	s.rememberOwner(id, uk)
 	return uk, nil
+}
+
+// rememberOwner notes that elicitation id is user key uk's.
+func (s *Store) rememberOwner(id, uk string) {
+	now := s.now()
+	s.ownersMu.Lock()
+	defer s.ownersMu.Unlock()
+	s.owners.Set(id, uk, now.Add(ownersTTL), now)
 }
 
 func load(ctx context.Context, c redis.Cmdable, userKey, id string) (*Elicitation, error) {
@@ -398,12 +429,12 @@ func (s *Store) afterChange(ctx context.Context, c Change, ev Event, actor state
 	s.log.InfoContext(ctx, "elicitation transition", "elicitation_id", e.ID, "user", e.User.Key(),
 		"event", ev, "actor", actor, "from", c.From, "to", c.To)
 	s.counters.Add(ctx, "urlflow_elicitation_transitions_total", "kind", string(e.Kind), "to", string(c.To))
+	var tidy func(redis.Pipeliner)
 	if e.State.Terminal() {
-		if err := s.rdb.ZRem(ctx, deadlinesKey, e.ID).Err(); err != nil {
-			s.log.WarnContext(ctx, "deadline index not tidied; the sweeper will", "elicitation_id", e.ID, "err", err)
-		}
+		// In the same round trip as the notice; if it fails, the sweeper tidies.
+		tidy = func(p redis.Pipeliner) { p.ZRem(ctx, deadlinesKey, e.ID) }
 	}
-	s.publish(ctx, e, NoticeState)
+	s.publish(ctx, e, NoticeState, tidy)
 }
 
 // update applies fn to elicitation id under the same optimistic lock as Apply, for changes
@@ -460,6 +491,7 @@ func (s *Store) OpenFor(ctx context.Context, user state.User, kind state.Kind, t
 	if err != nil {
 		return nil, fmt.Errorf("look up open elicitation: %w", err)
 	}
+	s.rememberOwner(id, user.Key()) // the open key, in user's slot, names only user's flows
 	e, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -529,7 +561,7 @@ func (s *Store) Retry(ctx context.Context, id string, actor state.Actor, ttl tim
 			return nil, err
 		}
 		s.log.InfoContext(ctx, "elicitation retried", "elicitation_id", next.ID, "retry_of", id, "user", uk)
-		s.publish(ctx, next, NoticeRetried)
+		s.publish(ctx, next, NoticeRetried, nil)
 		return next, nil
 	}
 	return nil, fmt.Errorf("retry elicitation %s: too much contention", id)
