@@ -105,11 +105,15 @@ func (s *Store) Create(ctx context.Context, n NewElicitation) (*Elicitation, err
 		return nil, err
 	}
 	entry := Entry{At: e.CreatedAt, Event: Created, Actor: state.ActorClient, To: Pending, Reason: n.Purpose}
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		return s.writeNew(ctx, p, e, entry)
-	})
-	if err != nil {
+	b := s.newBatch()
+	if err := s.writeNew(ctx, b, e, entry); err != nil {
+		return nil, err
+	}
+	switch wrote, err := s.runIf(ctx, elicitationKey(e.User.Key(), e.ID), nil, "", nil, b); {
+	case err != nil:
 		return nil, fmt.Errorf("create elicitation: %w", err)
+	case !wrote:
+		return nil, fmt.Errorf("create elicitation: its new ID %s is taken", e.ID)
 	}
 	if err := s.index(ctx, e); err != nil {
 		return nil, err
@@ -208,18 +212,47 @@ func (s *Store) rememberOwner(id, uk string) {
 }
 
 func load(ctx context.Context, c redis.Cmdable, userKey, id string) (*Elicitation, error) {
-	doc, err := c.Get(ctx, elicitationKey(userKey, id)).Bytes()
+	e, _, err := decodeRecord(id, c.Get(ctx, elicitationKey(userKey, id)))
+	return e, err
+}
+
+// decodeRecord decodes the answer of a GET of elicitation id's record, and returns it with
+// the record as stored, which a step that changes it compares against (runIf).
+func decodeRecord(id string, get *redis.StringCmd) (*Elicitation, []byte, error) {
+	doc, err := get.Bytes()
 	if errors.Is(err, redis.Nil) {
-		return nil, state.ErrNotFound
+		return nil, nil, state.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read elicitation %s: %w", id, err)
+		return nil, nil, fmt.Errorf("read elicitation %s: %w", id, err)
 	}
 	var e Elicitation
 	if err := json.Unmarshal(doc, &e); err != nil {
-		return nil, fmt.Errorf("decode elicitation %s: %w", id, err)
+		return nil, nil, fmt.Errorf("decode elicitation %s: %w", id, err)
 	}
-	return &e, nil
+	return &e, doc, nil
+}
+
+// read reads elicitation id of user key uk as stored and, when other is not empty, whether
+// the key other exists, in one round trip.
+func (s *Store) read(ctx context.Context, uk, id, other string) (*Elicitation, []byte, bool, error) {
+	var get *redis.StringCmd
+	var exists *redis.IntCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		get = p.Get(ctx, elicitationKey(uk, id))
+		if other != "" {
+			exists = p.Exists(ctx, other)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, false, fmt.Errorf("read elicitation %s: %w", id, err)
+	}
+	e, doc, err := decodeRecord(id, get)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return e, doc, exists != nil && exists.Val() > 0, nil
 }
 
 // Get returns elicitation id. A running elicitation whose deadline has passed is moved to
@@ -314,43 +347,35 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Acto
 	if err != nil {
 		return Change{}, err
 	}
-	watched := []string{elicitationKey(uk, id)}
+	other := ""
 	if cfg.credential != nil {
-		watched = append(watched, credentials.Key(uk, cfg.credential.Name))
+		other = credentials.Key(uk, cfg.credential.Name)
 	}
 	for range maxCASAttempts {
-		var (
-			change   Change
-			applyErr error
-		)
-		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			e, err := load(ctx, tx, uk, id)
-			if err != nil {
-				return err
-			}
-			if ev == DeadlinePassed && !e.Overdue(s.now()) {
-				// Another reader expired it first, or the deadline has not come: no event.
-				change = Change{Elicitation: e, From: e.State, To: e.State}
-				return nil
-			}
-			if cfg.credential != nil {
-				n, err := tx.Exists(ctx, watched[1]).Result()
-				if err != nil {
-					return err
-				}
-				cfg.replaced = n > 0
-			}
-			change, applyErr = s.apply(e, ev, actor, reason)
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				return s.queueChange(ctx, p, change, ev, actor, reason, cfg)
-			})
-			return err
-		}, watched...)
-		if errors.Is(err, redis.TxFailedErr) {
-			continue
-		}
+		e, doc, exists, err := s.read(ctx, uk, id, other)
 		if err != nil {
 			return Change{}, fmt.Errorf("apply %s to elicitation %s: %w", ev, id, err)
+		}
+		if ev == DeadlinePassed && !e.Overdue(s.now()) {
+			// Another reader expired it first, or the deadline has not come: no event.
+			return Change{Elicitation: e, From: e.State, To: e.State}, nil
+		}
+		var existed *bool
+		if cfg.credential != nil {
+			cfg.replaced, existed = exists, &exists
+		}
+		change, applyErr := s.apply(e, ev, actor, reason)
+		b := s.newBatch()
+		if err := s.queueChange(ctx, b, change, ev, actor, reason, cfg); err != nil {
+			b.Discard()
+			return Change{}, fmt.Errorf("apply %s to elicitation %s: %w", ev, id, err)
+		}
+		wrote, err := s.runIf(ctx, elicitationKey(uk, id), doc, other, existed, b)
+		if err != nil {
+			return Change{}, fmt.Errorf("apply %s to elicitation %s: %w", ev, id, err)
+		}
+		if !wrote {
+			continue // changed since it was read: read it again
 		}
 		s.afterChange(ctx, change, ev, actor)
 		return change, applyErr
@@ -446,37 +471,30 @@ func (s *Store) update(ctx context.Context, id string, fn func(e *Elicitation, p
 	if err != nil {
 		return nil, err
 	}
-	key := elicitationKey(uk, id)
 	for range maxCASAttempts {
-		var result *Elicitation
-		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			e, err := load(ctx, tx, uk, id)
-			if err != nil {
-				return err
-			}
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				write, entry, err := fn(e, p)
-				if err != nil || !write {
-					return err
-				}
-				if err := s.writeRecord(ctx, p, e); err != nil {
-					return err
-				}
-				if entry == nil {
-					return nil
-				}
-				return s.appendHistory(ctx, p, e, *entry)
-			})
-			result = e
-			return err
-		}, key)
-		if errors.Is(err, redis.TxFailedErr) {
-			continue
-		}
+		e, doc, _, err := s.read(ctx, uk, id, "")
 		if err != nil {
 			return nil, fmt.Errorf("update elicitation %s: %w", id, err)
 		}
-		return result, nil
+		b := s.newBatch()
+		write, entry, err := fn(e, b)
+		if err == nil && write {
+			err = s.writeRecord(ctx, b, e)
+		}
+		if err == nil && write && entry != nil {
+			err = s.appendHistory(ctx, b, e, *entry)
+		}
+		if err != nil {
+			b.Discard()
+			return nil, fmt.Errorf("update elicitation %s: %w", id, err)
+		}
+		wrote, err := s.runIf(ctx, elicitationKey(uk, id), doc, "", nil, b)
+		if err != nil {
+			return nil, fmt.Errorf("update elicitation %s: %w", id, err)
+		}
+		if wrote {
+			return e, nil
+		}
 	}
 	return nil, fmt.Errorf("update elicitation %s: too much contention", id)
 }
@@ -513,49 +531,48 @@ func (s *Store) Retry(ctx context.Context, id string, actor state.Actor, ttl tim
 	if _, err := s.Get(ctx, id); err != nil { // expires it first if overdue
 		return nil, err
 	}
-	key := elicitationKey(uk, id)
 	for range maxCASAttempts {
-		var next *Elicitation
-		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			old, err := load(ctx, tx, uk, id)
-			if err != nil {
-				return err
-			}
-			switch {
-			case !old.State.Terminal() || old.State == Complete:
-				return fmt.Errorf("retry %s in state %s: %w", id, old.State, ErrConflict)
-			case old.RetriedBy != "":
-				return fmt.Errorf("retry %s: already retried as %s: %w", id, old.RetriedBy, ErrConflict)
-			}
-			next, err = s.newRecord(NewElicitation{
-				User: old.User, Kind: old.Kind, Target: old.Target, Purpose: old.Purpose,
-				Replace: old.Replace, Scopes: old.Scopes, Client: old.Client, SessionID: old.SessionID,
-				Replica: old.Replica, TTL: ttl,
-			})
-			if err != nil {
-				return err
-			}
-			next.RetryOf = old.ID
-			old.RetriedBy = next.ID
-			old.UpdatedAt = next.CreatedAt
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				created := Entry{At: next.CreatedAt, Event: Created, Actor: actor, To: Pending, Reason: "new attempt of " + old.ID}
-				if err := s.writeNew(ctx, p, next, created); err != nil {
-					return err
-				}
-				if err := s.writeRecord(ctx, p, old); err != nil {
-					return err
-				}
-				return s.appendHistory(ctx, p, old, Entry{At: next.CreatedAt, Event: RetriedAs, Actor: actor,
-					From: old.State, To: old.State, Reason: "new attempt " + next.ID})
-			})
-			return err
-		}, key)
-		if errors.Is(err, redis.TxFailedErr) {
-			continue
-		}
+		old, doc, _, err := s.read(ctx, uk, id, "")
 		if err != nil {
 			return nil, err
+		}
+		switch {
+		case !old.State.Terminal() || old.State == Complete:
+			return nil, fmt.Errorf("retry %s in state %s: %w", id, old.State, ErrConflict)
+		case old.RetriedBy != "":
+			return nil, fmt.Errorf("retry %s: already retried as %s: %w", id, old.RetriedBy, ErrConflict)
+		}
+		next, err := s.newRecord(NewElicitation{
+			User: old.User, Kind: old.Kind, Target: old.Target, Purpose: old.Purpose,
+			Replace: old.Replace, Scopes: old.Scopes, Client: old.Client, SessionID: old.SessionID,
+			Replica: old.Replica, TTL: ttl,
+		})
+		if err != nil {
+			return nil, err
+		}
+		next.RetryOf = old.ID
+		old.RetriedBy = next.ID
+		old.UpdatedAt = next.CreatedAt
+		b := s.newBatch()
+		created := Entry{At: next.CreatedAt, Event: Created, Actor: actor, To: Pending, Reason: "new attempt of " + old.ID}
+		err = s.writeNew(ctx, b, next, created)
+		if err == nil {
+			err = s.writeRecord(ctx, b, old)
+		}
+		if err == nil {
+			err = s.appendHistory(ctx, b, old, Entry{At: next.CreatedAt, Event: RetriedAs, Actor: actor,
+				From: old.State, To: old.State, Reason: "new attempt " + next.ID})
+		}
+		if err != nil {
+			b.Discard()
+			return nil, err
+		}
+		wrote, err := s.runIf(ctx, elicitationKey(uk, id), doc, "", nil, b)
+		if err != nil {
+			return nil, fmt.Errorf("retry elicitation %s: %w", id, err)
+		}
+		if !wrote {
+			continue
 		}
 		if err := s.index(ctx, next); err != nil {
 			return nil, err
