@@ -87,14 +87,19 @@ type elicitation struct {
 		From   string `json:"from"`
 		To     string `json:"to"`
 		Reason string `json:"reason"`
+		// Count is how many identical events in a row the entry stands for (0 means 1).
+		Count int `json:"count"`
 	} `json:"history"`
 }
 
-// events returns the history's events in order.
+// events returns the history's events in order, an entry that counts repeated events once
+// for each.
 func (e elicitation) events() []string {
 	var out []string
 	for _, h := range e.History {
-		out = append(out, h.Event)
+		for range max(h.Count, 1) {
+			out = append(out, h.Event)
+		}
 	}
 	return out
 }

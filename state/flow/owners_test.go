@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -88,4 +89,38 @@ func TestAReplicaReadsTheIndexOncePerElicitation(t *testing.T) {
 	if n := otherReads.n.Load(); n != 3 {
 		t.Errorf("after two reads of an unknown ID the index was read %d times, want 3", n)
 	}
+}
+
+func TestAStepStartedFromARecordThatChangedSinceIsAppliedToTheNewOne(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := t.Context()
+		here, there := newStore(b, nil), newStore(b, nil) // two replicas
+		alice := state.User{Issuer: "https://idp.test", Subject: "alice"}
+		e, err := here.Create(ctx, NewElicitation{User: alice, Kind: state.KindSecret, Target: "demo", Purpose: "a test", TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := here.Get(ctx, e.ID); err != nil { // here has seen it pending
+			t.Fatal(err)
+		}
+		if _, err := there.Apply(ctx, e.ID, BrowserOpen, state.ActorUser, "opened elsewhere"); err != nil {
+			t.Fatal(err)
+		}
+		// here starts from what it saw; the step finds the record changed and starts over.
+		c, err := here.Apply(ctx, e.ID, PageDecline, state.ActorUser, "declined")
+		if err != nil || c.From != InProgress || c.To != Declined {
+			t.Fatalf("Apply = %+v, %v; want in_progress → declined", c, err)
+		}
+		h, err := here.History(ctx, e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var events []Event
+		for _, en := range h {
+			events = append(events, en.Event)
+		}
+		if want := []Event{Created, BrowserOpen, PageDecline}; !slices.Equal(events, want) {
+			t.Fatalf("history %v, want %v", events, want)
+		}
+	})
 }

@@ -56,18 +56,26 @@ type Store struct {
 	// and change of it. Only IDs that exist are kept.
 	ownersMu sync.Mutex
 	owners   *expiring.Map[string, string]
+	// seen remembers each record as this replica last read it, for a few seconds: a step
+	// that changes a record just read (a page reads it, then records the event) starts from
+	// it instead of reading it again. It is only a hint: the step's script writes only if
+	// the record still reads so, and otherwise the step reads it and starts over.
+	seen *expiring.Map[string, []byte]
 }
 
-// Bounds of Store.owners: about a megabyte.
+// Bounds of Store.owners (about a megabyte) and Store.seen (up to about 20 MB at 2 kB a
+// record, and usually far less: it keeps records for seconds).
 const (
 	ownersSize = 10_000
 	ownersTTL  = time.Hour
+	seenSize   = 10_000
+	seenTTL    = 5 * time.Second
 )
 
 // NewStore returns a Store on rdb.
 func NewStore(rdb redis.UniversalClient, opts StoreOptions) *Store {
 	s := &Store{rdb: rdb, now: opts.Now, retention: opts.Retention, log: opts.Logger, counters: opts.Counters,
-		owners: expiring.New[string, string](ownersSize)}
+		owners: expiring.New[string, string](ownersSize), seen: expiring.New[string, []byte](seenSize)}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -211,9 +219,44 @@ func (s *Store) rememberOwner(id, uk string) {
 	s.owners.Set(id, uk, now.Add(ownersTTL), now)
 }
 
-func load(ctx context.Context, c redis.Cmdable, userKey, id string) (*Elicitation, error) {
-	e, _, err := decodeRecord(id, c.Get(ctx, elicitationKey(userKey, id)))
+// load reads elicitation id of user key uk, and remembers it as seen.
+func (s *Store) load(ctx context.Context, uk, id string) (*Elicitation, error) {
+	e, doc, err := decodeRecord(id, s.rdb.Get(ctx, elicitationKey(uk, id)))
+	if err == nil {
+		s.see(id, doc)
+	}
 	return e, err
+}
+
+// see remembers doc as the record of elicitation id as last read.
+func (s *Store) see(id string, doc []byte) {
+	now := s.now()
+	s.ownersMu.Lock()
+	defer s.ownersMu.Unlock()
+	s.seen.Set(id, doc, now.Add(seenTTL), now)
+}
+
+// seeWritten remembers e as just written (writeRecord writes the same bytes).
+func (s *Store) seeWritten(e *Elicitation) {
+	if doc, err := json.Marshal(e); err == nil {
+		s.see(e.ID, doc)
+	}
+}
+
+// seenRecord returns the record of elicitation id as this replica read it in the last
+// seconds, if it did; the step that uses it must check that it still reads so (runIf).
+func (s *Store) seenRecord(id string) (*Elicitation, []byte, bool) {
+	s.ownersMu.Lock()
+	doc, ok := s.seen.Get(id, s.now())
+	s.ownersMu.Unlock()
+	if !ok {
+		return nil, nil, false
+	}
+	var e Elicitation
+	if json.Unmarshal(doc, &e) != nil {
+		return nil, nil, false
+	}
+	return &e, doc, true
 }
 
 // decodeRecord decodes the answer of a GET of elicitation id's record, and returns it with
@@ -252,7 +295,20 @@ func (s *Store) read(ctx context.Context, uk, id, other string) (*Elicitation, [
 	if err != nil {
 		return nil, nil, false, err
 	}
+	s.see(id, doc)
 	return e, doc, exists != nil && exists.Val() > 0, nil
+}
+
+// readForChange is read for the first attempt of a step that changes elicitation id: the
+// record as this replica just read it, when it did and other is empty, without a round
+// trip. Later attempts (first is false) read it.
+func (s *Store) readForChange(ctx context.Context, uk, id, other string, first bool) (*Elicitation, []byte, bool, error) {
+	if first && other == "" {
+		if e, doc, ok := s.seenRecord(id); ok {
+			return e, doc, false, nil
+		}
+	}
+	return s.read(ctx, uk, id, other)
 }
 
 // Get returns elicitation id. A running elicitation whose deadline has passed is moved to
@@ -269,7 +325,7 @@ func (s *Store) Get(ctx context.Context, id string) (*Elicitation, error) {
 // expireIfOverdue reads elicitation id and expires it if its deadline has passed. It
 // reports whether this call expired it.
 func (s *Store) expireIfOverdue(ctx context.Context, userKey, id string) (*Elicitation, bool, error) {
-	e, err := load(ctx, s.rdb, userKey, id)
+	e, err := s.load(ctx, userKey, id)
 	if err != nil {
 		return nil, false, err
 	}
@@ -351,8 +407,8 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Acto
 	if cfg.credential != nil {
 		other = credentials.Key(uk, cfg.credential.Name)
 	}
-	for range maxCASAttempts {
-		e, doc, exists, err := s.read(ctx, uk, id, other)
+	for attempt := range maxCASAttempts {
+		e, doc, exists, err := s.readForChange(ctx, uk, id, other, attempt == 0)
 		if err != nil {
 			return Change{}, fmt.Errorf("apply %s to elicitation %s: %w", ev, id, err)
 		}
@@ -376,6 +432,9 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Acto
 		}
 		if !wrote {
 			continue // changed since it was read: read it again
+		}
+		if change.Changed() {
+			s.seeWritten(change.Elicitation)
 		}
 		s.afterChange(ctx, change, ev, actor)
 		return change, applyErr
@@ -471,8 +530,8 @@ func (s *Store) update(ctx context.Context, id string, fn func(e *Elicitation, p
 	if err != nil {
 		return nil, err
 	}
-	for range maxCASAttempts {
-		e, doc, _, err := s.read(ctx, uk, id, "")
+	for attempt := range maxCASAttempts {
+		e, doc, _, err := s.readForChange(ctx, uk, id, "", attempt == 0)
 		if err != nil {
 			return nil, fmt.Errorf("update elicitation %s: %w", id, err)
 		}
@@ -493,6 +552,9 @@ func (s *Store) update(ctx context.Context, id string, fn func(e *Elicitation, p
 			return nil, fmt.Errorf("update elicitation %s: %w", id, err)
 		}
 		if wrote {
+			if write {
+				s.seeWritten(e)
+			}
 			return e, nil
 		}
 	}
@@ -531,8 +593,8 @@ func (s *Store) Retry(ctx context.Context, id string, actor state.Actor, ttl tim
 	if _, err := s.Get(ctx, id); err != nil { // expires it first if overdue
 		return nil, err
 	}
-	for range maxCASAttempts {
-		old, doc, _, err := s.read(ctx, uk, id, "")
+	for attempt := range maxCASAttempts {
+		old, doc, _, err := s.readForChange(ctx, uk, id, "", attempt == 0)
 		if err != nil {
 			return nil, err
 		}
@@ -574,6 +636,7 @@ func (s *Store) Retry(ctx context.Context, id string, actor state.Actor, ttl tim
 		if !wrote {
 			continue
 		}
+		s.seeWritten(old)
 		if err := s.index(ctx, next); err != nil {
 			return nil, err
 		}

@@ -296,7 +296,7 @@ func TestDeadlineExpiresAFlowNobodyReads(t *testing.T) {
 			t.Errorf("notice = %+v, want alice's key and session-1", notice)
 		}
 		// The stored record, not Get: Get would expire the flow itself.
-		stored, err := load(t.Context(), b.Client, alice.Key(), e.ID)
+		stored, err := s.load(t.Context(), alice.Key(), e.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
