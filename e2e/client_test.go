@@ -185,7 +185,8 @@ func (c *client) noCompletion(d time.Duration) {
 }
 
 // recorder is an http.RoundTripper that adds the bearer token and copies every request and
-// response body into traffic (response bodies as they are read, so SSE streams too).
+// response body into traffic (response bodies as they are read, so SSE streams too); with
+// a nil traffic it copies nothing.
 type recorder struct {
 	token   string
 	traffic *syncBuffer
@@ -195,6 +196,9 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	if r.token != "" {
 		req.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	if r.traffic == nil {
+		return http.DefaultTransport.RoundTrip(req)
 	}
 	if req.Body != nil {
 		body, err := io.ReadAll(req.Body)
