@@ -22,7 +22,7 @@ func BenchmarkRedact(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				redact(api, secret(), resp, body)
+				newRedactor(api, secret()).redact(api, resp, body)
 			}
 		})
 	}
@@ -36,7 +36,7 @@ func BenchmarkCheckRequest(b *testing.B) {
 	req := Request{Method: "POST", Path: "/items", Query: map[string]string{"page": "2"}, Body: body}
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		if err := checkRequest(api, secret(), req); err != nil {
+		if err := newRedactor(api, secret()).checkRequest(req); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -36,12 +36,12 @@ const maxCodings = 3
 // nothing it could not check for the secret. An empty body is empty whatever its coding
 // says. When it undoes a coding, readBody removes Content-Encoding and Content-Length from
 // resp's headers, as they describe the body no longer.
-func readBody(ctx context.Context, api *API, secret state.Secret, resp *http.Response) ([]byte, error) {
+func readBody(ctx context.Context, api *API, secret state.Secret, r *redactor, resp *http.Response) ([]byte, error) {
 	codings, unknown := contentCodings(resp.Header)
 	switch {
 	case unknown != "":
 		// The API chose the name; it could quote the secret.
-		unknown = newRedactor(api, secret).text.replace(unknown)
+		unknown = r.text.replace(unknown)
 		return nil, fmt.Errorf("%w: Content-Encoding %q (urlflow reads gzip, deflate and br)", ErrEncoding, unknown)
 	case len(codings) > maxCodings:
 		return nil, fmt.Errorf("%w: %d content codings one over the other (urlflow undoes at most %d)", ErrEncoding, len(codings), maxCodings)

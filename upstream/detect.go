@@ -6,8 +6,6 @@ import (
 	"maps"
 	"net/url"
 	"slices"
-
-	"github.com/urlflow/urlflow/state"
 )
 
 // ErrSecretInRequest: the request a tool asked for carries the secret it would be sent
@@ -28,12 +26,11 @@ func (e *SecretInRequestError) Error() string {
 
 func (e *SecretInRequestError) Unwrap() error { return ErrSecretInRequest }
 
-// checkRequest returns a *SecretInRequestError if req carries a form of secret that
+// checkRequest returns a *SecretInRequestError if req carries a form of r's secret that
 // redaction would replace in an answer (see redact), in its path, query or body, as
 // written or with its percent-encoding undone. A tool sets no request headers, so these
 // are all the parts a request can carry it in.
-func checkRequest(api *API, secret state.Secret, req Request) error {
-	r := newRedactor(api, secret)
+func (r *redactor) checkRequest(req Request) error {
 	carries := func(texts ...string) bool {
 		return slices.ContainsFunc(texts, func(text string) bool {
 			return slices.ContainsFunc(decodings(text), r.shows)

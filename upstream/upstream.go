@@ -239,7 +239,9 @@ func (c *Caller) Call(ctx context.Context, api *API, secret state.Secret, req Re
 			return nil, fmt.Errorf("the query parameter %q is set by urlflow; leave it out", q)
 		}
 	}
-	if err := checkRequest(api, secret, req); err != nil {
+	// One redactor for the whole call: building its forms is most of its cost.
+	r := newRedactor(api, secret)
+	if err := r.checkRequest(req); err != nil {
 		return nil, err
 	}
 	values := url.Values{}
@@ -254,11 +256,11 @@ func (c *Caller) Call(ctx context.Context, api *API, secret state.Secret, req Re
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := readBody(ctx, api, secret, resp)
+	body, err := readBody(ctx, api, secret, r, resp)
 	if err != nil {
 		return nil, err
 	}
-	return redact(api, secret, resp, body), nil
+	return r.redact(api, resp, body), nil
 }
 
 // Check makes the verification request v to api with secret and reports whether the API
