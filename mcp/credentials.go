@@ -184,7 +184,10 @@ type connectionView struct {
 }
 
 func (s *Server) listConnections(ctx context.Context, t turn, _ struct{}) (*sdk.CallToolResult, error) {
-	conns, err := s.opts.Credentials.Connections(ctx, t.user)
+	conns, err := s.opts.Credentials.Connections(ctx, t.user, func(c *credentials.Credential) bool {
+		slot, ok := s.opts.Slots.Lookup(c.Name)
+		return ok && s.weakStored(ctx, t.user, slot, c)
+	})
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
@@ -194,7 +197,6 @@ func (s *Server) listConnections(ctx context.Context, t turn, _ struct{}) (*sdk.
 		label := c.Name
 		if slot, ok := s.opts.Slots.Lookup(c.Name); ok {
 			label = slot.Label
-			c.Weak = s.weakConnection(ctx, t.user, slot)
 		} else if p, ok := s.opts.Providers.Lookup(c.Name); ok {
 			label = p.Label
 		}
@@ -235,18 +237,6 @@ func (s *Server) listConnections(ctx context.Context, t turn, _ struct{}) (*sdk.
 		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
 		StructuredContent: map[string]any{"connections": views},
 	}, nil
-}
-
-// weakConnection reports whether user's stored secret of slot is weak (see weakStored).
-func (s *Server) weakConnection(ctx context.Context, user state.User, slot *slots.Slot) bool {
-	if slot.API == nil {
-		return false
-	}
-	cred, err := s.opts.Credentials.Get(ctx, user, slot.Name)
-	if err != nil {
-		return false // deleted meanwhile, or the store failed: nothing to say about it
-	}
-	return s.weakStored(ctx, user, slot, cred)
 }
 
 func orNone(s string) string {

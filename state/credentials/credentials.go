@@ -64,8 +64,8 @@ type Connection struct {
 	LockedAt       *time.Time `json:"lockedAt,omitempty"`
 	LockReason     string     `json:"lockReason,omitempty"`
 	// Weak marks a secret stored before its slot had its strength minimum: it works, and
-	// should be replaced. Package credentials cannot tell (it never opens a value); the tool
-	// that lists connections sets it.
+	// should be replaced. Package credentials cannot tell (it never opens a value): the
+	// caller of Connections judges it.
 	Weak bool `json:"weak,omitempty"`
 }
 
@@ -183,8 +183,9 @@ func (s *Store) Names(ctx context.Context, user state.User) ([]string, error) {
 }
 
 // Connections describes user's credentials, sorted by name: when each was stored,
-// verified and last used. It never reads a value.
-func (s *Store) Connections(ctx context.Context, user state.User) ([]Connection, error) {
+// verified and last used, and weak when weak (nil for none) says so of the credential it
+// has just read. It never opens a value itself.
+func (s *Store) Connections(ctx context.Context, user state.User, weak func(*Credential) bool) ([]Connection, error) {
 	names, err := s.Names(ctx, user)
 	if err != nil {
 		return nil, err
@@ -204,7 +205,7 @@ func (s *Store) Connections(ctx context.Context, user state.User) ([]Connection,
 		}
 		conn := Connection{Name: c.Name, Kind: c.Kind, StoredAt: c.StoredAt, VerifiedAt: c.VerifiedAt,
 			Account: c.Account, Scopes: c.Scopes, RefreshedAt: c.RefreshedAt, NeedsReconnect: c.NeedsReconnect,
-			LockedAt: c.LockedAt, LockReason: c.LockReason}
+			LockedAt: c.LockedAt, LockReason: c.LockReason, Weak: weak != nil && weak(c)}
 		if t, err := time.Parse(time.RFC3339Nano, used[name]); err == nil {
 			conn.LastUsedAt = &t
 		}

@@ -86,11 +86,11 @@ func TestCredentialsAreAuditedListedAndDeleted(t *testing.T) {
 		if err := s.Touch(t.Context(), user, "demo_api_key"); err != nil {
 			t.Fatal(err)
 		}
-		conns, err := s.Connections(t.Context(), user)
+		conns, err := s.Connections(t.Context(), user, nil)
 		if err != nil || len(conns) != 1 || conns[0].Name != "demo_api_key" || conns[0].LastUsedAt == nil || !conns[0].LastUsedAt.Equal(clk.Now()) {
 			t.Fatalf("connections: %+v %v", conns, err)
 		}
-		if other, _ := s.Connections(t.Context(), state.User{Issuer: user.Issuer, Subject: "someone-else"}); len(other) != 0 {
+		if other, _ := s.Connections(t.Context(), state.User{Issuer: user.Issuer, Subject: "someone-else"}, nil); len(other) != 0 {
 			t.Fatalf("another user sees %+v", other)
 		}
 		if names, err := s.Names(t.Context(), user); err != nil || !slices.Equal(names, []string{"demo_api_key"}) {
@@ -104,7 +104,7 @@ func TestCredentialsAreAuditedListedAndDeleted(t *testing.T) {
 		if again, _ := s.Delete(t.Context(), user, "demo_api_key", state.ActorClient, "again"); again {
 			t.Fatal("deleted twice")
 		}
-		if conns, _ := s.Connections(t.Context(), user); len(conns) != 0 {
+		if conns, _ := s.Connections(t.Context(), user, nil); len(conns) != 0 {
 			t.Fatalf("still listed: %+v", conns)
 		}
 		if _, err := s.Get(t.Context(), user, "demo_api_key"); !errors.Is(err, state.ErrNotFound) {
@@ -217,7 +217,7 @@ func TestALockHoldsUntilTheSecretIsStoredAgainAndIsAudited(t *testing.T) {
 		if again, err := s.Lock(t.Context(), user, before, state.ActorClient, "again"); err != nil || again {
 			t.Fatalf("a second lock = %v, %v; want no change", again, err)
 		}
-		conns, err := s.Connections(t.Context(), user)
+		conns, err := s.Connections(t.Context(), user, nil)
 		if err != nil || len(conns) != 1 || conns[0].LockedAt == nil || conns[0].LockReason != reason {
 			t.Fatalf("Connections = %+v, %v; want the lock shown", conns, err)
 		}
