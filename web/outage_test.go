@@ -16,7 +16,7 @@ func TestWhileRedisIsDownPagesAndTheAPIAnswer503AndChangeNothing(t *testing.T) {
 	// Without retries, and with a small pool whose dial errors soon open its circuit, each
 	// request during the outage fails after one dial instead of go-redis's retries.
 	f := newFixture(t, fixtureOptions{redisQuery: "max_retries=-1&pool_size=4",
-		rateLimits: RateLimits{MCP: ratelimit.Limit{Events: 1, Window: 24 * time.Hour}}})
+		rateLimits: RateLimits{MCP: ratelimit.Limit{Events: 2, Window: 24 * time.Hour}}})
 	e := f.newFlow(t, "alice")
 	b := f.browser(t, "alice")
 	form := b.continueToForm(e.ID)
@@ -69,7 +69,7 @@ func TestWhileRedisIsDownPagesAndTheAPIAnswer503AndChangeNothing(t *testing.T) {
 		!strings.Contains(got.Body, "urlflow_counters_up 0\n") || strings.Contains(got.Body, "urlflow_elicitations_created_total") {
 		t.Errorf("/metrics while Redis is down: %d, want 200 with urlflow_counters_up 0 and no counters:\n%s", got.Status, got.Body)
 	}
-	// A rate limit never causes an outage: uncounted, the MCP request is served.
+	// A rate limit never causes an outage: it counts in memory, and the MCP request is served.
 	f.send(t, nil, request{method: http.MethodGet, path: "/mcp", token: alice}).want(t, http.StatusOK)
 
 	f.redis.Restart(t)

@@ -34,21 +34,11 @@ func retryAfterSeconds(d time.Duration) string {
 	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
 }
 
-// limitCheckTimeout bounds the Redis work of a rate limit check: past it, the request is
-// served uncounted rather than kept waiting on a Redis that is slow or failing over.
-const limitCheckTimeout = 250 * time.Millisecond
-
 // allow counts an event of kind what for user under l. It answers nil when the event is
-// allowed, or when it could not be counted (a limit never causes an outage); otherwise
-// the Decision, after logging and counting the first refusal of the window.
+// allowed; otherwise the Decision, after logging and counting the first refusal of the
+// window on this replica.
 func (s *Server) allow(ctx context.Context, user state.User, what string, l ratelimit.Limit) *ratelimit.Decision {
-	checkCtx, cancel := context.WithTimeout(ctx, limitCheckTimeout)
-	defer cancel()
-	d, err := s.opts.Limiter.Allow(checkCtx, user, what, l)
-	if err != nil {
-		s.log.WarnContext(ctx, "rate limit not checked", "what", what, "err", err)
-		return nil
-	}
+	d := s.opts.Limiter.Allow(user, what, l)
 	if d.Allowed {
 		return nil
 	}

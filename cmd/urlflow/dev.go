@@ -119,6 +119,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	replica := replicaName()
 	log = log.With("replica", replica)
 	count := counters.New(rdb, log)
+	limiter := ratelimit.NewLimiter(rdb, nil)
 	flows := flow.NewStore(rdb, flow.StoreOptions{Logger: log, Counters: count})
 	creds := credentials.NewStore(rdb, credentials.Options{Logger: log})
 	hub := flow.NewHub(rdb, log)
@@ -137,7 +138,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	})
 	webServer := web.New(web.Options{
 		PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
-		Sessions: browsersession.NewStore(rdb), Limiter: ratelimit.NewLimiter(rdb, nil), Counters: count,
+		Sessions: browsersession.NewStore(rdb), Limiter: limiter, Counters: count,
 		Slots: cfg.Slots, Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens),
 		Dev: id.dev, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,
 		MCP: mcpServer.Handler(), Upstream: caller, Providers: providers, Keeper: keeper,
@@ -161,6 +162,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	g.Go(func() error { mcpServer.Run(ctx); return nil })
 	g.Go(func() error { hub.Run(ctx); return nil })
 	g.Go(func() error { count.Run(ctx); return nil })
+	g.Go(func() error { limiter.Run(ctx, log); return nil })
 	g.Go(func() error { return serveHTTP(ctx, listener, webServer.Handler(), log) })
 	if debug != nil {
 		g.Go(func() error { return serveHTTP(ctx, debug, profiling(), log) })

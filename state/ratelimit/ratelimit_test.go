@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -40,11 +41,7 @@ func TestAllowCountsPerUserKindAndWindow(t *testing.T) {
 		limit := Limit{Events: 3, Window: time.Minute}
 		allow := func(u state.User, what string) Decision {
 			t.Helper()
-			d, err := s.Allow(t.Context(), u, what, limit)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
+			return s.Allow(u, what, limit)
 		}
 		for i := range 3 {
 			if d := allow(alice, "mcp"); !d.Allowed {
@@ -69,8 +66,8 @@ func TestAllowCountsPerUserKindAndWindow(t *testing.T) {
 			t.Error("the first event of the next window was refused")
 		}
 		for _, off := range []Limit{{}, {Events: 5}, {Window: time.Minute}} {
-			if d, err := s.Allow(t.Context(), alice, "mcp", off); !d.Allowed || err != nil {
-				t.Errorf("limit %+v refused: %v", off, err)
+			if d := s.Allow(alice, "mcp", off); !d.Allowed {
+				t.Errorf("limit %+v refused", off)
 			}
 		}
 	})
@@ -91,6 +88,76 @@ func FuzzParseLimit(f *testing.F) {
 		again, err := ParseLimit(fmt.Sprintf("%d/%s", l.Events, l.Window))
 		if err != nil || again != l {
 			t.Fatalf("ParseLimit(%q) = %+v does not read back: %+v, %v", s, l, again, err)
+		}
+	})
+}
+
+func TestReplicasShareTheirCountsAtEachSync(t *testing.T) {
+	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		now := time.Date(2026, 3, 1, 12, 0, 10, 0, time.UTC)
+		clk := func() time.Time { return now }
+		one, two := NewLimiter(b.Client, clk), NewLimiter(b.Client, clk)
+		limit := Limit{Events: 4, Window: time.Minute}
+		allowed := func(r *Limiter) bool {
+			t.Helper()
+			return r.Allow(alice, "mcp", limit).Allowed
+		}
+		sync := func(r *Limiter) {
+			t.Helper()
+			if err := r.Sync(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 3 {
+			if !allowed(one) {
+				t.Fatal("an event within the limit was refused")
+			}
+		}
+		sync(one)
+		if !allowed(two) {
+			t.Fatal("the fourth event, on the second replica, was refused")
+		}
+		sync(two) // adds its event and reads the total: four
+		if allowed(two) {
+			t.Error("the fifth event was allowed after the second replica read the total of both")
+		}
+		sync(two)
+		sync(one) // nothing new from the first replica: it reads nothing either
+		if !allowed(one) {
+			t.Error("the first replica refused before it learnt the others' counts: it should allow until its next sync")
+		}
+		sync(one)
+		if allowed(one) {
+			t.Error("the first replica allowed an event after its sync read a total over the limit")
+		}
+		sync(one)
+		if n, err := b.Client.Get(t.Context(), key(alice.Key(), "mcp", now.UnixMilli()/limit.Window.Milliseconds())).Int(); err != nil || n != 7 {
+			t.Errorf("the shared count is %d, %v; want every event of both replicas, 7", n, err)
+		}
+	})
+}
+
+func TestACountThatCannotBeSharedIsKeptForTheNextSync(t *testing.T) {
+	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		r := NewLimiter(b.Client, nil)
+		limit := Limit{Events: 100, Window: time.Hour}
+		for range 2 {
+			r.Allow(alice, "form", limit)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if err := r.Sync(ctx); err == nil {
+			t.Fatal("a sync that could not reach Redis reported no error")
+		}
+		if err := r.Sync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		k := key(alice.Key(), "form", time.Now().UnixMilli()/limit.Window.Milliseconds())
+		if n, err := b.Client.Get(t.Context(), k).Int(); err != nil || n != 2 {
+			t.Errorf("the shared count is %d, %v; want both events, added at the sync that worked", n, err)
+		}
+		if ttl := b.Client.PTTL(t.Context(), k).Val(); ttl <= 0 || ttl > limit.Window+time.Minute {
+			t.Errorf("the count lives %v, want at most the window and a minute", ttl)
 		}
 	})
 }
