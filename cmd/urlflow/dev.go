@@ -120,7 +120,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	log = log.With("replica", replica)
 	count := counters.New(rdb, log)
 	limiter := ratelimit.NewLimiter(rdb, nil)
-	flows := flow.NewStore(rdb, flow.StoreOptions{Logger: log, Counters: count})
+	flows := flow.NewStore(rdb, flow.StoreOptions{Logger: log, Counters: count, IDKeys: cfg.Keys.DeriveAll("elicitation id")})
 	creds := credentials.NewStore(rdb, credentials.Options{Logger: log})
 	hub := flow.NewHub(rdb, log)
 	seals := vault.NewVault(cfg.Keys)

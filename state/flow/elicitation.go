@@ -2,7 +2,6 @@ package flow
 
 import (
 	"net/url"
-	"regexp"
 	"time"
 
 	"github.com/urlflow/urlflow/state"
@@ -105,12 +104,6 @@ func (e *Elicitation) View(url string, history []Entry) View {
 	}
 	return v
 }
-
-var idPattern = regexp.MustCompile(`^[A-Z2-7]{26}$`)
-
-// ValidID reports whether id has the shape of an elicitation ID. Anything else is not
-// looked up at all.
-func ValidID(id string) bool { return idPattern.MatchString(id) }
 
 // ElicitationURL returns the URL a user opens for elicitation id: the public URL, /e/, and
 // the ID. It carries nothing else: it is not a credential and signs nobody in.

@@ -30,7 +30,8 @@ func undeliveredKey(userKey, sessionID string) string {
 // admissions in progress (members that start with "+").
 func userSessionsKey(userKey string) string { return state.UserTag(userKey) + "mss" }
 
-// indexKey maps an elicitation ID to its user's key.
+// indexKey maps an elicitation ID of the legacy form (ids.go) to its user's key. It is
+// read for those IDs and no longer written.
 func indexKey(id string) string { return state.KeyPrefix + "eid:" + id }
 
 // oauthAttemptKey names a third-party authorization in progress, by its state parameter.

@@ -2,6 +2,8 @@ package flow
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net"
 	"slices"
 	"strings"
@@ -40,62 +42,161 @@ func (h *indexReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	return func(ctx context.Context, cmds []redis.Cmder) error { h.count(cmds...); return next(ctx, cmds) }
 }
 
-func TestAReplicaReadsTheIndexOncePerElicitation(t *testing.T) {
+func TestNoReplicaReadsAnIndexForAnIDThatCarriesItsUser(t *testing.T) {
 	rs := redistest.Start(t)
-	hooked := func() (*Store, *indexReads) {
-		rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
-		t.Cleanup(func() { rdb.Close() })
-		h := &indexReads{}
-		rdb.AddHook(h)
-		return NewStore(rdb, StoreOptions{Logger: quiet}), h
-	}
 	ctx := t.Context()
-	creator, creatorReads := hooked()
-	alice := state.User{Issuer: "https://idp.test", Subject: "alice"}
+	creator, creatorReads := hookedStore(t, rs.Addr)
 	e, err := creator.Create(ctx, NewElicitation{User: alice, Kind: state.KindSecret, Target: "demo", Purpose: "a test", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	use := func(s *Store) {
-		t.Helper()
-		for range 3 {
-			if _, err := s.Get(ctx, e.ID); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := s.Apply(ctx, e.ID, BrowserOpen, state.ActorUser, "a test"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.History(ctx, e.ID); err != nil {
-			t.Fatal(err)
+	other, otherReads := hookedStore(t, rs.Addr)
+	useElicitation(t, creator, e.ID)
+	useElicitation(t, other, e.ID)
+	if n := creatorReads.n.Load() + otherReads.n.Load(); n != 0 {
+		t.Errorf("the replicas read the index %d times, want never", n)
+	}
+	if n := rs.Client(t).Exists(ctx, indexKey(e.ID)).Val(); n != 0 {
+		t.Error("an index entry was written for an ID that carries its user")
+	}
+	// An ID of the right shape that no key of the store opens is not looked up.
+	forged := []byte(e.ID)
+	if forged[30] = 'A'; e.ID[30] == 'A' {
+		forged[30] = 'B'
+	}
+	if _, err := other.Get(ctx, string(forged)); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("a forged ID: %v, want not found", err)
+	}
+	// Another deployment's store (other keys) cannot open it either.
+	foreign := NewStore(rs.Client(t), StoreOptions{Logger: quiet, IDKeys: [][]byte{make([]byte, 32)}})
+	if _, err := foreign.Get(ctx, e.ID); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("another key ring's store read the elicitation: %v", err)
+	}
+	// After a rotation, the old key (second in the ring) still opens the IDs made with it.
+	rotated := NewStore(rs.Client(t), StoreOptions{Logger: quiet, IDKeys: [][]byte{make([]byte, 32), processIDKey()}})
+	if got, err := rotated.Get(ctx, e.ID); err != nil || got.ID != e.ID {
+		t.Errorf("after a rotation: %v, %v; want the elicitation", got, err)
+	}
+}
+
+func TestTwoIDsOfOneUserShareNothing(t *testing.T) {
+	s := NewStore(redistest.StartEmbedded(t).Client, StoreOptions{Logger: quiet})
+	a, err := s.ids.newID(alice.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := s.ids.newID(alice.Key())
+	if !ValidID(a) || len(a) != 64 {
+		t.Fatalf("new ID %q: want 64 characters of base32", a)
+	}
+	same := 0
+	for i := range a {
+		if a[i] == b[i] {
+			same++
 		}
 	}
-	use(creator)
-	if n := creatorReads.n.Load(); n != 0 {
-		t.Errorf("the replica that created the elicitation read its index %d times, want 0", n)
+	if same > 16 { // 64 characters of 32 each: about 2 agree by chance
+		t.Errorf("two IDs of one user agree in %d of 64 places:\n%s\n%s", same, a, b)
 	}
-	other, otherReads := hooked()
-	use(other)
-	use(other)
+	for _, id := range []string{a, b} {
+		if uk, ok := s.ids.userKey(id); !ok || uk != alice.Key() {
+			t.Errorf("ID %s opens to %q, %v; want alice's key", id, uk, ok)
+		}
+	}
+}
+
+// A record written before IDs carried their user (a 26-character ID and the eid:ID index)
+// is still found, changed and read, by any replica, which reads the index once per ID.
+func TestALegacyIDIsFoundThroughItsIndexOncePerReplica(t *testing.T) {
+	rs := redistest.Start(t)
+	ctx := t.Context()
+	creator, _ := hookedStore(t, rs.Addr)
+	e, err := creator.Create(ctx, NewElicitation{User: alice, Kind: state.KindSecret, Target: "demo", Purpose: "a test", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := writeLegacyCopy(t, rs.Client(t), e)
+
+	other, otherReads := hookedStore(t, rs.Addr)
+	useElicitation(t, other, legacy)
+	useElicitation(t, other, legacy)
 	if n := otherReads.n.Load(); n != 1 {
-		t.Errorf("another replica read the index %d times, want once", n)
+		t.Errorf("a replica read the index %d times for one legacy ID, want once", n)
 	}
-	// An ID that does not exist is looked up every time: nothing is remembered for it.
+	got, err := other.Get(ctx, legacy)
+	if err != nil || got.ID != legacy || got.State != InProgress || got.User != alice {
+		t.Fatalf("the legacy elicitation reads %+v, %v; want alice's, in progress", got, err)
+	}
+	// A legacy ID that does not exist is looked up every time: nothing is remembered for it.
 	for range 2 {
-		if _, err := other.Get(ctx, "AAAAAAAAAAAAAAAAAAAAAAAAAA"); err == nil {
-			t.Fatal("an unknown ID was found")
+		if _, err := other.Get(ctx, "AAAAAAAAAAAAAAAAAAAAAAAAAA"); !errors.Is(err, state.ErrNotFound) {
+			t.Fatalf("an unknown legacy ID: %v, want not found", err)
 		}
 	}
 	if n := otherReads.n.Load(); n != 3 {
-		t.Errorf("after two reads of an unknown ID the index was read %d times, want 3", n)
+		t.Errorf("after two reads of an unknown legacy ID the index was read %d times, want 3", n)
 	}
+}
+
+// hookedStore returns a store on the redis-server at addr that counts its index reads.
+func hookedStore(t *testing.T, addr string) (*Store, *indexReads) {
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { rdb.Close() })
+	h := &indexReads{}
+	rdb.AddHook(h)
+	return NewStore(rdb, StoreOptions{Logger: quiet}), h
+}
+
+// useElicitation reads elicitation id three times, opens it in a browser and reads its history.
+func useElicitation(t *testing.T, s *Store, id string) {
+	t.Helper()
+	ctx := t.Context()
+	for range 3 {
+		if _, err := s.Get(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Apply(ctx, id, BrowserOpen, state.ActorUser, "a test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.History(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeLegacyCopy writes e again as the layout before this one did, under a 26-character
+// ID with its eid:ID index, and returns that ID.
+func writeLegacyCopy(t *testing.T, rdb redis.UniversalClient, e *Elicitation) string {
+	t.Helper()
+	ctx := t.Context()
+	legacy := "LEGACYLEGACYLEGACYLEGACY22"
+	old := *e
+	old.ID = legacy
+	doc, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uk := e.User.Key()
+	history, err := rdb.LRange(ctx, historyKey(uk, e.ID), 0, -1).Result()
+	if err != nil || len(history) == 0 {
+		t.Fatalf("history of %s: %v, %v", e.ID, history, err)
+	}
+	if err := rdb.Set(ctx, elicitationKey(uk, legacy), doc, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.RPush(ctx, historyKey(uk, legacy), history).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, indexKey(legacy), uk, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return legacy
 }
 
 func TestAStepStartedFromARecordThatChangedSinceIsAppliedToTheNewOne(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := t.Context()
 		here, there := newStore(b, nil), newStore(b, nil) // two replicas
-		alice := state.User{Issuer: "https://idp.test", Subject: "alice"}
 		e, err := here.Create(ctx, NewElicitation{User: alice, Kind: state.KindSecret, Target: "demo", Purpose: "a test", TTL: time.Minute})
 		if err != nil {
 			t.Fatal(err)

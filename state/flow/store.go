@@ -2,7 +2,6 @@ package flow
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,6 +39,10 @@ type StoreOptions struct {
 	Logger *slog.Logger
 	// Counters counts creations and transitions; nothing is counted if nil.
 	Counters *counters.Counters
+	// IDKeys seal the user into each elicitation ID (ids.go): 32 bytes each, the one that
+	// seals new IDs first, then older ones that still open IDs made with them. If empty, a
+	// key made at random once per process: for tests, where no other process reads the IDs.
+	IDKeys [][]byte
 }
 
 // Store keeps elicitations and their history in Redis, and stores the credential of a flow
@@ -50,10 +53,12 @@ type Store struct {
 	retention time.Duration
 	log       *slog.Logger
 	counters  *counters.Counters
+	ids       *idSealer
 
-	// owners remembers whose elicitation each recently seen ID is: an ID never changes
-	// user, so a replica reads the eid:ID index once per ID instead of before every read
-	// and change of it. Only IDs that exist are kept.
+	// owners remembers whose elicitation each recently seen ID of the legacy form is (IDs
+	// made before IDs carried their user): an ID never changes user, so a replica reads the
+	// eid:ID index once per ID instead of before every read and change of it. Only IDs that
+	// exist are kept.
 	ownersMu sync.Mutex
 	owners   *expiring.Map[string, string]
 	// seen remembers each record as this replica last read it, for a few seconds: a step
@@ -72,9 +77,13 @@ const (
 	seenTTL    = 5 * time.Second
 )
 
-// NewStore returns a Store on rdb.
+// NewStore returns a Store on rdb. It panics if an ID key is not 32 bytes long.
 func NewStore(rdb redis.UniversalClient, opts StoreOptions) *Store {
-	s := &Store{rdb: rdb, now: opts.Now, retention: opts.Retention, log: opts.Logger, counters: opts.Counters,
+	ids, err := newIDSealer(opts.IDKeys)
+	if err != nil {
+		panic(err)
+	}
+	s := &Store{rdb: rdb, now: opts.Now, retention: opts.Retention, log: opts.Logger, counters: opts.Counters, ids: ids,
 		owners: expiring.New[string, string](ownersSize), seen: expiring.New[string, []byte](seenSize)}
 	if s.now == nil {
 		s.now = time.Now
@@ -139,9 +148,13 @@ func (s *Store) newRecord(n NewElicitation) (*Elicitation, error) {
 	if n.TTL <= 0 {
 		return nil, errors.New("create elicitation: no deadline")
 	}
+	id, err := s.ids.newID(n.User.Key())
+	if err != nil {
+		return nil, err
+	}
 	now := s.now().UTC()
 	return &Elicitation{
-		ID: rand.Text(), User: n.User, Kind: n.Kind, Target: n.Target, State: Pending,
+		ID: id, User: n.User, Kind: n.Kind, Target: n.Target, State: Pending,
 		Purpose: n.Purpose, Replace: n.Replace, Scopes: n.Scopes, Client: n.Client, SessionID: n.SessionID,
 		Replica: n.Replica, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(n.TTL),
 	}, nil
@@ -160,18 +173,13 @@ func (s *Store) writeNew(ctx context.Context, p redis.Pipeliner, e *Elicitation,
 	return nil
 }
 
-// index makes a new record reachable by ID and known to the sweeper. These keys live
-// outside the user's slot, so they are written after the record.
+// index makes a new record known to the sweeper. The deadline index lives outside the
+// user's slot, so it is written after the record.
 func (s *Store) index(ctx context.Context, e *Elicitation) error {
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, indexKey(e.ID), e.User.Key(), s.keep(e))
-		p.ZAdd(ctx, deadlinesKey, redis.Z{Score: float64(e.ExpiresAt.UnixMilli()), Member: e.ID})
-		return nil
-	})
+	err := s.rdb.ZAdd(ctx, deadlinesKey, redis.Z{Score: float64(e.ExpiresAt.UnixMilli()), Member: e.ID}).Err()
 	if err != nil {
 		return fmt.Errorf("index elicitation %s: %w", e.ID, err)
 	}
-	s.rememberOwner(e.ID, e.User.Key())
 	return nil
 }
 
@@ -189,9 +197,13 @@ func (s *Store) writeRecord(ctx context.Context, p redis.Pipeliner, e *Elicitati
 	return nil
 }
 
-// userKeyOf returns the user key of elicitation id: remembered, or read from the index.
+// userKeyOf returns the user key of elicitation id: opened from the ID, or for an ID of
+// the legacy form remembered or read from the index.
 func (s *Store) userKeyOf(ctx context.Context, id string) (string, error) {
-	if !ValidID(id) {
+	if uk, ok := s.ids.userKey(id); ok {
+		return uk, nil
+	}
+	if !legacyIDPattern.MatchString(id) {
 		return "", state.ErrNotFound
 	}
 	s.ownersMu.Lock()

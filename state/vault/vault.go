@@ -78,8 +78,20 @@ func (r *KeyRing) ActiveID() string { return r.keys[0].id }
 
 // Derive returns a 32-byte key for purpose, derived from the active key with HKDF-SHA256.
 // Rotating the active key changes every derived key.
-func (r *KeyRing) Derive(purpose string) []byte {
-	k, err := hkdf.Key(sha256.New, r.keys[0].material, nil, "urlflow "+purpose, KeySize)
+func (r *KeyRing) Derive(purpose string) []byte { return derive(r.keys[0].material, purpose) }
+
+// DeriveAll returns the key for purpose derived from each key of the ring, the active one
+// first, for what must still be read after a rotation (elicitation IDs).
+func (r *KeyRing) DeriveAll(purpose string) [][]byte {
+	out := make([][]byte, len(r.keys))
+	for i, k := range r.keys {
+		out[i] = derive(k.material, purpose)
+	}
+	return out
+}
+
+func derive(material []byte, purpose string) []byte {
+	k, err := hkdf.Key(sha256.New, material, nil, "urlflow "+purpose, KeySize)
 	if err != nil {
 		panic(fmt.Sprintf("derive key: %v", err)) // only for lengths HKDF cannot produce
 	}
