@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -33,17 +34,57 @@ end
 return 1`)
 
 // batch collects the writes of one step without sending them: the step's code queues them
-// as on any redis.Pipeliner, and runIf sends them all in one script.
+// as on any redis.Pipeliner, and runIf sends them all in one script. The script publishes
+// the step's notice too (queueNotice), so that a notice leaves only with the change it
+// announces, in the same round trip.
 type batch struct {
 	redis.Pipeliner
+	// after holds the writes outside the user's slot (outside), on a Cluster only.
+	after []func(redis.Pipeliner)
 }
 
-func (s *Store) newBatch() batch { return batch{s.rdb.Pipeline()} }
+func (s *Store) newBatch() *batch { return &batch{Pipeliner: s.rdb.Pipeline()} }
+
+// outside queues the writes of fn, to keys outside the user's slot (the deadline index).
+// On one server or behind Sentinel they go in the step's script; on a Cluster, where a
+// script stays in one slot, writeAfter sends them in a round trip of their own to the node
+// that holds them, once the script has written.
+func (s *Store) outside(b *batch, fn func(redis.Pipeliner)) {
+	if s.cluster {
+		b.after = append(b.after, fn)
+		return
+	}
+	fn(b)
+}
+
+// writeAfter sends the writes that outside kept for after the script (on a Cluster).
+func (s *Store) writeAfter(ctx context.Context, b *batch) error {
+	if len(b.after) == 0 {
+		return nil
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, fn := range b.after {
+			fn(p)
+		}
+		return nil
+	})
+	return err
+}
+
+// queueNotice queues the notice of what happened to e on EventsChannel.
+func (s *Store) queueNotice(ctx context.Context, b *batch, e *Elicitation, what NoticeKind) error {
+	msg, err := json.Marshal(Notice{ID: e.ID, What: what, State: e.State, UserKey: e.User.Key(), SessionID: e.SessionID})
+	if err != nil {
+		return fmt.Errorf("encode notice of %s: %w", e.ID, err)
+	}
+	b.Publish(ctx, EventsChannel, msg)
+	return nil
+}
 
 // runIf makes the writes of b if the record key still reads read (nil: it does not
 // exist) and, when exists is not nil, the key other still exists as *exists says. It
 // reports whether it wrote; false means that something the caller read has changed since.
-func (s *Store) runIf(ctx context.Context, key string, read []byte, other string, exists *bool, b batch) (bool, error) {
+func (s *Store) runIf(ctx context.Context, key string, read []byte, other string, exists *bool, b *batch) (bool, error) {
 	defer b.Discard()
 	keys := []string{key, key}
 	args := []any{string(read), "-"}
@@ -57,7 +98,7 @@ func (s *Store) runIf(ctx context.Context, key string, read []byte, other string
 	args = append(args, len(cmds))
 	for _, c := range cmds {
 		a := c.Args()
-		if len(a) > 1 {
+		if len(a) > 1 && c.Name() != "publish" { // a channel is not a key
 			if k, ok := a[1].(string); ok {
 				keys = append(keys, k) // every key a write touches is declared (Redis Cluster)
 			}

@@ -2,7 +2,6 @@ package flow
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -13,7 +12,7 @@ import (
 // id to its MCP session: attemptErr nil means it was written to the client's stream. A
 // written notification leaves the session's undelivered set.
 func (s *Store) RecordDelivery(ctx context.Context, id string, attemptErr error) (*Elicitation, error) {
-	e, err := s.update(ctx, id, func(e *Elicitation, p redis.Pipeliner) (bool, *Entry, error) {
+	return s.update(ctx, id, NoticeDelivery, func(e *Elicitation, p redis.Pipeliner) (bool, *Entry, error) {
 		now := s.now().UTC()
 		e.Delivery.Attempts++
 		if attemptErr != nil {
@@ -26,18 +25,13 @@ func (s *Store) RecordDelivery(ctx context.Context, id string, attemptErr error)
 		return true, &Entry{At: now, Event: Notified, Actor: state.ActorSystem, From: e.State, To: e.State,
 			Reason: "completion notification written to the session's stream"}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	s.publish(ctx, e, NoticeDelivery, nil)
-	return e, nil
 }
 
 // SkipDelivery records that the completion notification of elicitation id is not owed
 // after all, with why (for example, the session's client declared no URL mode), and takes it
 // out of its session's undelivered set.
 func (s *Store) SkipDelivery(ctx context.Context, id, why string) (*Elicitation, error) {
-	return s.update(ctx, id, func(e *Elicitation, p redis.Pipeliner) (bool, *Entry, error) {
+	return s.update(ctx, id, "", func(e *Elicitation, p redis.Pipeliner) (bool, *Entry, error) {
 		e.Delivery.LastError = "not sent: " + why
 		p.SRem(ctx, undeliveredKey(e.User.Key(), e.SessionID), e.ID)
 		return true, nil, nil
@@ -48,7 +42,7 @@ func (s *Store) SkipDelivery(ctx context.Context, id, why string) (*Elicitation,
 // session again, and publishes the wake-up. It returns ErrConflict if id is still running or
 // has no session.
 func (s *Store) Requeue(ctx context.Context, id string, actor state.Actor) (*Elicitation, error) {
-	e, err := s.update(ctx, id, func(e *Elicitation, p redis.Pipeliner) (bool, *Entry, error) {
+	return s.update(ctx, id, NoticeRequeue, func(e *Elicitation, p redis.Pipeliner) (bool, *Entry, error) {
 		if !e.State.Terminal() {
 			return false, nil, fmt.Errorf("requeue notification of %s in state %s: %w", e.ID, e.State, ErrConflict)
 		}
@@ -63,11 +57,6 @@ func (s *Store) Requeue(ctx context.Context, id string, actor state.Actor) (*Eli
 		return true, &Entry{At: now, Event: NotifyRequeued, Actor: actor, From: e.State, To: e.State,
 			Reason: "notification requested again"}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	s.publish(ctx, e, NoticeRequeue, nil)
-	return e, nil
 }
 
 // Undelivered returns the IDs of the ended elicitations of user whose completion
@@ -105,25 +94,6 @@ const (
 	// close it, to make room for a new session of the same user; ID is empty.
 	NoticeCloseSession NoticeKind = "close-session"
 )
-
-// publish announces a change of e on EventsChannel, with the writes of also (outside the
-// user's slot, nil for none) in the same round trip.
-func (s *Store) publish(ctx context.Context, e *Elicitation, what NoticeKind, also func(redis.Pipeliner)) {
-	msg, err := json.Marshal(Notice{ID: e.ID, What: what, State: e.State, UserKey: e.User.Key(), SessionID: e.SessionID})
-	if err == nil {
-		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			if also != nil {
-				also(p)
-			}
-			p.Publish(ctx, EventsChannel, msg)
-			return nil
-		})
-	}
-	if err != nil {
-		// The record is the truth; waiters re-read it when Redis comes back.
-		s.log.WarnContext(ctx, "change not published", "elicitation_id", e.ID, "err", err)
-	}
-}
 
 // IsUndelivered reports whether the completion notification of elicitation id is still
 // owed to MCP session sessionID of user.

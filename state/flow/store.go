@@ -54,6 +54,9 @@ type Store struct {
 	log       *slog.Logger
 	counters  *counters.Counters
 	ids       *idSealer
+	// cluster is set on a Redis Cluster, where a script cannot write the deadline index
+	// (outside).
+	cluster bool
 
 	// owners remembers whose elicitation each recently seen ID of the legacy form is (IDs
 	// made before IDs carried their user): an ID never changes user, so a replica reads the
@@ -85,6 +88,7 @@ func NewStore(rdb redis.UniversalClient, opts StoreOptions) *Store {
 	}
 	s := &Store{rdb: rdb, now: opts.Now, retention: opts.Retention, log: opts.Logger, counters: opts.Counters, ids: ids,
 		owners: expiring.New[string, string](ownersSize), seen: expiring.New[string, []byte](seenSize)}
+	_, s.cluster = rdb.(*redis.ClusterClient)
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -132,8 +136,8 @@ func (s *Store) Create(ctx context.Context, n NewElicitation) (*Elicitation, err
 	case !wrote:
 		return nil, fmt.Errorf("create elicitation: its new ID %s is taken", e.ID)
 	}
-	if err := s.index(ctx, e); err != nil {
-		return nil, err
+	if err := s.writeAfter(ctx, b); err != nil {
+		return nil, fmt.Errorf("index elicitation %s: %w", e.ID, err)
 	}
 	s.log.InfoContext(ctx, "elicitation created", "elicitation_id", e.ID, "user", e.User.Key(),
 		"kind", e.Kind, "target", e.Target, "session", e.SessionID)
@@ -160,26 +164,20 @@ func (s *Store) newRecord(n NewElicitation) (*Elicitation, error) {
 	}, nil
 }
 
-// writeNew queues the writes of a new record in the user's slot.
-func (s *Store) writeNew(ctx context.Context, p redis.Pipeliner, e *Elicitation, entry Entry) error {
+// writeNew queues the writes of a new record: in the user's slot, and its entry in the
+// deadline index, which makes it known to the sweeper.
+func (s *Store) writeNew(ctx context.Context, b *batch, e *Elicitation, entry Entry) error {
 	uk := e.User.Key()
-	if err := s.writeRecord(ctx, p, e); err != nil {
+	if err := s.writeRecord(ctx, b, e); err != nil {
 		return err
 	}
-	if err := s.appendHistory(ctx, p, e, entry); err != nil {
+	if err := s.appendHistory(ctx, b, e, entry); err != nil {
 		return err
 	}
-	p.Set(ctx, openKey(uk, e.Kind, e.Target, e.SessionID), e.ID, e.ExpiresAt.Sub(e.CreatedAt))
-	return nil
-}
-
-// index makes a new record known to the sweeper. The deadline index lives outside the
-// user's slot, so it is written after the record.
-func (s *Store) index(ctx context.Context, e *Elicitation) error {
-	err := s.rdb.ZAdd(ctx, deadlinesKey, redis.Z{Score: float64(e.ExpiresAt.UnixMilli()), Member: e.ID}).Err()
-	if err != nil {
-		return fmt.Errorf("index elicitation %s: %w", e.ID, err)
-	}
+	b.Set(ctx, openKey(uk, e.Kind, e.Target, e.SessionID), e.ID, e.ExpiresAt.Sub(e.CreatedAt))
+	s.outside(b, func(p redis.Pipeliner) {
+		p.ZAdd(ctx, deadlinesKey, redis.Z{Score: float64(e.ExpiresAt.UnixMilli()), Member: e.ID})
+	})
 	return nil
 }
 
@@ -438,6 +436,15 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Acto
 			b.Discard()
 			return Change{}, fmt.Errorf("apply %s to elicitation %s: %w", ev, id, err)
 		}
+		if change.Changed() {
+			if err := s.queueNotice(ctx, b, change.Elicitation, NoticeState); err != nil {
+				b.Discard()
+				return Change{}, err
+			}
+			if change.To.Terminal() {
+				s.outside(b, func(p redis.Pipeliner) { p.ZRem(ctx, deadlinesKey, id) })
+			}
+		}
 		wrote, err := s.runIf(ctx, elicitationKey(uk, id), doc, other, existed, b)
 		if err != nil {
 			return Change{}, fmt.Errorf("apply %s to elicitation %s: %w", ev, id, err)
@@ -448,7 +455,11 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Acto
 		if change.Changed() {
 			s.seeWritten(change.Elicitation)
 		}
-		s.afterChange(ctx, change, ev, actor)
+		if err := s.writeAfter(ctx, b); err != nil {
+			// The record is the truth; the sweeper tidies the index.
+			s.log.WarnContext(ctx, "deadline index not tidied", "elicitation_id", id, "err", err)
+		}
+		s.logChange(ctx, change, ev, actor)
 		return change, applyErr
 	}
 	return Change{}, fmt.Errorf("apply %s to elicitation %s: too much contention", ev, id)
@@ -513,9 +524,8 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, c Change, ev
 	return nil
 }
 
-// afterChange logs a change and, when the state changed, publishes it and tidies the
-// deadline index. Both are outside the user's slot; the record is already the truth.
-func (s *Store) afterChange(ctx context.Context, c Change, ev Event, actor state.Actor) {
+// logChange logs and counts a change.
+func (s *Store) logChange(ctx context.Context, c Change, ev Event, actor state.Actor) {
 	e := c.Elicitation
 	if !c.Changed() {
 		s.log.DebugContext(ctx, "elicitation event without change", "elicitation_id", e.ID,
@@ -525,19 +535,14 @@ func (s *Store) afterChange(ctx context.Context, c Change, ev Event, actor state
 	s.log.InfoContext(ctx, "elicitation transition", "elicitation_id", e.ID, "user", e.User.Key(),
 		"event", ev, "actor", actor, "from", c.From, "to", c.To)
 	s.counters.Add(ctx, "urlflow_elicitation_transitions_total", "kind", string(e.Kind), "to", string(c.To))
-	var tidy func(redis.Pipeliner)
-	if e.State.Terminal() {
-		// In the same round trip as the notice; if it fails, the sweeper tidies.
-		tidy = func(p redis.Pipeliner) { p.ZRem(ctx, deadlinesKey, e.ID) }
-	}
-	s.publish(ctx, e, NoticeState, tidy)
 }
 
 // update applies fn to elicitation id under the same optimistic lock as Apply, for changes
 // that are not state transitions (delivery records, requeues). fn modifies e and may queue
 // more writes in the user's slot on p; the record is written unless fn returns write false,
-// and entry, if not nil, is recorded in the history.
-func (s *Store) update(ctx context.Context, id string, fn func(e *Elicitation, p redis.Pipeliner) (write bool, entry *Entry, err error)) (*Elicitation, error) {
+// and entry, if not nil, is recorded in the history. A written record is announced with a
+// notice of kind what, unless what is empty.
+func (s *Store) update(ctx context.Context, id string, what NoticeKind, fn func(e *Elicitation, p redis.Pipeliner) (write bool, entry *Entry, err error)) (*Elicitation, error) {
 	uk, err := s.userKeyOf(ctx, id)
 	if err != nil {
 		return nil, err
@@ -554,6 +559,9 @@ func (s *Store) update(ctx context.Context, id string, fn func(e *Elicitation, p
 		}
 		if err == nil && write && entry != nil {
 			err = s.appendHistory(ctx, b, e, *entry)
+		}
+		if err == nil && write && what != "" {
+			err = s.queueNotice(ctx, b, e, what)
 		}
 		if err != nil {
 			b.Discard()
@@ -637,6 +645,9 @@ func (s *Store) Retry(ctx context.Context, id string, actor state.Actor, ttl tim
 			err = s.appendHistory(ctx, b, old, Entry{At: next.CreatedAt, Event: RetriedAs, Actor: actor,
 				From: old.State, To: old.State, Reason: "new attempt " + next.ID})
 		}
+		if err == nil {
+			err = s.queueNotice(ctx, b, next, NoticeRetried)
+		}
 		if err != nil {
 			b.Discard()
 			return nil, err
@@ -649,11 +660,10 @@ func (s *Store) Retry(ctx context.Context, id string, actor state.Actor, ttl tim
 			continue
 		}
 		s.seeWritten(old)
-		if err := s.index(ctx, next); err != nil {
-			return nil, err
+		if err := s.writeAfter(ctx, b); err != nil {
+			return nil, fmt.Errorf("index elicitation %s: %w", next.ID, err)
 		}
 		s.log.InfoContext(ctx, "elicitation retried", "elicitation_id", next.ID, "retry_of", id, "user", uk)
-		s.publish(ctx, next, NoticeRetried, nil)
 		return next, nil
 	}
 	return nil, fmt.Errorf("retry elicitation %s: too much contention", id)
