@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -47,17 +46,11 @@ func (s *Server) openElicitation(ctx context.Context, t turn, a ask) (*flow.Elic
 	if a.kind == "" {
 		a.kind = state.KindSecret
 	}
-	e, err := s.opts.Flows.OpenFor(ctx, t.user, a.kind, a.target, t.sessionID())
-	if err == nil {
-		return e, nil
-	}
-	if !errors.Is(err, state.ErrNotFound) {
-		return nil, err
-	}
-	return s.opts.Flows.Create(ctx, flow.NewElicitation{
+	e, _, err := s.opts.Flows.Open(ctx, flow.NewElicitation{
 		User: t.user, Kind: a.kind, Target: a.target, Purpose: a.purpose, Replace: a.replace, Scopes: a.scopes,
 		Client: t.client(), SessionID: t.sessionID(), Replica: s.opts.Replica, TTL: s.opts.TTL,
 	})
+	return e, err
 }
 
 // elicitParams is the URL-mode elicitation for e. The 2026-07-28 input request carries no

@@ -9,29 +9,45 @@ import (
 )
 
 // casScript runs a batch of writes in one user's slot if what the caller read has not
-// changed: the record KEYS[1] still reads ARGV[1] (the empty string: it does not exist)
-// and, unless ARGV[2] is "-", the key KEYS[2] still exists ("1") or not ("0"). ARGV[3] is
-// the number of writes; each follows as its number of arguments, then the arguments: a
-// Redis command, or historyOp and the arguments of append_history (historyFunction). The
-// other KEYS are the keys the writes touch. It answers 1 when it wrote, 0 when it found a
-// change and wrote nothing. One command in one round trip, where WATCH, GET, MULTI … EXEC
+// changed: the record KEYS[1] still reads ARGV[1] (the empty string: it does not exist) and
+// each key of KEYS[2] … KEYS[1+n] still exists or not as the n characters of ARGV[2] say
+// ("1" or "0"). ARGV[3] is the number of writes; each follows as its number of arguments,
+// then the arguments: a Redis command, historyOp and the arguments of append_history
+// (historyFunction), or delIfOp, a key and a value (delete the key if it holds the value).
+// The other KEYS are the keys the writes touch. It answers 1 when it wrote, 0 when it found
+// a change and wrote nothing. One command in one round trip, where WATCH, GET, MULTI … EXEC
 // took three round trips and as many commands as the writes plus three.
 var casScript = redis.NewScript(historyFunction + `
 local cur = redis.call("GET", KEYS[1])
 if cur == false then cur = "" end
 if cur ~= ARGV[1] then return 0 end
-if ARGV[2] ~= "-" and tostring(redis.call("EXISTS", KEYS[2])) ~= ARGV[2] then return 0 end
+for c = 1, #ARGV[2] do
+  if tostring(redis.call("EXISTS", KEYS[1 + c])) ~= string.sub(ARGV[2], c, c) then return 0 end
+end
 local i = 4
 for c = 1, tonumber(ARGV[3]) do
   local n = tonumber(ARGV[i])
-  if ARGV[i + 1] == "` + historyOp + `" then
+  local op = ARGV[i + 1]
+  if op == "` + historyOp + `" then
     append_history(unpack(ARGV, i + 2, i + n))
+  elseif op == "` + delIfOp + `" then
+    if redis.call("GET", ARGV[i + 2]) == ARGV[i + 3] then redis.call("DEL", ARGV[i + 2]) end
   else
     redis.call(unpack(ARGV, i + 1, i + n))
   end
   i = i + n + 1
 end
 return 1`)
+
+// delIfOp names, in a batch (casScript), the deletion of a key if it still holds a value:
+// it is not a Redis command.
+const delIfOp = "urlflow.delif"
+
+// existence is what a step read of a key other than the record: whether it exists.
+type existence struct {
+	key    string
+	exists bool
+}
 
 // batch collects the writes of one step without sending them: the step's code queues them
 // as on any redis.Pipeliner, and runIf sends them all in one script. The script publishes
@@ -82,18 +98,20 @@ func (s *Store) queueNotice(ctx context.Context, b *batch, e *Elicitation, what 
 }
 
 // runIf makes the writes of b if the record key still reads read (nil: it does not
-// exist) and, when exists is not nil, the key other still exists as *exists says. It
-// reports whether it wrote; false means that something the caller read has changed since.
-func (s *Store) runIf(ctx context.Context, key string, read []byte, other string, exists *bool, b *batch) (bool, error) {
+// exist) and each key of checks still exists or not as it says. It reports whether it
+// wrote; false means that something the caller read has changed since.
+func (s *Store) runIf(ctx context.Context, key string, read []byte, checks []existence, b *batch) (bool, error) {
 	defer b.Discard()
-	keys := []string{key, key}
-	args := []any{string(read), "-"}
-	if exists != nil {
-		keys[1], args[1] = other, "0"
-		if *exists {
-			args[1] = "1"
+	keys := []string{key}
+	flags := make([]byte, len(checks))
+	for i, c := range checks {
+		keys = append(keys, c.key)
+		flags[i] = '0'
+		if c.exists {
+			flags[i] = '1'
 		}
 	}
+	args := []any{string(read), string(flags)}
 	cmds := b.Cmds()
 	args = append(args, len(cmds))
 	for _, c := range cmds {

@@ -130,7 +130,7 @@ func (s *Store) Create(ctx context.Context, n NewElicitation) (*Elicitation, err
 	if err := s.writeNew(ctx, b, e, entry); err != nil {
 		return nil, err
 	}
-	switch wrote, err := s.runIf(ctx, elicitationKey(e.User.Key(), e.ID), nil, "", nil, b); {
+	switch wrote, err := s.runIf(ctx, elicitationKey(e.User.Key(), e.ID), nil, nil, b); {
 	case err != nil:
 		return nil, fmt.Errorf("create elicitation: %w", err)
 	case !wrote:
@@ -139,10 +139,16 @@ func (s *Store) Create(ctx context.Context, n NewElicitation) (*Elicitation, err
 	if err := s.writeAfter(ctx, b); err != nil {
 		return nil, fmt.Errorf("index elicitation %s: %w", e.ID, err)
 	}
+	s.created(ctx, e)
+	return e, nil
+}
+
+// created logs and counts the creation of e, and remembers it as written.
+func (s *Store) created(ctx context.Context, e *Elicitation) {
+	s.seeWritten(e)
 	s.log.InfoContext(ctx, "elicitation created", "elicitation_id", e.ID, "user", e.User.Key(),
 		"kind", e.Kind, "target", e.Target, "session", e.SessionID)
 	s.counters.Add(ctx, "urlflow_elicitations_created_total", "kind", string(e.Kind))
-	return e, nil
 }
 
 func (s *Store) newRecord(n NewElicitation) (*Elicitation, error) {
@@ -310,12 +316,13 @@ func (s *Store) read(ctx context.Context, uk, id, other string) (*Elicitation, [
 }
 
 // readForChange is read for the first attempt of a step that changes elicitation id: the
-// record as this replica just read it, when it did and other is empty, without a round
-// trip. Later attempts (first is false) read it.
+// record as this replica just read it, when it did, without a round trip; whether other
+// exists is then guessed from the record (the credential a flow replaces exists). The
+// step's script checks both. Later attempts (first is false) read them.
 func (s *Store) readForChange(ctx context.Context, uk, id, other string, first bool) (*Elicitation, []byte, bool, error) {
-	if first && other == "" {
+	if first {
 		if e, doc, ok := s.seenRecord(id); ok {
-			return e, doc, false, nil
+			return e, doc, other != "" && e.Replace, nil
 		}
 	}
 	return s.read(ctx, uk, id, other)
@@ -426,9 +433,9 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Acto
 			// Another reader expired it first, or the deadline has not come: no event.
 			return Change{Elicitation: e, From: e.State, To: e.State}, nil
 		}
-		var existed *bool
+		var checks []existence
 		if cfg.credential != nil {
-			cfg.replaced, existed = exists, &exists
+			cfg.replaced, checks = exists, []existence{{other, exists}}
 		}
 		change, applyErr := s.apply(e, ev, actor, reason)
 		b := s.newBatch()
@@ -445,7 +452,7 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Acto
 				s.outside(b, func(p redis.Pipeliner) { p.ZRem(ctx, deadlinesKey, id) })
 			}
 		}
-		wrote, err := s.runIf(ctx, elicitationKey(uk, id), doc, other, existed, b)
+		wrote, err := s.runIf(ctx, elicitationKey(uk, id), doc, checks, b)
 		if err != nil {
 			return Change{}, fmt.Errorf("apply %s to elicitation %s: %w", ev, id, err)
 		}
@@ -516,6 +523,10 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, c Change, ev
 			return err
 		}
 	}
+	if e.State.Terminal() {
+		// A running elicitation is reused by the next ask (Open); an ended one is not.
+		p.Do(ctx, delIfOp, openKey(e.User.Key(), e.Kind, e.Target, e.SessionID), e.ID)
+	}
 	if e.State.Terminal() && e.SessionID != "" {
 		uk := e.User.Key()
 		p.SAdd(ctx, undeliveredKey(uk, e.SessionID), e.ID)
@@ -567,7 +578,7 @@ func (s *Store) update(ctx context.Context, id string, what NoticeKind, fn func(
 			b.Discard()
 			return nil, fmt.Errorf("update elicitation %s: %w", id, err)
 		}
-		wrote, err := s.runIf(ctx, elicitationKey(uk, id), doc, "", nil, b)
+		wrote, err := s.runIf(ctx, elicitationKey(uk, id), doc, nil, b)
 		if err != nil {
 			return nil, fmt.Errorf("update elicitation %s: %w", id, err)
 		}
@@ -579,6 +590,46 @@ func (s *Store) update(ctx context.Context, id string, what NoticeKind, fn func(
 		}
 	}
 	return nil, fmt.Errorf("update elicitation %s: too much contention", id)
+}
+
+// Open returns the running elicitation of n's user for n's kind and target in n's MCP
+// session (or outside any session), or creates one as Create does; created says which. The
+// open key of an elicitation is deleted when it ends, so in the usual case (none running)
+// it costs one script that creates the record if that key still does not exist.
+func (s *Store) Open(ctx context.Context, n NewElicitation) (e *Elicitation, created bool, err error) {
+	e, err = s.newRecord(n)
+	if err != nil {
+		return nil, false, err
+	}
+	entry := Entry{At: e.CreatedAt, Event: Created, Actor: state.ActorClient, To: Pending, Reason: n.Purpose}
+	b := s.newBatch()
+	if err := s.writeNew(ctx, b, e, entry); err != nil {
+		b.Discard()
+		return nil, false, err
+	}
+	open := existence{key: openKey(e.User.Key(), e.Kind, e.Target, e.SessionID)}
+	wrote, err := s.runIf(ctx, elicitationKey(e.User.Key(), e.ID), nil, []existence{open}, b)
+	if err != nil {
+		return nil, false, fmt.Errorf("create elicitation: %w", err)
+	}
+	if wrote {
+		if err := s.writeAfter(ctx, b); err != nil {
+			return nil, false, fmt.Errorf("index elicitation %s: %w", e.ID, err)
+		}
+		s.created(ctx, e)
+		return e, true, nil
+	}
+	// One is open, or was when it ended before its key was deleted (written by an earlier
+	// version, or past its deadline and not yet swept).
+	running, err := s.OpenFor(ctx, n.User, n.Kind, n.Target, n.SessionID)
+	if err == nil {
+		return running, false, nil
+	}
+	if !errors.Is(err, state.ErrNotFound) {
+		return nil, false, err
+	}
+	e, err = s.Create(ctx, n)
+	return e, err == nil, err
 }
 
 // OpenFor returns the running elicitation of user for kind and target started in MCP
@@ -652,7 +703,7 @@ func (s *Store) Retry(ctx context.Context, id string, actor state.Actor, ttl tim
 			b.Discard()
 			return nil, err
 		}
-		wrote, err := s.runIf(ctx, elicitationKey(uk, id), doc, "", nil, b)
+		wrote, err := s.runIf(ctx, elicitationKey(uk, id), doc, nil, b)
 		if err != nil {
 			return nil, fmt.Errorf("retry elicitation %s: %w", id, err)
 		}

@@ -889,3 +889,48 @@ func TestHubSubscribesAgainAfterLosingItsConnection(t *testing.T) {
 		})
 	}
 }
+
+func TestOpenCreatesOnlyWhenNoneRunsAndAnEndedFlowLeavesNoOpenKey(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := t.Context()
+		clk := newClock()
+		s := newStore(b, clk)
+		n := newElicitation(alice)
+		first, created, err := s.Open(ctx, n)
+		if err != nil || !created {
+			t.Fatalf("Open with none running = %v, created %v, %v; want a new one", first, created, err)
+		}
+		again, created, err := s.Open(ctx, n)
+		if err != nil || created || again.ID != first.ID {
+			t.Fatalf("Open with one running = %v, created %v, %v; want %s again", again, created, err, first.ID)
+		}
+		if got, err := s.OpenFor(ctx, alice, state.KindSecret, n.Target, n.SessionID); err != nil || got.ID != first.ID {
+			t.Fatalf("OpenFor = %v, %v; want %s", got, err, first.ID)
+		}
+
+		mustApply(t, s, first.ID, CancelRequested, state.ActorUser)
+		key := openKey(alice.Key(), state.KindSecret, n.Target, n.SessionID)
+		if n := b.Client.Exists(ctx, key).Val(); n != 0 {
+			t.Error("the open key of an ended flow is still there")
+		}
+		second, created, err := s.Open(ctx, n)
+		if err != nil || !created || second.ID == first.ID {
+			t.Fatalf("Open after the flow ended = %v, created %v, %v; want a new one", second, created, err)
+		}
+
+		// An earlier version left the open key of an ended flow in place: Open still
+		// creates a new one, and the old flow's end does not delete the new flow's key.
+		mustApply(t, s, second.ID, CancelRequested, state.ActorUser)
+		if err := b.Client.Set(ctx, key, second.ID, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		third, created, err := s.Open(ctx, n)
+		if err != nil || !created || third.ID == second.ID || third.State != Pending {
+			t.Fatalf("Open over a stale open key = %v, created %v, %v; want a new pending one", third, created, err)
+		}
+		mustApply(t, s, second.ID, LatePost, state.ActorUser)
+		if got, err := s.OpenFor(ctx, alice, state.KindSecret, n.Target, n.SessionID); err != nil || got.ID != third.ID {
+			t.Fatalf("OpenFor after an old flow's late event = %v, %v; want %s", got, err, third.ID)
+		}
+	})
+}
