@@ -150,12 +150,7 @@ func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
 			"elicitation_id", id, "session", e.SessionID)
 		return true
 	}
-	owed, err := n.store.IsUndelivered(ctx, e.User, e.SessionID, id)
-	if err != nil {
-		n.log.WarnContext(ctx, "notification not attempted", "elicitation_id", id, "err", err)
-		return false
-	}
-	if !owed {
+	if !e.NotificationOwed() {
 		return true
 	}
 	if !sessionURLMode(ls.ss) {

@@ -114,8 +114,11 @@ func TestClientWithoutURLModeGetsALinkToOpen(t *testing.T) {
 				eventually(t, "the skipped notification recorded", func() bool {
 					return f.get(got.ElicitationID).Delivery.LastError == "not sent: the client declared no URL-mode elicitation"
 				})
-				if e := f.get(got.ElicitationID); e.Delivery.WrittenAt != nil || e.Delivery.Attempts != 0 {
-					t.Fatalf("delivery: %+v", e.Delivery)
+				if e := f.get(got.ElicitationID); e.Delivery.WrittenAt != nil || e.Delivery.Attempts != 0 || e.Delivery.SkippedAt == nil || e.NotificationOwed() {
+					t.Fatalf("delivery: %+v, owed %v", e.Delivery, e.NotificationOwed())
+				}
+				if owed, err := f.store.IsUndelivered(f.ctx, alice, c.sessionID, got.ElicitationID); err != nil || owed {
+					t.Fatalf("still in the undelivered set after it was skipped: %v %v", owed, err)
 				}
 				nothingIn(t, c.completions, "completion notification")
 			})

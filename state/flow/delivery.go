@@ -32,7 +32,8 @@ func (s *Store) RecordDelivery(ctx context.Context, id string, attemptErr error)
 // out of its session's undelivered set.
 func (s *Store) SkipDelivery(ctx context.Context, id, why string) (*Elicitation, error) {
 	return s.update(ctx, id, "", func(e *Elicitation, p redis.Pipeliner) (bool, *Entry, error) {
-		e.Delivery.LastError = "not sent: " + why
+		now := s.now().UTC()
+		e.Delivery.LastError, e.Delivery.SkippedAt = "not sent: "+why, &now
 		p.SRem(ctx, undeliveredKey(e.User.Key(), e.SessionID), e.ID)
 		return true, nil, nil
 	})
@@ -50,7 +51,7 @@ func (s *Store) Requeue(ctx context.Context, id string, actor state.Actor) (*Eli
 			return false, nil, fmt.Errorf("requeue notification of %s: no session: %w", e.ID, ErrConflict)
 		}
 		now := s.now().UTC()
-		e.Delivery.QueuedAt, e.Delivery.WrittenAt = &now, nil // owed again until written again
+		e.Delivery.QueuedAt, e.Delivery.WrittenAt, e.Delivery.SkippedAt = &now, nil, nil // owed again until written again
 		key := undeliveredKey(e.User.Key(), e.SessionID)
 		p.SAdd(ctx, key, e.ID)
 		p.Expire(ctx, key, s.retention)

@@ -14,8 +14,18 @@ import (
 type Delivery struct {
 	QueuedAt  *time.Time `json:"queuedAt,omitempty"`
 	WrittenAt *time.Time `json:"writtenAt,omitempty"`
+	// SkippedAt is when urlflow decided not to send it (the client declared no URL mode).
+	SkippedAt *time.Time `json:"skippedAt,omitempty"`
 	Attempts  int        `json:"attempts"`
 	LastError string     `json:"lastError,omitempty"`
+}
+
+// NotificationOwed reports whether the completion notification of e is owed to its MCP
+// session and not yet written or given up: the same as e's membership of its session's
+// undelivered set, which every step that changes one changes the other with.
+func (e *Elicitation) NotificationOwed() bool {
+	return e.State.Terminal() && e.SessionID != "" && e.Delivery.QueuedAt != nil &&
+		e.Delivery.WrittenAt == nil && e.Delivery.SkippedAt == nil
 }
 
 // Entry is one line of an elicitation's history. From and To are equal when the event

@@ -636,6 +636,9 @@ func TestRecordDeliveryCountsAttemptsUntilWritten(t *testing.T) {
 			if is != slices.Contains(ids, e.ID) {
 				t.Errorf("IsUndelivered = %v, but Undelivered = %v", is, ids)
 			}
+			if owed := mustGet(t, s, e.ID).NotificationOwed(); owed != is {
+				t.Errorf("the record says owed %v, but IsUndelivered = %v", owed, is)
+			}
 			return is
 		}
 
