@@ -339,6 +339,19 @@ func (s *Store) Get(ctx context.Context, id string) (*Elicitation, error) {
 	return e, err
 }
 
+// ForDelivery returns elicitation id for an attempt to deliver its completion notification:
+// the copy this replica saw in the last seconds, without a round trip, when that copy says
+// the flow has ended (its state and session never change again) and the notification is
+// owed; otherwise the record, as Get reads it. A copy older than a delivery recorded
+// elsewhere can make the notification go out twice (clients ignore the second), never
+// not at all.
+func (s *Store) ForDelivery(ctx context.Context, id string) (*Elicitation, error) {
+	if e, _, ok := s.seenRecord(id); ok && e.NotificationOwed() {
+		return e, nil
+	}
+	return s.Get(ctx, id)
+}
+
 // expireIfOverdue reads elicitation id and expires it if its deadline has passed. It
 // reports whether this call expired it.
 func (s *Store) expireIfOverdue(ctx context.Context, userKey, id string) (*Elicitation, bool, error) {

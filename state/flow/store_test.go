@@ -937,3 +937,28 @@ func TestOpenCreatesOnlyWhenNoneRunsAndAnEndedFlowLeavesNoOpenKey(t *testing.T) 
 		}
 	})
 }
+
+func TestForDeliveryNeverMissesANotificationRequeuedElsewhere(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := t.Context()
+		clk := newClock()
+		here, there := newStore(b, clk), newStore(b, clk) // two replicas
+		e := reach(t, here, clk, newElicitation(alice), Complete)
+		if got, err := here.ForDelivery(ctx, e.ID); err != nil || !got.NotificationOwed() {
+			t.Fatalf("ForDelivery of a flow that just completed = %+v, %v; want it owed", got, err)
+		}
+		if _, err := here.RecordDelivery(ctx, e.ID, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := here.ForDelivery(ctx, e.ID); err != nil || got.NotificationOwed() {
+			t.Fatalf("ForDelivery after the delivery = %+v, %v; want it not owed", got, err)
+		}
+		// Another replica asks for it again: here's copy says written, so it reads the record.
+		if _, err := there.Requeue(ctx, e.ID, state.ActorOperator); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := here.ForDelivery(ctx, e.ID); err != nil || !got.NotificationOwed() {
+			t.Fatalf("ForDelivery after a requeue on another replica = %+v, %v; want it owed again", got, err)
+		}
+	})
+}
