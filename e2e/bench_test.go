@@ -49,11 +49,12 @@ func (bs *benchSetup) storeSecret(b *testing.B, replace bool) string {
 	return storeSecretByPages(b, bs.c, bs.dev, "demo_0123456789abcdef", replace)
 }
 
-// callOK calls a tool and fails the benchmark unless it succeeds.
-func callOK(b *testing.B, c *client, name string, args map[string]any) *sdk.CallToolResult {
-	res, err := c.Call(b.Context(), name, args)
+// callOK calls a tool and fails the test or benchmark unless it succeeds.
+func callOK(tb testing.TB, c *client, name string, args map[string]any) *sdk.CallToolResult {
+	tb.Helper()
+	res, err := c.Call(tb.Context(), name, args)
 	if err != nil || res.IsError {
-		b.Fatalf("%s: %v %s", name, err, text(res))
+		tb.Fatalf("%s: %v %s", name, err, text(res))
 	}
 	return res
 }

@@ -62,13 +62,17 @@ type Store struct {
 	// made before IDs carried their user): an ID never changes user, so a replica reads the
 	// eid:ID index once per ID instead of before every read and change of it. Only IDs that
 	// exist are kept.
-	ownersMu sync.Mutex
-	owners   *expiring.Map[string, string]
+	mu     sync.Mutex // guards owners, seen and ending
+	owners *expiring.Map[string, string]
 	// seen remembers each record as this replica last read it, for a few seconds: a step
 	// that changes a record just read (a page reads it, then records the event) starts from
 	// it instead of reading it again. It is only a hint: the step's script writes only if
 	// the record still reads so, and otherwise the step reads it and starts over.
 	seen *expiring.Map[string, []byte]
+	// ending holds, for each elicitation whose transition this replica is writing, a
+	// channel closed once the outcome is in seen: the step's script publishes its notice,
+	// which can reach this replica's notifier before the script's answer (ForDelivery).
+	ending map[string]chan struct{}
 }
 
 // Bounds of Store.owners (about a megabyte) and Store.seen (up to about 20 MB at 2 kB a
@@ -87,7 +91,8 @@ func NewStore(rdb redis.UniversalClient, opts StoreOptions) *Store {
 		panic(err)
 	}
 	s := &Store{rdb: rdb, now: opts.Now, retention: opts.Retention, log: opts.Logger, counters: opts.Counters, ids: ids,
-		owners: expiring.New[string, string](ownersSize), seen: expiring.New[string, []byte](seenSize)}
+		owners: expiring.New[string, string](ownersSize), seen: expiring.New[string, []byte](seenSize),
+		ending: map[string]chan struct{}{}}
 	_, s.cluster = rdb.(*redis.ClusterClient)
 	if s.now == nil {
 		s.now = time.Now
@@ -210,9 +215,9 @@ func (s *Store) userKeyOf(ctx context.Context, id string) (string, error) {
 	if !legacyIDPattern.MatchString(id) {
 		return "", state.ErrNotFound
 	}
-	s.ownersMu.Lock()
+	s.mu.Lock()
 	uk, ok := s.owners.Get(id, s.now())
-	s.ownersMu.Unlock()
+	s.mu.Unlock()
 	if ok {
 		return uk, nil
 	}
@@ -230,8 +235,8 @@ func (s *Store) userKeyOf(ctx context.Context, id string) (string, error) {
 // rememberOwner notes that elicitation id is user key uk's.
 func (s *Store) rememberOwner(id, uk string) {
 	now := s.now()
-	s.ownersMu.Lock()
-	defer s.ownersMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.owners.Set(id, uk, now.Add(ownersTTL), now)
 }
 
@@ -247,9 +252,26 @@ func (s *Store) load(ctx context.Context, uk, id string) (*Elicitation, error) {
 // see remembers doc as the record of elicitation id as last read.
 func (s *Store) see(id string, doc []byte) {
 	now := s.now()
-	s.ownersMu.Lock()
-	defer s.ownersMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.seen.Set(id, doc, now.Add(seenTTL), now)
+}
+
+// beginEnding notes that this replica is writing a transition that ends elicitation id,
+// and returns the function to call once its outcome is in seen.
+func (s *Store) beginEnding(id string) func() {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.ending[id] = ch
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if s.ending[id] == ch {
+			delete(s.ending, id)
+		}
+		s.mu.Unlock()
+		close(ch)
+	}
 }
 
 // seeWritten remembers e as just written (writeRecord writes the same bytes).
@@ -262,9 +284,9 @@ func (s *Store) seeWritten(e *Elicitation) {
 // seenRecord returns the record of elicitation id as this replica read it in the last
 // seconds, if it did; the step that uses it must check that it still reads so (runIf).
 func (s *Store) seenRecord(id string) (*Elicitation, []byte, bool) {
-	s.ownersMu.Lock()
+	s.mu.Lock()
 	doc, ok := s.seen.Get(id, s.now())
-	s.ownersMu.Unlock()
+	s.mu.Unlock()
 	if !ok {
 		return nil, nil, false
 	}
@@ -346,6 +368,16 @@ func (s *Store) Get(ctx context.Context, id string) (*Elicitation, error) {
 // elsewhere can make the notification go out twice (clients ignore the second), never
 // not at all.
 func (s *Store) ForDelivery(ctx context.Context, id string) (*Elicitation, error) {
+	s.mu.Lock()
+	ending := s.ending[id]
+	s.mu.Unlock()
+	if ending != nil {
+		select { // the script that ends it is being answered: its outcome is moments away
+		case <-ending:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	if e, _, ok := s.seenRecord(id); ok && e.NotificationOwed() {
 		return e, nil
 	}
@@ -465,15 +497,20 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Acto
 				s.outside(b, func(p redis.Pipeliner) { p.ZRem(ctx, deadlinesKey, id) })
 			}
 		}
+		done := func() {}
+		if change.To.Terminal() && change.Changed() {
+			done = s.beginEnding(id)
+		}
 		wrote, err := s.runIf(ctx, elicitationKey(uk, id), doc, checks, b)
+		if wrote && change.Changed() {
+			s.seeWritten(change.Elicitation)
+		}
+		done()
 		if err != nil {
 			return Change{}, fmt.Errorf("apply %s to elicitation %s: %w", ev, id, err)
 		}
 		if !wrote {
 			continue // changed since it was read: read it again
-		}
-		if change.Changed() {
-			s.seeWritten(change.Elicitation)
 		}
 		if err := s.writeAfter(ctx, b); err != nil {
 			// The record is the truth; the sweeper tidies the index.
