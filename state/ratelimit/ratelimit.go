@@ -5,7 +5,6 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -99,11 +98,10 @@ func key(userKey, what string, window int64) string {
 	return state.UserTag(userKey) + "rl:" + what + ":" + strconv.FormatInt(window, 10)
 }
 
-// addScript adds ARGV[2] events to KEYS[1] and answers the total; the first events of a
-// window set its expiry, ARGV[1] milliseconds. Adding none only reads the total.
+// addScript adds ARGV[2] events (at least one) to KEYS[1] and answers the total; the first
+// events of a window set its expiry, ARGV[1] milliseconds.
 var addScript = redis.NewScript(`
 local add = tonumber(ARGV[2])
-if add == 0 then return tonumber(redis.call("GET", KEYS[1]) or "0") end
 local n = redis.call("INCRBY", KEYS[1], add)
 if n == add then redis.call("PEXPIRE", KEYS[1], ARGV[1]) end
 return n`)
@@ -198,15 +196,12 @@ func (r *Limiter) Sync(ctx context.Context) error {
 			failed = terr
 			continue
 		}
-		b.c.shared = total - b.c.pending // events counted here during the round trip are still pending
-		if b.c.shared < 0 {
-			b.c.shared = 0
-		}
+		b.c.shared = total // events counted here during the round trip are still pending
 	}
 	if err == nil {
 		err = failed
 	}
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return fmt.Errorf("share rate limit counts: %w", err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/state"
 )
@@ -160,4 +161,40 @@ func TestACountThatCannotBeSharedIsKeptForTheNextSync(t *testing.T) {
 			t.Errorf("the count lives %v, want at most the window and a minute", ttl)
 		}
 	})
+}
+
+// duringPipeline is a go-redis hook that runs fn while a pipeline is on its way.
+type duringPipeline struct{ fn func() }
+
+func (h duringPipeline) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h duringPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h duringPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.fn()
+		return next(ctx, cmds)
+	}
+}
+
+func TestEventsCountedDuringASyncStillCount(t *testing.T) {
+	rdb := redistest.StartEmbedded(t).Client
+	r := NewLimiter(rdb, nil)
+	limit := Limit{Events: 3, Window: time.Hour}
+	for range 2 {
+		r.Allow(alice, "mcp", limit)
+	}
+	during := 0
+	rdb.AddHook(duringPipeline{fn: func() {
+		if during == 0 && !r.Allow(alice, "mcp", limit).Allowed { // the third event, while the first two are sent
+			t.Error("the third event was refused")
+		}
+		during++
+	}})
+	if err := r.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if r.Allow(alice, "mcp", limit).Allowed {
+		t.Error("the fourth event was allowed: the one counted during the sync was lost")
+	}
 }
