@@ -126,26 +126,41 @@ type NewElicitation struct {
 
 // Create stores a new pending elicitation and returns it.
 func (s *Store) Create(ctx context.Context, n NewElicitation) (*Elicitation, error) {
-	e, err := s.newRecord(n)
+	e, wrote, err := s.create(ctx, n, nil)
+	if err == nil && !wrote {
+		err = fmt.Errorf("create elicitation: its new ID %s is taken", e.ID)
+	}
 	if err != nil {
 		return nil, err
+	}
+	return e, nil
+}
+
+// create stores a new pending elicitation if each key of checks exists or not as it says,
+// and reports whether it did.
+func (s *Store) create(ctx context.Context, n NewElicitation, checks []existence) (*Elicitation, bool, error) {
+	e, err := s.newRecord(n)
+	if err != nil {
+		return nil, false, err
 	}
 	entry := Entry{At: e.CreatedAt, Event: Created, Actor: state.ActorClient, To: Pending, Reason: n.Purpose}
 	b := s.newBatch()
 	if err := s.writeNew(ctx, b, e, entry); err != nil {
-		return nil, err
+		b.Discard()
+		return nil, false, err
 	}
-	switch wrote, err := s.runIf(ctx, elicitationKey(e.User.Key(), e.ID), nil, nil, b); {
-	case err != nil:
-		return nil, fmt.Errorf("create elicitation: %w", err)
-	case !wrote:
-		return nil, fmt.Errorf("create elicitation: its new ID %s is taken", e.ID)
+	wrote, err := s.runIf(ctx, elicitationKey(e.User.Key(), e.ID), nil, checks, b)
+	if err != nil {
+		return nil, false, fmt.Errorf("create elicitation: %w", err)
+	}
+	if !wrote {
+		return e, false, nil
 	}
 	if err := s.writeAfter(ctx, b); err != nil {
-		return nil, fmt.Errorf("index elicitation %s: %w", e.ID, err)
+		return nil, false, fmt.Errorf("index elicitation %s: %w", e.ID, err)
 	}
 	s.created(ctx, e)
-	return e, nil
+	return e, true, nil
 }
 
 // created logs and counts the creation of e, and remembers it as written.
@@ -647,27 +662,9 @@ func (s *Store) update(ctx context.Context, id string, what NoticeKind, fn func(
 // open key of an elicitation is deleted when it ends, so in the usual case (none running)
 // it costs one script that creates the record if that key still does not exist.
 func (s *Store) Open(ctx context.Context, n NewElicitation) (e *Elicitation, created bool, err error) {
-	e, err = s.newRecord(n)
-	if err != nil {
-		return nil, false, err
-	}
-	entry := Entry{At: e.CreatedAt, Event: Created, Actor: state.ActorClient, To: Pending, Reason: n.Purpose}
-	b := s.newBatch()
-	if err := s.writeNew(ctx, b, e, entry); err != nil {
-		b.Discard()
-		return nil, false, err
-	}
-	open := existence{key: openKey(e.User.Key(), e.Kind, e.Target, e.SessionID)}
-	wrote, err := s.runIf(ctx, elicitationKey(e.User.Key(), e.ID), nil, []existence{open}, b)
-	if err != nil {
-		return nil, false, fmt.Errorf("create elicitation: %w", err)
-	}
-	if wrote {
-		if err := s.writeAfter(ctx, b); err != nil {
-			return nil, false, fmt.Errorf("index elicitation %s: %w", e.ID, err)
-		}
-		s.created(ctx, e)
-		return e, true, nil
+	open := existence{key: openKey(n.User.Key(), n.Kind, n.Target, n.SessionID)}
+	if e, created, err = s.create(ctx, n, []existence{open}); err != nil || created {
+		return e, created, err
 	}
 	// One is open, or was when it ended before its key was deleted (written by an earlier
 	// version, or past its deadline and not yet swept).
