@@ -12,6 +12,7 @@ import (
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/upstream"
 )
 
@@ -106,10 +107,11 @@ func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.Ca
 // reentry is the request to replace cred (nil if none is stored), saying why when it is
 // locked or weak.
 func (s *Server) reentry(slot *slots.Slot, cred *credentials.Credential, weak bool) ask {
-	a := ask{target: slot.Name, label: slot.Label, replace: true,
+	a := ask{target: slot.Name, label: slot.Label, replace: true, replaced: &flow.Replaced{Weak: weak},
 		purpose: "Enter a new " + slot.Label + " to replace the one urlflow keeps for you."}
 	switch {
 	case cred.Locked():
+		a.replaced = &flow.Replaced{LockReason: cred.LockReason}
 		a.purpose = fmt.Sprintf("urlflow locked your stored %s because %s. Enter it again to unlock it, "+
 			"or a new one if you did not expect this.", slot.Label, cred.LockReason)
 	case weak:

@@ -16,6 +16,7 @@ type ask struct {
 	kind                   state.Kind // KindSecret if empty
 	target, label, purpose string
 	replace                bool
+	replaced               *flow.Replaced // how the stored one stands, when replace is set
 	scopes                 []string // of a third-party connection
 }
 
@@ -47,7 +48,7 @@ func (s *Server) openElicitation(ctx context.Context, t turn, a ask) (*flow.Elic
 		a.kind = state.KindSecret
 	}
 	e, _, err := s.opts.Flows.Open(ctx, flow.NewElicitation{
-		User: t.user, Kind: a.kind, Target: a.target, Purpose: a.purpose, Replace: a.replace, Scopes: a.scopes,
+		User: t.user, Kind: a.kind, Target: a.target, Purpose: a.purpose, Replace: a.replace, Replaced: a.replaced, Scopes: a.scopes,
 		Client: t.client(), SessionID: t.sessionID(), Replica: s.opts.Replica, TTL: s.opts.TTL,
 	})
 	return e, err

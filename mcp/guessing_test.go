@@ -87,6 +87,9 @@ func TestARequestCarryingTheStoredSecretIsRefusedAndLocksIt(t *testing.T) {
 	if !e.Replace || !strings.Contains(e.Purpose, "urlflow locked your stored Demo API key because a call_api request carried it in its body") {
 		t.Fatalf("the new elicitation does not say why: replace=%v %q", e.Replace, e.Purpose)
 	}
+	if e.Replaced == nil || e.Replaced.LockReason != "a call_api request carried it in its body" {
+		t.Fatalf("the record does not keep how the stored key stood, for the consent page: %+v", e.Replaced)
+	}
 	f.waitForState(e.ID, flow.Consented)
 	f.browserCompletes(e.ID, otherKey)
 	out := receive(t, call, "call_api result")

@@ -223,7 +223,10 @@ func (s *Server) openElicitation(c echo.Context) error {
 		Replace: e.Replace, ExpiresAt: e.ExpiresAt, CSRF: p.CSRF,
 		ContinueAction: "/e/" + e.ID + "/continue", DeclineAction: "/e/" + e.ID + "/decline",
 	}
-	if e.Replace {
+	switch {
+	case e.Replaced != nil:
+		view.LockReason, view.Weak = e.Replaced.LockReason, e.Replaced.Weak
+	case e.Replace: // a record written before urlflow kept how the stored one stood
 		view.LockReason, view.Weak = s.storedStanding(c, e.User, slot)
 	}
 	return s.render(c, http.StatusOK, templates.ConsentPage(p, view))

@@ -61,4 +61,23 @@ func TestTheConsentPageSaysWhyAStoredKeyShouldBeReplaced(t *testing.T) {
 			t.Errorf("the page of a strong, usable key warns: %s", text)
 		}
 	})
+	// The tools record how the stored key stood when they asked (the tests above create
+	// records the way urlflow did before, which the page reads the key for): the page says
+	// what the record says, without reading the key.
+	t.Run("as the record says", func(t *testing.T) {
+		f.storeDirectly(t, "dave", validKey) // strong and not locked now
+		locked := f.newFlow(t, "dave", func(n *flow.NewElicitation) {
+			n.Replace, n.Replaced = true, &flow.Replaced{LockReason: "a call_api request carried it in its query"}
+		})
+		f.browser(t, "dave").open(locked.ID).want(t, http.StatusOK,
+			"urlflow locked your stored Demo API key because a call_api request carried it in its query.")
+		f.apply(t, locked.ID, flow.CancelRequested, state.ActorUser)
+		weak := f.newFlow(t, "dave", func(n *flow.NewElicitation) { n.Replace, n.Replaced = true, &flow.Replaced{Weak: true} })
+		f.browser(t, "dave").open(weak.ID).want(t, http.StatusOK, "Your stored Demo API key is easy to guess")
+		f.apply(t, weak.ID, flow.CancelRequested, state.ActorUser)
+		plain := f.newFlow(t, "dave", func(n *flow.NewElicitation) { n.Replace, n.Replaced = true, &flow.Replaced{} })
+		if text := f.browser(t, "dave").open(plain.ID).Text(); strings.Contains(text, "locked") || strings.Contains(text, "easy to guess") {
+			t.Errorf("a record that says the key stood well warns: %s", text)
+		}
+	})
 }

@@ -20,6 +20,15 @@ type Delivery struct {
 	LastError string     `json:"lastError,omitempty"`
 }
 
+// Replaced is how a stored credential stood when a flow to replace it was created: the
+// consent page says why it is asked for again.
+type Replaced struct {
+	// LockReason is set when it was locked, and says why.
+	LockReason string `json:"lockReason,omitempty"`
+	// Weak is set when it was weaker than its slot requires.
+	Weak bool `json:"weak,omitempty"`
+}
+
 // NotificationOwed reports whether the completion notification of e is owed to its MCP
 // session and not yet written or given up: the same as e's membership of its session's
 // undelivered set, which every step that changes one changes the other with.
@@ -62,6 +71,9 @@ type Elicitation struct {
 	Purpose string `json:"purpose"`
 	// Replace is set when the user asked to replace a credential that already exists.
 	Replace bool `json:"replace,omitempty"`
+	// Replaced says how the credential it replaces stood when it was created (nil in
+	// records written before urlflow kept it, and when it replaces nothing).
+	Replaced *Replaced `json:"replaced,omitempty"`
 	// Scopes are the scopes asked of a third-party provider (kind oauth).
 	Scopes []string `json:"scopes,omitempty"`
 	// Client is the MCP client's self-reported name and version.

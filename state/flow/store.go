@@ -116,6 +116,7 @@ type NewElicitation struct {
 	Target    string
 	Purpose   string
 	Replace   bool
+	Replaced  *Replaced
 	Scopes    []string
 	Client    state.ClientInfo
 	SessionID string
@@ -185,7 +186,7 @@ func (s *Store) newRecord(n NewElicitation) (*Elicitation, error) {
 	now := s.now().UTC()
 	return &Elicitation{
 		ID: id, User: n.User, Kind: n.Kind, Target: n.Target, State: Pending,
-		Purpose: n.Purpose, Replace: n.Replace, Scopes: n.Scopes, Client: n.Client, SessionID: n.SessionID,
+		Purpose: n.Purpose, Replace: n.Replace, Replaced: n.Replaced, Scopes: n.Scopes, Client: n.Client, SessionID: n.SessionID,
 		Replica: n.Replica, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(n.TTL),
 	}, nil
 }
@@ -724,7 +725,7 @@ func (s *Store) Retry(ctx context.Context, id string, actor state.Actor, ttl tim
 		}
 		next, err := s.newRecord(NewElicitation{
 			User: old.User, Kind: old.Kind, Target: old.Target, Purpose: old.Purpose,
-			Replace: old.Replace, Scopes: old.Scopes, Client: old.Client, SessionID: old.SessionID,
+			Replace: old.Replace, Replaced: old.Replaced, Scopes: old.Scopes, Client: old.Client, SessionID: old.SessionID,
 			Replica: old.Replica, TTL: ttl,
 		})
 		if err != nil {
