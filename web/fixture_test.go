@@ -835,15 +835,25 @@ func (f *fixture) sessionValues(t testing.TB, id string) map[string]string {
 func (f *fixture) browserSessions(t testing.TB) map[string]time.Duration {
 	t.Helper()
 	rdb := f.redis.Client(t)
-	prefix := state.KeyPrefix + "bs:"
 	left := map[string]time.Duration{}
-	iter := rdb.Scan(t.Context(), 0, prefix+"*", 100).Iterator()
+	// Sessions before sign-in: urlflow:bs:ID; signed in, in the user's slot: urlflow:{u:K}:bs:R
+	// for the ID K.R (browsersession.Key).
+	iter := rdb.Scan(t.Context(), 0, state.KeyPrefix+"*bs:*", 100).Iterator()
 	for iter.Next(t.Context()) {
 		ttl, err := rdb.TTL(t.Context(), iter.Val()).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		left[strings.TrimPrefix(iter.Val(), prefix)] = ttl
+		rest := strings.TrimPrefix(iter.Val(), state.KeyPrefix)
+		id := strings.TrimPrefix(rest, "bs:")
+		if tagged, ok := strings.CutPrefix(rest, "{u:"); ok {
+			user, r, _ := strings.Cut(tagged, "}:bs:")
+			id = user + "." + r
+		}
+		if browsersession.Key(id) != iter.Val() {
+			t.Fatalf("key %s does not name session %s", iter.Val(), id)
+		}
+		left[id] = ttl
 	}
 	if err := iter.Err(); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/browsersession"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/templates"
@@ -24,6 +25,10 @@ type visitor struct {
 	sess     *sessions.Session
 	user     state.User
 	signedIn bool
+	// page is the elicitation the page is about, read with the session (visitor), and
+	// pageErr why it was not.
+	page    *flow.Elicitation
+	pageErr error
 }
 
 // name is how the pages call the signed-in user.
@@ -34,13 +39,37 @@ func (v *visitor) name() string {
 	return v.user.Subject
 }
 
+// visitor returns the browser behind c. On a page about an elicitation (/e/{id}/…), a
+// signed-in browser's session and the elicitation are read together: in one command, both
+// living in the user's slot (browsersession.Key).
 func (s *Server) visitor(c echo.Context) (*visitor, error) {
+	var page *flow.Elicitation
+	var pageErr error
+	prefetched := false
+	if id := c.Param("id"); flow.ValidID(id) {
+		if sessID, ok := s.sessions.cookieID(c.Request()); ok && sessID != "" {
+			var data []byte
+			page, data, pageErr = s.opts.Flows.GetAlong(c.Request().Context(), id, browsersession.Key(sessID))
+			if pageErr != nil && !errors.Is(pageErr, state.ErrNotFound) {
+				return nil, pageErr
+			}
+			c.SetRequest(withPrefetched(c.Request(), sessID, data))
+			prefetched = true
+		}
+	}
 	sess, err := s.sessions.Get(c.Request(), s.sessions.name)
 	if err != nil {
 		return nil, err
 	}
 	u, ok := sessionUser(sess)
-	return &visitor{sess: sess, user: u, signedIn: ok}, nil
+	v := &visitor{sess: sess, user: u, signedIn: ok}
+	if prefetched {
+		v.page, v.pageErr = page, pageErr
+		if page == nil && pageErr == nil {
+			v.pageErr = state.ErrNotFound
+		}
+	}
+	return v, nil
 }
 
 // csrfToken returns the CSRF token for v's forms, saving a new session first so that it
@@ -126,7 +155,10 @@ func (s *Server) elicitationFor(c echo.Context, v *visitor) (*flow.Elicitation, 
 		return nil, c.Redirect(http.StatusSeeOther, "/auth/login?next="+url.QueryEscape("/e/"+id))
 	}
 	ctx := c.Request().Context()
-	e, err := s.opts.Flows.Get(ctx, id)
+	e, err := v.page, v.pageErr
+	if e == nil && err == nil { // not read with the session
+		e, err = s.opts.Flows.Get(ctx, id)
+	}
 	if errors.Is(err, state.ErrNotFound) {
 		return nil, errNoSuchElicitation
 	}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -68,15 +69,11 @@ func (s *sessionStore) New(r *http.Request, name string) (*sessions.Session, err
 	sess := sessions.NewSession(s, name)
 	sess.Options = s.options()
 	sess.IsNew = true
-	cookie, err := r.Cookie(name)
-	if err != nil {
+	id, ok := s.cookieID(r)
+	if !ok {
 		return sess, nil
 	}
-	var id string
-	if err := s.codec.Decode(name, cookie.Value, &id); err != nil {
-		return sess, nil
-	}
-	data, err := s.store.Load(r.Context(), id)
+	data, err := s.load(r, id)
 	if errors.Is(err, state.ErrNotFound) {
 		return sess, nil
 	}
@@ -95,6 +92,44 @@ func (s *sessionStore) New(r *http.Request, name string) (*sessions.Session, err
 	return sess, nil
 }
 
+// cookieID returns the session ID that r's cookie names, if it verifies.
+func (s *sessionStore) cookieID(r *http.Request) (string, bool) {
+	cookie, err := r.Cookie(s.name)
+	if err != nil {
+		return "", false
+	}
+	var id string
+	if err := s.codec.Decode(s.name, cookie.Value, &id); err != nil {
+		return "", false
+	}
+	return id, true
+}
+
+// prefetchedSession is the data of a browser session read before the session was asked
+// for, together with the elicitation of the page (Server.visitor).
+type prefetchedSession struct {
+	id   string
+	data []byte // nil: the session does not exist
+}
+
+type prefetchedKey struct{}
+
+// withPrefetched returns r carrying the data of session id, read already.
+func withPrefetched(r *http.Request, id string, data []byte) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), prefetchedKey{}, prefetchedSession{id: id, data: data}))
+}
+
+// load returns the data of session id: read with the page's elicitation, or from Redis.
+func (s *sessionStore) load(r *http.Request, id string) ([]byte, error) {
+	if p, ok := r.Context().Value(prefetchedKey{}).(prefetchedSession); ok && p.id == id {
+		if p.data == nil {
+			return nil, state.ErrNotFound
+		}
+		return p.data, nil
+	}
+	return s.store.Load(r.Context(), id)
+}
+
 // Save writes sess to Redis and sets its cookie, both for browserSessionTTL once sess names
 // a user and for signInWindow before; a negative MaxAge deletes both.
 func (s *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessions.Session) error {
@@ -109,6 +144,9 @@ func (s *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 	}
 	if sess.ID == "" {
 		sess.ID = rand.Text()
+		if u, signedIn := sessionUser(sess); signedIn {
+			sess.ID = browsersession.UserSessionID(u.Key()) // kept in the user's slot
+		}
 	}
 	values := map[string]string{}
 	for k, v := range sess.Values {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/browsersession"
 )
 
@@ -98,4 +100,37 @@ func TestAVisitorWhoDoesNotSignInKeepsNoLongSession(t *testing.T) {
 			b.get(link).want(t, http.StatusOK, "Signed in as alice")
 		})
 	}
+}
+
+func TestASignedInSessionLivesInItsUsersSlotAndAnEarlierOneStillWorks(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	b := f.browser(t, "alice")
+	b.signIn("/e/" + e.ID)
+	id := f.sessionID(t, b.sessionCookie())
+	if want := state.UserTag(f.user("alice").Key()) + "bs:"; !strings.HasPrefix(browsersession.Key(id), want) {
+		t.Fatalf("the signed-in session %s is kept at %s, want in alice's slot (%s…)", id, browsersession.Key(id), want)
+	}
+	b.get("/e/"+e.ID).want(t, http.StatusOK, "Signed in as alice")
+
+	// A session signed in before sessions moved to the user's slot: its data under
+	// urlflow:bs:ID. The pages still know who it is.
+	values := f.sessionValues(t, id)
+	data, err := json.Marshal(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := "LEGACYSESSIONLEGACYSESSION"
+	if err := f.redis.Client(t).Set(t.Context(), state.KeyPrefix+"bs:"+legacy, data, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cookie, err := f.server.sessions.codec.Encode(f.server.sessions.name, legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := f.browser(t, "alice")
+	earlier.setSessionCookie(cookie)
+	earlier.get("/e/"+e.ID).want(t, http.StatusOK, "Signed in as alice")
+	earlier.get("/e/"+e.ID+"/secret").want(t, http.StatusOK, "Signed in as alice")
 }

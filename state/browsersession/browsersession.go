@@ -1,10 +1,12 @@
 // Package browsersession keeps the data of browser sessions in Redis, for the signed
 // cookie of package web that names them. A session's data is opaque here (web encodes
-// it); every session lives for a given time from its last save.
+// it); every session lives for a given time from its last save. A signed-in session's
+// data lives in its user's slot (Key).
 package browsersession
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -22,11 +24,33 @@ type Store struct {
 // NewStore returns a Store on rdb.
 func NewStore(rdb redis.UniversalClient) *Store { return &Store{rdb: rdb} }
 
-func key(id string) string { return state.KeyPrefix + "bs:" + id }
+// Key returns the Redis key of session id. The ID of a signed-in session starts with its
+// user's key (state.User.Key) and a dot (UserSessionID): such a session lives in the user's
+// slot, beside the user's elicitations, so that a page reads both in one command. Other
+// IDs (a sign-in in progress) live outside any user's slot.
+func Key(id string) string {
+	if uk, rest, ok := splitUserSessionID(id); ok {
+		return state.UserTag(uk) + "bs:" + rest
+	}
+	return state.KeyPrefix + "bs:" + id
+}
+
+// UserSessionID returns a new ID for a session of the user whose key is userKey.
+func UserSessionID(userKey string) string { return userKey + "." + rand.Text() }
+
+// userKeyLen is the length of a state.User.Key: 16 bytes in unpadded base64url.
+const userKeyLen = 22
+
+func splitUserSessionID(id string) (userKey, rest string, ok bool) {
+	if len(id) <= userKeyLen+1 || id[userKeyLen] != '.' {
+		return "", "", false
+	}
+	return id[:userKeyLen], id[userKeyLen+1:], true
+}
 
 // Save stores data as the data of session id for ttl.
 func (s *Store) Save(ctx context.Context, id string, data []byte, ttl time.Duration) error {
-	if err := s.rdb.Set(ctx, key(id), data, ttl).Err(); err != nil {
+	if err := s.rdb.Set(ctx, Key(id), data, ttl).Err(); err != nil {
 		return fmt.Errorf("save browser session: %w", err)
 	}
 	return nil
@@ -34,7 +58,7 @@ func (s *Store) Save(ctx context.Context, id string, data []byte, ttl time.Durat
 
 // Load returns the data of session id, or state.ErrNotFound.
 func (s *Store) Load(ctx context.Context, id string) ([]byte, error) {
-	data, err := s.rdb.Get(ctx, key(id)).Bytes()
+	data, err := s.rdb.Get(ctx, Key(id)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, state.ErrNotFound
 	}
@@ -46,7 +70,7 @@ func (s *Store) Load(ctx context.Context, id string) ([]byte, error) {
 
 // Delete removes session id.
 func (s *Store) Delete(ctx context.Context, id string) error {
-	if err := s.rdb.Del(ctx, key(id)).Err(); err != nil {
+	if err := s.rdb.Del(ctx, Key(id)).Err(); err != nil {
 		return fmt.Errorf("delete browser session: %w", err)
 	}
 	return nil

@@ -225,3 +225,34 @@ func TestAStepStartedFromARecordThatChangedSinceIsAppliedToTheNewOne(t *testing.
 		}
 	})
 }
+
+func TestGetAlongReadsTheRecordAndAnotherKeyTogether(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := t.Context()
+		s := newStore(b, nil)
+		e, err := s.Create(ctx, newElicitation(alice))
+		if err != nil {
+			t.Fatal(err)
+		}
+		same := state.UserTag(alice.Key()) + "bs:test" // in alice's slot: one MGET
+		other := state.KeyPrefix + "bs:test"            // elsewhere: two GETs in one round trip
+		for _, k := range []string{same, other} {
+			if _, val, err := s.GetAlong(ctx, e.ID, k); err != nil || val != nil {
+				t.Fatalf("GetAlong(%s) of a missing key = %q, %v; want nil", k, val, err)
+			}
+			if err := b.Client.Set(ctx, k, "value of "+k, time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			got, val, err := s.GetAlong(ctx, e.ID, k)
+			if err != nil || got.ID != e.ID || string(val) != "value of "+k {
+				t.Fatalf("GetAlong(%s) = %v, %q, %v", k, got, val, err)
+			}
+			// An ID that does not exist still gives the other value.
+			missing := NewStore(b.Client, StoreOptions{Logger: quiet})
+			id, _ := missing.ids.newID(alice.Key())
+			if got, val, err := s.GetAlong(ctx, id, k); !errors.Is(err, state.ErrNotFound) || got != nil || string(val) != "value of "+k {
+				t.Fatalf("GetAlong of an unknown ID = %v, %q, %v; want not found and the value", got, val, err)
+			}
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -323,11 +324,16 @@ func decodeRecord(id string, get *redis.StringCmd) (*Elicitation, []byte, error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read elicitation %s: %w", id, err)
 	}
+	e, err := decodeDoc(id, doc)
+	return e, doc, err
+}
+
+func decodeDoc(id string, doc []byte) (*Elicitation, error) {
 	var e Elicitation
 	if err := json.Unmarshal(doc, &e); err != nil {
-		return nil, nil, fmt.Errorf("decode elicitation %s: %w", id, err)
+		return nil, fmt.Errorf("decode elicitation %s: %w", id, err)
 	}
-	return &e, doc, nil
+	return &e, nil
 }
 
 // read reads elicitation id of user key uk as stored and, when other is not empty, whether
@@ -400,6 +406,75 @@ func (s *Store) ForDelivery(ctx context.Context, id string) (*Elicitation, error
 	return s.Get(ctx, id)
 }
 
+// GetAlong returns elicitation id as Get does, and the value of the key other (nil if it
+// does not exist), read together: one MGET when other is in the user's slot of the ID (a
+// signed-in browser session of the same user), else one round trip of two GETs. The value
+// of other is returned also when the elicitation does not exist (state.ErrNotFound).
+func (s *Store) GetAlong(ctx context.Context, id, other string) (*Elicitation, []byte, error) {
+	uk, err := s.userKeyOf(ctx, id)
+	if errors.Is(err, state.ErrNotFound) {
+		val, err := s.rdb.Get(ctx, other).Bytes()
+		if errors.Is(err, redis.Nil) {
+			return nil, nil, state.ErrNotFound
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("read %s: %w", other, err)
+		}
+		return nil, val, state.ErrNotFound
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var record, val *redis.StringCmd
+	var both *redis.SliceCmd
+	key := elicitationKey(uk, id)
+	if strings.HasPrefix(other, state.UserTag(uk)) {
+		both = s.rdb.MGet(ctx, key, other)
+		err = both.Err()
+	} else {
+		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			record, val = p.Get(ctx, key), p.Get(ctx, other)
+			return nil
+		})
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, fmt.Errorf("read elicitation %s: %w", id, err)
+	}
+	var doc, otherVal []byte
+	if both != nil {
+		vals := both.Val()
+		if str, ok := vals[0].(string); ok {
+			doc = []byte(str)
+		}
+		if str, ok := vals[1].(string); ok {
+			otherVal = []byte(str)
+		}
+	} else {
+		for _, c := range []*redis.StringCmd{record, val} {
+			if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+				return nil, nil, fmt.Errorf("read elicitation %s: %w", id, err)
+			}
+		}
+		doc, otherVal = []byte(record.Val()), []byte(val.Val())
+		if record.Err() != nil {
+			doc = nil
+		}
+		if val.Err() != nil {
+			otherVal = nil
+		}
+	}
+	if doc == nil {
+		return nil, otherVal, state.ErrNotFound
+	}
+	e, err := decodeDoc(id, doc)
+	if err != nil {
+		return nil, otherVal, err
+	}
+	s.see(id, doc)
+	e, _, err = s.current(ctx, e)
+	return e, otherVal, err
+}
+
 // expireIfOverdue reads elicitation id and expires it if its deadline has passed. It
 // reports whether this call expired it.
 func (s *Store) expireIfOverdue(ctx context.Context, userKey, id string) (*Elicitation, bool, error) {
@@ -407,10 +482,16 @@ func (s *Store) expireIfOverdue(ctx context.Context, userKey, id string) (*Elici
 	if err != nil {
 		return nil, false, err
 	}
+	return s.current(ctx, e)
+}
+
+// current returns e, or e moved to expired when its deadline has passed; it reports whether
+// this call expired it.
+func (s *Store) current(ctx context.Context, e *Elicitation) (*Elicitation, bool, error) {
 	if !e.Overdue(s.now()) {
 		return e, false, nil
 	}
-	c, err := s.Apply(ctx, id, DeadlinePassed, state.ActorSystem, "deadline passed")
+	c, err := s.Apply(ctx, e.ID, DeadlinePassed, state.ActorSystem, "deadline passed")
 	if err != nil {
 		return nil, false, err
 	}
