@@ -9,23 +9,36 @@ import (
 )
 
 // casScript runs a batch of writes in one user's slot if what the caller read has not
-// changed: the record KEYS[1] still reads ARGV[1] (the empty string: it does not exist) and
-// each key of KEYS[2] … KEYS[1+n] still exists or not as the n characters of ARGV[2] say
-// ("1" or "0"). ARGV[3] is the number of writes; each follows as its number of arguments,
-// then the arguments: a Redis command, historyOp and the arguments of append_history
-// (historyFunction), or delIfOp, a key and a value (delete the key if it holds the value).
-// The other KEYS are the keys the writes touch. It answers 1 when it wrote, 0 when it found
-// a change and wrote nothing. One command in one round trip, where WATCH, GET, MULTI … EXEC
-// took three round trips and as many commands as the writes plus three.
+// changed. ARGV[2] has one character per key KEYS[2] … KEYS[1+n]: "=" when the key must
+// still hold a value, given in order from ARGV[3] on, and "1" or "0" when it must still
+// exist or not. Then the record KEYS[1] must still read ARGV[1] (the empty string: it does
+// not exist). After the values comes the number of writes; each follows as its number of
+// arguments, then the arguments: a Redis command, historyOp and the arguments of
+// append_history (historyFunction), or delIfOp, a key and a value (delete the key if it
+// holds the value). The other KEYS are the keys the writes touch. It answers 1 when it
+// wrote; 0 when the record or a key's existence changed, and 2 when a key's value changed,
+// writing nothing. One command in one round trip, where WATCH, GET, MULTI … EXEC took
+// three round trips and as many commands as the writes plus three.
 var casScript = redis.NewScript(historyFunction + `
+local i = 3
+local stale = false
+for c = 1, #ARGV[2] do
+  if string.sub(ARGV[2], c, c) == "=" then
+    if redis.call("GET", KEYS[1 + c]) ~= ARGV[i] then stale = true end
+    i = i + 1
+  end
+end
+if stale then return 2 end
 local cur = redis.call("GET", KEYS[1])
 if cur == false then cur = "" end
 if cur ~= ARGV[1] then return 0 end
 for c = 1, #ARGV[2] do
-  if tostring(redis.call("EXISTS", KEYS[1 + c])) ~= string.sub(ARGV[2], c, c) then return 0 end
+  local f = string.sub(ARGV[2], c, c)
+  if f ~= "=" and tostring(redis.call("EXISTS", KEYS[1 + c])) ~= f then return 0 end
 end
-local i = 4
-for c = 1, tonumber(ARGV[3]) do
+local writes = tonumber(ARGV[i])
+i = i + 1
+for c = 1, writes do
   local n = tonumber(ARGV[i])
   local op = ARGV[i + 1]
   if op == "` + historyOp + `" then
@@ -43,11 +56,22 @@ return 1`)
 // it is not a Redis command.
 const delIfOp = "urlflow.delif"
 
-// existence is what a step read of a key other than the record: whether it exists.
-type existence struct {
+// check is what a step read of a key other than the record: whether it exists or, when
+// value is not nil, the value it holds.
+type check struct {
 	key    string
 	exists bool
+	value  []byte
 }
+
+// ranResult is what casScript answered.
+type ranResult int
+
+const (
+	ranChanged ranResult = 0 // the record or a key's existence changed: read again
+	ranWrote   ranResult = 1
+	ranStale   ranResult = 2 // a key's value changed: what the caller started from is stale
+)
 
 // batch collects the writes of one step without sending them: the step's code queues them
 // as on any redis.Pipeliner, and runIf sends them all in one script. The script publishes
@@ -98,20 +122,26 @@ func (s *Store) queueNotice(ctx context.Context, b *batch, e *Elicitation, what 
 }
 
 // runIf makes the writes of b if the record key still reads read (nil: it does not
-// exist) and each key of checks still exists or not as it says. It reports whether it
-// wrote; false means that something the caller read has changed since.
-func (s *Store) runIf(ctx context.Context, key string, read []byte, checks []existence, b *batch) (bool, error) {
+// exist) and each key of checks still reads as it says. It reports whether it wrote, or
+// why not.
+func (s *Store) runIf(ctx context.Context, key string, read []byte, checks []check, b *batch) (ranResult, error) {
 	defer b.Discard()
 	keys := []string{key}
 	flags := make([]byte, len(checks))
+	var values []any
 	for i, c := range checks {
 		keys = append(keys, c.key)
-		flags[i] = '0'
-		if c.exists {
+		switch {
+		case c.value != nil:
+			flags[i] = '='
+			values = append(values, string(c.value))
+		case c.exists:
 			flags[i] = '1'
+		default:
+			flags[i] = '0'
 		}
 	}
-	args := []any{string(read), string(flags)}
+	args := append([]any{string(read), string(flags)}, values...)
 	cmds := b.Cmds()
 	args = append(args, len(cmds))
 	for _, c := range cmds {
@@ -126,7 +156,7 @@ func (s *Store) runIf(ctx context.Context, key string, read []byte, checks []exi
 	}
 	ran, err := casScript.Run(ctx, s.rdb, keys, args...).Int()
 	if err != nil {
-		return false, fmt.Errorf("write in one step: %w", err)
+		return ranChanged, fmt.Errorf("write in one step: %w", err)
 	}
-	return ran == 1, nil
+	return ranResult(ran), nil
 }

@@ -256,3 +256,33 @@ func TestGetAlongReadsTheRecordAndAnotherKeyTogether(t *testing.T) {
 		}
 	})
 }
+
+func TestIfStillWritesOnlyWhileTheKeyHoldsWhatTheCallerRead(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := t.Context()
+		s := newStore(b, nil)
+		e, err := s.Create(ctx, newElicitation(alice))
+		if err != nil {
+			t.Fatal(err)
+		}
+		session := state.UserTag(alice.Key()) + "bs:test"
+		if err := b.Client.Set(ctx, session, "signed in", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.Apply(ctx, e.ID, BrowserOpen, state.ActorUser, "a test", IfStill(session, []byte("signed in")))
+		if err != nil || c.To != InProgress {
+			t.Fatalf("Apply while the session holds what was read = %+v, %v; want in_progress", c, err)
+		}
+		b.Client.Del(ctx, session) // signed out meanwhile
+		before := mustHistory(t, s, e.ID)
+		if _, err := s.Apply(ctx, e.ID, PageDecline, state.ActorUser, "a test", IfStill(session, []byte("signed in"))); !errors.Is(err, ErrStale) {
+			t.Fatalf("Apply after the session went = %v, want ErrStale", err)
+		}
+		if got := mustGet(t, s, e.ID); got.State != InProgress {
+			t.Errorf("a stale step changed the state to %s", got.State)
+		}
+		if after := mustHistory(t, s, e.ID); len(after) != len(before) {
+			t.Errorf("a stale step wrote history: %+v", after[len(before):])
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,10 +66,11 @@ type Store struct {
 	// exist are kept.
 	mu     sync.Mutex // guards owners, seen and ending
 	owners *expiring.Map[string, string]
-	// seen remembers each record as this replica last read it, for a few seconds: a step
-	// that changes a record just read (a page reads it, then records the event) starts from
-	// it instead of reading it again. It is only a hint: the step's script writes only if
-	// the record still reads so, and otherwise the step reads it and starts over.
+	// seen remembers each record as this replica last read or wrote it, for two minutes
+	// (about the time a person takes from one page of a flow to the next): a step that
+	// changes a record starts from it instead of reading it again. It is only a hint: the
+	// step's script writes only if the record still reads so, and otherwise the step reads
+	// it and starts over.
 	seen *expiring.Map[string, []byte]
 	// ending holds, for each elicitation whose transition this replica is writing, a
 	// channel closed once the outcome is in seen: the step's script publishes its notice,
@@ -77,12 +79,12 @@ type Store struct {
 }
 
 // Bounds of Store.owners (about a megabyte) and Store.seen (up to about 20 MB at 2 kB a
-// record, and usually far less: it keeps records for seconds).
+// record, and usually far less: it keeps records for two minutes).
 const (
 	ownersSize = 10_000
 	ownersTTL  = time.Hour
 	seenSize   = 10_000
-	seenTTL    = 5 * time.Second
+	seenTTL    = 2 * time.Minute
 )
 
 // NewStore returns a Store on rdb. It panics if an ID key is not 32 bytes long.
@@ -140,7 +142,7 @@ func (s *Store) Create(ctx context.Context, n NewElicitation) (*Elicitation, err
 
 // create stores a new pending elicitation if each key of checks exists or not as it says,
 // and reports whether it did.
-func (s *Store) create(ctx context.Context, n NewElicitation, checks []existence) (*Elicitation, bool, error) {
+func (s *Store) create(ctx context.Context, n NewElicitation, checks []check) (*Elicitation, bool, error) {
 	e, err := s.newRecord(n)
 	if err != nil {
 		return nil, false, err
@@ -151,7 +153,8 @@ func (s *Store) create(ctx context.Context, n NewElicitation, checks []existence
 		b.Discard()
 		return nil, false, err
 	}
-	wrote, err := s.runIf(ctx, elicitationKey(e.User.Key(), e.ID), nil, checks, b)
+	ran, err := s.runIf(ctx, elicitationKey(e.User.Key(), e.ID), nil, checks, b)
+	wrote := ran == ranWrote
 	if err != nil {
 		return nil, false, fmt.Errorf("create elicitation: %w", err)
 	}
@@ -383,8 +386,16 @@ func (s *Store) Get(ctx context.Context, id string) (*Elicitation, error) {
 	return e, err
 }
 
+// Seen returns elicitation id as this replica last read or wrote it in the last two
+// minutes, if it did: a hint that may be stale, for a step whose write checks it (Apply
+// starts from the same copy).
+func (s *Store) Seen(id string) (*Elicitation, bool) {
+	e, _, ok := s.seenRecord(id)
+	return e, ok
+}
+
 // ForDelivery returns elicitation id for an attempt to deliver its completion notification:
-// the copy this replica saw in the last seconds, without a round trip, when that copy says
+// the copy this replica saw in the last two minutes, without a round trip, when that copy says
 // the flow has ended (its state and session never change again) and the notification is
 // owed; otherwise the record, as Get reads it. A copy older than a delivery recorded
 // elsewhere can make the notification go out twice (clients ignore the second), never
@@ -537,6 +548,18 @@ type ApplyOption func(*applyConfig)
 type applyConfig struct {
 	credential *credentials.Credential
 	replaced   bool
+	same       []check
+}
+
+// ErrStale is returned by Apply with IfStill when the key no longer holds the value the
+// caller started from: nothing was written, and the caller starts again from Redis.
+var ErrStale = errors.New("what the step started from has changed")
+
+// IfStill makes the step only if key (in the elicitation's user's slot) still holds value,
+// which the caller read earlier (a browser session): otherwise Apply writes nothing and
+// returns ErrStale.
+func IfStill(key string, value []byte) ApplyOption {
+	return func(a *applyConfig) { a.same = append(a.same, check{key: key, value: value}) }
 }
 
 // WithCredential stores c for the elicitation's user in the same atomic step that moves
@@ -575,9 +598,10 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Acto
 			// Another reader expired it first, or the deadline has not come: no event.
 			return Change{Elicitation: e, From: e.State, To: e.State}, nil
 		}
-		var checks []existence
+		checks := cfg.same
 		if cfg.credential != nil {
-			cfg.replaced, checks = exists, []existence{{other, exists}}
+			cfg.replaced = exists
+			checks = append(slices.Clip(checks), check{key: other, exists: exists})
 		}
 		change, applyErr := s.apply(e, ev, actor, reason)
 		b := s.newBatch()
@@ -598,15 +622,17 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Acto
 		if change.To.Terminal() && change.Changed() {
 			done = s.beginEnding(id)
 		}
-		wrote, err := s.runIf(ctx, elicitationKey(uk, id), doc, checks, b)
-		if wrote && change.Changed() {
+		ran, err := s.runIf(ctx, elicitationKey(uk, id), doc, checks, b)
+		if ran == ranWrote && change.Changed() {
 			s.seeWritten(change.Elicitation)
 		}
 		done()
-		if err != nil {
+		switch {
+		case err != nil:
 			return Change{}, fmt.Errorf("apply %s to elicitation %s: %w", ev, id, err)
-		}
-		if !wrote {
+		case ran == ranStale:
+			return Change{}, fmt.Errorf("apply %s to elicitation %s: %w", ev, id, ErrStale)
+		case ran != ranWrote:
 			continue // changed since it was read: read it again
 		}
 		if err := s.writeAfter(ctx, b); err != nil {
@@ -725,7 +751,8 @@ func (s *Store) update(ctx context.Context, id string, what NoticeKind, fn func(
 			b.Discard()
 			return nil, fmt.Errorf("update elicitation %s: %w", id, err)
 		}
-		wrote, err := s.runIf(ctx, elicitationKey(uk, id), doc, nil, b)
+		ran, err := s.runIf(ctx, elicitationKey(uk, id), doc, nil, b)
+		wrote := ran == ranWrote
 		if err != nil {
 			return nil, fmt.Errorf("update elicitation %s: %w", id, err)
 		}
@@ -744,8 +771,8 @@ func (s *Store) update(ctx context.Context, id string, what NoticeKind, fn func(
 // open key of an elicitation is deleted when it ends, so in the usual case (none running)
 // it costs one script that creates the record if that key still does not exist.
 func (s *Store) Open(ctx context.Context, n NewElicitation) (e *Elicitation, created bool, err error) {
-	open := existence{key: openKey(n.User.Key(), n.Kind, n.Target, n.SessionID)}
-	if e, created, err = s.create(ctx, n, []existence{open}); err != nil || created {
+	open := check{key: openKey(n.User.Key(), n.Kind, n.Target, n.SessionID)}
+	if e, created, err = s.create(ctx, n, []check{open}); err != nil || created {
 		return e, created, err
 	}
 	// One is open, or was when it ended before its key was deleted (written by an earlier
@@ -832,7 +859,8 @@ func (s *Store) Retry(ctx context.Context, id string, actor state.Actor, ttl tim
 			b.Discard()
 			return nil, err
 		}
-		wrote, err := s.runIf(ctx, elicitationKey(uk, id), doc, nil, b)
+		ran, err := s.runIf(ctx, elicitationKey(uk, id), doc, nil, b)
+		wrote := ran == ranWrote
 		if err != nil {
 			return nil, fmt.Errorf("retry elicitation %s: %w", id, err)
 		}
