@@ -17,7 +17,7 @@ type ask struct {
 	target, label, purpose string
 	replace                bool
 	replaced               *flow.Replaced // how the stored one stands, when replace is set
-	scopes                 []string // of a third-party connection
+	scopes                 []string       // of a third-party connection
 }
 
 // askFor takes the user through an elicitation for a, in the way the call's era and client

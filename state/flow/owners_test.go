@@ -235,7 +235,7 @@ func TestGetAlongReadsTheRecordAndAnotherKeyTogether(t *testing.T) {
 			t.Fatal(err)
 		}
 		same := state.UserTag(alice.Key()) + "bs:test" // in alice's slot: one MGET
-		other := state.KeyPrefix + "bs:test"            // elsewhere: two GETs in one round trip
+		other := state.KeyPrefix + "bs:test"           // elsewhere: two GETs in one round trip
 		for _, k := range []string{same, other} {
 			if _, val, err := s.GetAlong(ctx, e.ID, k); err != nil || val != nil {
 				t.Fatalf("GetAlong(%s) of a missing key = %q, %v; want nil", k, val, err)
