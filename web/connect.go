@@ -56,7 +56,7 @@ func (s *Server) renderConnect(c echo.Context, v *visitor, e *flow.Elicitation) 
 // single-use state bound to the elicitation and this browser session, with the PKCE
 // verifier, and sends the browser to the provider.
 func (s *Server) authorize(c echo.Context) error {
-	v, e, err := s.runningPost(c)
+	v, e, err := s.runningPost(c, false)
 	if e == nil {
 		return err
 	}

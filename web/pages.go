@@ -29,6 +29,10 @@ type visitor struct {
 	// pageErr why it was not.
 	page    *flow.Elicitation
 	pageErr error
+	// hint is set when the session and page are what this replica read before, not read
+	// for this request (pageVisitor): the session's data, which every write of the request
+	// checks (Server.apply).
+	hint []byte
 }
 
 // name is how the pages call the signed-in user.
@@ -42,16 +46,35 @@ func (v *visitor) name() string {
 // visitor returns the browser behind c. On a page about an elicitation (/e/{id}/…), a
 // signed-in browser's session and the elicitation are read together: in one command, both
 // living in the user's slot (browsersession.Key).
-func (s *Server) visitor(c echo.Context) (*visitor, error) {
+func (s *Server) visitor(c echo.Context) (*visitor, error) { return s.pageVisitor(c, false) }
+
+// pageVisitor is visitor for a page that writes before it answers (each write through
+// Server.apply): with hints, when this replica read or wrote the signed-in session and the
+// running elicitation in the last two minutes, it starts from those copies without a
+// round trip. Its write is then made only if the session still holds what was read and
+// the record still reads as read (or, if the record changed, applies to the new one);
+// a stale session makes the write fail with flow.ErrStale, and hinted starts the page
+// again from Redis.
+func (s *Server) pageVisitor(c echo.Context, hints bool) (*visitor, error) {
 	var page *flow.Elicitation
 	var pageErr error
+	var hint []byte
 	prefetched := false
 	if id := c.Param("id"); flow.ValidID(id) {
 		if sessID, ok := s.sessions.cookieID(c.Request()); ok && sessID != "" {
 			var data []byte
-			page, data, pageErr = s.opts.Flows.GetAlong(c.Request().Context(), id, browsersession.Key(sessID))
-			if pageErr != nil && !errors.Is(pageErr, state.ErrNotFound) {
-				return nil, pageErr
+			hinted := false
+			if e, seen := s.opts.Flows.Seen(id); hints && seen && !e.State.Terminal() {
+				if data, hinted = s.sessions.hint(sessID); hinted {
+					page, hint = e, data
+				}
+			}
+			if !hinted {
+				page, data, pageErr = s.opts.Flows.GetAlong(c.Request().Context(), id, browsersession.Key(sessID))
+				if pageErr != nil && !errors.Is(pageErr, state.ErrNotFound) {
+					return nil, pageErr
+				}
+				s.sessions.remember(sessID, data)
 			}
 			c.SetRequest(withPrefetched(c.Request(), sessID, data))
 			prefetched = true
@@ -62,7 +85,7 @@ func (s *Server) visitor(c echo.Context) (*visitor, error) {
 		return nil, err
 	}
 	u, ok := sessionUser(sess)
-	v := &visitor{sess: sess, user: u, signedIn: ok}
+	v := &visitor{sess: sess, user: u, signedIn: ok, hint: hint}
 	if prefetched {
 		v.page, v.pageErr = page, pageErr
 		if page == nil && pageErr == nil {
@@ -70,6 +93,28 @@ func (s *Server) visitor(c echo.Context) (*visitor, error) {
 		}
 	}
 	return v, nil
+}
+
+// apply records event ev on elicitation id for a page of visitor v: when v started from
+// hints, only if v's session still holds what v read (otherwise flow.ErrStale).
+func (s *Server) apply(c echo.Context, v *visitor, id string, ev flow.Event, actor state.Actor, reason string, opts ...flow.ApplyOption) (flow.Change, error) {
+	if v.hint != nil {
+		opts = append(opts, flow.IfStill(browsersession.Key(v.sess.ID), v.hint))
+	}
+	return s.opts.Flows.Apply(c.Request().Context(), id, ev, actor, reason, opts...)
+}
+
+// hinted runs page from hints (pageVisitor), and once more from Redis when a write it made
+// on those hints found them stale: nothing was written or answered then.
+func (s *Server) hinted(c echo.Context, page func(c echo.Context, hints bool) error) error {
+	// The request as it came: the session the first run loaded stays with the request it
+	// ran with (gorilla/sessions keeps it in the request's context).
+	fresh := *c.Request()
+	if err := page(c, true); !errors.Is(err, flow.ErrStale) {
+		return err
+	}
+	c.SetRequest(&fresh)
+	return page(c, false)
 }
 
 // csrfToken returns the CSRF token for v's forms, saving a new session first so that it
@@ -167,7 +212,7 @@ func (s *Server) elicitationFor(c echo.Context, v *visitor) (*flow.Elicitation, 
 	}
 	if e.User != v.user {
 		reason := "refused: opened by " + v.user.String()
-		if _, err := s.opts.Flows.Apply(ctx, e.ID, flow.OtherUserOpened, state.ActorOther, reason); err != nil {
+		if _, err := s.apply(c, v, e.ID, flow.OtherUserOpened, state.ActorOther, reason); err != nil {
 			return nil, err
 		}
 		s.log.WarnContext(ctx, "elicitation opened by another user; refused as possible phishing",
@@ -219,8 +264,10 @@ func (s *Server) unconfigured(e *flow.Elicitation) error {
 
 // openElicitation is GET /e/{id}: the elicitation's own user opening the URL moves it to
 // in_progress and sees the consent page.
-func (s *Server) openElicitation(c echo.Context) error {
-	v, err := s.visitor(c)
+func (s *Server) openElicitation(c echo.Context) error { return s.hinted(c, s.consentPage) }
+
+func (s *Server) consentPage(c echo.Context, hints bool) error {
+	v, err := s.pageVisitor(c, hints)
 	if err != nil {
 		return err
 	}
@@ -232,7 +279,7 @@ func (s *Server) openElicitation(c echo.Context) error {
 		if err := s.unconfigured(e); err != nil {
 			return err
 		}
-		change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.BrowserOpen, state.ActorUser, "opened in the browser")
+		change, err := s.apply(c, v, e.ID, flow.BrowserOpen, state.ActorUser, "opened in the browser")
 		if err != nil {
 			return err
 		}
@@ -296,11 +343,11 @@ func clientName(ci state.ClientInfo) string {
 // given). A post for a flow that has ended is recorded as late and answered with a page
 // that says nothing changed; a post for a flow in another running state goes back to the
 // consent page. It returns nil when the request has been answered.
-func (s *Server) runningPost(c echo.Context, applies ...flow.State) (*visitor, *flow.Elicitation, error) {
+func (s *Server) runningPost(c echo.Context, hints bool, applies ...flow.State) (*visitor, *flow.Elicitation, error) {
 	if len(applies) == 0 {
 		applies = []flow.State{flow.InProgress}
 	}
-	v, err := s.visitor(c)
+	v, err := s.pageVisitor(c, hints)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -325,7 +372,7 @@ func (s *Server) runningPost(c echo.Context, applies ...flow.State) (*visitor, *
 }
 
 func (s *Server) latePost(c echo.Context, v *visitor, e *flow.Elicitation) error {
-	change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.LatePost, state.ActorUser,
+	change, err := s.apply(c, v, e.ID, flow.LatePost, state.ActorUser,
 		"form posted after the flow ended: "+c.Request().URL.Path)
 	if err != nil {
 		return err
@@ -335,7 +382,13 @@ func (s *Server) latePost(c echo.Context, v *visitor, e *flow.Elicitation) error
 
 // continueElicitation is POST /e/{id}/continue: the user agreed on the consent page.
 func (s *Server) continueElicitation(c echo.Context) error {
-	_, e, err := s.runningPost(c)
+	return s.hinted(c, func(c echo.Context, hints bool) error {
+		return s.continuePost(c, hints)
+	})
+}
+
+func (s *Server) continuePost(c echo.Context, hints bool) error {
+	v, e, err := s.runningPost(c, hints)
 	if e == nil {
 		return err
 	}
@@ -345,7 +398,7 @@ func (s *Server) continueElicitation(c echo.Context) error {
 	if err := s.unconfigured(e); err != nil {
 		return err
 	}
-	if _, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.PageContinue, state.ActorUser, "continued on the consent page"); err != nil {
+	if _, err := s.apply(c, v, e.ID, flow.PageContinue, state.ActorUser, "continued on the consent page"); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/e/"+e.ID+"/secret")
@@ -367,7 +420,7 @@ func (s *Server) secretForm(c echo.Context) error {
 		}
 	}
 	if e.State == flow.Failed {
-		change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.BrowserOpen, state.ActorUser, "trying again after a failed check")
+		change, err := s.apply(c, v, e.ID, flow.BrowserOpen, state.ActorUser, "trying again after a failed check")
 		if err != nil {
 			return err
 		}
@@ -398,8 +451,10 @@ func (s *Server) renderSecretForm(c echo.Context, v *visitor, e *flow.Elicitatio
 // submitSecret is POST /e/{id}/secret: validate, seal, and store the secret in the same
 // atomic step that completes the elicitation. A refused value is never shown again and
 // stores nothing; a post that lost a race with the end of the flow changes nothing.
-func (s *Server) submitSecret(c echo.Context) error {
-	v, e, err := s.runningPost(c)
+func (s *Server) submitSecret(c echo.Context) error { return s.hinted(c, s.secretPost) }
+
+func (s *Server) secretPost(c echo.Context, hints bool) error {
+	v, e, err := s.runningPost(c, hints)
 	if e == nil {
 		return err
 	}
@@ -420,7 +475,7 @@ func (s *Server) submitSecret(c echo.Context) error {
 		if !errors.As(err, &invalid) {
 			return err
 		}
-		if _, err := s.opts.Flows.Apply(ctx, e.ID, flow.InputRejected, state.ActorUser, invalid.Rule); err != nil {
+		if _, err := s.apply(c, v, e.ID, flow.InputRejected, state.ActorUser, invalid.Rule); err != nil {
 			return err
 		}
 		return s.renderSecretForm(c, v, e, http.StatusUnprocessableEntity, invalid.Rule)
@@ -447,7 +502,7 @@ func (s *Server) submitSecret(c echo.Context) error {
 // title) with done; when the flow ended another way in the meantime, nothing is stored
 // and the page says how it ended.
 func (s *Server) complete(c echo.Context, v *visitor, e *flow.Elicitation, reason string, cred *credentials.Credential, title string, done templates.Done) error {
-	change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.Verified, state.ActorUser, reason, flow.WithCredential(cred))
+	change, err := s.apply(c, v, e.ID, flow.Verified, state.ActorUser, reason, flow.WithCredential(cred))
 	if err != nil && !errors.Is(err, flow.ErrImpossible) {
 		return err
 	}
@@ -471,7 +526,7 @@ func (s *Server) verificationFailed(c echo.Context, v *visitor, e *flow.Elicitat
 // failed moves e to failed for reason and renders view, which says what happened and
 // where to try again.
 func (s *Server) failed(c echo.Context, v *visitor, e *flow.Elicitation, view templates.Failed, reason string) error {
-	change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.VerifyFailed, state.ActorSystem, reason)
+	change, err := s.apply(c, v, e.ID, flow.VerifyFailed, state.ActorSystem, reason)
 	if err != nil && !errors.Is(err, flow.ErrImpossible) {
 		return err
 	}
@@ -492,11 +547,11 @@ func (s *Server) failed(c echo.Context, v *visitor, e *flow.Elicitation, view te
 
 // declineElicitation is POST /e/{id}/decline.
 func (s *Server) declineElicitation(c echo.Context) error {
-	v, e, err := s.runningPost(c, flow.InProgress, flow.Failed)
+	v, e, err := s.runningPost(c, false, flow.InProgress, flow.Failed)
 	if e == nil {
 		return err
 	}
-	change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.PageDecline, state.ActorUser, "declined on the page")
+	change, err := s.apply(c, v, e.ID, flow.PageDecline, state.ActorUser, "declined on the page")
 	if err != nil {
 		return err
 	}

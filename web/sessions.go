@@ -10,11 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gorilla/securecookie"
 	"github.com/gorilla/sessions"
 
+	"github.com/urlflow/urlflow/internal/expiring"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/browsersession"
 )
@@ -36,7 +38,20 @@ type sessionStore struct {
 	codec  *securecookie.SecureCookie
 	name   string
 	secure bool
+
+	// seen remembers the data of each signed-in session as this replica last read or wrote
+	// it, for sessionHintTTL: a page whose write checks that the session still holds it
+	// (Server.pageVisitor, flow.IfStill) starts from it instead of reading it.
+	mu   sync.Mutex
+	seen *expiring.Map[string, []byte]
 }
+
+// Bounds of sessionStore.seen: a few megabytes at most, for as long as a person takes
+// between two pages of a flow.
+const (
+	sessionHintSize = 10_000
+	sessionHintTTL  = 2 * time.Minute
+)
 
 func newSessionStore(store *browsersession.Store, hashKey []byte, secure bool) *sessionStore {
 	codec := securecookie.New(hashKey, nil)
@@ -45,7 +60,29 @@ func newSessionStore(store *browsersession.Store, hashKey []byte, secure bool) *
 	if secure {
 		name = "__Host-urlflow_session" // pinned to this host, Secure, Path=/
 	}
-	return &sessionStore{store: store, codec: codec, name: name, secure: secure}
+	return &sessionStore{store: store, codec: codec, name: name, secure: secure,
+		seen: expiring.New[string, []byte](sessionHintSize)}
+}
+
+// remember notes data as what session id holds now (nil: it does not exist). Only sessions
+// in their user's slot are kept: a step can check only those (flow.IfStill).
+func (s *sessionStore) remember(id string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if data == nil || !browsersession.InUserSlot(id) {
+		s.seen.Delete(id)
+		return
+	}
+	now := time.Now()
+	s.seen.Set(id, data, now.Add(sessionHintTTL), now)
+}
+
+// hint returns the data of session id as this replica last read or wrote it, if it did in
+// the last sessionHintTTL.
+func (s *sessionStore) hint(id string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen.Get(id, time.Now())
 }
 
 func (s *sessionStore) options() *sessions.Options {
@@ -119,7 +156,8 @@ func withPrefetched(r *http.Request, id string, data []byte) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), prefetchedKey{}, prefetchedSession{id: id, data: data}))
 }
 
-// load returns the data of session id: read with the page's elicitation, or from Redis.
+// load returns the data of session id: read with the page's elicitation (or taken from
+// what this replica read before, for a page whose write checks it), or from Redis.
 func (s *sessionStore) load(r *http.Request, id string) ([]byte, error) {
 	if p, ok := r.Context().Value(prefetchedKey{}).(prefetchedSession); ok && p.id == id {
 		if p.data == nil {
@@ -127,7 +165,11 @@ func (s *sessionStore) load(r *http.Request, id string) ([]byte, error) {
 		}
 		return p.data, nil
 	}
-	return s.store.Load(r.Context(), id)
+	data, err := s.store.Load(r.Context(), id)
+	if err == nil || errors.Is(err, state.ErrNotFound) {
+		s.remember(id, data)
+	}
+	return data, err
 }
 
 // Save writes sess to Redis and sets its cookie, both for browserSessionTTL once sess names
@@ -135,6 +177,7 @@ func (s *sessionStore) load(r *http.Request, id string) ([]byte, error) {
 func (s *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessions.Session) error {
 	if sess.Options.MaxAge < 0 {
 		if sess.ID != "" {
+			s.remember(sess.ID, nil)
 			if err := s.store.Delete(r.Context(), sess.ID); err != nil {
 				return err
 			}
@@ -165,9 +208,11 @@ func (s *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 	if _, signedIn := sessionUser(sess); signedIn {
 		ttl = browserSessionTTL
 	}
+	s.remember(sess.ID, nil) // until the save is known to have worked
 	if err := s.store.Save(r.Context(), sess.ID, data, ttl); err != nil {
 		return err
 	}
+	s.remember(sess.ID, data)
 	encoded, err := s.codec.Encode(sess.Name(), sess.ID)
 	if err != nil {
 		return fmt.Errorf("encode session cookie: %w", err)
@@ -182,6 +227,7 @@ func (s *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 // ID known before sign-in is worthless after it.
 func (s *sessionStore) rotate(r *http.Request, sess *sessions.Session) error {
 	if sess.ID != "" {
+		s.remember(sess.ID, nil)
 		if err := s.store.Delete(r.Context(), sess.ID); err != nil {
 			return err
 		}

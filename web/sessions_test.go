@@ -134,3 +134,36 @@ func TestASignedInSessionLivesInItsUsersSlotAndAnEarlierOneStillWorks(t *testing
 	earlier.get("/e/"+e.ID).want(t, http.StatusOK, "Signed in as alice")
 	earlier.get("/e/"+e.ID+"/secret").want(t, http.StatusOK, "Signed in as alice")
 }
+
+// A page that starts from what this replica read before (the session and the record, for a
+// post moments after the page it came from) writes only if the session still holds it: a
+// session signed out meanwhile on another replica changes nothing and gets the sign-in.
+func TestAPostFromASessionEndedElsewhereChangesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	b := f.browser(t, "alice")
+	consent := b.open(e.ID)
+	consent.want(t, http.StatusOK)
+	before := f.history(t, e.ID)
+
+	// Another replica signs the session out: its key goes; this replica still has its copy.
+	id := f.sessionID(t, b.sessionCookie())
+	if err := f.redis.Client(t).Del(t.Context(), browsersession.Key(id)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got := b.post("/e/"+e.ID+"/continue", url.Values{"csrf": {consent.csrf(t)}})
+	if got.Status != http.StatusSeeOther || !strings.HasPrefix(got.Location(), "/auth/login") {
+		t.Fatalf("a post from a session signed out elsewhere: %d to %q, want the sign-in", got.Status, got.Location())
+	}
+	if after := f.history(t, e.ID); len(after) != len(before) {
+		t.Errorf("the post changed the flow: %+v", after[len(before):])
+	}
+
+	// Signed in again, the same post goes on.
+	b.signIn("/e/" + e.ID)
+	page := b.get("/e/" + e.ID)
+	if got := b.post("/e/"+e.ID+"/continue", url.Values{"csrf": {page.csrf(t)}}); got.Status != http.StatusSeeOther || got.Location() != "/e/"+e.ID+"/secret" {
+		t.Fatalf("continue after signing in again: %d to %q", got.Status, got.Location())
+	}
+}

@@ -35,6 +35,12 @@ func Key(id string) string {
 	return state.KeyPrefix + "bs:" + id
 }
 
+// InUserSlot reports whether session id lives in its user's slot (UserSessionID).
+func InUserSlot(id string) bool {
+	_, _, ok := splitUserSessionID(id)
+	return ok
+}
+
 // UserSessionID returns a new ID for a session of the user whose key is userKey.
 func UserSessionID(userKey string) string { return userKey + "." + rand.Text() }
 
