@@ -24,7 +24,8 @@ import (
 // redisProxy stands between urlflow and its redis-server and counts what urlflow sends:
 // each command by name, and round trips (a batch of commands written after an answer, or
 // on a new connection, begins one, however many commands it pipelines). Commands that a
-// server-side script runs are not sent, so they do not count. It forwards every byte as is.
+// server-side script runs are not sent, so they do not count, and neither do the batches of
+// once-a-second background work (allBackground). It forwards every byte as is.
 type redisProxy struct {
 	addr string
 
@@ -119,6 +120,13 @@ func (p *redisProxy) serve(client net.Conn, target string) {
 		}
 		p.mu.Lock()
 		newTrip := answered.Swap(false)
+		if allBackground(names, keys) { // not counted
+			p.mu.Unlock()
+			if _, err := server.Write(batch); err != nil {
+				return
+			}
+			continue
+		}
 		if newTrip {
 			p.trips++
 		}
@@ -137,6 +145,24 @@ func (p *redisProxy) serve(client net.Conn, target string) {
 			return
 		}
 	}
+}
+
+// allBackground reports whether a batch is only urlflow's once-a-second work, whatever the
+// number of flows: the sweeper's scan of the deadline index, the counters written for
+// /metrics, the rate-limit counts shared between replicas, and a new connection's set-up.
+func allBackground(names, keys []string) bool {
+	for i, n := range names {
+		k := keys[i]
+		switch {
+		case n == "zrangebyscore" && k == "urlflow:deadlines":
+		case n == "hincrby" && k == "urlflow:counters":
+		case (n == "evalsha" || n == "eval") && strings.Contains(k, "}:rl:"):
+		case n == "script" || n == "hello" || n == "client" || n == "ping":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // readCommand reads one command in RESP (an array of bulk strings) and returns its bytes,
@@ -237,11 +263,11 @@ func measure(p *redisProxy, step func()) redisWork {
 }
 
 // redisWorkBudget is the most Redis commands and round trips one whole secret flow may
-// cost (TestRedisWorkPerFlowStaysWithinBudget): the figures reached so far, so that no
-// change adds work unnoticed. docs/performance.md ("Redis work per flow") has the target.
+// cost (TestRedisWorkPerFlowStaysWithinBudget). docs/performance.md ("Redis work per
+// flow") has what a flow costs now.
 const (
-	redisWorkBudgetCommands = 16
-	redisWorkBudgetTrips    = 16
+	redisWorkBudgetCommands = 12
+	redisWorkBudgetTrips    = 8
 )
 
 // flowSteps names the steps of one secret flow as flowWork measures them.
@@ -308,8 +334,8 @@ func flowWork(tb testing.TB, proxy *redisProxy, c *client, dev *formBrowser, tra
 
 // TestRedisWorkPerFlowStaysWithinBudget counts the Redis commands and round trips of whole
 // secret flows, as the real binary sends them to a real redis-server, and fails when the
-// cheapest of three flows costs more than redisWorkBudget: the once-a-second background
-// work (the sweeper, the counters, the rate limits) can land in any one flow, and only adds.
+// cheapest of three flows costs more than redisWorkBudget (12 commands in 8 round trips):
+// a step that finds what it started from changed reads again, which only adds, and is rare.
 func TestRedisWorkPerFlowStaysWithinBudget(t *testing.T) {
 	t.Parallel()
 	proxy, c, dev := redisWorkServer(t)
@@ -340,7 +366,7 @@ func TestRedisWorkPerFlowStaysWithinBudget(t *testing.T) {
 
 // BenchmarkRedisWorkPerFlow counts the Redis commands and round trips of one whole secret
 // flow, step by step (flowWork). The counts do not depend on the machine; each figure is
-// the median over the iterations (the sweeper's once-a-second scan can land in any step).
+// the median over the iterations.
 //
 //	go test -run='^$' -bench=RedisWorkPerFlow -benchtime=20x -v ./e2e
 func BenchmarkRedisWorkPerFlow(b *testing.B) {
