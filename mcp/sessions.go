@@ -9,6 +9,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/urlflow/urlflow/internal/every"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
@@ -220,18 +221,11 @@ func (r *sessionRegistry) snapshot() map[string]*liveSession {
 
 // run refreshes the registrations until ctx ends.
 func (r *sessionRegistry) run(ctx context.Context) {
-	t := time.NewTicker(registrationRefresh)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			for id, ls := range r.snapshot() {
-				r.register(ctx, id, ls)
-			}
+	every.Run(ctx, registrationRefresh, func(ctx context.Context) {
+		for id, ls := range r.snapshot() {
+			r.register(ctx, id, ls)
 		}
-	}
+	})
 }
 
 // userOf returns the user of a request's verified token.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/urlflow/urlflow/internal/every"
 	"github.com/urlflow/urlflow/internal/expiring"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/counters"
@@ -912,18 +913,11 @@ func (s *Store) expire(ctx context.Context, id string) (*Elicitation, bool, erro
 
 // RunSweeper calls Sweep every interval until ctx ends.
 func (s *Store) RunSweeper(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-				s.log.WarnContext(ctx, "sweep failed", "err", err)
-			}
+	every.Run(ctx, interval, func(ctx context.Context) {
+		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "sweep failed", "err", err)
 		}
-	}
+	})
 }
 
 // Ping checks that Redis answers, for readiness.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/urlflow/urlflow/internal/every"
 	"github.com/urlflow/urlflow/state"
 )
 
@@ -209,16 +210,9 @@ func (r *Limiter) Sync(ctx context.Context) error {
 
 // Run syncs the counts every SyncInterval until ctx ends. log receives failed syncs.
 func (r *Limiter) Run(ctx context.Context, log *slog.Logger) {
-	t := time.NewTicker(SyncInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := r.Sync(ctx); err != nil && ctx.Err() == nil {
-				log.WarnContext(ctx, "rate limit counts not shared", "err", err)
-			}
+	every.Run(ctx, SyncInterval, func(ctx context.Context) {
+		if err := r.Sync(ctx); err != nil && ctx.Err() == nil {
+			log.WarnContext(ctx, "rate limit counts not shared", "err", err)
 		}
-	}
+	})
 }
