@@ -28,17 +28,29 @@ import (
 // the first flow) opens the consent page, continues, loads the form and posts a new key,
 // which urlflow checks with the demo API; the client receives the completion notification
 // and the call's `stored`. It reports flows per second, the CPU time per flow of urlflow,
-// redis-server and this harness, flow latency percentiles, the time from the final POST's
-// answer to the notification, how often the client saw the result before the
-// notification, and errors, which must be 0.
+// redis-server and this harness (with the counting proxy between urlflow and Redis, which
+// runs in it), the Redis commands and round trips per flow (redisProxy, background work
+// left out), flow latency percentiles, the time from the final POST's answer to the
+// notification, how often the client saw the result before the notification, and errors,
+// which must be 0. URLFLOW_BENCH_REDIS_RTT (for example 500us) adds that latency to every
+// round trip to Redis, as a network would.
 //
 //	go test -run='^$' -bench=Load -benchtime=400x ./e2e
+//	URLFLOW_BENCH_REDIS_RTT=500us go test -run='^$' -bench=Load -benchtime=400x ./e2e
 func BenchmarkLoad(b *testing.B) {
 	if raceEnabled {
 		b.Skip("benchmark without -race")
 	}
 	rs := redistest.Start(b)
-	s := startServer(b, serverConfig{Redis: rs, Style: "push",
+	proxy := startRedisProxy(b, rs.Addr)
+	if rtt := os.Getenv("URLFLOW_BENCH_REDIS_RTT"); rtt != "" {
+		d, err := time.ParseDuration(rtt)
+		if err != nil {
+			b.Fatalf("URLFLOW_BENCH_REDIS_RTT: %v", err)
+		}
+		proxy.delay = d
+	}
+	s := startServer(b, serverConfig{RedisURL: "redis://" + proxy.addr, Style: "push",
 		Env: []string{"URLFLOW_RATE_LIMIT_MCP=off", "URLFLOW_RATE_LIMIT_FORMS=off"}})
 	redisPID, err := rs.Client(b).InfoMap(context.Background(), "server").Result()
 	if err != nil {
@@ -54,6 +66,7 @@ func BenchmarkLoad(b *testing.B) {
 			var stats loadStats
 			next := atomic.Int64{}
 			cpuBefore := [3]time.Duration{processCPU(s.cmd.Process.Pid), processCPU(pid), ownCPU()}
+			redisBefore := proxy.snapshot()
 			start := time.Now()
 			b.ResetTimer()
 			var wg sync.WaitGroup
@@ -70,6 +83,9 @@ func BenchmarkLoad(b *testing.B) {
 			cpu := [3]time.Duration{processCPU(s.cmd.Process.Pid), processCPU(pid), ownCPU()}
 			n := float64(b.N)
 			b.ReportMetric(n/wall.Seconds(), "flows/s")
+			redisAfter := proxy.snapshot()
+			b.ReportMetric(float64(redisAfter.total()-redisBefore.total())/n, "redis-cmds/flow")
+			b.ReportMetric(float64(redisAfter.trips-redisBefore.trips)/n, "redis-trips/flow")
 			for i, who := range []string{"urlflow", "redis", "harness"} {
 				b.ReportMetric(float64((cpu[i]-cpuBefore[i]).Microseconds())/1000/n, who+"-cpu-ms/flow")
 			}
@@ -98,7 +114,7 @@ type loadUser struct {
 	wake     chan struct{}
 }
 
-func newLoadUser(b *testing.B, s *server, name string) *loadUser {
+func newLoadUser(b testing.TB, s *server, name string) *loadUser {
 	u := &loadUser{browser: newFormBrowser(b, s, name), elicited: make(chan *sdk.ElicitParams, 1),
 		notified: map[string]time.Time{}, wake: make(chan struct{}, 1)}
 	opts := &sdk.ClientOptions{
@@ -139,7 +155,7 @@ type flowResult struct {
 }
 
 // flow runs one whole flow.
-func (u *loadUser) flow(b *testing.B) flowResult {
+func (u *loadUser) flow(b testing.TB) flowResult {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -161,10 +177,10 @@ func (u *loadUser) flow(b *testing.B) flowResult {
 		return flowResult{err: fmt.Errorf("set_secret answered before asking: %v %v", a.err, a.res)}
 	}
 	id := p.ElicitationID
-	if page := u.browser.open(p.URL); page.Status != http.StatusOK {
-		return flowResult{err: fmt.Errorf("consent page: %d", page.Status)}
+	consent := u.browser.open(p.URL)
+	if consent.Status != http.StatusOK {
+		return flowResult{err: fmt.Errorf("consent page: %d", consent.Status)}
 	}
-	consent := u.browser.get("/e/" + id)
 	if page := u.browser.post("/e/"+id+"/continue", url.Values{"csrf": {consent.csrf(b)}}); page.Status != http.StatusSeeOther {
 		return flowResult{err: fmt.Errorf("continue: %d", page.Status)}
 	}

@@ -28,6 +28,9 @@ import (
 // once-a-second background work (allBackground). It forwards every byte as is.
 type redisProxy struct {
 	addr string
+	// delay, when set before use, holds each batch back that long before it is forwarded:
+	// the added latency of each round trip on a network.
+	delay time.Duration
 
 	mu       sync.Mutex
 	commands map[string]int64
@@ -117,6 +120,9 @@ func (p *redisProxy) serve(client net.Conn, target string) {
 			if in.Buffered() == 0 {
 				break
 			}
+		}
+		if p.delay > 0 {
+			time.Sleep(p.delay)
 		}
 		p.mu.Lock()
 		newTrip := answered.Swap(false)
@@ -360,6 +366,37 @@ func TestRedisWorkPerFlowStaysWithinBudget(t *testing.T) {
 	if best.total() > redisWorkBudgetCommands || best.trips > redisWorkBudgetTrips {
 		t.Errorf("a whole secret flow costs %d Redis commands in %d round trips, over the budget of %d in %d: %s\n"+
 			"go test -run='^$' -bench=RedisWorkPerFlow -benchtime=3x -v ./e2e shows each step's commands",
+			best.total(), best.trips, redisWorkBudgetCommands, redisWorkBudgetTrips, best)
+	}
+}
+
+// TestRedisWorkPerPushFlowStaysWithinBudget is TestRedisWorkPerFlowStaysWithinBudget for
+// a push-style flow, as BenchmarkLoad runs it: the tool call waits while the client
+// accepts elicitation/create, and answers `stored` once the browser has posted the key.
+func TestRedisWorkPerPushFlowStaysWithinBudget(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t)
+	proxy := startRedisProxy(t, rs.Addr)
+	s := startServer(t, serverConfig{RedisURL: "redis://" + proxy.addr, Style: "push",
+		Env: []string{"URLFLOW_RATE_LIMIT_MCP=100000000/1m", "URLFLOW_RATE_LIMIT_FORMS=100000000/1m"}})
+	u := newLoadUser(t, s, "push")
+	var best redisWork
+	for i := range 4 {
+		w := measure(proxy, func() {
+			if r := u.flow(t); r.err != nil {
+				t.Fatal(r.err)
+			}
+		})
+		if i == 0 {
+			continue // signs in, loads the scripts
+		}
+		if i == 1 || w.total() < best.total() || (w.total() == best.total() && w.trips < best.trips) {
+			best = w
+		}
+	}
+	t.Logf("the cheapest flow: %d commands in %d round trips (%s)", best.total(), best.trips, best)
+	if best.total() > redisWorkBudgetCommands || best.trips > redisWorkBudgetTrips {
+		t.Errorf("a whole push-style secret flow costs %d Redis commands in %d round trips, over the budget of %d in %d: %s",
 			best.total(), best.trips, redisWorkBudgetCommands, redisWorkBudgetTrips, best)
 	}
 }

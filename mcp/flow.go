@@ -27,7 +27,7 @@ func (s *Server) askFor(ctx context.Context, t turn, a ask) (*flow.Elicitation, 
 	if t.era == era2026 {
 		return s.multiRoundTrip(ctx, t, a)
 	}
-	e, err := s.openElicitation(ctx, t, a)
+	e, created, err := s.openElicitation(ctx, t, a)
 	if err != nil {
 		return nil, nil, s.unavailable(ctx, err)
 	}
@@ -37,21 +37,21 @@ func (s *Server) askFor(ctx context.Context, t turn, a ask) (*flow.Elicitation, 
 	case s.opts.Style == StyleError:
 		return e, nil, sdk.URLElicitationRequiredError([]*sdk.ElicitParams{s.elicitParams(e, a.label, true)})
 	}
-	res, err := s.push(ctx, t, e, a.label)
+	res, err := s.push(ctx, t, e, created, a.label)
 	return e, res, err
 }
 
 // openElicitation reuses the running elicitation of the same user and target in the same
 // session (or, in the sessionless era, of the same user and target), or creates one.
-func (s *Server) openElicitation(ctx context.Context, t turn, a ask) (*flow.Elicitation, error) {
+// It reports whether it created it.
+func (s *Server) openElicitation(ctx context.Context, t turn, a ask) (*flow.Elicitation, bool, error) {
 	if a.kind == "" {
 		a.kind = state.KindSecret
 	}
-	e, _, err := s.opts.Flows.Open(ctx, flow.NewElicitation{
+	return s.opts.Flows.Open(ctx, flow.NewElicitation{
 		User: t.user, Kind: a.kind, Target: a.target, Purpose: a.purpose, Replace: a.replace, Replaced: a.replaced, Scopes: a.scopes,
 		Client: t.client(), SessionID: t.sessionID(), Replica: s.opts.Replica, TTL: s.opts.TTL,
 	})
-	return e, err
 }
 
 // elicitParams is the URL-mode elicitation for e. The 2026-07-28 input request carries no
@@ -81,7 +81,7 @@ type clientAnswer struct {
 // client's accept is recorded as consent and nothing more; its decline or cancel ends the
 // flow. A cancelled tool call leaves the elicitation running: the user may still finish in
 // the browser.
-func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, label string) (*sdk.CallToolResult, error) {
+func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, created bool, label string) (*sdk.CallToolResult, error) {
 	req := t.req
 	wake, stop := s.opts.Hub.Wait(e.ID)
 	defer stop()
@@ -104,22 +104,31 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, label st
 	budget := time.NewTimer(time.Until(s.waitLimit(e, progress, s.opts.PushWait)))
 	defer budget.Stop()
 
+	// The record is read only when it may have ended: once now, unless this call has just
+	// created it (nobody else knows its URL yet), and after a notice that says it ended or
+	// says nothing (the subscription came back). Recording the client's answer publishes
+	// a notice of its own.
+	read := !created
 	for {
-		cur, err := s.opts.Flows.Get(ctx, e.ID)
-		if err != nil {
-			return nil, s.unavailable(ctx, err)
+		if read {
+			cur, err := s.opts.Flows.Ended(ctx, e.ID)
+			if err != nil {
+				return nil, s.unavailable(ctx, err)
+			}
+			if cur.State.Terminal() {
+				s.notifyOnCall(ctx, req, cur)
+				return s.outcome(cur, label), nil
+			}
 		}
-		if cur.State.Terminal() {
-			s.notifyOnCall(ctx, req, cur)
-			return s.outcome(cur, label), nil
-		}
+		read = false
 		select {
 		case a := <-answers:
 			answers = nil
 			if err := s.recordAnswer(ctx, e.ID, a); err != nil {
 				return nil, s.unavailable(ctx, err)
 			}
-		case <-wake:
+		case n := <-wake:
+			read = n.State == "" || n.State.Terminal()
 		case <-progress.C:
 			progress.send(ctx)
 		case <-budget.C:

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
@@ -170,5 +171,36 @@ func TestInitializeAskingForTheSessionlessVersionIsServedAs2025(t *testing.T) {
 	}
 	if f.server.sessions.snapshot()[session] == nil {
 		t.Fatal("the session is not registered with its user")
+	}
+}
+
+// A client that reopens its stream again soon after (some do, every few seconds) does not
+// make the notifier read Redis each time; the deliveries waiting to try again are woken.
+func TestAStreamReopenedSoonAfterWakesTheWaitingDeliveries(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, withStyle(StyleError))
+	endpoint, token := f.serveHTTP()
+	c := f.connectHTTP(endpoint, token("dev"), "2025-11-25", clientConfig{urlMode: true}, false)
+	first, _ := rawRequest(t, http.MethodGet, endpoint, token("dev"), c.sessionID, "")
+	if first.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %d", first.StatusCode)
+	}
+	time.Sleep(2 * streamSettle) // the reopened stream's recheck is done
+	first.Body.Close()
+
+	_, err := c.CallTool(t.Context(), setSecretParams(demoSlot))
+	id := urlElicitationRequired(t, err)[0].ElicitationID
+	f.browserCompletes(id, demoKey)
+	// Without a stream, the attempts back off: 250 ms, 500 ms, 1 s, 2 s; the next in 4 s.
+	f.waitFor(id, "five attempts", func(e *flow.Elicitation) bool { return e.Delivery.Attempts >= 5 })
+
+	resp, stream := rawRequest(t, http.MethodGet, endpoint, token("dev"), c.sessionID, "")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %d", resp.StatusCode)
+	}
+	opened := time.Now()
+	stream.until(`"notifications/elicitation/complete"`, id)
+	if waited := time.Since(opened); waited > 2*time.Second {
+		t.Errorf("the notification came %v after the stream reopened: the waiting delivery was not woken", waited)
 	}
 }

@@ -84,7 +84,7 @@ func (s *Server) multiRoundTrip(ctx context.Context, t turn, a ask) (*flow.Elici
 // firstRound opens the elicitation for a and asks the client to show it: input_required,
 // or the link for a client without URL mode.
 func (s *Server) firstRound(ctx context.Context, t turn, a ask, digest string) (*flow.Elicitation, *sdk.CallToolResult, error) {
-	e, err := s.openElicitation(ctx, t, a)
+	e, _, err := s.openElicitation(ctx, t, a)
 	if err != nil {
 		return nil, nil, s.unavailable(ctx, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/urlflow/urlflow/internal/expiring"
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/flow"
 )
@@ -19,13 +20,18 @@ const (
 	// streamSettle is how long after a GET arrives the notifier retries, so that the SDK
 	// has registered the new stream by then.
 	streamSettle = 200 * time.Millisecond
+	// recheckEvery bounds how often a session's reopened stream makes the notifier read the
+	// session's undelivered set; in between, a reopened stream wakes the deliveries in
+	// progress here, which retry on their own. Some clients reopen their stream often.
+	recheckEvery = time.Minute
 )
 
 // notifier writes notifications/elicitation/complete to the originating session when a
 // flow has ended. It works from the record, not from the event: an elicitation is owed a
 // notification while it is in its session's undelivered set, and the notifier retries with
-// backoff while the session lives here, re-checking whenever the event subscription or the
-// session's stream (re)connects. Before writing it checks that the session's user is the
+// backoff while the session lives here, re-checking whenever the event subscription
+// (re)connects or the session's stream reopens (at most once a minute per session; a stream
+// reopened sooner wakes the deliveries waiting to try again). Before writing it checks that the session's user is the
 // elicitation's user; it never writes to any other session.
 type notifier struct {
 	store      *flow.Store
@@ -36,11 +42,18 @@ type notifier struct {
 
 	mu       sync.Mutex
 	inflight map[string]chan struct{} // elicitation ID → wakes its delivery loop
+	// rechecked holds, per session, when a reopened stream last made it read the session's
+	// undelivered set.
+	rechecked *expiring.Map[string, struct{}]
 }
 
 func newNotifier(store *flow.Store, c *counters.Counters, sessions *sessionRegistry, bg *background, log *slog.Logger) *notifier {
-	return &notifier{store: store, counters: c, sessions: sessions, background: bg, log: log, inflight: map[string]chan struct{}{}}
+	return &notifier{store: store, counters: c, sessions: sessions, background: bg, log: log, inflight: map[string]chan struct{}{},
+		rechecked: expiring.New[string, struct{}](maxRechecked)}
 }
+
+// maxRechecked bounds notifier.rechecked (a session past it is rechecked again sooner).
+const maxRechecked = 10_000
 
 // onNotice reacts to a state change or requeue of a flow whose session is held here.
 func (n *notifier) onNotice(ctx context.Context, notice flow.Notice) {
@@ -73,9 +86,38 @@ func (n *notifier) streamOpened(ctx context.Context, id string) {
 		select {
 		case <-ctx.Done():
 		case <-settle.C:
-			n.recheck(ctx, id, ls)
+			if n.recheckDue(id) {
+				n.recheck(ctx, id, ls)
+			} else {
+				n.wakeAll()
+			}
 		}
 	})
+}
+
+// recheckDue reports whether session id's reopened stream should make the notifier read
+// its undelivered set: at most once per recheckEvery.
+func (n *notifier) recheckDue(id string) bool {
+	now := time.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, recent := n.rechecked.Get(id, now); recent {
+		return false
+	}
+	n.rechecked.Set(id, struct{}{}, now.Add(recheckEvery), now)
+	return true
+}
+
+// wakeAll wakes every delivery loop waiting to try again: a stream has reopened.
+func (n *notifier) wakeAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, wake := range n.inflight {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (n *notifier) recheck(ctx context.Context, sessionID string, ls *liveSession) {

@@ -278,6 +278,23 @@ func (s *Store) see(id string, doc []byte) {
 	s.seen.Set(id, doc, now.Add(seenTTL), now)
 }
 
+// waitEnding waits, when this replica is writing a transition that ends elicitation id,
+// until its outcome is in seen: its script's notice can arrive before its answer.
+func (s *Store) waitEnding(ctx context.Context, id string) error {
+	s.mu.Lock()
+	ending := s.ending[id]
+	s.mu.Unlock()
+	if ending == nil {
+		return nil
+	}
+	select {
+	case <-ending:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // beginEnding notes that this replica is writing a transition that ends elicitation id,
 // and returns the function to call once its outcome is in seen.
 func (s *Store) beginEnding(id string) func() {
@@ -387,6 +404,18 @@ func (s *Store) Get(ctx context.Context, id string) (*Elicitation, error) {
 	return e, err
 }
 
+// Ended returns elicitation id as Get does, or the copy this replica read or wrote in the
+// last two minutes when that copy says it has ended: an ended state never changes again.
+func (s *Store) Ended(ctx context.Context, id string) (*Elicitation, error) {
+	if err := s.waitEnding(ctx, id); err != nil {
+		return nil, err
+	}
+	if e, _, ok := s.seenRecord(id); ok && e.State.Terminal() {
+		return e, nil
+	}
+	return s.Get(ctx, id)
+}
+
 // Seen returns elicitation id as this replica last read or wrote it in the last two
 // minutes, if it did: a hint that may be stale, for a step whose write checks it (Apply
 // starts from the same copy).
@@ -402,15 +431,8 @@ func (s *Store) Seen(id string) (*Elicitation, bool) {
 // elsewhere can make the notification go out twice (clients ignore the second), never
 // not at all.
 func (s *Store) ForDelivery(ctx context.Context, id string) (*Elicitation, error) {
-	s.mu.Lock()
-	ending := s.ending[id]
-	s.mu.Unlock()
-	if ending != nil {
-		select { // the script that ends it is being answered: its outcome is moments away
-		case <-ending:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	if err := s.waitEnding(ctx, id); err != nil {
+		return nil, err
 	}
 	if e, _, ok := s.seenRecord(id); ok && e.NotificationOwed() {
 		return e, nil
