@@ -108,6 +108,9 @@ type loadUser struct {
 	session  *sdk.ClientSession
 	browser  *formBrowser
 	elicited chan *sdk.ElicitParams
+	// openDelay is how long after elicitation/create the browser opens the link. Zero (the
+	// load benchmark): at once, so that the client's accept and the consent page race.
+	openDelay time.Duration
 
 	mu       sync.Mutex
 	notified map[string]time.Time // first completion notification of each elicitation
@@ -177,6 +180,7 @@ func (u *loadUser) flow(b testing.TB) flowResult {
 		return flowResult{err: fmt.Errorf("set_secret answered before asking: %v %v", a.err, a.res)}
 	}
 	id := p.ElicitationID
+	time.Sleep(u.openDelay)
 	consent := u.browser.open(p.URL)
 	if consent.Status != http.StatusOK {
 		return flowResult{err: fmt.Errorf("consent page: %d", consent.Status)}

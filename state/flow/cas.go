@@ -15,9 +15,10 @@ import (
 // not exist). After the values comes the number of writes; each follows as its number of
 // arguments, then the arguments: a Redis command, historyOp and the arguments of
 // append_history (historyFunction), or delIfOp, a key and a value (delete the key if it
-// holds the value). The other KEYS are the keys the writes touch. It answers 1 when it
-// wrote; 0 when the record or a key's existence changed, and 2 when a key's value changed,
-// writing nothing. One command in one round trip, where WATCH, GET, MULTI … EXEC took
+// holds the value). The other KEYS are the keys the writes touch. It answers {1} when it
+// wrote; {0, record} when the record changed (record as it reads now, so that the step
+// starts over from it without reading it), {0} when a key's existence changed, and {2}
+// when a key's value changed, writing nothing. One command in one round trip, where WATCH, GET, MULTI … EXEC took
 // three round trips and as many commands as the writes plus three.
 var casScript = redis.NewScript(historyFunction + `
 local i = 3
@@ -28,13 +29,13 @@ for c = 1, #ARGV[2] do
     i = i + 1
   end
 end
-if stale then return 2 end
+if stale then return {2} end
 local cur = redis.call("GET", KEYS[1])
 if cur == false then cur = "" end
-if cur ~= ARGV[1] then return 0 end
+if cur ~= ARGV[1] then return {0, cur} end
 for c = 1, #ARGV[2] do
   local f = string.sub(ARGV[2], c, c)
-  if f ~= "=" and tostring(redis.call("EXISTS", KEYS[1 + c])) ~= f then return 0 end
+  if f ~= "=" and tostring(redis.call("EXISTS", KEYS[1 + c])) ~= f then return {0} end
 end
 local writes = tonumber(ARGV[i])
 i = i + 1
@@ -50,7 +51,7 @@ for c = 1, writes do
   end
   i = i + n + 1
 end
-return 1`)
+return {1}`)
 
 // delIfOp names, in a batch (casScript), the deletion of a key if it still holds a value:
 // it is not a Redis command.
@@ -123,8 +124,9 @@ func (s *Store) queueNotice(ctx context.Context, b *batch, e *Elicitation, what 
 
 // runIf makes the writes of b if the record key still reads read (nil: it does not
 // exist) and each key of checks still reads as it says. It reports whether it wrote, or
-// why not.
-func (s *Store) runIf(ctx context.Context, key string, read []byte, checks []check, b *batch) (ranResult, error) {
+// why not; when the record changed, it returns the record as it reads now (nil if it no
+// longer exists), to start over from.
+func (s *Store) runIf(ctx context.Context, key string, read []byte, checks []check, b *batch) (ranResult, []byte, error) {
 	defer b.Discard()
 	keys := []string{key}
 	flags := make([]byte, len(checks))
@@ -154,9 +156,16 @@ func (s *Store) runIf(ctx context.Context, key string, read []byte, checks []che
 		args = append(args, len(a))
 		args = append(args, a...)
 	}
-	ran, err := casScript.Run(ctx, s.rdb, keys, args...).Int()
+	answer, err := casScript.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
-		return ranChanged, fmt.Errorf("write in one step: %w", err)
+		return ranChanged, nil, fmt.Errorf("write in one step: %w", err)
 	}
-	return ranResult(ran), nil
+	code, _ := answer[0].(int64)
+	var current []byte
+	if len(answer) > 1 {
+		if doc, _ := answer[1].(string); doc != "" {
+			current = []byte(doc)
+		}
+	}
+	return ranResult(code), current, nil
 }

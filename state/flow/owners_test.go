@@ -286,3 +286,51 @@ func TestIfStillWritesOnlyWhileTheKeyHoldsWhatTheCallerRead(t *testing.T) {
 		}
 	})
 }
+
+// recordReads is a go-redis hook that counts the GETs of elicitation records.
+type recordReads struct{ n atomic.Int64 }
+
+func (h *recordReads) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *recordReads) count(cmds ...redis.Cmder) {
+	for _, c := range cmds {
+		if args := c.Args(); len(args) > 1 && (c.Name() == "get" || c.Name() == "mget") {
+			if k, ok := args[1].(string); ok && strings.Contains(k, "}:e:") {
+				h.n.Add(1)
+			}
+		}
+	}
+}
+
+func (h *recordReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.count(cmd); return next(ctx, cmd) }
+}
+
+func (h *recordReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.count(cmds...); return next(ctx, cmds) }
+}
+
+func TestAStepThatFindsTheRecordChangedStartsOverFromTheScriptsAnswer(t *testing.T) {
+	rs := redistest.Start(t)
+	ctx := t.Context()
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	reads := &recordReads{}
+	rdb.AddHook(reads)
+	here := NewStore(rdb, StoreOptions{Logger: quiet})
+	there := NewStore(rs.Client(t), StoreOptions{Logger: quiet})
+	e, err := here.Create(ctx, newElicitation(alice)) // here has it, pending
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := there.Apply(ctx, e.ID, BrowserOpen, state.ActorUser, "opened elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := here.Apply(ctx, e.ID, ClientAccept, state.ActorClient, "accepted")
+	if err != nil || c.From != InProgress || c.To != InProgress {
+		t.Fatalf("Apply = %+v, %v; want the accept recorded on in_progress", c, err)
+	}
+	if n := reads.n.Load(); n != 0 {
+		t.Errorf("the step read the record %d times; the script's answer has it", n)
+	}
+}

@@ -154,7 +154,7 @@ func (s *Store) create(ctx context.Context, n NewElicitation, checks []check) (*
 		b.Discard()
 		return nil, false, err
 	}
-	ran, err := s.runIf(ctx, elicitationKey(e.User.Key(), e.ID), nil, checks, b)
+	ran, _, err := s.runIf(ctx, elicitationKey(e.User.Key(), e.ID), nil, checks, b)
 	wrote := ran == ranWrote
 	if err != nil {
 		return nil, false, fmt.Errorf("create elicitation: %w", err)
@@ -380,17 +380,26 @@ func (s *Store) read(ctx context.Context, uk, id, other string) (*Elicitation, [
 	return e, doc, exists != nil && exists.Val() > 0, nil
 }
 
-// readForChange is read for the first attempt of a step that changes elicitation id: the
-// record as this replica just read it, when it did, without a round trip; whether other
-// exists is then guessed from the record (the credential a flow replaces exists). The
-// step's script checks both. Later attempts (first is false) read them.
-func (s *Store) readForChange(ctx context.Context, uk, id, other string, first bool) (*Elicitation, []byte, bool, error) {
-	if first {
-		if e, doc, ok := s.seenRecord(id); ok {
-			return e, doc, other != "" && e.Replace, nil
+// readForChange is read for an attempt of a step that changes elicitation id, starting
+// from the record as from says when it is not nil (as this replica last saw it, or as the
+// step's script answered when it found the record changed), without a round trip; whether
+// other exists is then guessed from the record (the credential a flow replaces exists).
+// The step's script checks both.
+func (s *Store) readForChange(ctx context.Context, uk, id, other string, from []byte) (*Elicitation, []byte, bool, error) {
+	if from != nil {
+		if e, err := decodeDoc(id, from); err == nil {
+			return e, from, other != "" && e.Replace, nil
 		}
 	}
 	return s.read(ctx, uk, id, other)
+}
+
+// seenDoc returns the record of elicitation id as this replica last saw it, or nil.
+func (s *Store) seenDoc(id string) []byte {
+	if _, doc, ok := s.seenRecord(id); ok {
+		return doc
+	}
+	return nil
 }
 
 // Get returns elicitation id. A running elicitation whose deadline has passed is moved to
@@ -612,8 +621,9 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Acto
 	if cfg.credential != nil {
 		other = credentials.Key(uk, cfg.credential.Name)
 	}
-	for attempt := range maxCASAttempts {
-		e, doc, exists, err := s.readForChange(ctx, uk, id, other, attempt == 0)
+	from := s.seenDoc(id)
+	for range maxCASAttempts {
+		e, doc, exists, err := s.readForChange(ctx, uk, id, other, from)
 		if err != nil {
 			return Change{}, fmt.Errorf("apply %s to elicitation %s: %w", ev, id, err)
 		}
@@ -645,7 +655,8 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Acto
 		if change.To.Terminal() && change.Changed() {
 			done = s.beginEnding(id)
 		}
-		ran, err := s.runIf(ctx, elicitationKey(uk, id), doc, checks, b)
+		ran, current, err := s.runIf(ctx, elicitationKey(uk, id), doc, checks, b)
+		from = current
 		if ran == ranWrote && change.Changed() {
 			s.seeWritten(change.Elicitation)
 		}
@@ -754,8 +765,9 @@ func (s *Store) update(ctx context.Context, id string, what NoticeKind, fn func(
 	if err != nil {
 		return nil, err
 	}
-	for attempt := range maxCASAttempts {
-		e, doc, _, err := s.readForChange(ctx, uk, id, "", attempt == 0)
+	from := s.seenDoc(id)
+	for range maxCASAttempts {
+		e, doc, _, err := s.readForChange(ctx, uk, id, "", from)
 		if err != nil {
 			return nil, fmt.Errorf("update elicitation %s: %w", id, err)
 		}
@@ -774,8 +786,9 @@ func (s *Store) update(ctx context.Context, id string, what NoticeKind, fn func(
 			b.Discard()
 			return nil, fmt.Errorf("update elicitation %s: %w", id, err)
 		}
-		ran, err := s.runIf(ctx, elicitationKey(uk, id), doc, nil, b)
+		ran, current, err := s.runIf(ctx, elicitationKey(uk, id), doc, nil, b)
 		wrote := ran == ranWrote
+		from = current
 		if err != nil {
 			return nil, fmt.Errorf("update elicitation %s: %w", id, err)
 		}
@@ -843,8 +856,9 @@ func (s *Store) Retry(ctx context.Context, id string, actor state.Actor, ttl tim
 	if _, err := s.Get(ctx, id); err != nil { // expires it first if overdue
 		return nil, err
 	}
-	for attempt := range maxCASAttempts {
-		old, doc, _, err := s.readForChange(ctx, uk, id, "", attempt == 0)
+	from := s.seenDoc(id)
+	for range maxCASAttempts {
+		old, doc, _, err := s.readForChange(ctx, uk, id, "", from)
 		if err != nil {
 			return nil, err
 		}
@@ -882,8 +896,9 @@ func (s *Store) Retry(ctx context.Context, id string, actor state.Actor, ttl tim
 			b.Discard()
 			return nil, err
 		}
-		ran, err := s.runIf(ctx, elicitationKey(uk, id), doc, nil, b)
+		ran, current, err := s.runIf(ctx, elicitationKey(uk, id), doc, nil, b)
 		wrote := ran == ranWrote
+		from = current
 		if err != nil {
 			return nil, fmt.Errorf("retry elicitation %s: %w", id, err)
 		}
