@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,7 +73,7 @@ type Store struct {
 	// changes a record starts from it instead of reading it again. It is only a hint: the
 	// step's script writes only if the record still reads so, and otherwise the step reads
 	// it and starts over.
-	seen *expiring.Map[string, []byte]
+	seen *expiring.Map[string, seenRecordEntry]
 	// ending holds, for each elicitation whose transition this replica is writing, a
 	// channel closed once the outcome is in seen: the step's script publishes its notice,
 	// which can reach this replica's notifier before the script's answer (ForDelivery).
@@ -95,7 +96,7 @@ func NewStore(rdb redis.UniversalClient, opts StoreOptions) *Store {
 		panic(err)
 	}
 	s := &Store{rdb: rdb, now: opts.Now, retention: opts.Retention, log: opts.Logger, counters: opts.Counters, ids: ids,
-		owners: expiring.New[string, string](ownersSize), seen: expiring.New[string, []byte](seenSize),
+		owners: expiring.New[string, string](ownersSize), seen: expiring.New[string, seenRecordEntry](seenSize),
 		ending: map[string]chan struct{}{}}
 	_, s.cluster = rdb.(*redis.ClusterClient)
 	if s.now == nil {
@@ -265,17 +266,23 @@ func (s *Store) rememberOwner(id, uk string) {
 func (s *Store) load(ctx context.Context, uk, id string) (*Elicitation, error) {
 	e, doc, err := decodeRecord(id, s.rdb.Get(ctx, elicitationKey(uk, id)))
 	if err == nil {
-		s.see(id, doc)
+		s.see(e, doc)
 	}
 	return e, err
 }
 
-// see remembers doc as the record of elicitation id as last read.
-func (s *Store) see(id string, doc []byte) {
+// seenRecordEntry is a record as this replica last saw it: as stored, and decoded.
+type seenRecordEntry struct {
+	doc []byte
+	e   Elicitation
+}
+
+// see remembers e, stored as doc, as the record of its elicitation as last read or written.
+func (s *Store) see(e *Elicitation, doc []byte) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.seen.Set(id, doc, now.Add(seenTTL), now)
+	s.seen.Set(e.ID, seenRecordEntry{doc: doc, e: *e}, now.Add(seenTTL), now)
 }
 
 // waitEnding waits, when this replica is writing a transition that ends elicitation id,
@@ -315,24 +322,23 @@ func (s *Store) beginEnding(id string) func() {
 // seeWritten remembers e as just written (writeRecord writes the same bytes).
 func (s *Store) seeWritten(e *Elicitation) {
 	if doc, err := json.Marshal(e); err == nil {
-		s.see(e.ID, doc)
+		s.see(e, doc)
 	}
 }
 
-// seenRecord returns the record of elicitation id as this replica read it in the last
-// seconds, if it did; the step that uses it must check that it still reads so (runIf).
+// seenRecord returns the record of elicitation id as this replica read or wrote it in the
+// last two minutes, if it did; the step that uses it must check that it still reads so
+// (runIf). The record is a copy of the one kept, which shares what its pointers point to:
+// change a field, never what a pointer field points to.
 func (s *Store) seenRecord(id string) (*Elicitation, []byte, bool) {
 	s.mu.Lock()
-	doc, ok := s.seen.Get(id, s.now())
+	entry, ok := s.seen.Get(id, s.now())
 	s.mu.Unlock()
 	if !ok {
 		return nil, nil, false
 	}
-	var e Elicitation
-	if json.Unmarshal(doc, &e) != nil {
-		return nil, nil, false
-	}
-	return &e, doc, true
+	e := entry.e
+	return &e, entry.doc, true
 }
 
 // decodeRecord decodes the answer of a GET of elicitation id's record, and returns it with
@@ -376,7 +382,7 @@ func (s *Store) read(ctx context.Context, uk, id, other string) (*Elicitation, [
 	if err != nil {
 		return nil, nil, false, err
 	}
-	s.see(id, doc)
+	s.see(e, doc)
 	return e, doc, exists != nil && exists.Val() > 0, nil
 }
 
@@ -387,6 +393,9 @@ func (s *Store) read(ctx context.Context, uk, id, other string) (*Elicitation, [
 // The step's script checks both.
 func (s *Store) readForChange(ctx context.Context, uk, id, other string, from []byte) (*Elicitation, []byte, bool, error) {
 	if from != nil {
+		if e, doc, ok := s.seenRecord(id); ok && bytes.Equal(doc, from) {
+			return e, doc, other != "" && e.Replace, nil // decoded already
+		}
 		if e, err := decodeDoc(id, from); err == nil {
 			return e, from, other != "" && e.Replace, nil
 		}
@@ -396,8 +405,10 @@ func (s *Store) readForChange(ctx context.Context, uk, id, other string, from []
 
 // seenDoc returns the record of elicitation id as this replica last saw it, or nil.
 func (s *Store) seenDoc(id string) []byte {
-	if _, doc, ok := s.seenRecord(id); ok {
-		return doc
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if entry, ok := s.seen.Get(id, s.now()); ok {
+		return entry.doc
 	}
 	return nil
 }
@@ -513,7 +524,7 @@ func (s *Store) GetAlong(ctx context.Context, id, other string) (*Elicitation, [
 	if err != nil {
 		return nil, otherVal, err
 	}
-	s.see(id, doc)
+	s.see(e, doc)
 	e, _, err = s.current(ctx, e)
 	return e, otherVal, err
 }
