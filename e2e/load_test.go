@@ -108,9 +108,9 @@ type loadUser struct {
 	session  *sdk.ClientSession
 	browser  *formBrowser
 	elicited chan *sdk.ElicitParams
-	// openDelay is how long after elicitation/create the browser opens the link. Zero (the
-	// load benchmark): at once, so that the client's accept and the consent page race.
-	openDelay time.Duration
+	// beforeOpen, if set, runs before the browser opens the link of elicitation id. Unset
+	// (the load benchmark), the browser opens it at once, racing the client's accept.
+	beforeOpen func(id string)
 
 	mu       sync.Mutex
 	notified map[string]time.Time // first completion notification of each elicitation
@@ -180,7 +180,9 @@ func (u *loadUser) flow(b testing.TB) flowResult {
 		return flowResult{err: fmt.Errorf("set_secret answered before asking: %v %v", a.err, a.res)}
 	}
 	id := p.ElicitationID
-	time.Sleep(u.openDelay)
+	if u.beforeOpen != nil {
+		u.beforeOpen(id)
+	}
 	consent := u.browser.open(p.URL)
 	if consent.Status != http.StatusOK {
 		return flowResult{err: fmt.Errorf("consent page: %d", consent.Status)}
