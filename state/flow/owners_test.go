@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -17,28 +16,40 @@ import (
 	"github.com/urlflow/urlflow/state"
 )
 
-// indexReads is a go-redis hook that counts the commands that read the eid:ID index.
-type indexReads struct{ n atomic.Int64 }
-
-func (h *indexReads) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
+// reads is a go-redis hook that counts the reading commands (GET, MGET) whose first key
+// matches.
+type reads struct {
+	matches func(key string) bool
+	n       atomic.Int64
 }
 
-func (h *indexReads) count(cmds ...redis.Cmder) {
+// indexReads counts the reads of the eid:ID index.
+func indexReads() *reads {
+	return &reads{matches: func(k string) bool { return strings.HasPrefix(k, state.KeyPrefix+"eid:") }}
+}
+
+// recordReads counts the reads of elicitation records.
+func recordReads() *reads {
+	return &reads{matches: func(k string) bool { return strings.Contains(k, "}:e:") }}
+}
+
+func (h *reads) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *reads) count(cmds ...redis.Cmder) {
 	for _, c := range cmds {
-		if args := c.Args(); len(args) > 1 && c.Name() == "get" {
-			if k, ok := args[1].(string); ok && strings.HasPrefix(k, state.KeyPrefix+"eid:") {
+		if args := c.Args(); len(args) > 1 && (c.Name() == "get" || c.Name() == "mget") {
+			if k, ok := args[1].(string); ok && h.matches(k) {
 				h.n.Add(1)
 			}
 		}
 	}
 }
 
-func (h *indexReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h *reads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error { h.count(cmd); return next(ctx, cmd) }
 }
 
-func (h *indexReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h *reads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error { h.count(cmds...); return next(ctx, cmds) }
 }
 
@@ -139,10 +150,10 @@ func TestALegacyIDIsFoundThroughItsIndexOncePerReplica(t *testing.T) {
 }
 
 // hookedStore returns a store on the redis-server at addr that counts its index reads.
-func hookedStore(t *testing.T, addr string) (*Store, *indexReads) {
+func hookedStore(t *testing.T, addr string) (*Store, *reads) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { rdb.Close() })
-	h := &indexReads{}
+	h := indexReads()
 	rdb.AddHook(h)
 	return NewStore(rdb, StoreOptions{Logger: quiet}), h
 }
@@ -287,36 +298,13 @@ func TestIfStillWritesOnlyWhileTheKeyHoldsWhatTheCallerRead(t *testing.T) {
 	})
 }
 
-// recordReads is a go-redis hook that counts the GETs of elicitation records.
-type recordReads struct{ n atomic.Int64 }
-
-func (h *recordReads) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *recordReads) count(cmds ...redis.Cmder) {
-	for _, c := range cmds {
-		if args := c.Args(); len(args) > 1 && (c.Name() == "get" || c.Name() == "mget") {
-			if k, ok := args[1].(string); ok && strings.Contains(k, "}:e:") {
-				h.n.Add(1)
-			}
-		}
-	}
-}
-
-func (h *recordReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { h.count(cmd); return next(ctx, cmd) }
-}
-
-func (h *recordReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { h.count(cmds...); return next(ctx, cmds) }
-}
-
 func TestAStepThatFindsTheRecordChangedStartsOverFromTheScriptsAnswer(t *testing.T) {
 	rs := redistest.Start(t)
 	ctx := t.Context()
 	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	t.Cleanup(func() { rdb.Close() })
-	reads := &recordReads{}
-	rdb.AddHook(reads)
+	recordsRead := recordReads()
+	rdb.AddHook(recordsRead)
 	here := NewStore(rdb, StoreOptions{Logger: quiet})
 	there := NewStore(rs.Client(t), StoreOptions{Logger: quiet})
 	e, err := here.Create(ctx, newElicitation(alice)) // here has it, pending
@@ -330,7 +318,7 @@ func TestAStepThatFindsTheRecordChangedStartsOverFromTheScriptsAnswer(t *testing
 	if err != nil || c.From != InProgress || c.To != InProgress {
 		t.Fatalf("Apply = %+v, %v; want the accept recorded on in_progress", c, err)
 	}
-	if n := reads.n.Load(); n != 0 {
+	if n := recordsRead.n.Load(); n != 0 {
 		t.Errorf("the step read the record %d times; the script's answer has it", n)
 	}
 }
