@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// Run calls fn every interval, the first time one interval from now, until ctx ends. A
-// call that runs long delays the next; calls never overlap.
+// Run calls fn every interval, the first time one interval from now, until ctx ends; no
+// call starts once ctx has ended. A call that runs long delays the next; calls never
+// overlap.
 func Run(ctx context.Context, interval time.Duration, fn func(context.Context)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -18,6 +19,9 @@ func Run(ctx context.Context, interval time.Duration, fn func(context.Context)) 
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			if ctx.Err() != nil { // both were ready: select picked one at random
+				return
+			}
 			fn(ctx)
 		}
 	}
