@@ -2,9 +2,12 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/state"
@@ -60,53 +63,70 @@ func tool[In any](e era, fn func(context.Context, turn, In) (*sdk.CallToolResult
 	}
 }
 
+// addTool adds one of urlflow's tools to srv for era e. Its input schema is inferred from
+// In once, here, and kept as JSON: the SDK validates arguments with it as with an
+// inferred schema, and tools/list copies it instead of encoding a jsonschema.Schema
+// again on every call (which took a third of urlflow's CPU in a tools/list).
+func addTool[In any](srv *sdk.Server, e era, t *sdk.Tool, fn func(context.Context, turn, In) (*sdk.CallToolResult, error)) {
+	schema, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err)) // a programming error
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
+	}
+	t.InputSchema = json.RawMessage(raw)
+	sdk.AddTool(srv, t, tool(e, fn))
+}
+
 func (s *Server) addTools(srv *sdk.Server, e era) {
-	sdk.AddTool(srv, &sdk.Tool{
+	addTool(srv, e, &sdk.Tool{
 		Name:  "set_secret",
 		Title: "Store a secret",
 		Description: "Ask the user to enter a secret (such as an API key) in their own browser and store it " +
 			"encrypted in urlflow. The secret never passes through this conversation; the result only says " +
 			"whether it is stored. If it is already stored, nothing is asked unless replace is true.",
-	}, tool(e, s.setSecret))
-	sdk.AddTool(srv, &sdk.Tool{
+	}, s.setSecret)
+	addTool(srv, e, &sdk.Tool{
 		Name:  "call_api",
 		Title: "Call an API with a stored secret",
 		Description: "Make an HTTP request to the API a stored secret belongs to. urlflow adds the secret " +
 			"itself, as the secret's configuration says; the result has the status, selected headers and " +
 			"body, never the secret (it is redacted even when the API echoes it). The path stays under the " +
 			"API's base URL. If the secret is not stored yet, the user is asked for it first, as with set_secret.",
-	}, tool(e, s.callAPI))
-	sdk.AddTool(srv, &sdk.Tool{
+	}, s.callAPI)
+	addTool(srv, e, &sdk.Tool{
 		Name:  "connect",
 		Title: "Connect a third-party account",
 		Description: "Ask the user to connect their account at a third-party provider (by OAuth, in their own " +
 			"browser). urlflow keeps the tokens and uses them for call_api; they never pass through this " +
 			"conversation. scopes asks for more access than the provider's defaults.",
-	}, tool(e, s.connect))
-	sdk.AddTool(srv, &sdk.Tool{
+	}, s.connect)
+	addTool(srv, e, &sdk.Tool{
 		Name:  "list_connections",
 		Title: "List stored secrets",
 		Description: "List the secrets urlflow keeps for you: name, kind, when each was stored, verified " +
 			"and last used. Never their values.",
-	}, tool(e, s.listConnections))
-	sdk.AddTool(srv, &sdk.Tool{
+	}, s.listConnections)
+	addTool(srv, e, &sdk.Tool{
 		Name:        "disconnect",
 		Title:       "Delete a stored secret",
 		Description: "Delete one of your stored secrets from urlflow. Tools can no longer use it until it is stored again.",
-	}, tool(e, s.disconnect))
-	sdk.AddTool(srv, &sdk.Tool{
+	}, s.disconnect)
+	addTool(srv, e, &sdk.Tool{
 		Name:  "elicitation_status",
 		Title: "Check a request",
 		Description: "Return the state of one of your elicitations (pending, consented, in_progress, complete, " +
 			"failed, unknown, declined, cancelled, expired) with its history. With waitSeconds (at most 60) " +
 			"it waits that long for the elicitation to end.",
-	}, tool(e, s.elicitationStatus))
-	sdk.AddTool(srv, &sdk.Tool{
+	}, s.elicitationStatus)
+	addTool(srv, e, &sdk.Tool{
 		Name:  "cancel_elicitation",
 		Title: "Withdraw a request",
 		Description: "Cancel one of your elicitations that is still running. Its link stops working and " +
 			"nothing is stored. An elicitation that has already ended is left as it is.",
-	}, tool(e, s.cancelElicitation))
+	}, s.cancelElicitation)
 }
 
 type setSecretArgs struct {
