@@ -30,9 +30,10 @@ const (
 // flow has ended. It works from the record, not from the event: an elicitation is owed a
 // notification while it is in its session's undelivered set, and the notifier retries with
 // backoff while the session lives here, re-checking whenever the event subscription
-// (re)connects or the session's stream reopens (at most once a minute per session; a stream
-// reopened sooner wakes the deliveries waiting to try again). Before writing it checks that the session's user is the
-// elicitation's user; it never writes to any other session.
+// (re)connects or the session's stream reopens (at most once a minute per session; a
+// stream reopened sooner wakes the deliveries waiting to try again). Before writing it
+// checks that the session's user is the elicitation's user; it never writes to any other
+// session.
 type notifier struct {
 	store      *flow.Store
 	counters   *counters.Counters
@@ -113,10 +114,15 @@ func (n *notifier) wakeAll() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, wake := range n.inflight {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
+		nudge(wake)
+	}
+}
+
+// nudge wakes the delivery loop waiting on wake, unless it has a wake-up pending already.
+func nudge(wake chan struct{}) {
+	select {
+	case wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -137,10 +143,7 @@ func (n *notifier) deliver(ctx context.Context, id string) {
 	n.mu.Lock()
 	if wake, ok := n.inflight[id]; ok {
 		n.mu.Unlock()
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
+		nudge(wake)
 		return
 	}
 	wake := make(chan struct{}, 1)

@@ -427,10 +427,18 @@ func (s *Store) Get(ctx context.Context, id string) (*Elicitation, error) {
 // Ended returns elicitation id as Get does, or the copy this replica read or wrote in the
 // last two minutes when that copy says it has ended: an ended state never changes again.
 func (s *Store) Ended(ctx context.Context, id string) (*Elicitation, error) {
+	return s.getUnlessSeen(ctx, id, func(e *Elicitation) bool { return e.State.Terminal() })
+}
+
+// getUnlessSeen returns the copy of elicitation id this replica saw in the last two
+// minutes when enough says it will do, and otherwise reads it as Get does. A transition
+// this replica is writing that ends it is waited for first: its script's notice, which
+// callers act on, can arrive before its answer.
+func (s *Store) getUnlessSeen(ctx context.Context, id string, enough func(*Elicitation) bool) (*Elicitation, error) {
 	if err := s.waitEnding(ctx, id); err != nil {
 		return nil, err
 	}
-	if e, _, ok := s.seenRecord(id); ok && e.State.Terminal() {
+	if e, _, ok := s.seenRecord(id); ok && enough(e) {
 		return e, nil
 	}
 	return s.Get(ctx, id)
@@ -451,13 +459,7 @@ func (s *Store) Seen(id string) (*Elicitation, bool) {
 // elsewhere can make the notification go out twice (clients ignore the second), never
 // not at all.
 func (s *Store) ForDelivery(ctx context.Context, id string) (*Elicitation, error) {
-	if err := s.waitEnding(ctx, id); err != nil {
-		return nil, err
-	}
-	if e, _, ok := s.seenRecord(id); ok && e.NotificationOwed() {
-		return e, nil
-	}
-	return s.Get(ctx, id)
+	return s.getUnlessSeen(ctx, id, (*Elicitation).NotificationOwed)
 }
 
 // GetAlong returns elicitation id as Get does, and the value of the key other (nil if it
