@@ -6,9 +6,9 @@ import (
 )
 
 // background runs the server's work that outlives the request or notice that started it
-// (completion deliveries, offers of new attempts, the clean-up of ended sessions) under
-// the context of Server.Run, so that Run can wait for all of it before it returns and
-// nothing touches Redis after the process closed it.
+// (completion deliveries and offers of new attempts) under the context of Server.Run, so
+// that Run can wait for all of it before it returns and nothing touches Redis after the
+// process closed it.
 type background struct {
 	tasks chan func(context.Context)
 }

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -173,7 +174,8 @@ func New(opts Options) *Server {
 	}
 	s := &Server{opts: opts, log: log, states: requestStates{key: opts.RequestStateKey}}
 	s.background = newBackground()
-	s.sessions = newSessionRegistry(opts.Flows, opts.Replica, opts.SessionsPerUser, s.background, log)
+	s.sessions = newSessionRegistry(opts.Flows, opts.Replica, opts.SessionsPerUser,
+		func() iter.Seq[*sdk.ServerSession] { return s.legacy.Sessions() }, log)
 	s.notifier = newNotifier(opts.Flows, opts.Counters, s.sessions, s.background, log)
 	opts.Hub.OnNotice(s.notifier.onNotice)
 	opts.Hub.OnNotice(s.offerNewAttempt)
@@ -228,6 +230,9 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		s.legacyHandler.ServeHTTP(w, r)
+		if r.Method == http.MethodDelete && id != "" {
+			s.sessions.endIfGone(r.Context(), id) // the client ended its session
+		}
 	})
 }
 
@@ -316,7 +321,7 @@ func (s *Server) Run(ctx context.Context) {
 	wg.Go(func() { s.sessions.run(ctx) })
 	wg.Go(func() { s.background.run(ctx) })
 	<-ctx.Done()
-	s.sessions.closeAll()
+	s.sessions.closeAll(ctx)
 	wg.Wait()
 }
 

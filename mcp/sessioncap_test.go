@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -187,5 +188,48 @@ func TestASessionOwedANotificationIsNotClosedForRoom(t *testing.T) {
 	}
 	if !alive(c) {
 		t.Error("the session owed a notification was closed")
+	}
+}
+
+// registered reports whether c's session is registered in Redis as live.
+func (f *fixture) registered(c *testClient) bool {
+	f.t.Helper()
+	_, err := f.store.LiveMCPSession(f.ctx, c.sessionID)
+	if err != nil && !errors.Is(err, state.ErrNotFound) {
+		f.t.Fatal(err)
+	}
+	return err == nil
+}
+
+func TestASessionItsClientDeletesIsUnregisteredBeforeTheAnswer(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	endpoint, token := f.serveHTTP()
+	c := f.connectHTTP(endpoint, token("alice"), "2025-11-25", clientConfig{urlMode: true}, true)
+	if !f.registered(c) {
+		t.Fatal("the session is not registered")
+	}
+	c.Close() // DELETE
+	if f.registered(c) {
+		t.Fatal("the session is still registered once its DELETE was answered")
+	}
+	if _, held := f.server.sessions.get(c.sessionID); held {
+		t.Fatal("the registry still holds the deleted session")
+	}
+}
+
+// TestASessionThatIdlesOutIsUnregistered: the SDK closes a session that idles out without
+// a request telling urlflow; the registry finds it ended (reap) and unregisters it.
+func TestASessionThatIdlesOutIsUnregistered(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(o *Options) { o.SessionIdleTimeout = 300 * time.Millisecond })
+	endpoint, token := f.serveHTTP()
+	c := f.connectHTTP(endpoint, token("alice"), "2025-11-25", clientConfig{urlMode: true}, true)
+	eventually(t, "the idle session unregistered", func() bool { return !f.registered(c) })
+	if _, held := f.server.sessions.get(c.sessionID); held {
+		t.Fatal("the registry still holds the session")
+	}
+	if !strings.Contains(f.logs.text(), "mcp session ended") {
+		t.Fatal("no log of the session's end")
 	}
 }

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"iter"
 	"log/slog"
 	"sync"
 	"time"
@@ -22,6 +23,10 @@ const (
 	registrationTTL     = 90 * time.Second
 	registrationRefresh = 30 * time.Second
 )
+
+// reapInterval is how often the registry looks for sessions that ended without a request
+// saying so (sessionRegistry.reap).
+const reapInterval = 5 * time.Second
 
 // admissionHold is how long a place among a user's sessions stays reserved for a session
 // that is starting: longer than any initialize request takes.
@@ -46,10 +51,11 @@ type liveSession struct {
 // session's user to itself; urlflow records it from the initialize request's token, and the
 // notifier checks it before writing to a session.
 type sessionRegistry struct {
-	store      *flow.Store
-	replica    string
-	background *background
-	log        *slog.Logger
+	store   *flow.Store
+	replica string
+	// live lists the sessions the SDK holds (sdk.Server.Sessions).
+	live func() iter.Seq[*sdk.ServerSession]
+	log  *slog.Logger
 	// perUser caps the sessions of one user on all replicas.
 	perUser int
 
@@ -57,8 +63,8 @@ type sessionRegistry struct {
 	byID map[string]*liveSession
 }
 
-func newSessionRegistry(store *flow.Store, replica string, perUser int, bg *background, log *slog.Logger) *sessionRegistry {
-	return &sessionRegistry{store: store, replica: replica, perUser: perUser, background: bg, log: log, byID: map[string]*liveSession{}}
+func newSessionRegistry(store *flow.Store, replica string, perUser int, live func() iter.Seq[*sdk.ServerSession], log *slog.Logger) *sessionRegistry {
+	return &sessionRegistry{store: store, replica: replica, perUser: perUser, live: live, log: log, byID: map[string]*liveSession{}}
 }
 
 func (r *sessionRegistry) add(ctx context.Context, ss *sdk.ServerSession, user state.User, client state.ClientInfo) {
@@ -70,26 +76,61 @@ func (r *sessionRegistry) add(ctx context.Context, ss *sdk.ServerSession, user s
 	r.mu.Unlock()
 	r.register(ctx, id, ls)
 	r.log.InfoContext(ctx, "mcp session started", "session", id, "user", user.Key(), "client", client.Name)
-	// The session ends when its client closes it, it idles out, or Run closes it at shutdown.
-	r.background.spawn(ctx, func(context.Context) {
-		ss.Wait()
-		r.mu.Lock()
-		delete(r.byID, id)
-		r.mu.Unlock()
-		// Unregister even during shutdown (Run waits for it before Redis closes).
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := r.store.ForgetMCPSession(ctx, user, id); err != nil {
-			r.log.WarnContext(ctx, "ended mcp session not unregistered; it expires", "session", id, "err", err)
-		}
-		r.log.InfoContext(ctx, "mcp session ended", "session", id)
-	})
 }
 
-// closeAll closes every session this process holds.
-func (r *sessionRegistry) closeAll() {
-	for _, ls := range r.snapshot() {
+// end forgets session id, which has ended, if it is held here: it leaves the registry
+// and its registration in Redis is removed. It runs even when ctx has ended (a shutdown
+// unregisters the sessions it closes).
+func (r *sessionRegistry) end(ctx context.Context, id string) {
+	r.mu.Lock()
+	ls, ok := r.byID[id]
+	delete(r.byID, id)
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := r.store.ForgetMCPSession(ctx, ls.user, id); err != nil {
+		r.log.WarnContext(ctx, "ended mcp session not unregistered; it expires", "session", id, "err", err)
+	}
+	r.log.InfoContext(ctx, "mcp session ended", "session", id)
+}
+
+// endIfGone ends session id if it is held here and the SDK no longer holds it (its client
+// deleted it).
+func (r *sessionRegistry) endIfGone(ctx context.Context, id string) {
+	ls, ok := r.get(id)
+	if !ok {
+		return
+	}
+	for ss := range r.live() {
+		if ss == ls.ss {
+			return
+		}
+	}
+	r.end(ctx, id)
+}
+
+// reap ends the sessions held here that the SDK no longer holds: those that idled out,
+// failed, or were deleted without endIfGone seeing it. Sessions are found ended this way,
+// at most reapInterval late, rather than by a goroutine per session waiting on it: an
+// idle session then costs no more than the SDK's own.
+func (r *sessionRegistry) reap(ctx context.Context) {
+	held := r.snapshot() // first: a session added after it is not judged
+	for ss := range r.live() {
+		delete(held, ss.ID())
+	}
+	for id := range held {
+		r.end(ctx, id)
+	}
+}
+
+// closeAll closes and ends every session this process holds.
+func (r *sessionRegistry) closeAll(ctx context.Context) {
+	for id, ls := range r.snapshot() {
 		ls.ss.Close()
+		r.end(ctx, id)
 	}
 }
 
@@ -206,9 +247,10 @@ func (r *sessionRegistry) closeEvicted(ctx context.Context, n flow.Notice) {
 		return
 	}
 	ls.ss.Close()
+	r.end(ctx, n.SessionID)
 }
 
-// ids returns the IDs of the sessions held here.
+// snapshot returns the IDs of the sessions held here.
 func (r *sessionRegistry) snapshot() map[string]*liveSession {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -219,13 +261,18 @@ func (r *sessionRegistry) snapshot() map[string]*liveSession {
 	return out
 }
 
-// run refreshes the registrations until ctx ends.
+// run refreshes the registrations and reaps ended sessions until ctx ends.
 func (r *sessionRegistry) run(ctx context.Context) {
-	every.Run(ctx, registrationRefresh, func(ctx context.Context) {
-		for id, ls := range r.snapshot() {
-			r.register(ctx, id, ls)
-		}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		every.Run(ctx, registrationRefresh, func(ctx context.Context) {
+			for id, ls := range r.snapshot() {
+				r.register(ctx, id, ls)
+			}
+		})
 	})
+	wg.Go(func() { every.Run(ctx, reapInterval, r.reap) })
+	wg.Wait()
 }
 
 // userOf returns the user of a request's verified token.
