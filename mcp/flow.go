@@ -124,7 +124,7 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, created 
 		select {
 		case a := <-answers:
 			answers = nil
-			if err := s.recordAnswer(ctx, e.ID, a); err != nil {
+			if _, err := s.recordAnswer(ctx, e.ID, a); err != nil {
 				return nil, s.unavailable(ctx, err)
 			}
 		case n := <-wake:
@@ -190,14 +190,15 @@ func (s *Server) offerNewAttempt(ctx context.Context, n flow.Notice) {
 		ctx, cancel := context.WithDeadline(ctx, e.ExpiresAt)
 		defer cancel()
 		res, err := ls.ss.Elicit(ctx, s.elicitParams(e, s.label(e), true))
-		if err := s.recordAnswer(ctx, e.ID, clientAnswer{res, err}); err != nil {
+		if _, err := s.recordAnswer(ctx, e.ID, clientAnswer{res, err}); err != nil {
 			s.log.WarnContext(ctx, "answer to a new attempt not recorded", "elicitation_id", e.ID, "err", err)
 		}
 	})
 }
 
-// recordAnswer records the client's answer to elicitation/create as the state table says.
-func (s *Server) recordAnswer(ctx context.Context, id string, a clientAnswer) error {
+// recordAnswer records the client's answer to elicitation/create as the state table says,
+// and returns the record after it (nil when the tool call ended instead: nothing recorded).
+func (s *Server) recordAnswer(ctx context.Context, id string, a clientAnswer) (*flow.Elicitation, error) {
 	var (
 		ev     flow.Event
 		actor  = state.ActorClient
@@ -206,7 +207,7 @@ func (s *Server) recordAnswer(ctx context.Context, id string, a clientAnswer) er
 	switch {
 	case a.err != nil:
 		if ctx.Err() != nil {
-			return nil // the tool call ended; that is not the client's answer
+			return nil, nil // the tool call ended; that is not the client's answer
 		}
 		ev, actor, reason = flow.NoAnswer, state.ActorSystem, "elicitation/create failed: "+a.err.Error()
 	case a.res.Action == "accept":
@@ -216,6 +217,6 @@ func (s *Server) recordAnswer(ctx context.Context, id string, a clientAnswer) er
 	default:
 		ev, reason = flow.ClientCancel, "cancelled in the client"
 	}
-	_, err := s.opts.Flows.Apply(ctx, id, ev, actor, reason)
-	return err
+	change, err := s.opts.Flows.Apply(ctx, id, ev, actor, reason)
+	return change.Elicitation, err
 }

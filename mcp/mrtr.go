@@ -43,37 +43,52 @@ func (s *Server) multiRoundTrip(ctx context.Context, t turn, a ask) (*flow.Elici
 	}
 	wake, stop := s.opts.Hub.Wait(st.ElicitationID)
 	defer stop()
-	e, err := s.ownElicitation(ctx, t.user, st.ElicitationID)
+	e, err := s.ownElicitation(ctx, t.user, st.ElicitationID, true)
+	gone := func() error {
+		return fmt.Errorf("%w: its elicitation is gone. Call the tool again without requestState to start over", errBadRequestState)
+	}
 	if errors.Is(err, state.ErrNotFound) {
-		return nil, nil, fmt.Errorf("%w: its elicitation is gone. Call the tool again without requestState to start over", errBadRequestState)
+		return nil, nil, gone()
 	}
 	if err != nil {
 		return nil, nil, s.unavailable(ctx, err)
 	}
+	// What the flow is now, read or written after the subscription, so that the wait
+	// misses no ending: the answer's step returns it.
+	var cur *flow.Elicitation
 	if answer, ok := p.InputResponses[inputKey].(*sdk.ElicitResult); ok && answer != nil {
-		if err := s.recordAnswer(ctx, e.ID, clientAnswer{res: answer}); err != nil {
+		if cur, err = s.recordAnswer(ctx, e.ID, clientAnswer{res: answer}); err != nil && !errors.Is(err, state.ErrNotFound) {
 			return nil, nil, s.unavailable(ctx, err)
 		}
 	}
-	if e, err = s.opts.Flows.Get(ctx, e.ID); err != nil {
+	if cur == nil && err == nil {
+		cur, err = s.opts.Flows.Get(ctx, e.ID)
+	}
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil, gone()
+	}
+	if err != nil {
 		return nil, nil, s.unavailable(ctx, err)
 	}
-	progress := s.reportProgress(t.req, e)
+	endedBefore := cur.State.Terminal()
+	progress := s.reportProgress(t.req, cur)
 	defer progress.stop()
-	if e, err = s.waitForEnd(ctx, e, wake, s.waitLimit(e, progress, s.opts.RetryWait), progress); err != nil {
+	if e, err = s.waitForEnd(ctx, cur, wake, s.waitLimit(cur, progress, s.opts.RetryWait), progress); err != nil {
 		return nil, nil, err
 	}
 	switch {
-	case e.State == flow.Complete:
+	case e.State == flow.Complete && endedBefore:
 		// The credential may have been deleted (disconnect) since the flow stored it: the
 		// requestState outlives its flow. Then the call starts over rather than going on
-		// without it.
+		// without it. A flow this call saw complete stored it in that same step.
 		switch _, err := s.opts.Credentials.Get(ctx, t.user, a.target); {
 		case errors.Is(err, state.ErrNotFound):
 			return s.firstRound(ctx, t, a, digest)
 		case err != nil:
 			return nil, nil, s.unavailable(ctx, err)
 		}
+		return e, nil, nil
+	case e.State == flow.Complete:
 		return e, nil, nil
 	case e.State.Terminal():
 		return e, s.outcome(e, a.label), nil

@@ -184,11 +184,15 @@ type statusArgs struct {
 }
 
 // ownElicitation returns elicitation id if it belongs to user, and state.ErrNotFound for
-// anything else.
-func (s *Server) ownElicitation(ctx context.Context, user state.User, id string) (*flow.Elicitation, error) {
-	e, err := s.opts.Flows.Get(ctx, id)
-	if err != nil {
-		return nil, err
+// anything else. With seen, it may return the copy this replica last saw (Store.Seen):
+// whose it is never changes, but its state may have.
+func (s *Server) ownElicitation(ctx context.Context, user state.User, id string, seen bool) (*flow.Elicitation, error) {
+	e, ok := s.opts.Flows.Seen(id)
+	if !seen || !ok {
+		var err error
+		if e, err = s.opts.Flows.Get(ctx, id); err != nil {
+			return nil, err
+		}
 	}
 	if e.User != user {
 		return nil, state.ErrNotFound
@@ -199,7 +203,7 @@ func (s *Server) ownElicitation(ctx context.Context, user state.User, id string)
 func (s *Server) elicitationStatus(ctx context.Context, t turn, args statusArgs) (*sdk.CallToolResult, error) {
 	wake, stop := s.opts.Hub.Wait(args.ElicitationID)
 	defer stop()
-	e, err := s.ownElicitation(ctx, t.user, args.ElicitationID)
+	e, err := s.ownElicitation(ctx, t.user, args.ElicitationID, false)
 	if errors.Is(err, state.ErrNotFound) {
 		return unknownElicitation(args.ElicitationID), nil
 	}
@@ -218,7 +222,7 @@ func (s *Server) elicitationStatus(ctx context.Context, t turn, args statusArgs)
 }
 
 func (s *Server) cancelElicitation(ctx context.Context, t turn, args elicitationArgs) (*sdk.CallToolResult, error) {
-	e, err := s.ownElicitation(ctx, t.user, args.ElicitationID)
+	e, err := s.ownElicitation(ctx, t.user, args.ElicitationID, true) // Apply reads what it must
 	if errors.Is(err, state.ErrNotFound) {
 		return unknownElicitation(args.ElicitationID), nil
 	}

@@ -15,8 +15,11 @@ import (
 // without one waits a bounded time (PushWait, RetryWait, waitSeconds) and then answers
 // honestly that the flow still runs.
 
-// waitForEnd waits until e has ended or until, re-reading it on every wake-up, and sends
-// progress notifications on progress's ticks (if it has any).
+// waitForEnd waits until e has ended or until, and sends progress notifications on
+// progress's ticks (if it has any). e must have been read, or written, after wake was
+// subscribed. It reads the record only when a notice says the flow ended, or says nothing
+// (the subscription came back), and then from the copy this replica wrote when that copy
+// says so (Store.Ended); a notice of a step that did not end it changes nothing here.
 func (s *Server) waitForEnd(ctx context.Context, e *flow.Elicitation, wake <-chan flow.Notice, until time.Time, progress *progressReport) (*flow.Elicitation, error) {
 	timer := time.NewTimer(time.Until(until))
 	defer timer.Stop()
@@ -39,10 +42,13 @@ func (s *Server) waitForEnd(ctx context.Context, e *flow.Elicitation, wake <-cha
 		case <-tick:
 			progress.send(ctx)
 			continue
-		case <-wake:
+		case n := <-wake:
+			if n.State != "" && !n.State.Terminal() {
+				continue
+			}
 		}
 		var err error
-		if e, err = s.opts.Flows.Get(ctx, e.ID); err != nil {
+		if e, err = s.opts.Flows.Ended(ctx, e.ID); err != nil {
 			return nil, s.unavailable(ctx, err)
 		}
 	}
