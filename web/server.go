@@ -162,10 +162,11 @@ func (s *Server) routes() {
 	}, s.opts.TrustedProxies.ClientAddr)
 	bearer := identity.BearerOptions{ResourceMetadataURL: s.resourceMetadataURL(), Scopes: s.opts.RequiredScopes,
 		BadTokens: badTokens, Logger: s.log}
-	mcp := identity.RequireBearer(s.opts.Verifier, bearer)(s.limitMCP(identity.ForSDK(s.opts.MCP)))
+	verifier := identity.Remember(s.opts.Verifier) // a client sends one token with every request
+	mcp := identity.RequireBearer(verifier, bearer)(s.limitMCP(identity.ForSDK(s.opts.MCP)))
 	e.Any("/mcp", echo.WrapHandler(mcp))
 	bearer.Operators = s.opts.Operators
-	apiBearer := echo.WrapMiddleware(identity.RequireBearer(s.opts.Verifier, bearer))
+	apiBearer := echo.WrapMiddleware(identity.RequireBearer(verifier, bearer))
 
 	pages := e.Group("", limitBody(formBodyLimit), crossOriginProtection)
 	pages.GET("/e/:id", s.openElicitation)

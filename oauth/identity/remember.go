@@ -1,0 +1,63 @@
+package identity
+
+import (
+	"context"
+	"crypto/sha256"
+	"sync"
+	"time"
+
+	"github.com/urlflow/urlflow/internal/expiring"
+)
+
+// How long, and how many, accepted tokens Remember keeps.
+const (
+	// RememberedTokenLifetime is the longest a token is accepted without being verified
+	// again; never past its expiry. A key the issuer withdraws from its key set stops
+	// tokens it signed within this time.
+	RememberedTokenLifetime = time.Minute
+	// rememberedTokens bounds the tokens kept in memory.
+	rememberedTokens = 10_000
+)
+
+// Remember returns a Verifier that remembers the tokens v accepted, by their SHA-256 (the
+// token itself is never kept), for RememberedTokenLifetime and never past their expiry.
+// An MCP client sends the same token with every request: its signature (or its
+// introspection) is then checked about once a minute instead of on every request. What v
+// refuses or cannot check is not remembered; a token without an expiry is not remembered
+// either. The claims it returns are shared between requests and must not be changed.
+func Remember(v Verifier) Verifier {
+	return &remembering{v: v, now: time.Now, accepted: expiring.New[[sha256.Size]byte, Claims](rememberedTokens)}
+}
+
+type remembering struct {
+	v   Verifier
+	now func() time.Time
+
+	mu       sync.Mutex
+	accepted *expiring.Map[[sha256.Size]byte, Claims]
+}
+
+func (r *remembering) Verify(ctx context.Context, token string) (Claims, error) {
+	digest, now := sha256.Sum256([]byte(token)), r.now()
+	r.mu.Lock()
+	claims, ok := r.accepted.Get(digest, now)
+	r.mu.Unlock()
+	if ok {
+		return claims, nil
+	}
+	claims, err := r.v.Verify(ctx, token)
+	if err != nil {
+		return Claims{}, err
+	}
+	until := now.Add(RememberedTokenLifetime)
+	if claims.Expiry.Before(until) {
+		until = claims.Expiry
+	}
+	if !until.After(now) { // expiring now, or without an expiry
+		return claims, nil
+	}
+	r.mu.Lock()
+	r.accepted.Set(digest, claims, until, now)
+	r.mu.Unlock()
+	return claims, nil
+}
