@@ -52,17 +52,27 @@ func await(t *testing.T, ch <-chan callResult, timeout time.Duration) *sdk.CallT
 // urlElicitationRequired returns the elicitations of a −32042 error.
 func urlElicitationRequired(t testing.TB, err error) []*sdk.ElicitParams {
 	t.Helper()
+	ps, err := elicitationsOf(err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+// elicitationsOf returns the one elicitation of a −32042 error, or an error that says what
+// err is instead.
+func elicitationsOf(err error) ([]*sdk.ElicitParams, error) {
 	var rpcErr *jsonrpc.Error
 	if !errors.As(err, &rpcErr) || rpcErr.Code != sdk.CodeURLElicitationRequired {
-		t.Fatalf("want a −32042 URL elicitation required error, got %v", err)
+		return nil, fmt.Errorf("want a −32042 URL elicitation required error, got %v", err)
 	}
 	var data struct {
 		Elicitations []*sdk.ElicitParams `json:"elicitations"`
 	}
 	if err := json.Unmarshal(rpcErr.Data, &data); err != nil || len(data.Elicitations) != 1 {
-		t.Fatalf("−32042 data: %s (%v)", rpcErr.Data, err)
+		return nil, fmt.Errorf("−32042 data: %s (%v)", rpcErr.Data, err)
 	}
-	return data.Elicitations
+	return data.Elicitations, nil
 }
 
 // elicitation is the recovery API's view of an elicitation.

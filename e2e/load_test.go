@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,21 +24,22 @@ import (
 )
 
 // BenchmarkLoad runs whole secret flows for many users at once against the real binary
-// (`urlflow dev`, push style, rate limits off) and a real redis-server, as they happen in
-// use: each user's go-sdk client, declaring URL mode, calls set_secret, receives
-// elicitation/create and accepts; the user's browser (plain HTTP with cookies, signed in on
-// the first flow) opens the consent page, continues, loads the form and posts a new key,
-// which urlflow checks with the demo API; the client receives the completion notification
-// and the call's `stored`. It reports flows per second, the CPU time per flow of urlflow,
-// redis-server and this harness (with the counting proxy between urlflow and Redis, which
-// runs in it), the Redis commands and round trips per flow (redisProxy, background work
-// left out), flow latency percentiles, the time from the final POST's answer to the
-// notification, how often the client saw the result before the notification, and errors,
-// which must be 0. URLFLOW_BENCH_REDIS_RTT (for example 500us) adds that latency to every
-// round trip to Redis, as a network would.
+// (`urlflow dev`, rate limits off) and a real redis-server, as they happen in use, in three
+// ways (loadMode): push style, error style and the 2026-07-28 era. Each user has a go-sdk
+// client that declares URL mode and a browser (plain HTTP with cookies, signed in on the
+// first flow) that opens the consent page, continues, loads the form and posts a new key,
+// which urlflow checks with the demo API. It reports flows per second, the CPU time per
+// flow of urlflow, redis-server and this harness (with the counting proxy between urlflow
+// and Redis, which runs in it), the Redis commands and round trips per flow (redisProxy,
+// background work left out), flow latency percentiles, the time from the final POST's
+// answer to the completion notification (2025 era), how often the client saw the result
+// before the notification (push style), and errors, which must be 0. It logs the Redis
+// commands per flow by name as Redis counted them (INFO commandstats: the commands that
+// scripts run count there too). URLFLOW_BENCH_REDIS_RTT (for example 500us) adds that
+// latency to every round trip to Redis, as a network would.
 //
 //	go test -run='^$' -bench=Load -benchtime=400x ./e2e
-//	URLFLOW_BENCH_REDIS_RTT=500us go test -run='^$' -bench=Load -benchtime=400x ./e2e
+//	URLFLOW_BENCH_REDIS_RTT=500us go test -run='^$' -bench=Load/push -benchtime=400x ./e2e
 func BenchmarkLoad(b *testing.B) {
 	if raceEnabled {
 		b.Skip("benchmark without -race")
@@ -50,61 +53,106 @@ func BenchmarkLoad(b *testing.B) {
 		}
 		proxy.delay = d
 	}
-	s := startServer(b, serverConfig{RedisURL: "redis://" + proxy.addr, Style: "push",
-		Env: []string{"URLFLOW_RATE_LIMIT_MCP=off", "URLFLOW_RATE_LIMIT_FORMS=off"}})
 	redisPID, err := rs.Client(b).InfoMap(context.Background(), "server").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(redisPID["Server"]["process_id"])
-	for _, users := range []int{8, 32} {
-		b.Run(fmt.Sprintf("users=%d", users), func(b *testing.B) {
-			var workers []*loadUser
-			for i := range users {
-				workers = append(workers, newLoadUser(b, s, fmt.Sprintf("load-%d-%d", users, i)))
-			}
-			var stats loadStats
-			next := atomic.Int64{}
-			cpuBefore := [3]time.Duration{processCPU(s.cmd.Process.Pid), processCPU(pid), ownCPU()}
-			redisBefore := proxy.snapshot()
-			start := time.Now()
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			for _, w := range workers {
-				wg.Go(func() {
-					for next.Add(1) <= int64(b.N) {
-						stats.add(w.flow(b))
-					}
+	for _, mode := range []loadMode{loadPush, loadError, loadModern} {
+		b.Run(string(mode), func(b *testing.B) {
+			s := startServer(b, serverConfig{RedisURL: "redis://" + proxy.addr, Style: mode.style(),
+				Env: []string{"URLFLOW_RATE_LIMIT_MCP=off", "URLFLOW_RATE_LIMIT_FORMS=off"}})
+			for _, users := range []int{8, 32} {
+				b.Run(fmt.Sprintf("users=%d", users), func(b *testing.B) {
+					runLoad(b, s, mode, users, proxy, rs, pid)
 				})
 			}
-			wg.Wait()
-			wall := time.Since(start)
-			b.StopTimer()
-			cpu := [3]time.Duration{processCPU(s.cmd.Process.Pid), processCPU(pid), ownCPU()}
-			n := float64(b.N)
-			b.ReportMetric(n/wall.Seconds(), "flows/s")
-			redisAfter := proxy.snapshot()
-			b.ReportMetric(float64(redisAfter.total()-redisBefore.total())/n, "redis-cmds/flow")
-			b.ReportMetric(float64(redisAfter.trips-redisBefore.trips)/n, "redis-trips/flow")
-			for i, who := range []string{"urlflow", "redis", "harness"} {
-				b.ReportMetric(float64((cpu[i]-cpuBefore[i]).Microseconds())/1000/n, who+"-cpu-ms/flow")
-			}
-			b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.flow }, 50), "flow-p50-ms")
-			b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.flow }, 99), "flow-p99-ms")
-			b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.postToNotify }, 50), "post-to-notify-p50-ms")
-			b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.postToNotify }, 99), "post-to-notify-p99-ms")
-			// The go-sdk client runs notification handlers apart from the call that receives
-			// its result, so this counts the order in which the client saw them, not the
-			// order on the wire (mcp's TestPushWritesTheNotificationBeforeTheResultOnTheCallsStream).
-			b.ReportMetric(float64(stats.resultFirst.Load())/n, "result-seen-first/flow")
-			b.ReportMetric(float64(stats.errors.Load()), "errors")
-			b.ReportMetric(0, "ns/op") // wall time per flow says nothing with many users at once
 		})
 	}
 }
 
+// runLoad runs b.N flows of mode for users users at once, and reports what BenchmarkLoad
+// says.
+func runLoad(b *testing.B, s *server, mode loadMode, users int, proxy *redisProxy, rs *redistest.Server, redisPID int) {
+	var workers []*loadUser
+	for i := range users {
+		workers = append(workers, newLoadUser(b, s, mode, fmt.Sprintf("load-%d-%d", users, i)))
+	}
+	var stats loadStats
+	next := atomic.Int64{}
+	commandsBefore := commandStats(b, rs)
+	cpuBefore := [3]time.Duration{processCPU(s.cmd.Process.Pid), processCPU(redisPID), ownCPU()}
+	redisBefore := proxy.snapshot()
+	start := time.Now()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				stats.add(w.flow(b))
+			}
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	b.StopTimer()
+	cpu := [3]time.Duration{processCPU(s.cmd.Process.Pid), processCPU(redisPID), ownCPU()}
+	redisAfter := proxy.snapshot()
+	n := float64(b.N)
+	b.ReportMetric(n/wall.Seconds(), "flows/s")
+	b.ReportMetric(float64(redisAfter.total()-redisBefore.total())/n, "redis-cmds/flow")
+	b.ReportMetric(float64(redisAfter.trips-redisBefore.trips)/n, "redis-trips/flow")
+	for i, who := range []string{"urlflow", "redis", "harness"} {
+		b.ReportMetric(float64((cpu[i]-cpuBefore[i]).Microseconds())/1000/n, who+"-cpu-ms/flow")
+	}
+	b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.flow }, 50), "flow-p50-ms")
+	b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.flow }, 99), "flow-p99-ms")
+	b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.flow }, 100), "flow-max-ms")
+	b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.page }, 50), "page-p50-ms")
+	b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.page }, 99), "page-p99-ms")
+	if mode != loadModern { // no notification in that era
+		b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.postToNotify }, 50), "post-to-notify-p50-ms")
+		b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.postToNotify }, 99), "post-to-notify-p99-ms")
+	}
+	if mode == loadPush {
+		// The go-sdk client runs notification handlers apart from the call that receives
+		// its result, so this counts the order in which the client saw them, not the order
+		// on the wire (mcp's TestPushWritesTheNotificationBeforeTheResultOnTheCallsStream).
+		b.ReportMetric(float64(stats.resultFirst.Load())/n, "result-seen-first/flow")
+	}
+	b.ReportMetric(float64(stats.errors.Load()), "errors")
+	b.ReportMetric(0, "ns/op") // wall time per flow says nothing with many users at once
+	b.Logf("Redis commands per flow (INFO commandstats): %s", commandStats(b, rs).perFlowSince(commandsBefore, n))
+}
+
+// loadMode is how BenchmarkLoad's flows go.
+type loadMode string
+
+const (
+	// loadPush: 2025-11-25, push style. set_secret sends elicitation/create, which the
+	// client accepts, and waits for the flow; the completion notification and the call's
+	// `stored` end the flow.
+	loadPush loadMode = "push"
+	// loadError: 2025-11-25, error style. set_secret answers −32042 with the link; the
+	// completion notification arrives, and the client calls set_secret again: `stored`.
+	loadError loadMode = "error"
+	// loadModern: 2026-07-28. set_secret answers input_required with the link, the client
+	// accepts and retries, and the retry waits for the flow: `stored`. No notification.
+	loadModern loadMode = "2026-07-28"
+)
+
+// style returns URLFLOW_ELICITATION_STYLE for mode.
+func (m loadMode) style() string {
+	if m == loadError {
+		return "error"
+	}
+	return "push"
+}
+
 // loadUser is one user of BenchmarkLoad: an MCP client and a signed-in browser.
 type loadUser struct {
+	mode     loadMode
+	baseURL  string
 	session  *sdk.ClientSession
 	browser  *formBrowser
 	elicited chan *sdk.ElicitParams
@@ -117,8 +165,8 @@ type loadUser struct {
 	wake     chan struct{}
 }
 
-func newLoadUser(b testing.TB, s *server, name string) *loadUser {
-	u := &loadUser{browser: newFormBrowser(b, s, name), elicited: make(chan *sdk.ElicitParams, 1),
+func newLoadUser(b testing.TB, s *server, mode loadMode, name string) *loadUser {
+	u := &loadUser{mode: mode, baseURL: s.BaseURL, browser: newFormBrowser(b, s, name), elicited: make(chan *sdk.ElicitParams, 1),
 		notified: map[string]time.Time{}, wake: make(chan struct{}, 1)}
 	opts := &sdk.ClientOptions{
 		Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}}},
@@ -138,10 +186,14 @@ func newLoadUser(b testing.TB, s *server, name string) *loadUser {
 			}
 		},
 	}
+	version := "2025-11-25" // push and error style, with the notification
+	if mode == loadModern {
+		version = modern
+	}
 	c := sdk.NewClient(&sdk.Implementation{Name: "load", Version: "1"}, opts)
 	cs, err := c.Connect(b.Context(), &sdk.StreamableClientTransport{
 		Endpoint: s.MCPURL, HTTPClient: &http.Client{Transport: &recorder{token: s.devToken(name)}}},
-		&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // push style and its notification
+		&sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -152,9 +204,18 @@ func newLoadUser(b testing.TB, s *server, name string) *loadUser {
 
 // flowResult is what one flow measured; failed flows carry err.
 type flowResult struct {
-	flow, postToNotify time.Duration
-	resultFirst        bool
-	err                error
+	// flow is from the first call to `stored`; page is the slowest of the flow's page
+	// requests; postToNotify is from the final POST's answer to the notification.
+	flow, page, postToNotify time.Duration
+	resultFirst              bool
+	err                      error
+}
+
+// callAnswer is the outcome of a tool call and when it arrived.
+type callAnswer struct {
+	res *sdk.CallToolResult
+	err error
+	at  time.Time
 }
 
 // flow runs one whole flow.
@@ -162,56 +223,92 @@ func (u *loadUser) flow(b testing.TB) flowResult {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	start := time.Now()
-	type answer struct {
-		res *sdk.CallToolResult
-		err error
-		at  time.Time
-	}
-	done := make(chan answer, 1)
+	done := make(chan callAnswer, 1)
 	go func() {
 		res, err := u.session.CallTool(ctx, &sdk.CallToolParams{Name: "set_secret",
 			Arguments: map[string]any{"name": "demo_api_key", "replace": true}})
-		done <- answer{res, err, time.Now()}
+		done <- callAnswer{res, err, time.Now()}
 	}()
 	var p *sdk.ElicitParams
-	select {
-	case p = <-u.elicited:
-	case a := <-done:
-		return flowResult{err: fmt.Errorf("set_secret answered before asking: %v %v", a.err, a.res)}
+	if u.mode == loadError {
+		a := <-done
+		ps, err := elicitationsOf(a.err)
+		if err != nil {
+			return flowResult{err: fmt.Errorf("set_secret: %w", err)}
+		}
+		p = ps[0]
+	} else {
+		select {
+		case p = <-u.elicited:
+		case a := <-done:
+			return flowResult{err: fmt.Errorf("set_secret answered before asking: %v %v", a.err, a.res)}
+		}
 	}
-	id := p.ElicitationID
+	id := cmp.Or(p.ElicitationID, strings.TrimPrefix(p.URL, u.baseURL+"/e/")) // the 2026 input request has no ID
 	if u.beforeOpen != nil {
 		u.beforeOpen(id)
 	}
-	consent := u.browser.open(p.URL)
-	if consent.Status != http.StatusOK {
-		return flowResult{err: fmt.Errorf("consent page: %d", consent.Status)}
+	var r flowResult
+	page := func(do func() webPage, want int, what string) bool {
+		began := time.Now()
+		pg := do()
+		r.page = max(r.page, time.Since(began))
+		if pg.Status != want {
+			r.err = fmt.Errorf("%s: %d", what, pg.Status)
+		}
+		return r.err == nil
 	}
-	if page := u.browser.post("/e/"+id+"/continue", url.Values{"csrf": {consent.csrf(b)}}); page.Status != http.StatusSeeOther {
-		return flowResult{err: fmt.Errorf("continue: %d", page.Status)}
+	var consent, form webPage
+	if !page(func() webPage { consent = u.browser.open(p.URL); return consent }, http.StatusOK, "consent page") ||
+		!page(func() webPage {
+			return u.browser.post("/e/"+id+"/continue", url.Values{"csrf": {consent.csrf(b)}})
+		}, http.StatusSeeOther, "continue") ||
+		!page(func() webPage { form = u.browser.get("/e/" + id + "/secret"); return form }, http.StatusOK, "form page") ||
+		!page(func() webPage {
+			return u.browser.post("/e/"+id+"/secret", url.Values{"csrf": {form.csrf(b)}, "secret": {"demo_" + rand.Text()}})
+		}, http.StatusOK, "form post") {
+		return r
 	}
-	form := u.browser.get("/e/" + id + "/secret")
-	posted := u.browser.post("/e/"+id+"/secret", url.Values{"csrf": {form.csrf(b)}, "secret": {"demo_" + rand.Text()}})
 	postAnswered := time.Now()
-	if posted.Status != http.StatusOK {
-		return flowResult{err: fmt.Errorf("form post: %d", posted.Status)}
+	if u.mode == loadError {
+		notifiedAt, err := u.notification(ctx, id)
+		if err != nil {
+			return flowResult{err: err}
+		}
+		r.postToNotify = max(0, notifiedAt.Sub(postAnswered))
+		res, err := u.session.CallTool(ctx, &sdk.CallToolParams{Name: "set_secret", Arguments: map[string]any{"name": "demo_api_key"}})
+		done <- callAnswer{res, err, time.Now()}
 	}
 	a := <-done
 	if a.err != nil || a.res.IsError || !strings.Contains(fmt.Sprint(a.res.StructuredContent), "stored") {
 		return flowResult{err: fmt.Errorf("set_secret: %v %v", a.err, a.res)}
 	}
+	r.flow = time.Since(start)
+	if u.mode == loadPush {
+		notifiedAt, err := u.notification(ctx, id)
+		if err != nil {
+			return flowResult{err: err}
+		}
+		r.postToNotify, r.resultFirst = max(0, notifiedAt.Sub(postAnswered)), a.at.Before(notifiedAt)
+	}
+	return r
+}
+
+// notification waits for the completion notification of elicitation id and returns when
+// it arrived.
+func (u *loadUser) notification(ctx context.Context, id string) (time.Time, error) {
 	for {
 		u.mu.Lock()
 		at, ok := u.notified[id]
 		delete(u.notified, id)
 		u.mu.Unlock()
 		if ok {
-			return flowResult{flow: time.Since(start), postToNotify: max(0, at.Sub(postAnswered)), resultFirst: a.at.Before(at)}
+			return at, nil
 		}
 		select {
 		case <-u.wake:
 		case <-ctx.Done():
-			return flowResult{err: fmt.Errorf("no completion notification for %s", id)}
+			return time.Time{}, fmt.Errorf("no completion notification for %s", id)
 		}
 	}
 }
@@ -274,4 +371,42 @@ func ownCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// redisCommands counts the commands Redis ran, by name (INFO commandstats).
+type redisCommands map[string]int64
+
+// commandStats reads what rs counted.
+func commandStats(b *testing.B, rs *redistest.Server) redisCommands {
+	info, err := rs.Client(b).Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := redisCommands{}
+	for line := range strings.Lines(info) {
+		// cmdstat_get:calls=12,usec=...
+		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
+		if !ok {
+			continue
+		}
+		calls, _ := strconv.ParseInt(rest[:strings.IndexByte(rest+",", ',')], 10, 64)
+		out[name] = calls
+	}
+	return out
+}
+
+// perFlowSince returns the commands run since before, per flow, the most first, without
+// the INFO commands that read them.
+func (c redisCommands) perFlowSince(before redisCommands, flows float64) string {
+	names := slices.Collect(maps.Keys(c))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(c[b]-before[b], c[a]-before[a]) })
+	var parts []string
+	var total int64
+	for _, name := range names {
+		if d := c[name] - before[name]; d > 0 && name != "info" {
+			parts = append(parts, fmt.Sprintf("%s %.2f", name, float64(d)/flows))
+			total += d
+		}
+	}
+	return fmt.Sprintf("%.2f in all: %s", float64(total)/flows, strings.Join(parts, ", "))
 }
