@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"crypto/sha256"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,10 +22,12 @@ const (
 
 // Remember returns a Verifier that remembers the tokens v accepted, by their SHA-256 (the
 // token itself is never kept), for RememberedTokenLifetime and never past their expiry.
-// An MCP client sends the same token with every request: its signature (or its
-// introspection) is then checked about once a minute instead of on every request. What v
-// refuses or cannot check is not remembered; a token without an expiry is not remembered
-// either. The claims it returns are shared between requests and must not be changed.
+// An MCP client sends the same token with every request: its signature is then checked
+// about once a minute instead of on every request. Only JWTs are remembered: an opaque
+// token is introspected, and ResourceServer keeps the issuer's answers itself
+// (ActiveAnswerLifetime), which remembering them again would stretch. What v refuses or
+// cannot check is not remembered; a token without an expiry is not remembered either. The
+// claims it returns are shared between requests and must not be changed.
 func Remember(v Verifier) Verifier {
 	return &remembering{v: v, now: time.Now, accepted: expiring.New[[sha256.Size]byte, Claims](rememberedTokens)}
 }
@@ -38,6 +41,9 @@ type remembering struct {
 }
 
 func (r *remembering) Verify(ctx context.Context, token string) (Claims, error) {
+	if strings.Count(token, ".") != 2 { // not a JWT
+		return r.v.Verify(ctx, token)
+	}
 	digest, now := sha256.Sum256([]byte(token)), r.now()
 	r.mu.Lock()
 	claims, ok := r.accepted.Get(digest, now)

@@ -1,10 +1,13 @@
 package identity
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/urlflow/urlflow/state"
 )
 
 func TestRememberChecksAnAcceptedTokenAgainOnlyAfterAMinuteOrItsExpiry(t *testing.T) {
@@ -69,6 +72,29 @@ func TestRememberDoesNotRememberARefusal(t *testing.T) {
 		}
 		if got := checks.checks.Load(); got != int64(i+1) {
 			t.Fatalf("the bad token was checked %d times after %d tries", got, i+1)
+		}
+	}
+}
+
+// accepting accepts every token, for an hour.
+type accepting struct{}
+
+func (accepting) Verify(context.Context, string) (Claims, error) {
+	return Claims{User: state.User{Issuer: "https://issuer.example", Subject: "alice"}, Expiry: time.Now().Add(time.Hour)}, nil
+}
+
+// TestRememberLeavesOpaqueTokensToTheirIntrospection: an opaque token is introspected,
+// and the verifier keeps the issuer's answers for as long as it should; remembering them
+// again would accept a revoked token for longer.
+func TestRememberLeavesOpaqueTokensToTheirIntrospection(t *testing.T) {
+	checks := &counting{Verifier: accepting{}}
+	r := Remember(checks)
+	for i := range 3 {
+		if _, err := r.Verify(t.Context(), "opaque-token"); err != nil {
+			t.Fatal(err)
+		}
+		if got := checks.checks.Load(); got != int64(i+1) {
+			t.Fatalf("the opaque token was checked %d times after %d tries", got, i+1)
 		}
 	}
 }
