@@ -128,7 +128,7 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, created 
 				return nil, s.unavailable(ctx, err)
 			}
 		case n := <-wake:
-			read = n.State == "" || n.State.Terminal()
+			read = n.MayHaveEnded()
 		case <-progress.C:
 			progress.send(ctx)
 		case <-budget.C:

@@ -43,7 +43,7 @@ func (s *Server) waitForEnd(ctx context.Context, e *flow.Elicitation, wake <-cha
 			progress.send(ctx)
 			continue
 		case n := <-wake:
-			if n.State != "" && !n.State.Terminal() {
+			if !n.MayHaveEnded() {
 				continue
 			}
 		}

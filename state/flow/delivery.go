@@ -82,6 +82,11 @@ type Notice struct {
 	SessionID string     `json:"session,omitempty"`
 }
 
+// MayHaveEnded reports whether the elicitation n is about may have ended by now: n says
+// its state is terminal, or n says nothing of its state (the subscription came back, or n
+// is of another kind), so that a waiter must look.
+func (n Notice) MayHaveEnded() bool { return n.State == "" || n.State.Terminal() }
+
 // NoticeKind says what a Notice is about.
 type NoticeKind string
 

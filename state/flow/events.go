@@ -72,10 +72,24 @@ func (h *Hub) Wait(id string) (<-chan Notice, func()) {
 	}
 }
 
+// wake hands n to a waiter. A waiter holds one notice: when it has not taken the last one
+// yet, the two are folded into the one that says more, so that a waiter that reads the
+// record only when a notice says the flow may have ended (Notice.MayHaveEnded) never loses
+// such a notice behind one that does not. Senders hold the hub's lock.
 func wake(ch chan Notice, n Notice) {
-	select {
-	case ch <- n:
-	default: // already woken; the receiver re-reads the record
+	for {
+		select {
+		case ch <- n:
+			return
+		default:
+		}
+		select {
+		case pending := <-ch:
+			if pending.MayHaveEnded() && !n.MayHaveEnded() {
+				n = pending
+			}
+		default: // taken meanwhile: there is room now
+		}
 	}
 }
 

@@ -803,6 +803,29 @@ func TestMalformedAndUnknownIDsAreNotFound(t *testing.T) {
 	})
 }
 
+// TestAWaiterThatHasNotLookedYetKeepsTheNoticeThatTheFlowEnded: a waiter holds one
+// notice. When a step that ends the flow follows one that does not before the waiter took
+// the first, the waiter finds the ending: waiters read the record only on such a notice
+// (Notice.MayHaveEnded), and one that kept the first would wait out its whole budget.
+func TestAWaiterThatHasNotLookedYetKeepsTheNoticeThatTheFlowEnded(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		s := newStore(b, nil)
+		var heard <-chan Notice
+		h := startHub(t, b, func(h *Hub) { heard = noticeListener(h) })
+		e := mustCreate(t, s, newElicitation(alice))
+		woken, stop := h.Wait(e.ID)
+		defer stop()
+
+		mustApply(t, s, e.ID, ClientAccept, state.ActorClient)
+		mustApply(t, s, e.ID, CancelRequested, state.ActorUser)
+		receive(t, heard, "the accept's notice")
+		receive(t, heard, "the cancel's notice") // waiters are woken before listeners hear
+		if got := receive(t, woken, "the waiter's notice"); got.State != Cancelled || !got.MayHaveEnded() {
+			t.Errorf("the waiter holds %+v, want the cancel's notice", got)
+		}
+	})
+}
+
 func TestHubWakesWaitersAndListeners(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		s := newStore(b, nil)
