@@ -23,16 +23,15 @@ import (
 
 // BenchmarkOverhead compares urlflow with a bare go-sdk server (e2e/baresdk) that serves
 // urlflow's own tool definitions, as urlflow lists them, with the SDK's defaults and
-// nothing else: the CPU each process uses per `ping` and per `tools/list` (one go-sdk
-// client each, calls one after another, both servers measured in turns so that the
-// machine's drift touches both), and the memory (RSS) each holds per idle 2025-11-25
-// session (b.N sessions opened by go-sdk clients, each with its stream open, one user per
-// session on urlflow): its RSS, and the Go heap and stacks in use after a collection. It
-// reports both servers' figures and their ratio. urlflow runs as
-// `urlflow dev` with its rate limits counting (set high enough never to refuse), against a
-// real redis-server.
+// nothing else. It reports each server's figure and their ratio for: the CPU each process
+// uses per `ping` and per `tools/list` (b.N calls, one after another from one go-sdk
+// client each, both servers measured in ten alternating turns so that the machine's drift
+// touches both); and the memory each holds per idle 2025-11-25 session (b.N sessions of
+// go-sdk clients, each with its stream open, one user per session on urlflow): its RSS,
+// and the Go heap and stacks in use after a collection. urlflow runs as `urlflow dev` with
+// its rate limits counting (set high enough never to refuse), against a real redis-server.
 //
-//	go test -run='^$' -bench=Overhead -benchtime=3000x ./e2e
+//	go test -run='^$' -bench=Overhead -benchtime=2000x ./e2e
 func BenchmarkOverhead(b *testing.B) {
 	if raceEnabled {
 		b.Skip("benchmark without -race")
