@@ -226,3 +226,24 @@ func TestToolsSayTheStoreIsUnavailableWithoutDetail(t *testing.T) {
 	}
 	nothingIn(t, c.elicitations, "elicitation/create")
 }
+
+// TestCancelOfAnElicitationGoneSinceItWasSeenReadsAsUnknown: cancel_elicitation starts
+// from the copy this replica saw; a record deleted since is unknown, not a store failure.
+func TestCancelOfAnElicitationGoneSinceItWasSeenReadsAsUnknown(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c := f.connect(alice, clientConfig{})
+	id := openLink(t, f, c, demoSlot)
+	rdb := f.redis.Client(t)
+	keys, err := rdb.Keys(f.ctx, "urlflow:*:e:"+id).Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("the record of %s: %v %v", id, keys, err)
+	}
+	if err := rdb.Del(f.ctx, keys[0]).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res := c.call("cancel_elicitation", map[string]any{"elicitationId": id})
+	if v := viewOf(t, res); res.IsError || v.State != flow.Unknown || !strings.Contains(textOf(res), "No request with that ID") {
+		t.Fatalf("isError=%v state %s %q, want the answer for an unknown elicitation", res.IsError, v.State, textOf(res))
+	}
+}

@@ -250,7 +250,7 @@ func (r *sessionRegistry) closeEvicted(ctx context.Context, n flow.Notice) {
 	r.end(ctx, n.SessionID)
 }
 
-// snapshot returns the IDs of the sessions held here.
+// snapshot returns the sessions held here, by ID.
 func (r *sessionRegistry) snapshot() map[string]*liveSession {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -230,6 +230,9 @@ func (s *Server) cancelElicitation(ctx context.Context, t turn, args elicitation
 		return nil, s.unavailable(ctx, err)
 	}
 	change, err := s.opts.Flows.Apply(ctx, e.ID, flow.CancelRequested, state.ActorClient, "cancelled with cancel_elicitation")
+	if errors.Is(err, state.ErrNotFound) { // gone since this replica saw it
+		return unknownElicitation(args.ElicitationID), nil
+	}
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
