@@ -219,13 +219,29 @@ func TestASessionItsClientDeletesIsUnregisteredBeforeTheAnswer(t *testing.T) {
 }
 
 // TestASessionThatIdlesOutIsUnregistered: the SDK closes a session that idles out without
-// a request telling urlflow; the registry finds it ended (reap) and unregisters it.
+// a request telling urlflow; the registry finds it ended (reap, which Run calls every
+// reapInterval) and unregisters it. The idle timeout leaves a loaded machine seconds
+// between the requests that start the session.
 func TestASessionThatIdlesOutIsUnregistered(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, func(o *Options) { o.SessionIdleTimeout = 300 * time.Millisecond })
+	f := newFixture(t, func(o *Options) { o.SessionIdleTimeout = 4 * time.Second })
 	endpoint, token := f.serveHTTP()
 	c := f.connectHTTP(endpoint, token("alice"), "2025-11-25", clientConfig{urlMode: true}, true)
-	eventually(t, "the idle session unregistered", func() bool { return !f.registered(c) })
+	if !f.registered(c) {
+		t.Fatal("the session is not registered")
+	}
+	eventually(t, "the SDK closes the idle session", func() bool {
+		for ss := range f.server.legacy.Sessions() {
+			if ss.ID() == c.sessionID {
+				return false
+			}
+		}
+		return true
+	})
+	f.server.sessions.reap(f.ctx)
+	if f.registered(c) {
+		t.Fatal("the idle session is still registered")
+	}
 	if _, held := f.server.sessions.get(c.sessionID); held {
 		t.Fatal("the registry still holds the session")
 	}
