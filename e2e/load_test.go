@@ -23,12 +23,12 @@ import (
 	"github.com/urlflow/urlflow/internal/redistest"
 )
 
-// BenchmarkLoad runs whole secret flows for many users at once against the real binary
-// (`urlflow dev`, rate limits off) and a real redis-server, as they happen in use, in three
-// ways (loadMode): push style, error style and the 2026-07-28 era. Each user has a go-sdk
-// client that declares URL mode and a browser (plain HTTP with cookies, signed in on the
-// first flow) that opens the consent page, continues, loads the form and posts a new key,
-// which urlflow checks with the demo API. It reports flows per second, the CPU time per
+// BenchmarkLoad runs whole secret flows for 8, 32 and 128 users at once against the real
+// binary (`urlflow dev`, rate limits off) and a real redis-server, as they happen in use,
+// in three ways (loadMode): push style, error style and the 2026-07-28 era. Each user has
+// a go-sdk client that declares URL mode and a browser (plain HTTP with cookies, signed in
+// before the flows start) that opens the consent page, continues, loads the form and posts
+// a new key, which urlflow checks with the demo API. It reports flows per second, the CPU time per
 // flow of urlflow, redis-server and this harness (with the counting proxy between urlflow
 // and Redis, which runs in it), the Redis commands and round trips per flow (redisProxy,
 // background work left out), flow latency percentiles, the time from the final POST's
@@ -62,7 +62,7 @@ func BenchmarkLoad(b *testing.B) {
 		b.Run(string(mode), func(b *testing.B) {
 			s := startServer(b, serverConfig{RedisURL: "redis://" + proxy.addr, Style: mode.style(),
 				Env: []string{"URLFLOW_RATE_LIMIT_MCP=off", "URLFLOW_RATE_LIMIT_FORMS=off"}})
-			for _, users := range []int{8, 32} {
+			for _, users := range []int{8, 32, 128} {
 				b.Run(fmt.Sprintf("users=%d", users), func(b *testing.B) {
 					runLoad(b, s, mode, users, proxy, rs, pid)
 				})
@@ -168,6 +168,9 @@ type loadUser struct {
 func newLoadUser(b testing.TB, s *server, mode loadMode, name string) *loadUser {
 	u := &loadUser{mode: mode, baseURL: s.BaseURL, browser: newFormBrowser(b, s, name), elicited: make(chan *sdk.ElicitParams, 1),
 		notified: map[string]time.Time{}, wake: make(chan struct{}, 1)}
+	if page := u.browser.signIn("/"); page.Status != http.StatusSeeOther {
+		b.Fatalf("sign-in of %s: %d %s", name, page.Status, page.Text())
+	}
 	opts := &sdk.ClientOptions{
 		Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}}},
 		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
