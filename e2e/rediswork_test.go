@@ -155,7 +155,8 @@ func (p *redisProxy) serve(client net.Conn, target string) {
 
 // allBackground reports whether a batch is only urlflow's once-a-second work, whatever the
 // number of flows: the sweeper's scan of the deadline index, the counters written for
-// /metrics, the rate-limit counts shared between replicas, and a new connection's set-up.
+// /metrics, the rate-limit counts shared between replicas, a new connection's set-up, and a
+// Cluster client's reading of the slot map.
 func allBackground(names, keys []string) bool {
 	for i, n := range names {
 		k := keys[i]
@@ -163,7 +164,7 @@ func allBackground(names, keys []string) bool {
 		case n == "zrangebyscore" && k == "urlflow:deadlines":
 		case n == "hincrby" && k == "urlflow:counters":
 		case (n == "evalsha" || n == "eval") && strings.Contains(k, "}:rl:"):
-		case n == "script" || n == "hello" || n == "client" || n == "ping":
+		case n == "script" || n == "hello" || n == "client" || n == "ping" || n == "cluster" || n == "readonly":
 		default:
 			return false
 		}
@@ -247,25 +248,43 @@ func (w redisWork) String() string {
 // for 50 ms after it returned, so that work done in the background (the notification)
 // counts with the step that caused it.
 func measure(p *redisProxy, step func()) redisWork {
-	before := p.snapshot()
+	return measureEach([]*redisProxy{p}, step)[0]
+}
+
+// measureEach is measure for the proxies of several servers (the nodes of a Cluster): the
+// work each saw, once none has seen a round trip for 50 ms.
+func measureEach(ps []*redisProxy, step func()) []redisWork {
+	trips := func() (n int64) {
+		for _, p := range ps {
+			n += p.snapshot().trips
+		}
+		return n
+	}
+	before := make([]redisWork, len(ps))
+	for i, p := range ps {
+		before[i] = p.snapshot()
+	}
 	step()
-	last := p.snapshot().trips
+	last := trips()
 	for {
 		time.Sleep(50 * time.Millisecond)
-		now := p.snapshot().trips
+		now := trips()
 		if now == last {
 			break
 		}
 		last = now
 	}
-	after := p.snapshot()
-	w := redisWork{commands: map[string]int64{}, trips: after.trips - before.trips}
-	for name, n := range after.commands {
-		if d := n - before.commands[name]; d > 0 {
-			w.commands[name] = d
+	work := make([]redisWork, len(ps))
+	for i, p := range ps {
+		after := p.snapshot()
+		work[i] = redisWork{commands: map[string]int64{}, trips: after.trips - before[i].trips}
+		for name, n := range after.commands {
+			if d := n - before[i].commands[name]; d > 0 {
+				work[i].commands[name] = d
+			}
 		}
 	}
-	return w
+	return work
 }
 
 // redisWorkBudget is the most Redis commands and round trips one whole secret flow may
