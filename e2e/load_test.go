@@ -252,25 +252,33 @@ func (u *loadUser) flow(b testing.TB) flowResult {
 		u.beforeOpen(id)
 	}
 	var r flowResult
-	page := func(do func() webPage, want int, what string) bool {
+	// page requests one page and checks its status; the slowest is the flow's page latency.
+	page := func(what string, want int, request func() webPage) (webPage, error) {
 		began := time.Now()
-		pg := do()
+		pg := request()
 		r.page = max(r.page, time.Since(began))
 		if pg.Status != want {
-			r.err = fmt.Errorf("%s: %d", what, pg.Status)
+			return pg, fmt.Errorf("%s: %d", what, pg.Status)
 		}
-		return r.err == nil
+		return pg, nil
 	}
-	var consent, form webPage
-	if !page(func() webPage { consent = u.browser.open(p.URL); return consent }, http.StatusOK, "consent page") ||
-		!page(func() webPage {
-			return u.browser.post("/e/"+id+"/continue", url.Values{"csrf": {consent.csrf(b)}})
-		}, http.StatusSeeOther, "continue") ||
-		!page(func() webPage { form = u.browser.get("/e/" + id + "/secret"); return form }, http.StatusOK, "form page") ||
-		!page(func() webPage {
-			return u.browser.post("/e/"+id+"/secret", url.Values{"csrf": {form.csrf(b)}, "secret": {"demo_" + rand.Text()}})
-		}, http.StatusOK, "form post") {
-		return r
+	consent, err := page("consent page", http.StatusOK, func() webPage { return u.browser.open(p.URL) })
+	if err != nil {
+		return flowResult{err: err}
+	}
+	if _, err := page("continue", http.StatusSeeOther, func() webPage {
+		return u.browser.post("/e/"+id+"/continue", url.Values{"csrf": {consent.csrf(b)}})
+	}); err != nil {
+		return flowResult{err: err}
+	}
+	form, err := page("form page", http.StatusOK, func() webPage { return u.browser.get("/e/" + id + "/secret") })
+	if err != nil {
+		return flowResult{err: err}
+	}
+	if _, err := page("form post", http.StatusOK, func() webPage {
+		return u.browser.post("/e/"+id+"/secret", url.Values{"csrf": {form.csrf(b)}, "secret": {"demo_" + rand.Text()}})
+	}); err != nil {
+		return flowResult{err: err}
 	}
 	postAnswered := time.Now()
 	if u.mode == loadError {
