@@ -247,10 +247,7 @@ func TestGetAlongReadsTheRecordAndAnotherKeyTogether(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := t.Context()
 		s := newStore(b, nil)
-		e, err := s.Create(ctx, newElicitation(alice))
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := mustCreate(t, s, newElicitation(alice))
 		same := state.UserTag(alice.Key()) + "bs:test" // in alice's slot: one MGET
 		other := state.KeyPrefix + "bs:test"           // elsewhere: two GETs in one round trip
 		for _, k := range []string{same, other} {
@@ -278,10 +275,7 @@ func TestIfStillWritesOnlyWhileTheKeyHoldsWhatTheCallerRead(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := t.Context()
 		s := newStore(b, nil)
-		e, err := s.Create(ctx, newElicitation(alice))
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := mustCreate(t, s, newElicitation(alice))
 		session := state.UserTag(alice.Key()) + "bs:test"
 		if err := b.Client.Set(ctx, session, "signed in", time.Minute).Err(); err != nil {
 			t.Fatal(err)
