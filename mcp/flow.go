@@ -116,8 +116,7 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, created 
 				return nil, s.unavailable(ctx, err)
 			}
 			if cur.State.Terminal() {
-				s.notifyOnCall(ctx, req, cur)
-				return s.outcome(cur, label), nil
+				return s.pushAnswer(ctx, req, cur, label), nil
 			}
 		}
 		read = false
@@ -142,14 +141,20 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, created 
 			if err != nil {
 				return nil, s.unavailable(ctx, err)
 			}
-			if cur.State.Terminal() {
-				s.notifyOnCall(ctx, req, cur)
-			}
-			return s.outcome(cur, label), nil
+			return s.pushAnswer(ctx, req, cur, label), nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// pushAnswer is the result of the push-style call req, whose flow reads as e: for a flow
+// that has ended, the completion notification goes first on the call's own stream.
+func (s *Server) pushAnswer(ctx context.Context, req *sdk.CallToolRequest, e *flow.Elicitation, label string) *sdk.CallToolResult {
+	if e.State.Terminal() {
+		s.notifyOnCall(ctx, req, e)
+	}
+	return s.outcome(e, label)
 }
 
 // notifyOnCall writes the completion notification of the ended flow e on the response
