@@ -10,6 +10,8 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
 	"golang.org/x/oauth2"
+
+	"github.com/urlflow/urlflow/internal/resend"
 )
 
 // Server is an OpenID provider (or an OAuth authorization server that publishes the same
@@ -46,11 +48,12 @@ type Metadata struct {
 
 // Discover reads the discovery document of issuerURL (OpenID Connect Discovery) with
 // go-oidc, which also checks that the document names issuerURL as its issuer. client is
-// used for everything urlflow asks the server (http.DefaultClient if nil). The server's
+// used for everything urlflow asks the server (resend.Client() if nil: a token request on a
+// keep-alive connection the server just closed is sent again). The server's
 // Keys are not fetched until a token needs them.
 func Discover(ctx context.Context, issuerURL string, client *http.Client) (*Server, error) {
 	if client == nil {
-		client = http.DefaultClient
+		client = resend.Client()
 	}
 	provider, err := oidc.NewProvider(oidc.ClientContext(ctx, client), issuerURL)
 	if err != nil {

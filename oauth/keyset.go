@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/urlflow/urlflow/internal/resend"
 )
 
 // DefaultRefetchInterval is the least time between two fetches of an issuer's keys by a
@@ -81,10 +83,10 @@ type keyFetch struct {
 }
 
 // NewKeySet returns a KeySet of the JWKS at jwksURL, fetched with client
-// (http.DefaultClient if nil). It fetches nothing until a token needs the keys.
+// (resend.Client() if nil). It fetches nothing until a token needs the keys.
 func NewKeySet(jwksURL string, client *http.Client, opts KeySetOptions) *KeySet {
 	if client == nil {
-		client = http.DefaultClient
+		client = resend.Client()
 	}
 	if opts.RefetchInterval <= 0 {
 		opts.RefetchInterval = DefaultRefetchInterval

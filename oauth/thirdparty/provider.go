@@ -15,9 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/oauth2"
+
+	"github.com/urlflow/urlflow/internal/resend"
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/upstream"
-	"golang.org/x/oauth2"
 )
 
 // Config is one third-party OAuth provider of the configuration file: a preset, an
@@ -173,7 +175,8 @@ type Options struct {
 	PublicURL string
 	// Getenv reads client_secret_env (os.LookupEnv if nil).
 	Getenv func(string) (string, bool)
-	// HTTPClient talks to the providers (http.DefaultClient if nil). Tests point it at
+	// HTTPClient talks to the providers (resend.Client() if nil: a token request on a
+	// keep-alive connection the provider just closed is sent again). Tests point it at
 	// stand-ins.
 	HTTPClient *http.Client
 	// CheckOnly checks the configuration without reaching any provider (no discovery).
@@ -187,7 +190,7 @@ func NewProviders(ctx context.Context, configs []Config, opts Options) (*Provide
 		opts.Getenv = os.LookupEnv
 	}
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = http.DefaultClient
+		opts.HTTPClient = resend.Client()
 	}
 	ps := &Providers{}
 	var errs []error
