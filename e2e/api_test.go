@@ -71,6 +71,16 @@ func (s *server) api(method, path, token, body string) apiAnswer {
 // apiAuth sends method path to s with the Authorization header auth (none if empty).
 func (s *server) apiAuth(method, path, auth, body string) apiAnswer {
 	s.t.Helper()
+	header := http.Header{}
+	if auth != "" {
+		header.Set("Authorization", auth)
+	}
+	return s.apiRequest(method, path, header, body)
+}
+
+// apiRequest sends method path to s with header and a JSON body (none if empty).
+func (s *server) apiRequest(method, path string, header http.Header, body string) apiAnswer {
+	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var r io.Reader
@@ -81,8 +91,8 @@ func (s *server) apiAuth(method, path, auth, body string) apiAnswer {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -40,7 +39,7 @@ func (s *Server) connect(ctx context.Context, t turn, args connectArgs) (*sdk.Ca
 	}
 	c, err := s.opts.Credentials.Get(ctx, t.user, p.Name)
 	switch {
-	case err == nil && !c.NeedsReconnect && covers(c.Scopes, args.Scopes):
+	case err == nil && !c.NeedsReconnect && c.Covers(args.Scopes):
 		return connected(p, c.Account, "Your "+p.Label+" account is already connected as "+c.Account+"; nothing was asked."), nil
 	case err != nil && !errors.Is(err, state.ErrNotFound):
 		return nil, s.unavailable(ctx, err)
@@ -65,16 +64,6 @@ func (s *Server) askConnect(ctx context.Context, t turn, p *thirdparty.Provider,
 		scopes = p.DefaultScopes()
 	}
 	return s.askFor(ctx, t, ask{kind: state.KindOAuth, target: p.Name, label: p.Label + " account", purpose: purpose, scopes: scopes})
-}
-
-// covers reports whether granted includes every scope of want.
-func covers(granted, want []string) bool {
-	for _, w := range want {
-		if !slices.Contains(granted, w) {
-			return false
-		}
-	}
-	return true
 }
 
 func connected(p *thirdparty.Provider, account, message string) *sdk.CallToolResult {

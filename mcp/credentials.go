@@ -26,8 +26,10 @@ type callAPIArgs struct {
 	Body   string            `json:"body,omitempty" jsonschema:"the request body; sent as JSON when it is valid JSON"`
 }
 
-type nameArgs struct {
-	Name string `json:"name" jsonschema:"the stored secret, by its slot name"`
+// disconnectArgs name a stored credential: urlflow's own, or one a delegating service holds.
+type disconnectArgs struct {
+	Name    string `json:"name" jsonschema:"the stored secret or connection, by its slot or provider name"`
+	Service string `json:"service,omitempty" jsonschema:"the delegating service that holds it, as list_connections names it; leave out for urlflow's own"`
 }
 
 // slotFor returns the slot named name or an error listing the known ones.
@@ -203,9 +205,13 @@ func (s *Server) listConnections(ctx context.Context, t turn, _ struct{}) (*sdk.
 			label = p.Label
 		}
 		views = append(views, connectionView{Connection: c, Label: label})
-		line := fmt.Sprintf("- %s (%s): stored %s", label, c.Name, c.StoredAt.UTC().Format("2006-01-02 15:04 UTC"))
+		name := c.Name
+		if c.Service != "" {
+			name += ", held for the service " + c.Service
+		}
+		line := fmt.Sprintf("- %s (%s): stored %s", label, name, c.StoredAt.UTC().Format("2006-01-02 15:04 UTC"))
 		if c.Kind == state.KindOAuth {
-			line = fmt.Sprintf("- %s (%s): connected as %s with %s, %s", label, c.Name, c.Account,
+			line = fmt.Sprintf("- %s (%s): connected as %s with %s, %s", label, name, c.Account,
 				orNone(strings.Join(c.Scopes, " ")), c.StoredAt.UTC().Format("2006-01-02 15:04 UTC"))
 			if c.RefreshedAt != nil {
 				line += ", refreshed " + c.RefreshedAt.UTC().Format("2006-01-02 15:04 UTC")
@@ -248,15 +254,18 @@ func orNone(s string) string {
 	return s
 }
 
-func (s *Server) disconnect(ctx context.Context, t turn, args nameArgs) (*sdk.CallToolResult, error) {
+func (s *Server) disconnect(ctx context.Context, t turn, args disconnectArgs) (*sdk.CallToolResult, error) {
+	if strings.Contains(args.Service, "/") {
+		return nil, fmt.Errorf("service %q: no such service", args.Service)
+	}
 	if p, ok := s.opts.Providers.Lookup(args.Name); ok {
-		return s.disconnectProvider(ctx, t, p)
+		return s.disconnectProvider(ctx, t, credentials.Name(args.Service, p.Name), p)
 	}
 	slot, err := s.slotFor(args.Name)
 	if err != nil {
 		return nil, err
 	}
-	deleted, err := s.opts.Credentials.Delete(ctx, t.user, slot.Name, state.ActorClient, "disconnect tool")
+	deleted, err := s.opts.Credentials.Delete(ctx, t.user, credentials.Name(args.Service, slot.Name), state.ActorClient, "disconnect tool")
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
@@ -270,10 +279,10 @@ func (s *Server) disconnect(ctx context.Context, t turn, args nameArgs) (*sdk.Ca
 	}, nil
 }
 
-// disconnectProvider revokes a third-party connection at the provider where it can, and
-// deletes it.
-func (s *Server) disconnectProvider(ctx context.Context, t turn, p *thirdparty.Provider) (*sdk.CallToolResult, error) {
-	deleted, revokeErr, err := s.opts.Keeper.Disconnect(ctx, t.user, p, state.ActorClient)
+// disconnectProvider revokes the third-party connection called name at the provider where
+// it can, and deletes it.
+func (s *Server) disconnectProvider(ctx context.Context, t turn, name string, p *thirdparty.Provider) (*sdk.CallToolResult, error) {
+	deleted, revokeErr, err := s.opts.Keeper.Disconnect(ctx, t.user, name, p, state.ActorClient)
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urlflow/urlflow/demoapi"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/upstream"
 )
@@ -137,6 +138,41 @@ func TestListConnectionsAndDisconnect(t *testing.T) {
 	}
 	if res := c.call("disconnect", map[string]any{"name": "nope"}); !res.IsError {
 		t.Fatalf("disconnect of an unknown name: %q", textOf(res))
+	}
+}
+
+func TestWhatADelegatingServiceHoldsIsListedAndRevocableButNotUsedByTheTools(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, withStyle(StyleError))
+	c := f.connect(alice, clientConfig{urlMode: true})
+	own := "demo_own_0123456789"
+	_, err := c.CallTool(t.Context(), setSecretParams(demoSlot))
+	f.browserCompletes(urlElicitationRequired(t, err)[0].ElicitationID, own)
+	held, err := f.store.Create(f.ctx, flow.NewElicitation{User: alice, Kind: state.KindSecret, Target: demoSlot,
+		Service: "weather", Purpose: "weather asks", TTL: f.opts.TTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.browserCompletes(held.ID, demoKey)
+
+	res := c.call("list_connections", nil)
+	conns := structured[connectionsView](t, res).Connections
+	if len(conns) != 2 || conns[0].Service != "" || conns[1].Name != demoSlot || conns[1].Service != "weather" {
+		t.Fatalf("connections %+v, want urlflow's own and weather's, both of the demo slot", conns)
+	}
+	if text := textOf(res); !strings.Contains(text, "(demo_api_key, held for the service weather)") {
+		t.Errorf("text: %q", text)
+	}
+	if strings.Contains(wholeOf(res), demoKey) || strings.Contains(wholeOf(res), own) {
+		t.Fatal("list_connections returned a secret")
+	}
+
+	res = c.call("disconnect", map[string]any{"name": demoSlot, "service": "weather"})
+	if got := res.StructuredContent.(map[string]any); res.IsError || got["deleted"] != true {
+		t.Fatalf("disconnect weather's: %v %q", got, textOf(res))
+	}
+	if f.secretOf(alice, credentials.Name("weather", demoSlot)) != "" || f.secretOf(alice, demoSlot) != own {
+		t.Fatal("disconnecting weather's secret did not delete it alone")
 	}
 }
 

@@ -541,11 +541,11 @@ func (f *fixture) browserOpens(id string) {
 func (f *fixture) browserStores(id, secret string) flow.Change {
 	f.t.Helper()
 	e := f.get(id)
-	sealed, err := f.vault.Seal(e.User, e.Target, state.NewSecret(secret))
+	sealed, err := f.vault.Seal(e.User, e.CredentialName(), state.NewSecret(secret))
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	cred := &credentials.Credential{Name: e.Target, Kind: state.KindSecret, ElicitationID: id,
+	cred := &credentials.Credential{Name: e.CredentialName(), Kind: state.KindSecret, ElicitationID: id,
 		StoredAt: f.store.Now().UTC(), Sealed: sealed}
 	change, err := f.store.Apply(f.ctx, id, flow.Verified, state.ActorUser, "secret received and validated",
 		flow.WithCredential(cred))
@@ -573,7 +573,7 @@ func (f *fixture) browserConnects(id, name, account, accessToken string) {
 	e := f.get(id)
 	tok := &thirdparty.Token{AccessToken: accessToken, TokenType: "Bearer", Scopes: e.Scopes,
 		Account: thirdparty.Account{ID: account, Name: account}}
-	cred, err := f.keeper.Seal(e.User, p, id, tok, f.store.Now().UTC())
+	cred, err := f.keeper.Seal(e.User, credentials.Name(e.Service, p.Name), id, tok, f.store.Now().UTC())
 	if err != nil {
 		f.t.Fatal(err)
 	}

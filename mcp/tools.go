@@ -106,13 +106,14 @@ func (s *Server) addTools(srv *sdk.Server, e era) {
 	addTool(srv, e, &sdk.Tool{
 		Name:  "list_connections",
 		Title: "List stored secrets",
-		Description: "List the secrets urlflow keeps for you: name, kind, when each was stored, verified " +
-			"and last used. Never their values.",
+		Description: "List the secrets urlflow keeps for you, for its own tools and for the MCP servers that " +
+			"delegate to it (service): name, kind, when each was stored, verified and last used. Never their values.",
 	}, s.listConnections)
 	addTool(srv, e, &sdk.Tool{
-		Name:        "disconnect",
-		Title:       "Delete a stored secret",
-		Description: "Delete one of your stored secrets from urlflow. Tools can no longer use it until it is stored again.",
+		Name:  "disconnect",
+		Title: "Delete a stored secret",
+		Description: "Delete one of your stored secrets from urlflow, or one a delegating MCP server holds (name its " +
+			"service as list_connections does). Nothing can use it until it is stored again.",
 	}, s.disconnect)
 	addTool(srv, e, &sdk.Tool{
 		Name:  "elicitation_status",

@@ -15,44 +15,21 @@ import (
 // without one waits a bounded time (PushWait, RetryWait, waitSeconds) and then answers
 // honestly that the flow still runs.
 
-// waitForEnd waits until e has ended or until, and sends progress notifications on
-// progress's ticks (if it has any). e must have been read, or written, after wake was
-// subscribed. It reads the record only when a notice says the flow ended, or says nothing
-// (the subscription came back), and then from the copy this replica wrote when that copy
-// says so (Store.Ended); a notice of a step that did not end it changes nothing here.
+// waitForEnd waits until e has ended or until (Store.AwaitEnd), and sends progress
+// notifications on progress's ticks (if it has any).
 func (s *Server) waitForEnd(ctx context.Context, e *flow.Elicitation, wake <-chan flow.Notice, until time.Time, progress *progressReport) (*flow.Elicitation, error) {
-	timer := time.NewTimer(time.Until(until))
-	defer timer.Stop()
-	var tick <-chan time.Time
+	var (
+		tick   <-chan time.Time
+		onTick func()
+	)
 	if progress != nil {
-		tick = progress.C
+		tick, onTick = progress.C, func() { progress.send(ctx) }
 	}
-	for !e.State.Terminal() {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-timer.C:
-			// The wait may end at the deadline: read the flow once more, so that an expired
-			// one reads as expired.
-			e, err := s.opts.Flows.Get(ctx, e.ID)
-			if err != nil {
-				return nil, s.unavailable(ctx, err)
-			}
-			return e, nil
-		case <-tick:
-			progress.send(ctx)
-			continue
-		case n := <-wake:
-			if !n.MayHaveEnded() {
-				continue
-			}
-		}
-		var err error
-		if e, err = s.opts.Flows.Ended(ctx, e.ID); err != nil {
-			return nil, s.unavailable(ctx, err)
-		}
+	e, err := s.opts.Flows.AwaitEnd(ctx, e, wake, until, tick, onTick)
+	if err != nil && ctx.Err() == nil {
+		return nil, s.unavailable(ctx, err)
 	}
-	return e, nil
+	return e, err
 }
 
 // progressReport sends the progress notifications of a tool call that waits for a flow:

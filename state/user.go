@@ -76,5 +76,6 @@ const (
 	ActorUser     Actor = "user"       // the elicitation's user, in the browser or through the API
 	ActorOther    Actor = "other_user" // a signed-in user who is not the elicitation's user
 	ActorOperator Actor = "operator"   // an operator token
+	ActorService  Actor = "service"    // a delegating MCP server, through the API
 	ActorSystem   Actor = "system"     // urlflow itself: the clock, the notifier
 )

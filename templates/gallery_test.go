@@ -60,6 +60,8 @@ func samples() []sample {
 	weak := consent
 	weak.Replace, weak.Weak = true, true
 	unnamed.ClientName, unnamed.ClientVersion, unnamed.Purpose = "", "", ""
+	delegated := consent
+	delegated.ServiceLabel = "Weather MCP"
 
 	form := templates.SecretForm{
 		ElicitationID:   "el_7Hq2mXc9",
@@ -83,6 +85,7 @@ func samples() []sample {
 		{"consent-unnamed-client", templates.ConsentPage(signedIn, unnamed)},
 		{"consent-locked", templates.ConsentPage(signedIn, locked)},
 		{"consent-weak", templates.ConsentPage(dev, weak)},
+		{"consent-service", templates.ConsentPage(signedIn, delegated)},
 		{"secret-form", templates.SecretFormPage(signedIn, form)},
 		{"secret-form-error", templates.SecretFormPage(dev, formError)},
 		{"done", templates.DonePage(signedIn, templates.Done{SlotLabel: "Demo API key", ClientName: "Claude Code"})},
@@ -99,6 +102,10 @@ func samples() []sample {
 		{"connect", templates.ConnectPage(signedIn, templates.Connect{ElicitationID: "el_7Hq2mXc9", ClientName: "Claude Code", ClientVersion: "2.1.0",
 			Purpose: "Connect your GitHub account so that urlflow can use it for you.", ProviderLabel: "GitHub", ProviderName: "github",
 			Scopes: []string{"read:user", "repo"}, ExpiresAt: now.Add(9 * time.Minute), CSRF: "csrf-token-1",
+			ContinueAction: "/e/el_7Hq2mXc9/authorize", DeclineAction: "/e/el_7Hq2mXc9/decline"})},
+		{"connect-service", templates.ConnectPage(signedIn, templates.Connect{ElicitationID: "el_7Hq2mXc9", ServiceLabel: "Issue Tracker MCP",
+			ClientName: "Claude Code", ClientVersion: "2.1.0", ProviderLabel: "GitHub", ProviderName: "github",
+			Scopes: []string{"repo"}, ExpiresAt: now.Add(9 * time.Minute), CSRF: "csrf-token-1",
 			ContinueAction: "/e/el_7Hq2mXc9/authorize", DeclineAction: "/e/el_7Hq2mXc9/decline"})},
 		{"connect-reconnect-no-scopes", templates.ConnectPage(dev, templates.Connect{ProviderLabel: "Notion", ProviderName: "notion",
 			Reconnect: true, ExpiresAt: now.Add(9 * time.Minute), CSRF: "csrf-token-1",

@@ -40,6 +40,9 @@ type DevSignIn struct {
 // Consent is the page that opens an elicitation URL: who asks, for what, and two buttons.
 type Consent struct {
 	ElicitationID string
+	// ServiceLabel names the delegating service that asks, verified by urlflow; empty when
+	// urlflow's own tools ask.
+	ServiceLabel string
 	// ClientName and ClientVersion are what the MCP client said about itself; the page
 	// labels them as self-reported.
 	ClientName    string
@@ -140,6 +143,9 @@ type Failed struct {
 // access, and what urlflow does with it.
 type Connect struct {
 	ElicitationID string
+	// ServiceLabel names the delegating service that asks, verified by urlflow; empty when
+	// urlflow's own tools ask.
+	ServiceLabel string
 	// ClientName and ClientVersion are self-reported by the MCP client.
 	ClientName    string
 	ClientVersion string

@@ -1,12 +1,12 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,12 +17,28 @@ import (
 	"github.com/urlflow/urlflow/state/flow"
 )
 
-// actor is how the history names the caller of the API: the operator or the user.
+// actor is how the history names the caller of the API: the operator, the service or the
+// user.
 func actor(c identity.Caller) state.Actor {
-	if c.Operator {
+	switch {
+	case c.Operator:
 		return state.ActorOperator
+	case c.Service != "":
+		return state.ActorService
 	}
 	return state.ActorUser
+}
+
+// mayRead reports whether who may see e: an operator sees every elicitation, a service the
+// ones it created, a user their own.
+func mayRead(who identity.Caller, e *flow.Elicitation) bool {
+	switch {
+	case who.Operator:
+		return true
+	case who.Service != "":
+		return e.Service == who.Service
+	}
+	return e.User == who.Claims.User
 }
 
 // unknownElicitation is the answer for anything that is not one of the caller's
@@ -32,7 +48,7 @@ func unknownElicitation(c echo.Context, id string) error {
 }
 
 // callerElicitation loads the elicitation named in the path if the caller (whom the bearer
-// check let through) may see it: its owner, or an operator.
+// check let through) may see it (mayRead).
 func (s *Server) callerElicitation(c echo.Context) (identity.Caller, *flow.Elicitation, error) {
 	who, ok := identity.CallerFrom(c.Request().Context())
 	if !ok {
@@ -40,7 +56,7 @@ func (s *Server) callerElicitation(c echo.Context) (identity.Caller, *flow.Elici
 	}
 	id := c.Param("id")
 	e, err := s.opts.Flows.Get(c.Request().Context(), id)
-	if errors.Is(err, state.ErrNotFound) || (err == nil && !who.Operator && e.User != who.Claims.User) {
+	if errors.Is(err, state.ErrNotFound) || (err == nil && !mayRead(who, e)) {
 		return who, nil, unknownElicitation(c, id)
 	}
 	return who, e, err
@@ -62,11 +78,32 @@ func (s *Server) answer(c echo.Context, status int, e *flow.Elicitation) error {
 	return c.JSON(status, v)
 }
 
-// apiStatus is GET /api/v1/elicitations/{id}.
+// DefaultStatusWaitLimit bounds ?wait= of GET /api/v1/elicitations/{id}.
+const DefaultStatusWaitLimit = 60 * time.Second
+
+// apiStatus is GET /api/v1/elicitations/{id}. With ?wait=N (seconds, at most 60) it
+// answers once the flow has ended, or after N seconds with the flow as it then stands.
 func (s *Server) apiStatus(c echo.Context) error {
+	limit := cmp.Or(s.opts.StatusWaitLimit, DefaultStatusWaitLimit)
+	var wait time.Duration
+	if v := c.QueryParam("wait"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > int(DefaultStatusWaitLimit/time.Second) {
+			return apiError(c, http.StatusBadRequest, "wait: want whole seconds from 0 to 60")
+		}
+		wait = min(time.Duration(n)*time.Second, limit)
+	}
+	// Subscribe before reading, so that no change between the read and the wait is missed.
+	wake, stop := s.opts.Hub.Wait(c.Param("id"))
+	defer stop()
 	_, e, err := s.callerElicitation(c)
 	if e == nil {
 		return err
+	}
+	if wait > 0 && !e.State.Terminal() {
+		if e, err = s.opts.Flows.AwaitEnd(c.Request().Context(), e, wake, time.Now().Add(wait), nil, nil); err != nil {
+			return err
+		}
 	}
 	return s.answer(c, http.StatusOK, e)
 }
@@ -108,10 +145,7 @@ func (s *Server) apiRetry(c echo.Context) error {
 		return err
 	}
 	var req retryRequest
-	body, err := io.ReadAll(c.Request().Body)
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return errBodyTooSlow
-	}
+	body, err := readBody(c)
 	if err != nil {
 		return err
 	}

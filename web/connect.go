@@ -43,9 +43,10 @@ func (s *Server) renderConnect(c echo.Context, v *visitor, e *flow.Elicitation) 
 	if origin := p.AuthorizationOrigin(); origin != "" {
 		c.Response().Header().Set("Content-Security-Policy", contentSecurityPolicyWithFormTarget(origin))
 	}
-	_, err = s.opts.Credentials.Get(c.Request().Context(), e.User, p.Name)
+	_, err = s.opts.Credentials.Get(c.Request().Context(), e.User, e.CredentialName())
 	return s.render(c, http.StatusOK, templates.ConnectPage(page, templates.Connect{
 		ElicitationID: e.ID, ClientName: clientName(e.Client), ClientVersion: e.Client.Version, Purpose: e.Purpose,
+		ServiceLabel:  s.serviceLabel(e),
 		ProviderLabel: p.Label, ProviderName: p.Name, Scopes: e.Scopes, Reconnect: err == nil,
 		ExpiresAt: e.ExpiresAt, CSRF: page.CSRF,
 		ContinueAction: "/e/" + e.ID + "/authorize", DeclineAction: "/e/" + e.ID + "/decline",
@@ -143,7 +144,7 @@ func (s *Server) oauthCallback(c echo.Context) error {
 		view.Reason = err.Error()
 		return s.failed(c, v, e, view, "exchange failed: "+err.Error())
 	}
-	cred, err := s.opts.Keeper.Seal(e.User, p, e.ID, tok, time.Now().UTC())
+	cred, err := s.opts.Keeper.Seal(e.User, e.CredentialName(), e.ID, tok, time.Now().UTC())
 	if err != nil {
 		return err
 	}

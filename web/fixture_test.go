@@ -33,6 +33,7 @@ import (
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/browsersession"
@@ -130,6 +131,10 @@ type fixture struct {
 	mcp           *mcpProbe
 	logs          *syncBuffer
 	operatorToken string
+	// services are the delegating services every fixture has (testServices), and
+	// serviceKeys their keys by name.
+	services    *services.Catalog
+	serviceKeys map[string]string
 	// demoHook runs before the demo API answers (see whileVerifying).
 	demoHook atomic.Pointer[func(*http.Request)]
 
@@ -237,7 +242,23 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 			verifier = scopeGranter{f.dev, opts.scopes}
 		}
 	}
+	f.services, f.serviceKeys = testServices(t, opts.provider != nil)
+	serviceUsers := map[string]identity.Verifier{}
+	for _, svc := range f.services.List() {
+		if f.dev != nil {
+			serviceUsers[svc.Name] = f.dev.ForAudience(svc.Resource)
+			continue
+		}
+		discovered, err := oauth.Discover(ctx, f.issuer.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if serviceUsers[svc.Name], err = identity.NewResourceServer(discovered, identity.ResourceServerConfig{Resource: svc.Resource}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f.server = New(Options{
+		Services: f.services, ServiceUsers: serviceUsers,
 		PublicURL: publicURL, Flows: store, Hub: hub, Credentials: creds, Vault: vault, Keys: keys, Slots: catalog,
 		Sessions: sessions, Limiter: ratelimit.NewLimiter(rdb, clock.Now), Counters: count,
 		Verifier: verifier, Operators: identity.NewOperators([]string{f.operatorToken}), Dev: f.dev, SignIn: signIn,
@@ -259,6 +280,70 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		t.Fatal("the hub did not subscribe within 10s")
 	}
 	return f
+}
+
+// The delegating services of every fixture: weather may ask for the demo slot and acme
+// (when the fixture has it), calendar for the demo slot, and directory for the demo slot
+// and may name users itself.
+const (
+	weather   = "weather"
+	calendar  = "calendar"
+	directory = "directory"
+)
+
+// testServices returns the fixture's services and their keys.
+func testServices(t testing.TB, withProvider bool) (*services.Catalog, map[string]string) {
+	keys, digests := map[string]string{}, map[string][]string{}
+	configs := []services.Config{
+		{Name: weather, Label: "Weather MCP", Resource: "https://weather.example/mcp", Slots: []string{demoSlot}},
+		{Name: calendar, Label: "Calendar MCP", Resource: "https://calendar.example/mcp", Slots: []string{demoSlot}},
+		{Name: directory, Label: "Directory MCP", Resource: "https://directory.example/mcp", Slots: []string{demoSlot}, AssertUsers: true},
+	}
+	opts := services.Options{Slots: []string{demoSlot}, Keys: digests}
+	if withProvider {
+		configs[0].Providers, opts.Providers = []string{"acme"}, []string{"acme"}
+	}
+	for _, c := range configs {
+		key, digest := services.NewKey()
+		keys[c.Name], digests[c.Name] = key, []string{digest}
+	}
+	catalog, err := services.NewCatalog(configs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return catalog, keys
+}
+
+// userTokenFor returns the access token user name would send to service: for the
+// service's resource, not urlflow's.
+func (f *fixture) userTokenFor(t testing.TB, name, service string) string {
+	t.Helper()
+	svc, ok := f.services.Lookup(service)
+	if !ok {
+		t.Fatalf("no service %s", service)
+	}
+	if f.issuer != nil {
+		return f.issuer.AccessToken(t, f.issuer.AccessClaims(name, svc.Resource))
+	}
+	tok, err := f.dev.ForAudience(svc.Resource).Issue(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// asService sends an API request as service (with its key) with userToken (none if empty)
+// in the user token header and a JSON body (none if empty).
+func (f *fixture) asService(t testing.TB, service, method, path, userToken, body string) answer {
+	t.Helper()
+	r := request{method: method, path: path, token: f.serviceKeys[service], header: http.Header{}}
+	if userToken != "" {
+		r.header.Set(UserTokenHeader, userToken)
+	}
+	if body != "" {
+		r.body, r.contentType = strings.NewReader(body), "application/json"
+	}
+	return f.send(t, nil, r)
 }
 
 // demoAPI is the demo API, with the test's hook in front.

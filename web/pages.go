@@ -297,7 +297,7 @@ func (s *Server) consentPage(c echo.Context, hints bool) error {
 	}
 	slot := s.slotOf(e)
 	view := templates.Consent{
-		ElicitationID: e.ID, ClientName: clientName(e.Client), ClientVersion: e.Client.Version,
+		ElicitationID: e.ID, ClientName: clientName(e.Client), ClientVersion: e.Client.Version, ServiceLabel: s.serviceLabel(e),
 		Purpose: e.Purpose, SlotLabel: slot.Label, SlotDescription: slot.Description, SlotName: slot.Name,
 		Replace: e.Replace, ExpiresAt: e.ExpiresAt, CSRF: p.CSRF,
 		ContinueAction: "/e/" + e.ID + "/continue", DeclineAction: "/e/" + e.ID + "/decline",
@@ -306,27 +306,28 @@ func (s *Server) consentPage(c echo.Context, hints bool) error {
 	case e.Replaced != nil:
 		view.LockReason, view.Weak = e.Replaced.LockReason, e.Replaced.Weak
 	case e.Replace: // a record written before urlflow kept how the stored one stood
-		view.LockReason, view.Weak = s.storedStanding(c, e.User, slot)
+		view.LockReason, view.Weak = s.storedStanding(c, e, slot)
 	}
 	return s.render(c, http.StatusOK, templates.ConsentPage(p, view))
 }
 
-// storedStanding says why user's stored secret of slot, which an elicitation replaces,
-// should be replaced: the reason it is locked, or that it is weak. A store that fails says
-// nothing: the page still works without it.
-func (s *Server) storedStanding(c echo.Context, user state.User, slot *slots.Slot) (lockReason string, weak bool) {
+// storedStanding says why the stored secret of e, which e replaces, should be replaced:
+// the reason it is locked, or that it is weak for slot. A store that fails says nothing:
+// the page still works without it.
+func (s *Server) storedStanding(c echo.Context, e *flow.Elicitation, slot *slots.Slot) (lockReason string, weak bool) {
 	ctx := c.Request().Context()
-	cred, err := s.opts.Credentials.Get(ctx, user, slot.Name)
+	name := e.CredentialName()
+	cred, err := s.opts.Credentials.Get(ctx, e.User, name)
 	if err != nil {
 		if !errors.Is(err, state.ErrNotFound) {
-			s.log.WarnContext(ctx, "stored credential not read", "credential", slot.Name, "err", err)
+			s.log.WarnContext(ctx, "stored credential not read", "credential", name, "err", err)
 		}
 		return "", false
 	}
 	if cred.Locked() {
 		return cred.LockReason, false
 	}
-	secret, err := s.opts.Vault.Open(user, slot.Name, cred.Sealed)
+	secret, err := s.opts.Vault.Open(e.User, name, cred.Sealed)
 	return "", err == nil && slot.Weak(secret)
 }
 
@@ -489,11 +490,11 @@ func (s *Server) secretPost(c echo.Context, hints bool) error {
 		now := s.opts.Flows.Now().UTC()
 		verifiedAt, reason = &now, "secret received and verified with the API"
 	}
-	sealed, err := s.opts.Vault.Seal(e.User, slot.Name, secret)
+	sealed, err := s.opts.Vault.Seal(e.User, e.CredentialName(), secret)
 	if err != nil {
 		return err
 	}
-	cred := &credentials.Credential{Name: slot.Name, Kind: state.KindSecret, ElicitationID: e.ID,
+	cred := &credentials.Credential{Name: e.CredentialName(), Kind: state.KindSecret, ElicitationID: e.ID,
 		StoredAt: s.opts.Flows.Now().UTC(), VerifiedAt: verifiedAt, Sealed: sealed}
 	return s.complete(c, v, e, reason, cred, "Stored", templates.Done{SlotLabel: slot.Label, ClientName: clientName(e.Client)})
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/browsersession"
@@ -52,6 +53,11 @@ type Options struct {
 	Slots     *slots.Catalog
 	Verifier  identity.Verifier
 	Operators *identity.Operators
+	// Services are the delegating MCP servers that may use the API with their keys;
+	// ServiceUsers verifies, per service name, the user tokens a service forwards (aud =
+	// the service's resource).
+	Services     *services.Catalog
+	ServiceUsers map[string]identity.Verifier
 	// Dev, when set, turns on the development identity: the development sign-in page,
 	// /dev/token, and a loopback-only Host check on every request.
 	Dev *identity.Dev
@@ -76,8 +82,12 @@ type Options struct {
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client address
 	// that RateLimits.BadTokens counts by; with none, it is the TCP peer.
 	TrustedProxies TrustedProxies
-	// TTL is the deadline of a new attempt started through the retry API.
+	// TTL is the deadline of an elicitation a service creates, and of a new attempt
+	// started through the retry API.
 	TTL time.Duration
+	// StatusWaitLimit bounds the wait of GET /api/v1/elicitations/{id}?wait=
+	// (DefaultStatusWaitLimit when zero; tests shorten it).
+	StatusWaitLimit time.Duration
 	// BodyReadTimeout is the time a request has to deliver its body, on every route
 	// (DefaultBodyReadTimeout when zero). It bounds reading only: answers, event streams
 	// and tool calls that wait take as long as they need.
@@ -166,6 +176,9 @@ func (s *Server) routes() {
 	mcp := identity.RequireBearer(verifier, bearer)(s.limitMCP(identity.ForSDK(s.opts.MCP)))
 	e.Any("/mcp", echo.WrapHandler(mcp))
 	bearer.Operators = s.opts.Operators
+	if s.opts.Services != nil {
+		bearer.Services = s.opts.Services
+	}
 	apiBearer := echo.WrapMiddleware(identity.RequireBearer(verifier, bearer))
 
 	pages := e.Group("", limitBody(formBodyLimit), crossOriginProtection)
@@ -182,6 +195,7 @@ func (s *Server) routes() {
 	pages.GET("/auth/callback", s.signInCallback)
 
 	api := e.Group("/api/v1", apiBearer, limitBody(apiBodyLimit))
+	api.POST("/elicitations", s.apiCreate)
 	api.GET("/elicitations/:id", s.apiStatus)
 	api.POST("/elicitations/:id/cancel", s.apiCancel)
 	api.POST("/elicitations/:id/retry", s.apiRetry)

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/urlflow/urlflow/oauth/identity"
+	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/templates"
 )
@@ -178,14 +180,24 @@ func (s *Server) signOut(c echo.Context) error {
 	return s.render(c, http.StatusOK, templates.SignedOutPage(templates.Page{Title: "Signed out", Dev: s.opts.Dev != nil}, templates.SignedOut{}))
 }
 
-// devToken is GET /dev/token?user=NAME: a bearer token for a development user.
+// devToken is GET /dev/token?user=NAME: a bearer token for a development user, for
+// urlflow, or with &resource=URL for a configured service whose resource URL that is.
 func (s *Server) devToken(c echo.Context) error {
 	name := c.QueryParam("user")
 	if !identity.ValidDevName(name) {
 		return echo.NewHTTPError(http.StatusBadRequest,
 			"user must be 1 to 64 lower-case letters, digits, '.', '_' or '-', for example ?user=alice")
 	}
-	token, err := s.opts.Dev.Issue(name)
+	dev := s.opts.Dev
+	if resource := c.QueryParam("resource"); resource != "" {
+		i := slices.IndexFunc(s.opts.Services.List(), func(svc *services.Service) bool { return svc.Resource == resource })
+		if i < 0 {
+			return echo.NewHTTPError(http.StatusBadRequest,
+				"resource must be the resource of a configured service, for a token that service's users would send it")
+		}
+		dev = dev.ForAudience(resource)
+	}
+	token, err := dev.Issue(name)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,13 @@ type devBanner struct {
 	Style         mcp.Style
 	TTL           time.Duration
 	StatePath     string
+	// DemoService is the development delegating service, when urlflow dev added it.
+	DemoService *demoServiceBanner
+}
+
+// demoServiceBanner tells a developer how to call the API as the demo service.
+type demoServiceBanner struct {
+	Name, Key, Resource, API string
 }
 
 var bannerTemplate = template.Must(template.New("banner").Funcs(template.FuncMap{
@@ -43,6 +50,15 @@ urlflow dev: a development server with a development identity. Not for productio
   Secret slots:    {{join .Slots ", "}}
   Elicitation:     {{.Style}} style, links valid for {{.TTL}}
   Keys and tokens: kept in {{.StatePath}} so that they survive a restart
+{{- with .DemoService}}
+
+Delegating MCP server (service "{{.Name}}", README: Delegating from your MCP server):
+  Service key:     {{.Key}}
+  Its resource:    {{.Resource}}
+                   (its users' tokens: {{$.TokenURL}}?user=NAME&resource={{.Resource}})
+  API:             {{.API}} (Authorization: Bearer <service key>,
+                   Urlflow-User-Token: <the user's token>)
+{{- end}}
 
 Claude Code:
   claude mcp add --transport http urlflow {{.MCPURL}} --header "Authorization: Bearer {{.Token}}"

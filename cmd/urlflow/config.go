@@ -20,6 +20,7 @@ import (
 
 	"github.com/urlflow/urlflow/mcp"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/ratelimit"
@@ -65,6 +66,9 @@ type config struct {
 	Slots     *slots.Catalog
 	secrets   []slots.Slot
 	providers []thirdparty.Config
+	// Services are the delegating MCP servers (buildServices).
+	Services *services.Catalog
+	services []services.Config
 	// Production identity (urlflow serve).
 	OIDC oidcConfig
 }
@@ -132,6 +136,7 @@ type fileConfig struct {
 	TrustedProxies   string              `yaml:"trusted_proxies"`
 	Secrets          []slots.Slot        `yaml:"secrets"`
 	Providers        []thirdparty.Config `yaml:"providers"`
+	Services         []services.Config   `yaml:"services"`
 }
 
 // env reads the environment; a test replaces it.
@@ -354,6 +359,10 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 			problem("configuration file %s: %q is both a secret slot and a provider", describeFile(cfg.ConfigFile), p.Name)
 		}
 	}
+	cfg.services = file.Services
+	if err := cfg.buildServices(nil); err != nil {
+		problems = append(problems, err)
+	}
 	if err := errors.Join(problems...); err != nil {
 		return nil, err
 	}
@@ -400,6 +409,24 @@ func (c *config) loadServeSettings(getenv env) []error {
 		problem("URLFLOW_OIDC_INTROSPECTION: want true or false, got %q", v)
 	}
 	return problems
+}
+
+// buildServices builds the catalog of services from the configuration file and extra
+// (urlflow dev's demo service), whose keys come from keys (service name → key digests).
+func (c *config) buildServices(keys map[string][]string, extra ...services.Config) error {
+	opts := services.Options{Keys: keys}
+	for _, s := range c.secrets {
+		opts.Slots = append(opts.Slots, s.Name)
+	}
+	for _, p := range c.providers {
+		opts.Providers = append(opts.Providers, p.Name)
+	}
+	catalog, err := services.NewCatalog(append(slices.Clone(c.services), extra...), opts)
+	if err != nil {
+		return fmt.Errorf("configuration file %s: %w", describeFile(c.ConfigFile), err)
+	}
+	c.Services = catalog
+	return nil
 }
 
 // hasSlot reports whether secrets has a slot named name.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/urlflow/urlflow/mcp"
+	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/ratelimit"
 )
@@ -291,6 +292,62 @@ providers:
 	}
 }
 
+func TestServicesAreCheckedAtStartWithEveryProblemNamed(t *testing.T) {
+	key, digest := services.NewKey()
+	keys := writeFile(t, "# weather, rotated 2026-12\n"+digest+"\n")
+	leaked := writeFile(t, key+"\n")
+	bad := writeFile(t, `
+secrets:
+  - name: demo_api_key
+    label: Demo
+services:
+  - name: urlflow
+    label: Mine
+    resource: https://x.example/mcp
+    slots: [demo_api_key]
+    keys_file: `+keys+`
+  - name: weather
+    resource: not a url
+    slots: [nope]
+    keys_file: `+leaked+`
+  - name: calendar
+    label: Calendar
+    resource: https://calendar.example/mcp
+`)
+	_, err := loadConfig("dev", []string{"--config", bad}, envOf(nil), io.Discard)
+	if err == nil {
+		t.Fatal("bad services accepted")
+	}
+	for _, want := range []string{`service urlflow: name: "urlflow" is urlflow's own tools`, "service weather: label is required",
+		"service weather: resource: want the service's MCP URL", `service weather: slots: "nope" is not a configured secret slot`,
+		"this is a key, not its digest", "service calendar: name at least one of slots and providers", "service calendar: keys_file is required"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), key) {
+		t.Fatal("the error repeats a service key")
+	}
+	good := writeFile(t, `
+secrets:
+  - name: demo_api_key
+    label: Demo
+services:
+  - name: weather
+    label: Weather
+    resource: https://weather.example/mcp
+    slots: [demo_api_key]
+    keys_file: `+keys+`
+`)
+	cfg, err := loadConfig("dev", []string{"--config", good}, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatalf("a valid service refused: %v", err)
+	}
+	if svc, ok := cfg.Services.Authenticate(key); !ok || svc.Name != "weather" {
+		t.Errorf("the key from the keys file authenticates as %v, %v; want weather", svc, ok)
+	}
+}
+
 func TestDevStateSurvivesARestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "urlflow", "dev.json")
 	first, err := loadDevState(path)
@@ -305,8 +362,22 @@ func TestDevStateSurvivesARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(first.SigningKey) != string(second.SigningKey) || first.Keys != second.Keys || first.OperatorToken != second.OperatorToken {
+	if string(first.SigningKey) != string(second.SigningKey) || first.Keys != second.Keys || first.OperatorToken != second.OperatorToken ||
+		first.DemoServiceKey != second.DemoServiceKey || !strings.HasPrefix(first.DemoServiceKey, services.KeyPrefix) {
 		t.Fatal("a second start made new keys")
+	}
+	// A file written before the demo service existed gets its key, once.
+	old := *first
+	old.DemoServiceKey = ""
+	if err := saveDevState(path, &old); err != nil {
+		t.Fatal(err)
+	}
+	upgraded, err := loadDevState(path)
+	if err != nil || upgraded.DemoServiceKey == "" || upgraded.OperatorToken != first.OperatorToken {
+		t.Fatalf("an older state file: %+v, %v; want the same keys and a demo service key", upgraded, err)
+	}
+	if again, err := loadDevState(path); err != nil || again.DemoServiceKey != upgraded.DemoServiceKey {
+		t.Fatal("the demo service key added to an older file was not kept")
 	}
 	os.WriteFile(path, []byte("{"), 0o600)
 	if _, err := loadDevState(path); err == nil || !strings.Contains(err.Error(), "delete it") {
@@ -406,5 +477,26 @@ func TestTestOnlyWaitsAreAcceptedByDevAndRefusedByServe(t *testing.T) {
 		if want := name + " is a test-only setting that only urlflow dev accepts"; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("serve does not refuse %s:\n%v", name, err)
 		}
+	}
+}
+
+func TestServiceKeyPrintsAKeyAndTheDigestUrlflowKeeps(t *testing.T) {
+	var out strings.Builder
+	if err := run(t.Context(), []string{"service-key"}, envOf(nil), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var key, digest string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			switch last := f[len(f)-1]; {
+			case strings.HasPrefix(last, services.KeyPrefix):
+				key = last
+			case strings.HasPrefix(last, "sha256:"):
+				digest = last
+			}
+		}
+	}
+	if key == "" || digest != services.Digest(key) {
+		t.Fatalf("service-key printed %q, want a key and its digest", out.String())
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/urlflow/urlflow/mcp"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/browsersession"
 	"github.com/urlflow/urlflow/state/counters"
@@ -35,6 +36,14 @@ import (
 
 // devUser is the development user of the printed bearer token.
 const devUser = "dev"
+
+// demoService is the development delegating service that urlflow dev adds (unless the
+// configuration names a service "demo" itself): it may ask for every configured slot and
+// provider, and its users' tokens name demoServiceResource.
+const (
+	demoService         = "demo"
+	demoServiceResource = "http://127.0.0.1:8090/mcp"
+)
 
 // sweepInterval is how often deadlines are enforced when nobody reads.
 const sweepInterval = time.Second
@@ -63,6 +72,14 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 		cfg.OperatorTokens = []string{dev.OperatorToken}
 	}
 
+	var demo *demoServiceBanner
+	if _, named := cfg.Services.Lookup(demoService); !named {
+		if err := cfg.buildServices(map[string][]string{demoService: {services.Digest(dev.DemoServiceKey)}}, cfg.demoService()); err != nil {
+			return err
+		}
+		demo = &demoServiceBanner{Name: demoService, Key: dev.DemoServiceKey, Resource: demoServiceResource}
+	}
+
 	rdb, redisNote, closeRedis, err := openRedis(ctx, cfg.RedisURL, cfg.RedisTopology, log)
 	if err != nil {
 		return err
@@ -85,15 +102,19 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 		return err
 	}
 
+	if demo != nil {
+		demo.API = cfg.PublicURL.JoinPath("api", "v1", "elicitations").String()
+	}
 	return runService(ctx, cfg, rdb, listener, users{
 		verifier: devID, dev: devID, demoAPI: demoapi.Handler(),
+		forService: func(resource string) (identity.Verifier, error) { return devID.ForAudience(resource), nil },
 	}, log, func() {
 		printDevBanner(stdout, devBanner{
 			MCPURL: resource, Listen: listener.Addr().String(), Token: token, OperatorToken: cfg.OperatorTokens[0],
 			SignIn: cfg.PublicURL.JoinPath("auth", "login").String(), Redis: redisNote,
 			Slots: cfg.Slots.Names(), Style: cfg.Style, TTL: cfg.TTL, StatePath: statePath,
 			TokenURL: cfg.PublicURL.JoinPath("dev", "token").String(),
-			DemoAPI:  cfg.PublicURL.JoinPath("demo", "api").String(),
+			DemoAPI:  cfg.PublicURL.JoinPath("demo", "api").String(), DemoService: demo,
 		})
 	})
 }
@@ -107,12 +128,49 @@ type users struct {
 	issuer  string
 	scopes  []string
 	demoAPI http.Handler
+	// forService returns the verifier of the user tokens a delegating service forwards:
+	// tokens of this deployment's users for the service's resource.
+	forService func(resource string) (identity.Verifier, error)
+}
+
+// demoService is the configuration of urlflow dev's demo service.
+func (c *config) demoService() services.Config {
+	demo := services.Config{Name: demoService, Label: "Demo MCP server (development)", Resource: demoServiceResource}
+	for _, s := range c.secrets {
+		demo.Slots = append(demo.Slots, s.Name)
+	}
+	for _, p := range c.providers {
+		demo.Providers = append(demo.Providers, p.Name)
+	}
+	return demo
+}
+
+// serviceUsers returns, per service, the verifier of the user tokens it forwards. A
+// service whose resource is urlflow's own is refused: a token for urlflow would be
+// evidence for it.
+func serviceUsers(catalog *services.Catalog, own string, forService func(string) (identity.Verifier, error)) (map[string]identity.Verifier, error) {
+	out := map[string]identity.Verifier{}
+	for _, svc := range catalog.List() {
+		if svc.Resource == own {
+			return nil, fmt.Errorf("service %s: its resource is urlflow's own MCP URL; give the service's own", svc.Name)
+		}
+		v, err := forService(svc.Resource)
+		if err != nil {
+			return nil, fmt.Errorf("service %s: %w", svc.Name, err)
+		}
+		out[svc.Name] = v
+	}
+	return out, nil
 }
 
 // runService assembles urlflow on rdb and listener and serves until ctx ends. started runs
 // once everything is in place, before the first request is served.
 func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, listener net.Listener, id users, log *slog.Logger, started func()) error {
 	providers, err := thirdparty.NewProviders(ctx, cfg.providers, thirdparty.Options{PublicURL: cfg.PublicURL.String()})
+	if err != nil {
+		return fmt.Errorf("configuration file %s: %w", describeFile(cfg.ConfigFile), err)
+	}
+	users, err := serviceUsers(cfg.Services, cfg.PublicURL.JoinPath("mcp").String(), id.forService)
 	if err != nil {
 		return fmt.Errorf("configuration file %s: %w", describeFile(cfg.ConfigFile), err)
 	}
@@ -140,6 +198,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
 		Sessions: browsersession.NewStore(rdb), Limiter: limiter, Counters: count,
 		Slots: cfg.Slots, Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens),
+		Services: cfg.Services, ServiceUsers: users, StatusWaitLimit: cfg.Waits.StatusLimit,
 		Dev: id.dev, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,
 		MCP: mcpServer.Handler(), Upstream: caller, Providers: providers, Keeper: keeper,
 		DemoAPI: id.demoAPI, TTL: cfg.TTL, RateLimits: cfg.RateLimits, BodyReadTimeout: cfg.BodyReadTimeout, TrustedProxies: cfg.TrustedProxies, Logger: log,

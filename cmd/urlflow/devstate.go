@@ -10,16 +10,21 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state/vault"
 )
 
 // devState is what `urlflow dev` keeps between runs in the user's configuration directory,
 // so that its tokens and stored secrets survive a restart: the key that signs development
-// tokens, the key ring (unless URLFLOW_KEYS is set) and the operator token.
+// tokens, the key ring (unless URLFLOW_KEYS is set), the operator token and the demo
+// service's key.
 type devState struct {
 	SigningKey    []byte `json:"signingKey"`
 	Keys          string `json:"keys"`
 	OperatorToken string `json:"operatorToken"`
+	// DemoServiceKey is the key of the development delegating service "demo" (added to
+	// files written before it existed).
+	DemoServiceKey string `json:"demoServiceKey"`
 }
 
 // devStatePath returns the file of devState: $XDG_CONFIG_HOME/urlflow/dev.json or the
@@ -43,7 +48,11 @@ func loadDevState(path string) (*devState, error) {
 		if _, err := vault.ParseKeyRing(st.Keys); err != nil || len(st.SigningKey) < 32 || st.OperatorToken == "" {
 			return nil, fmt.Errorf("development state %s is incomplete (delete it to start afresh)", path)
 		}
-		return &st, nil
+		if st.DemoServiceKey != "" {
+			return &st, nil
+		}
+		st.DemoServiceKey, _ = services.NewKey()
+		return &st, saveDevState(path, &st)
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read development state: %w", err)
@@ -53,17 +62,23 @@ func loadDevState(path string) (*devState, error) {
 		Keys:          vault.GenerateKeyRing("dev1"),
 		OperatorToken: "uf_op_" + base64.RawURLEncoding.EncodeToString(randomKey()),
 	}
-	b, err = json.MarshalIndent(st, "", "  ")
+	st.DemoServiceKey, _ = services.NewKey()
+	return st, saveDevState(path, st)
+}
+
+// saveDevState writes st to path (mode 0600).
+func saveDevState(path string, st *devState) error {
+	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("create development state directory: %w", err)
+		return fmt.Errorf("create development state directory: %w", err)
 	}
 	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return nil, fmt.Errorf("write development state: %w", err)
+		return fmt.Errorf("write development state: %w", err)
 	}
-	return st, nil
+	return nil
 }
 
 func randomKey() []byte {

@@ -4,6 +4,7 @@
 //	urlflow dev       everything embedded, on loopback, with a development identity
 //	urlflow serve     production: real Redis, OpenID identity, settings from the environment
 //	urlflow version   print the version
+//	urlflow service-key   a new key for a delegating MCP server, and its keys_file line
 package main
 
 import (
@@ -16,6 +17,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"github.com/urlflow/urlflow/services"
 )
 
 func main() {
@@ -40,6 +43,8 @@ commands:
   serve     run in production: a real Redis, your OpenID issuer for identity; every
             setting from flags, the environment or the configuration file (README)
   version   print the version
+  service-key
+            make a key for a delegating MCP server and the digest line for its keys_file
 
 Run "urlflow dev -h" for the flags; every setting is also an environment variable (README).
 `
@@ -54,6 +59,8 @@ func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Write
 		return runDev(ctx, args[1:], getenv, stdout, stderr)
 	case "serve":
 		return runServe(ctx, args[1:], getenv, stdout, stderr)
+	case "service-key":
+		return runServiceKey(args[1:], stdout)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "urlflow", version())
 		return nil
@@ -92,4 +99,14 @@ func indentLines(s string) string {
 		}
 	}
 	return string(out)
+}
+
+// runServiceKey prints a new service key and the line of its digest for a keys_file.
+func runServiceKey(args []string, stdout io.Writer) error {
+	if len(args) > 0 {
+		return fmt.Errorf("service-key takes no arguments")
+	}
+	key, digest := services.NewKey()
+	fmt.Fprintf(stdout, "key (give it to the service only):   %s\nkeys_file line (all urlflow keeps): %s\n", key, digest)
+	return nil
 }

@@ -54,8 +54,13 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if len(cfg.Slots.Names()) == 0 {
 		log.Warn("no secret slots configured: set_secret and call_api have nothing to ask for; name them in the file of URLFLOW_CONFIG")
 	}
+	forService := func(resource string) (identity.Verifier, error) {
+		forResource := rsCfg
+		forResource.Resource = resource
+		return identity.NewResourceServer(issuer, forResource)
+	}
 	return runService(ctx, cfg, rdb, listener, users{
-		verifier: verifier, signIn: signIn, issuer: issuer.URL, scopes: cfg.OIDC.Scopes,
+		verifier: verifier, signIn: signIn, issuer: issuer.URL, scopes: cfg.OIDC.Scopes, forService: forService,
 	}, log, func() {
 		fmt.Fprintf(stdout, "urlflow serve: MCP endpoint %s, listening on %s\n", rsCfg.Resource, listener.Addr())
 	})

@@ -26,6 +26,9 @@ type BearerOptions struct {
 	// Operators, when not nil, are accepted besides users' tokens. Only the recovery API
 	// accepts them; an operator never reaches /mcp.
 	Operators *Operators
+	// Services, when not nil, recognises the keys of delegating services, accepted besides
+	// users' tokens. Only the API accepts them; a service never reaches /mcp.
+	Services ServiceKeys
 	// BadTokens, when not nil, counts the tokens that do not verify per client address and
 	// refuses to check more from an address over its limit. /mcp and the API share one.
 	BadTokens *BadTokens
@@ -33,10 +36,18 @@ type BearerOptions struct {
 	Logger *slog.Logger
 }
 
+// ServiceKeys recognises the keys of delegating services (package services).
+type ServiceKeys interface {
+	// ServiceOf returns the name of the service whose key is key.
+	ServiceOf(key string) (string, bool)
+}
+
 // Caller is who sent a request that RequireBearer let through: a user, with the claims of
-// the token, or an operator.
+// the token, an operator, or a delegating service.
 type Caller struct {
 	Operator bool
+	// Service names the delegating service that authenticated with its key.
+	Service string
 	// Claims are the verified token's, for a user.
 	Claims Claims
 }
@@ -50,9 +61,10 @@ func CallerFrom(ctx context.Context) (Caller, bool) {
 }
 
 // RequireBearer returns middleware that lets through only requests with a bearer token that
-// v verifies (or an operator token, where opts allow one) and that carries every scope of
-// opts.Scopes, and puts the Caller in the request's context. Everything else is answered
-// as RFC 6750 says, with the resource metadata in the challenge (RFC 9728):
+// v verifies (or an operator token or a service key, where opts allow them) and that
+// carries every scope of opts.Scopes, and puts the Caller in the request's context.
+// Everything else is answered as RFC 6750 says, with the resource metadata in the
+// challenge (RFC 9728):
 //
 //   - no bearer token: 401, a challenge without an error code;
 //   - a token that does not verify: 401 invalid_token, with the reason (never the token);
@@ -78,6 +90,12 @@ func RequireBearer(v Verifier, opts BearerOptions) func(http.Handler) http.Handl
 			if opts.Operators.Is(token) {
 				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, Caller{Operator: true})))
 				return
+			}
+			if opts.Services != nil {
+				if name, ok := opts.Services.ServiceOf(token); ok {
+					next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, Caller{Service: name})))
+					return
+				}
 			}
 			if no, refused := opts.BadTokens.check(r, token); refused {
 				if no.first {

@@ -41,6 +41,12 @@ func NewDev(key []byte, audience string) *Dev {
 	return &Dev{key: key, audience: audience, now: time.Now}
 }
 
+// ForAudience returns a development identity with d's key for tokens of audience: the
+// resource of a delegating service, whose users' tokens urlflow checks as evidence.
+func (d *Dev) ForAudience(audience string) *Dev {
+	return &Dev{key: d.key, audience: audience, now: d.now}
+}
+
 // User returns the development user called name.
 func (d *Dev) User(name string) state.User {
 	return state.User{Issuer: DevIssuer, Subject: name}

@@ -48,13 +48,14 @@ func NewKeeper(store *credentials.Store, v *vault.Vault, c *counters.Counters, l
 	return &Keeper{store: store, vault: v, counters: c, log: log}
 }
 
-// Seal returns the credential that stores t for user's connection to p.
-func (k *Keeper) Seal(user state.User, p *Provider, elicitationID string, t *Token, now time.Time) (*credentials.Credential, error) {
-	sealed, err := k.seal(user, p.Name, t)
+// Seal returns the credential that stores t as user's connection called name (the
+// provider's name in its service's namespace, credentials.Name).
+func (k *Keeper) Seal(user state.User, name, elicitationID string, t *Token, now time.Time) (*credentials.Credential, error) {
+	sealed, err := k.seal(user, name, t)
 	if err != nil {
 		return nil, err
 	}
-	return &credentials.Credential{Name: p.Name, Kind: state.KindOAuth, ElicitationID: elicitationID, StoredAt: now,
+	return &credentials.Credential{Name: name, Kind: state.KindOAuth, ElicitationID: elicitationID, StoredAt: now,
 		Account: t.Account.Name, Scopes: t.Scopes, Sealed: sealed}, nil
 }
 
@@ -188,12 +189,13 @@ func (k *Keeper) refreshLocked(ctx context.Context, user state.User, p *Provider
 	return next, nil
 }
 
-// Disconnect revokes user's connection to p at the provider where it can, then deletes it.
+// Disconnect revokes user's connection to p called name (p's name in its service's
+// namespace, credentials.Name) at the provider where it can, then deletes it.
 // It reports whether there was a connection and, if revoking failed, why: the connection
 // is deleted all the same, since urlflow no longer holds it. A connection the provider
 // already stopped honouring is not revoked again.
-func (k *Keeper) Disconnect(ctx context.Context, user state.User, p *Provider, actor state.Actor) (deleted bool, revokeErr, err error) {
-	c, err := k.store.Get(ctx, user, p.Name)
+func (k *Keeper) Disconnect(ctx context.Context, user state.User, name string, p *Provider, actor state.Actor) (deleted bool, revokeErr, err error) {
+	c, err := k.store.Get(ctx, user, name)
 	if errors.Is(err, state.ErrNotFound) {
 		return false, nil, nil
 	}
@@ -207,7 +209,7 @@ func (k *Keeper) Disconnect(ctx context.Context, user state.User, p *Provider, a
 			revokeErr = p.Revoke(ctx, t)
 		}
 	}
-	deleted, err = k.store.Delete(ctx, user, p.Name, actor, "disconnect tool")
+	deleted, err = k.store.Delete(ctx, user, name, actor, "disconnect tool")
 	return deleted, revokeErr, err
 }
 

@@ -64,7 +64,7 @@ func (k *keeperTest) connect(t testing.TB, user state.User, tok *Token) {
 	if _, err := k.store.Apply(ctx, e.ID, flow.BrowserOpen, state.ActorUser, ""); err != nil {
 		t.Fatal(err)
 	}
-	c, err := k.keeper.Seal(user, k.acme, e.ID, tok, time.Now())
+	c, err := k.keeper.Seal(user, k.acme.Name, e.ID, tok, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestRefusedRefreshMeansReconnect(t *testing.T) {
 	if _, err := k.keeper.Token(t.Context(), user, k.acme, ""); !errors.Is(err, ErrReconnect) {
 		t.Errorf("Token again: %v, want ErrReconnect", err)
 	}
-	deleted, revokeErr, err := k.keeper.Disconnect(t.Context(), user, k.acme, state.ActorClient)
+	deleted, revokeErr, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient)
 	if !deleted || revokeErr != nil || err != nil {
 		t.Errorf("Disconnect = %v, %v, %v; want deleted without revoking", deleted, revokeErr, err)
 	}
@@ -312,7 +312,7 @@ func TestKeeperWithoutAConnection(t *testing.T) {
 	if _, err := k.keeper.Token(t.Context(), user, k.acme, ""); !errors.Is(err, ErrNotConnected) {
 		t.Errorf("Token: %v, want ErrNotConnected", err)
 	}
-	deleted, revokeErr, err := k.keeper.Disconnect(t.Context(), user, k.acme, state.ActorClient)
+	deleted, revokeErr, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient)
 	if deleted || revokeErr != nil || err != nil {
 		t.Errorf("Disconnect = %v, %v, %v; want nothing deleted", deleted, revokeErr, err)
 	}
@@ -365,7 +365,7 @@ func TestDisconnectRevokesWhereItCanAndDeletesAnyway(t *testing.T) {
 			k.connect(t, user, tokenExpiringIn(time.Hour))
 			k.s.reset()
 			k.s.handle(acmeRevokeRoute, tt.answer)
-			deleted, revokeErr, err := k.keeper.Disconnect(t.Context(), user, tt.provider, state.ActorClient)
+			deleted, revokeErr, err := k.keeper.Disconnect(t.Context(), user, tt.provider.Name, tt.provider, state.ActorClient)
 			if !deleted || err != nil {
 				t.Fatalf("Disconnect = %v, %v, %v; want deleted", deleted, revokeErr, err)
 			}
@@ -418,7 +418,7 @@ func TestDisconnectDuringARefreshIsNotUndone(t *testing.T) {
 		tok, err = k.keeper.Token(t.Context(), user, k.acme, "")
 	}()
 	waitFor(t, entered, "a refresh")
-	if deleted, _, err := k.keeper.Disconnect(t.Context(), user, k.acme, state.ActorClient); !deleted || err != nil {
+	if deleted, _, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient); !deleted || err != nil {
 		t.Fatalf("Disconnect = %v, %v", deleted, err)
 	}
 	unblock()
@@ -472,7 +472,7 @@ func TestConnectionSealedWithALostKeyCanStillBeDisconnected(t *testing.T) {
 	if _, err := other.Token(t.Context(), user, k.acme, ""); !errors.Is(err, vault.ErrUnopenable) {
 		t.Errorf("Token: %v, want ErrUnopenable", err)
 	}
-	deleted, revokeErr, err := other.Disconnect(t.Context(), user, k.acme, state.ActorClient)
+	deleted, revokeErr, err := other.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient)
 	if !deleted || !errors.Is(revokeErr, vault.ErrUnopenable) || err != nil {
 		t.Errorf("Disconnect = %v, %v, %v; want deleted, not revoked", deleted, revokeErr, err)
 	}

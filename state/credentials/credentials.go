@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -46,13 +47,38 @@ type Credential struct {
 	Sealed     vault.Sealed `json:"sealed"`
 }
 
+// Covers reports whether c was granted every scope of want.
+func (c *Credential) Covers(want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(c.Scopes, w) {
+			return false
+		}
+	}
+	return true
+}
+
 // Locked reports whether the credential is locked until its user enters it again; a nil
 // credential is not.
 func (c *Credential) Locked() bool { return c != nil && c.LockedAt != nil }
 
+// Connection describes c to its owner, without when it was last used or whether it is
+// weak, which c does not know.
+func (c *Credential) Connection() Connection {
+	service, target := SplitName(c.Name)
+	if service == OwnService {
+		service = ""
+	}
+	return Connection{Name: target, Service: service, Kind: c.Kind, StoredAt: c.StoredAt, VerifiedAt: c.VerifiedAt,
+		Account: c.Account, Scopes: c.Scopes, RefreshedAt: c.RefreshedAt, NeedsReconnect: c.NeedsReconnect,
+		LockedAt: c.LockedAt, LockReason: c.LockReason}
+}
+
 // Connection describes a stored credential to its owner: never its value.
 type Connection struct {
+	// Name is the slot or provider; Service the delegating service that holds it, empty
+	// for urlflow's own tools.
 	Name           string     `json:"name"`
+	Service        string     `json:"service,omitempty"`
 	Kind           state.Kind `json:"kind"`
 	StoredAt       time.Time  `json:"storedAt"`
 	VerifiedAt     *time.Time `json:"verifiedAt,omitempty"`
@@ -114,6 +140,29 @@ func NewStore(rdb redis.UniversalClient, opts Options) *Store {
 		s.log = slog.Default()
 	}
 	return s
+}
+
+// OwnService is the service name of urlflow's own MCP tools (package services).
+const OwnService = "urlflow"
+
+// Name is the name under which the credential of target (a slot or provider) collected for
+// service is stored: target itself for urlflow's own tools, so that credentials stored
+// before delegating services existed are urlflow's without being moved; service/target
+// otherwise. Names of slots, providers and services never hold '/', so the two never meet,
+// and no service reaches another's credentials.
+func Name(service, target string) string {
+	if service == "" || service == OwnService {
+		return target
+	}
+	return service + "/" + target
+}
+
+// SplitName undoes Name: the service (OwnService for a name without '/') and the target.
+func SplitName(name string) (service, target string) {
+	if s, t, ok := strings.Cut(name, "/"); ok {
+		return s, t
+	}
+	return OwnService, name
 }
 
 // The Redis keys of credentials, all in their user's hash tag (docs/design.md).
@@ -203,9 +252,8 @@ func (s *Store) Connections(ctx context.Context, user state.User, weak func(*Cre
 		if err != nil {
 			return nil, err
 		}
-		conn := Connection{Name: c.Name, Kind: c.Kind, StoredAt: c.StoredAt, VerifiedAt: c.VerifiedAt,
-			Account: c.Account, Scopes: c.Scopes, RefreshedAt: c.RefreshedAt, NeedsReconnect: c.NeedsReconnect,
-			LockedAt: c.LockedAt, LockReason: c.LockReason, Weak: weak != nil && weak(c)}
+		conn := c.Connection()
+		conn.Weak = weak != nil && weak(c)
 		if t, err := time.Parse(time.RFC3339Nano, used[name]); err == nil {
 			conn.LastUsedAt = &t
 		}

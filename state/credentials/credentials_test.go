@@ -1,6 +1,7 @@
 package credentials
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -258,4 +259,23 @@ func credentialsEqual(a, b *Credential) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+func TestNamesKeepUrlflowsOwnAsTheyWereAndServicesApart(t *testing.T) {
+	for _, tc := range []struct {
+		service, target, name string
+	}{
+		{"", "demo_api_key", "demo_api_key"},
+		{OwnService, "demo_api_key", "demo_api_key"},
+		{"weather", "demo_api_key", "weather/demo_api_key"},
+		{"calendar", "github", "calendar/github"},
+	} {
+		if got := Name(tc.service, tc.target); got != tc.name {
+			t.Errorf("Name(%q, %q) = %q, want %q", tc.service, tc.target, got, tc.name)
+		}
+		wantService := cmp.Or(tc.service, OwnService)
+		if s, target := SplitName(tc.name); s != wantService || target != tc.target {
+			t.Errorf("SplitName(%q) = %q, %q", tc.name, s, target)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/credentials"
 )
 
 // Delivery records the completion notification to the originating MCP session.
@@ -66,7 +67,10 @@ type Elicitation struct {
 	User   state.User `json:"user"`
 	Kind   state.Kind `json:"kind"`
 	Target string     `json:"target"`
-	State  State      `json:"state"`
+	// Service is the delegating service that asked, through the API; empty for urlflow's
+	// own tools. The credential is stored in its namespace (CredentialName).
+	Service string `json:"service,omitempty"`
+	State   State  `json:"state"`
 	// Purpose is the message shown to the user in the client and on the page.
 	Purpose string `json:"purpose"`
 	// Replace is set when the user asked to replace a credential that already exists.
@@ -90,6 +94,10 @@ type Elicitation struct {
 	RetriedBy string    `json:"retriedBy,omitempty"`
 }
 
+// CredentialName is the name the credential of e is stored under: its target in its
+// service's namespace.
+func (e *Elicitation) CredentialName() string { return credentials.Name(e.Service, e.Target) }
+
 // Overdue reports whether e is still running although its deadline has passed.
 func (e *Elicitation) Overdue(now time.Time) bool {
 	return !e.State.Terminal() && !now.Before(e.ExpiresAt)
@@ -103,6 +111,7 @@ type View struct {
 	State     State      `json:"state"`
 	Kind      state.Kind `json:"kind"`
 	Target    string     `json:"target"`
+	Service   string     `json:"service,omitempty"`
 	URL       string     `json:"url,omitempty"`
 	CreatedAt time.Time  `json:"createdAt"`
 	UpdatedAt time.Time  `json:"updatedAt"`
@@ -117,7 +126,7 @@ type View struct {
 // flow has ended. history may be nil.
 func (e *Elicitation) View(url string, history []Entry) View {
 	v := View{
-		ID: e.ID, State: e.State, Kind: e.Kind, Target: e.Target,
+		ID: e.ID, State: e.State, Kind: e.Kind, Target: e.Target, Service: e.Service,
 		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, ExpiresAt: e.ExpiresAt,
 		Delivery: e.Delivery, RetryOf: e.RetryOf, RetriedBy: e.RetriedBy, History: history,
 	}

@@ -170,3 +170,35 @@ func (h *Hub) subscribeOnce(ctx context.Context, subscribed func()) error {
 		}
 	}
 }
+
+// AwaitEnd waits until e has ended or until, whichever comes first, and returns e as it
+// then stands; each tick of tick (nil for none) calls onTick on the way. wake must come
+// from Hub.Wait, subscribed before e was read or written. The record is read only when a
+// notice says the flow may have ended (or says nothing: the subscription came back), from
+// this replica's copy when that copy says so (Store.Ended), and once more at until, so
+// that a flow past its deadline reads as expired. A notice of a step that did not end the
+// flow costs nothing.
+func (s *Store) AwaitEnd(ctx context.Context, e *Elicitation, wake <-chan Notice, until time.Time, tick <-chan time.Time, onTick func()) (*Elicitation, error) {
+	timer := time.NewTimer(time.Until(until))
+	defer timer.Stop()
+	for !e.State.Terminal() {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+			return s.Get(ctx, e.ID)
+		case <-tick:
+			onTick()
+			continue
+		case n := <-wake:
+			if !n.MayHaveEnded() {
+				continue
+			}
+		}
+		var err error
+		if e, err = s.Ended(ctx, e.ID); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}

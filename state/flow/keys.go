@@ -10,13 +10,14 @@ func elicitationKey(userKey, id string) string { return state.UserTag(userKey) +
 
 func historyKey(userKey, id string) string { return state.UserTag(userKey) + "h:" + id }
 
-// openKey names the open elicitation of a user for one target in one MCP session, or
-// outside any session (2026-07-28) when sessionID is empty.
-func openKey(userKey string, kind state.Kind, target, sessionID string) string {
+// openKey names the open elicitation of a user for one credential name (a target in its
+// service's namespace) in one MCP session, or outside any session (2026-07-28 and
+// delegating services) when sessionID is empty.
+func openKey(userKey string, kind state.Kind, name, sessionID string) string {
 	if sessionID == "" {
 		sessionID = "~"
 	}
-	return state.UserTag(userKey) + "open:" + string(kind) + ":" + target + ":" + sessionID
+	return state.UserTag(userKey) + "open:" + string(kind) + ":" + name + ":" + sessionID
 }
 
 // undeliveredKey names the set of ended elicitations whose completion notification has not

@@ -116,9 +116,11 @@ func (s *Store) Now() time.Time { return s.now() }
 
 // NewElicitation describes an elicitation to create.
 type NewElicitation struct {
-	User      state.User
-	Kind      state.Kind
-	Target    string
+	User   state.User
+	Kind   state.Kind
+	Target string
+	// Service is the delegating service that asks (empty for urlflow's own tools).
+	Service   string
 	Purpose   string
 	Replace   bool
 	Replaced  *Replaced
@@ -149,7 +151,11 @@ func (s *Store) create(ctx context.Context, n NewElicitation, checks []check) (*
 	if err != nil {
 		return nil, false, err
 	}
-	entry := Entry{At: e.CreatedAt, Event: Created, Actor: state.ActorClient, To: Pending, Reason: n.Purpose}
+	actor := state.ActorClient
+	if n.Service != "" {
+		actor = state.ActorService
+	}
+	entry := Entry{At: e.CreatedAt, Event: Created, Actor: actor, To: Pending, Reason: n.Purpose}
 	b := s.newBatch()
 	if err := s.writeNew(ctx, b, e, entry); err != nil {
 		b.Discard()
@@ -191,7 +197,7 @@ func (s *Store) newRecord(n NewElicitation) (*Elicitation, error) {
 	}
 	now := s.now().UTC()
 	return &Elicitation{
-		ID: id, User: n.User, Kind: n.Kind, Target: n.Target, State: Pending,
+		ID: id, User: n.User, Kind: n.Kind, Target: n.Target, Service: n.Service, State: Pending,
 		Purpose: n.Purpose, Replace: n.Replace, Replaced: n.Replaced, Scopes: n.Scopes, Client: n.Client, SessionID: n.SessionID,
 		Replica: n.Replica, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(n.TTL),
 	}, nil
@@ -207,7 +213,7 @@ func (s *Store) writeNew(ctx context.Context, b *batch, e *Elicitation, entry En
 	if err := s.appendHistory(ctx, b, e, entry); err != nil {
 		return err
 	}
-	b.Set(ctx, openKey(uk, e.Kind, e.Target, e.SessionID), e.ID, e.ExpiresAt.Sub(e.CreatedAt))
+	b.Set(ctx, openKey(uk, e.Kind, e.CredentialName(), e.SessionID), e.ID, e.ExpiresAt.Sub(e.CreatedAt))
 	s.outside(b, func(p redis.Pipeliner) {
 		p.ZAdd(ctx, deadlinesKey, redis.Z{Score: float64(e.ExpiresAt.UnixMilli()), Member: e.ID})
 	})
@@ -745,7 +751,7 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, c Change, ev
 	}
 	if e.State.Terminal() {
 		// A running elicitation is reused by the next ask (Open); an ended one is not.
-		p.Do(ctx, delIfOp, openKey(e.User.Key(), e.Kind, e.Target, e.SessionID), e.ID)
+		p.Do(ctx, delIfOp, openKey(e.User.Key(), e.Kind, e.CredentialName(), e.SessionID), e.ID)
 	}
 	if e.State.Terminal() && e.SessionID != "" {
 		uk := e.User.Key()
@@ -815,18 +821,19 @@ func (s *Store) update(ctx context.Context, id string, what NoticeKind, fn func(
 	return nil, fmt.Errorf("update elicitation %s: too much contention", id)
 }
 
-// Open returns the running elicitation of n's user for n's kind and target in n's MCP
+// Open returns the running elicitation of n's user for n's kind, service and target in n's MCP
 // session (or outside any session), or creates one as Create does; created says which. The
 // open key of an elicitation is deleted when it ends, so in the usual case (none running)
 // it costs one script that creates the record if that key still does not exist.
 func (s *Store) Open(ctx context.Context, n NewElicitation) (e *Elicitation, created bool, err error) {
-	open := check{key: openKey(n.User.Key(), n.Kind, n.Target, n.SessionID)}
+	name := credentials.Name(n.Service, n.Target)
+	open := check{key: openKey(n.User.Key(), n.Kind, name, n.SessionID)}
 	if e, created, err = s.create(ctx, n, []check{open}); err != nil || created {
 		return e, created, err
 	}
 	// One is open, or was when it ended before its key was deleted (written by an earlier
 	// version, or past its deadline and not yet swept).
-	running, err := s.OpenFor(ctx, n.User, n.Kind, n.Target, n.SessionID)
+	running, err := s.OpenFor(ctx, n.User, n.Kind, name, n.SessionID)
 	if err == nil {
 		return running, false, nil
 	}
@@ -837,10 +844,11 @@ func (s *Store) Open(ctx context.Context, n NewElicitation) (e *Elicitation, cre
 	return e, err == nil, err
 }
 
-// OpenFor returns the running elicitation of user for kind and target started in MCP
-// session sessionID (or outside any session when sessionID is empty), or ErrNotFound.
-func (s *Store) OpenFor(ctx context.Context, user state.User, kind state.Kind, target, sessionID string) (*Elicitation, error) {
-	id, err := s.rdb.Get(ctx, openKey(user.Key(), kind, target, sessionID)).Result()
+// OpenFor returns the running elicitation of user for kind and credential name (its
+// target in its service's namespace, credentials.Name) started in MCP session sessionID
+// (or outside any session when sessionID is empty), or ErrNotFound.
+func (s *Store) OpenFor(ctx context.Context, user state.User, kind state.Kind, name, sessionID string) (*Elicitation, error) {
+	id, err := s.rdb.Get(ctx, openKey(user.Key(), kind, name, sessionID)).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, state.ErrNotFound
 	}
@@ -882,7 +890,7 @@ func (s *Store) Retry(ctx context.Context, id string, actor state.Actor, ttl tim
 			return nil, fmt.Errorf("retry %s: already retried as %s: %w", id, old.RetriedBy, ErrConflict)
 		}
 		next, err := s.newRecord(NewElicitation{
-			User: old.User, Kind: old.Kind, Target: old.Target, Purpose: old.Purpose,
+			User: old.User, Kind: old.Kind, Target: old.Target, Service: old.Service, Purpose: old.Purpose,
 			Replace: old.Replace, Replaced: old.Replaced, Scopes: old.Scopes, Client: old.Client, SessionID: old.SessionID,
 			Replica: old.Replica, TTL: ttl,
 		})

@@ -1,0 +1,245 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/flow"
+)
+
+const createDemoKey = `{"slot": "demo_api_key", "message": "Weather needs your demo key.", "client": {"name": "probe-client", "version": "1.2.3"}}`
+
+// created decodes a create answer that must carry an elicitation.
+func created(t *testing.T, got answer, status int) flow.View {
+	t.Helper()
+	var a createAnswer
+	got.decode(t, &a)
+	if got.Status != status || a.Status != statusActionRequired || a.Elicitation == nil || a.Credential != nil {
+		t.Fatalf("create answered %d %s, want %d with an elicitation", got.Status, got.Body, status)
+	}
+	return *a.Elicitation
+}
+
+func TestAServiceCreatesAFlowForTheUserItsTokenProvesAndAloneReadsIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	got := f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", f.userTokenFor(t, "alice", weather), createDemoKey)
+
+	v := created(t, got, http.StatusCreated)
+	if got.Location() != "/api/v1/elicitations/"+v.ID || v.State != flow.Pending || v.Service != weather ||
+		v.Target != demoSlot || v.URL != f.URL+"/e/"+v.ID {
+		t.Errorf("created %+v at %q, want a pending flow of weather for the demo slot with its URL", v, got.Location())
+	}
+	e := f.get(t, v.ID)
+	if e.User != f.user("alice") || e.Purpose != "Weather needs your demo key." || e.Client.Name != "probe-client" {
+		t.Errorf("stored %+v, want alice's, with the service's message and the client it named", e)
+	}
+	if h := f.history(t, v.ID); len(h) != 1 || h[0].Actor != state.ActorService {
+		t.Errorf("history %+v, want one entry by the service", h)
+	}
+
+	again := created(t, f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", f.userTokenFor(t, "alice", weather), createDemoKey), http.StatusOK)
+	if again.ID != v.ID {
+		t.Errorf("asking again made %s, want the running %s reused", again.ID, v.ID)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		get    func() answer
+		status int
+	}{
+		{"the service", func() answer { return f.asService(t, weather, http.MethodGet, "/api/v1/elicitations/"+v.ID, "", "") }, http.StatusOK},
+		{"its user", func() answer { return f.api(t, http.MethodGet, "/api/v1/elicitations/"+v.ID, f.token(t, "alice"), "") }, http.StatusOK},
+		{"an operator", func() answer { return f.api(t, http.MethodGet, "/api/v1/elicitations/"+v.ID, f.operatorToken, "") }, http.StatusOK},
+		{"another service", func() answer { return f.asService(t, calendar, http.MethodGet, "/api/v1/elicitations/"+v.ID, "", "") }, http.StatusNotFound},
+		{"another service cancelling", func() answer {
+			return f.asService(t, calendar, http.MethodPost, "/api/v1/elicitations/"+v.ID+"/cancel", "", "")
+		}, http.StatusNotFound},
+		{"another user", func() answer { return f.api(t, http.MethodGet, "/api/v1/elicitations/"+v.ID, f.token(t, "bob"), "") }, http.StatusNotFound},
+	} {
+		if got := tc.get(); got.Status != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.name, got.Status, got.Body, tc.status)
+		}
+	}
+	f.wantState(t, v.ID, flow.Pending)
+}
+
+func TestWhatAServiceCollectsIsItsOwn(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	alice := f.userTokenFor(t, "alice", weather)
+	v := created(t, f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", alice, createDemoKey), http.StatusCreated)
+	b := f.browser(t, "alice")
+	consent := b.open(v.ID)
+	consent.want(t, http.StatusOK, "Weather MCP", "Verified by urlflow", "probe-client", "Self-reported by the client",
+		"Weather needs your demo key.")
+	form := b.continueToForm(v.ID)
+	b.submit(v.ID, form, validKey).want(t, http.StatusOK)
+	f.wantState(t, v.ID, flow.Complete)
+
+	name := credentials.Name(weather, demoSlot)
+	if _, secret := f.storedSecret(t, "alice", name); secret != validKey {
+		t.Errorf("weather's credential holds %q", secret)
+	}
+	f.wantNoCredential(t, "alice", demoSlot) // urlflow's own tools do not see it
+
+	got := f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", alice, createDemoKey)
+	var a createAnswer
+	got.decode(t, &a)
+	if got.Status != http.StatusOK || a.Status != statusStored || a.Elicitation != nil || a.Credential == nil ||
+		a.Credential.Name != demoSlot || a.Credential.Service != weather {
+		t.Errorf("asking again answered %d %s, want 200 stored with weather's credential", got.Status, got.Body)
+	}
+	if strings.Contains(got.Body, validKey) {
+		t.Error("the answer carries the secret")
+	}
+	replace := created(t, f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", alice,
+		`{"slot": "demo_api_key", "replace": true}`), http.StatusCreated)
+	if !f.get(t, replace.ID).Replace {
+		t.Error("replace: the new flow does not replace")
+	}
+
+	other := created(t, f.asService(t, calendar, http.MethodPost, "/api/v1/elicitations", f.userTokenFor(t, "alice", calendar), createDemoKey), http.StatusCreated)
+	if other.Service != calendar {
+		t.Errorf("calendar's flow names %q", other.Service)
+	}
+}
+
+func TestAServiceRequestThatIsRefusedCreatesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	alice := f.userTokenFor(t, "alice", weather)
+	for _, tc := range []struct {
+		name      string
+		service   string
+		userToken string
+		body      string
+		status    int
+		says      string
+	}{
+		{"a user token for urlflow", weather, f.token(t, "alice"), createDemoKey, http.StatusUnauthorized, "wrong audience"},
+		{"a user token for another service", weather, f.userTokenFor(t, "alice", calendar), createDemoKey, http.StatusUnauthorized, "wrong audience"},
+		{"a user token that is not one", weather, "not-a-token", createDemoKey, http.StatusUnauthorized, "not valid"},
+		{"no user token", weather, "", createDemoKey, http.StatusUnauthorized, UserTokenHeader},
+		{"a named user, not trusted to name", weather, "", `{"slot": "demo_api_key", "user": "alice"}`, http.StatusForbidden, "may not name users"},
+		{"a named user and a token", directory, f.userTokenFor(t, "alice", directory), `{"slot": "demo_api_key", "user": "alice"}`, http.StatusBadRequest, "not both"},
+		{"an unknown slot", weather, alice, `{"slot": "nope"}`, http.StatusForbidden, "may not ask"},
+		{"a provider it may not use", weather, alice, `{"provider": "acme"}`, http.StatusForbidden, "may not ask"},
+		{"slot and provider", weather, alice, `{"slot": "demo_api_key", "provider": "acme"}`, http.StatusBadRequest, "one of"},
+		{"neither", weather, alice, `{}`, http.StatusBadRequest, "one of"},
+		{"scopes for a slot", weather, alice, `{"slot": "demo_api_key", "scopes": ["x"]}`, http.StatusBadRequest, "scopes"},
+		{"an unknown field", weather, alice, `{"slot": "demo_api_key", "secret": "x"}`, http.StatusBadRequest, "unknown field"},
+		{"a long message", weather, alice, `{"slot": "demo_api_key", "message": "` + strings.Repeat("a", maxMessage+1) + `"}`, http.StatusBadRequest, "message"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := f.asService(t, tc.service, http.MethodPost, "/api/v1/elicitations", tc.userToken, tc.body)
+			got.want(t, tc.status, tc.says)
+		})
+	}
+	for _, tc := range []struct {
+		name, token string
+		status      int
+	}{
+		{"a user", f.token(t, "alice"), http.StatusForbidden},
+		{"a user's token for the service, as authentication", alice, http.StatusUnauthorized},
+		{"a key that is not one", "urlflow_sk_" + strings.Repeat("A", 52), http.StatusUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.api(t, http.MethodPost, "/api/v1/elicitations", tc.token, createDemoKey).want(t, tc.status)
+		})
+	}
+	t.Run("not JSON", func(t *testing.T) {
+		got := f.send(t, nil, request{method: http.MethodPost, path: "/api/v1/elicitations", token: f.serviceKeys[weather],
+			header: http.Header{UserTokenHeader: {alice}}, body: strings.NewReader(`{"slot": "demo_api_key"}`)})
+		got.want(t, http.StatusUnsupportedMediaType, "application/json")
+	})
+	for _, name := range []string{credentials.Name(weather, demoSlot), credentials.Name(calendar, demoSlot), demoSlot} {
+		if _, err := f.store.OpenFor(t.Context(), f.user("alice"), state.KindSecret, name, ""); !errors.Is(err, state.ErrNotFound) {
+			t.Errorf("a flow for %s exists (%v), want none", name, err)
+		}
+	}
+}
+
+func TestAServiceKeyReachesTheAPIOnly(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	got := f.send(t, nil, request{method: http.MethodPost, path: "/mcp", token: f.serviceKeys[weather],
+		body: strings.NewReader(`{}`), contentType: "application/json"})
+	got.want(t, http.StatusUnauthorized)
+	if len(f.mcp.reached()) != 0 {
+		t.Error("a service key reached the MCP endpoint")
+	}
+}
+
+func TestATrustedServiceNamesTheUserAndTheBrowserMustBeThatUser(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	v := created(t, f.asService(t, directory, http.MethodPost, "/api/v1/elicitations", "", `{"slot": "demo_api_key", "user": "alice"}`), http.StatusCreated)
+	if e := f.get(t, v.ID); e.User != f.user("alice") {
+		t.Errorf("the flow is %v's, want alice's", e.User)
+	}
+	f.browser(t, "bob").open(v.ID).want(t, http.StatusForbidden, "This link is not for you")
+	f.browser(t, "alice").open(v.ID).want(t, http.StatusOK, "Directory MCP", "Verified by urlflow")
+}
+
+func TestStatusWaitsForTheFlowToEnd(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	v := created(t, f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", f.userTokenFor(t, "alice", weather), createDemoKey), http.StatusCreated)
+
+	start := time.Now()
+	short := f.asService(t, weather, http.MethodGet, "/api/v1/elicitations/"+v.ID+"?wait=1", "", "")
+	var running flow.View
+	short.decode(t, &running)
+	if short.Status != http.StatusOK || running.State != flow.Pending || time.Since(start) < time.Second {
+		t.Errorf("wait=1 answered %d %s after %v, want pending after a second", short.Status, running.State, time.Since(start))
+	}
+
+	answers := make(chan answer, 1)
+	go func() {
+		answers <- f.asService(t, weather, http.MethodGet, "/api/v1/elicitations/"+v.ID+"?wait=30", "", "")
+	}()
+	time.Sleep(200 * time.Millisecond) // let the wait begin; it is fine if it begins later
+	f.asService(t, weather, http.MethodPost, "/api/v1/elicitations/"+v.ID+"/cancel", "", "").want(t, http.StatusOK)
+	select {
+	case got := <-answers:
+		var ended flow.View
+		got.decode(t, &ended)
+		if got.Status != http.StatusOK || ended.State != flow.Cancelled {
+			t.Errorf("the wait answered %d %s, want cancelled", got.Status, got.Body)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the wait did not answer within 15s of the cancel")
+	}
+	if h := f.history(t, v.ID); h[len(h)-1].Actor != state.ActorService {
+		t.Errorf("the cancel is recorded as %s, want service", h[len(h)-1].Actor)
+	}
+	for _, bad := range []string{"61", "-1", "x"} {
+		f.asService(t, weather, http.MethodGet, "/api/v1/elicitations/"+v.ID+"?wait="+bad, "", "").want(t, http.StatusBadRequest, "wait")
+	}
+}
+
+func TestDevTokensForAServiceResource(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	svc, _ := f.services.Lookup(weather)
+	got := f.send(t, nil, request{method: http.MethodGet, path: "/dev/token?user=alice&resource=" + svc.Resource})
+	var body map[string]string
+	got.decode(t, &body)
+	if got.Status != http.StatusOK {
+		t.Fatalf("/dev/token answered %d %s", got.Status, got.Body)
+	}
+	if claims, err := f.dev.ForAudience(svc.Resource).Verify(t.Context(), body["token"]); err != nil || claims.User != f.user("alice") {
+		t.Errorf("the token verifies as %v, %v; want alice for weather's resource", claims.User, err)
+	}
+	if _, err := f.dev.Verify(t.Context(), body["token"]); err == nil {
+		t.Error("a token for a service's resource verifies for urlflow")
+	}
+	f.send(t, nil, request{method: http.MethodGet, path: "/dev/token?user=alice&resource=https://elsewhere.example/mcp"}).
+		want(t, http.StatusBadRequest, "resource")
+}
