@@ -78,7 +78,8 @@ type Limiter struct {
 // count is one user's count of one kind of event in one window.
 type count struct {
 	shared  int64         // the total in Redis at the last sync, this replica's events included
-	pending int64         // events counted here since the last sync
+	sending int64         // events on their way to Redis in a sync: in no total yet
+	pending int64         // events counted here since the last sync began
 	refused bool          // a refusal of this window was already reported as the first
 	expiry  time.Duration // how long the key lives in Redis: the window, and slack for clocks
 	end     time.Time     // the end of the window
@@ -129,7 +130,7 @@ func (r *Limiter) Allow(user state.User, what string, l Limit) Decision {
 	}
 	c.pending++
 	c.last = now
-	if c.shared+c.pending <= int64(l.Events) {
+	if c.shared+c.sending+c.pending <= int64(l.Events) {
 		return Decision{Allowed: true}
 	}
 	first := !c.refused
@@ -158,6 +159,7 @@ func (r *Limiter) Sync(ctx context.Context) error {
 		}
 		if c.pending > 0 {
 			batch = append(batch, sent{key: k, c: c, added: c.pending})
+			c.sending += c.pending
 			c.pending = 0
 		}
 	}
@@ -188,6 +190,7 @@ func (r *Limiter) Sync(ctx context.Context) error {
 	defer r.mu.Unlock()
 	var failed error
 	for _, b := range batch {
+		b.c.sending -= b.added
 		total, terr := b.total.Int64()
 		if terr != nil {
 			b.c.pending += b.added // to be added next time

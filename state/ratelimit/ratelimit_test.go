@@ -198,3 +198,52 @@ func TestEventsCountedDuringASyncStillCount(t *testing.T) {
 		t.Error("the fourth event was allowed: the one counted during the sync was lost")
 	}
 }
+
+// pipelineGate holds the first pipeline until release is closed, and says so on held.
+type pipelineGate struct {
+	held, release chan struct{}
+	once          *sync.Once
+}
+
+func (g pipelineGate) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (g pipelineGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (g pipelineGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		g.once.Do(func() {
+			g.held <- struct{}{}
+			<-g.release
+		})
+		return next(ctx, cmds)
+	}
+}
+
+// On one replica a limit is exact, also while a sync is on its way: the events it carries
+// to Redis are counted until Redis has them. (A sync in flight once let a third form post
+// through a limit of two.)
+func TestEventsOnTheirWayToRedisStillCount(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	gate := pipelineGate{held: make(chan struct{}), release: make(chan struct{}), once: &sync.Once{}}
+	rdb.AddHook(gate)
+	l := NewLimiter(rdb, nil)
+	limit := Limit{Events: 2, Window: time.Hour}
+	if !l.Allow(alice, "forms", limit).Allowed {
+		t.Fatal("the first event was refused")
+	}
+	synced := make(chan error, 1)
+	go func() { synced <- l.Sync(context.Background()) }()
+	<-gate.held // the first event is on its way
+	if !l.Allow(alice, "forms", limit).Allowed {
+		t.Fatal("the second event was refused")
+	}
+	if d := l.Allow(alice, "forms", limit); d.Allowed {
+		t.Error("the third event was allowed while the first was on its way to Redis")
+	}
+	close(gate.release)
+	if err := <-synced; err != nil {
+		t.Fatal(err)
+	}
+	if d := l.Allow(alice, "forms", limit); d.Allowed {
+		t.Error("the fourth event was allowed after the sync")
+	}
+}
