@@ -4,7 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,13 +18,38 @@ import (
 // Delegation (README, "Delegating from your MCP server"): a delegating service asks urlflow,
 // with its key and its user's real access token, to collect a secret; the user completes
 // it in Chromium after signing in at the real provider; the service learns the outcome by
-// long-poll, and the secret is stored for that service alone.
+// long-poll and uses the secret through the proxy, which stores it for that service alone
+// and never shows it to the service.
 
 // delegation is urlflow serve with one service, weather, whose resource the shared
-// provider issues tokens for.
+// provider issues tokens for, and a slot, weather_key, whose API is weatherAPI.
 type delegation struct {
 	*production
 	key, resource string
+}
+
+// weatherAPI is the weather slot's API: GET /whoami answers 200 to the key canary and 401
+// to anything else; POST /echo answers the request's Authorization header and body, so
+// that the test sees urlflow redact the key.
+func weatherAPI(t *testing.T) *httptest.Server {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+canary {
+			http.Error(w, `{"error": "unknown key"}`, http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/whoami":
+			io.WriteString(w, `{"account": "alice"}`)
+		case "/echo":
+			body, _ := io.ReadAll(r.Body)
+			json.NewEncoder(w).Encode(map[string]string{"authorization": r.Header.Get("Authorization"), "body": string(body)})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(api.Close)
+	return api
 }
 
 func startDelegation(t *testing.T) *delegation {
@@ -35,13 +62,20 @@ func startDelegation(t *testing.T) *delegation {
 	resource := "https://weather-" + strings.ToLower(rand.Text()[:8]) + ".example/mcp"
 	sharedIssuer(t).register(t, "/test/resources", map[string]any{"indicator": resource, "scope": "mcp", "defaultScope": "mcp",
 		"accessTokenFormat": "jwt", "accessTokenTTL": 600})
-	p := startProductionWith(t, productionOptions{style: "error", moreConfig: fmt.Sprintf(`services:
+	// The configuration's secrets: list goes on with weather_key.
+	p := startProductionWith(t, productionOptions{style: "error", moreConfig: fmt.Sprintf(`  - name: weather_key
+    label: Weather API key
+    api:
+      base_url: %s
+      methods: [GET, POST]
+      inject: {header: Authorization, template: "Bearer {secret}"}
+services:
   - name: weather
     label: Weather MCP
     resource: %s
-    slots: [demo_api_key]
+    slots: [weather_key]
     keys_file: %s
-`, resource, keys)})
+`, weatherAPI(t).URL, resource, keys)})
 	return &delegation{production: p, key: key, resource: resource}
 }
 
@@ -84,19 +118,19 @@ func TestServeCollectsASecretForADelegatingServiceItsUserCalled(t *testing.T) {
 
 	// A token for urlflow is no evidence for weather, and a token for weather opens nothing
 	// at urlflow.
-	if got := d.asService(http.MethodPost, "/api/v1/elicitations", forUrlflow, `{"slot": "demo_api_key"}`); got.status != http.StatusUnauthorized ||
+	if got := d.asService(http.MethodPost, "/api/v1/elicitations", forUrlflow, `{"slot": "weather_key"}`); got.status != http.StatusUnauthorized ||
 		!strings.Contains(string(got.body), "wrong audience") {
 		t.Fatalf("a user token for urlflow as evidence: %d %s", got.status, got.body)
 	}
 	if resp := initialize(t, d.s.MCPURL, forWeather); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("weather's user token at /mcp: %d", resp.StatusCode)
 	}
-	if got := d.s.api(http.MethodPost, "/api/v1/elicitations", forWeather, `{"slot": "demo_api_key"}`); got.status != http.StatusUnauthorized {
+	if got := d.s.api(http.MethodPost, "/api/v1/elicitations", forWeather, `{"slot": "weather_key"}`); got.status != http.StatusUnauthorized {
 		t.Fatalf("weather's user token as authentication to the API: %d %s", got.status, got.body)
 	}
 
 	got := d.asService(http.MethodPost, "/api/v1/elicitations", forWeather,
-		`{"slot": "demo_api_key", "message": "Weather needs your demo key.", "client": {"name": "Claude Code", "version": "2.1"}}`)
+		`{"slot": "weather_key", "message": "Weather needs your demo key.", "client": {"name": "Claude Code", "version": "2.1"}}`)
 	traffic.Write(got.body)
 	created := got.created(t)
 	if got.status != http.StatusCreated || created.Elicitation == nil || created.Elicitation.URL == "" {
@@ -124,11 +158,34 @@ func TestServeCollectsASecretForADelegatingServiceItsUserCalled(t *testing.T) {
 	if v := got.view(t); got.status != http.StatusOK || v.State != "complete" {
 		t.Fatalf("the service's long poll: %d %s", got.status, got.body)
 	}
-	got = d.asService(http.MethodPost, "/api/v1/elicitations", forWeather, `{"slot": "demo_api_key"}`)
+	got = d.asService(http.MethodPost, "/api/v1/elicitations", forWeather, `{"slot": "weather_key"}`)
 	traffic.Write(got.body)
 	if again := got.created(t); got.status != http.StatusOK || again.Status != "stored" || again.Credential == nil ||
 		again.Credential.Service != "weather" {
 		t.Fatalf("asking again: %d %s", got.status, got.body)
+	}
+
+	// The service uses it through the proxy: the API sees the secret, the service never.
+	for _, call := range []string{
+		`{"slot": "weather_key", "method": "GET", "path": "/whoami"}`,
+		`{"slot": "weather_key", "method": "POST", "path": "/echo", "body": "{\"q\": 1}"}`,
+	} {
+		got = d.asService(http.MethodPost, "/api/v1/proxy", forWeather, call)
+		traffic.Write(got.body)
+		var resp struct {
+			Status int    `json:"status"`
+			Body   string `json:"body"`
+		}
+		if err := json.Unmarshal(got.body, &resp); err != nil || got.status != http.StatusOK || resp.Status != http.StatusOK {
+			t.Fatalf("proxy %s: %d %s", call, got.status, got.body)
+		}
+		if strings.Contains(call, "/echo") && !strings.Contains(resp.Body, `"authorization":"[redacted]"`) {
+			t.Errorf("the echoed key is not redacted: %s", resp.Body)
+		}
+	}
+	if got = d.asService(http.MethodPost, "/api/v1/proxy", forWeather,
+		`{"slot": "weather_key", "method": "POST", "path": "/echo", "body": "is `+canary+` right?"}`); got.status != http.StatusUnprocessableEntity {
+		t.Fatalf("a proxy request carrying the secret: %d %s", got.status, got.body)
 	}
 
 	// urlflow's own tools keep their own secret apart.

@@ -9,9 +9,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/proxy"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
-	"github.com/urlflow/urlflow/upstream"
 )
 
 type connectArgs struct {
@@ -82,13 +82,12 @@ func (s *Server) callProvider(ctx context.Context, t turn, p *thirdparty.Provide
 	if p.API == nil {
 		return nil, fmt.Errorf("urlflow has no API configured for %s", p.Label)
 	}
-	if !p.API.Allows(args.Method) {
-		return nil, fmt.Errorf("%w: %s; allowed: %s", upstream.ErrMethod, strings.ToUpper(args.Method), strings.Join(p.API.Methods, ", "))
-	}
-	if _, err := p.API.Resolve(args.Path); err != nil {
+	req := args.request()
+	if err := proxy.Check(p.API, req); err != nil {
 		return nil, err
 	}
-	tok, err := s.opts.Keeper.Token(ctx, t.user, p, "")
+	use := proxy.Use{User: t.user, Name: p.Name, Actor: state.ActorClient, Via: "a call_api request"}
+	resp, err := s.proxy.Provider(ctx, use, p, req)
 	if errors.Is(err, thirdparty.ErrNotConnected) || errors.Is(err, thirdparty.ErrReconnect) {
 		purpose := "Connect your " + p.Label + " account so that urlflow can call its API for you."
 		if errors.Is(err, thirdparty.ErrReconnect) {
@@ -97,30 +96,18 @@ func (s *Server) callProvider(ctx context.Context, t turn, p *thirdparty.Provide
 		if _, res, err := s.askConnect(ctx, t, p, nil, purpose); res != nil || err != nil {
 			return res, err
 		}
-		tok, err = s.opts.Keeper.Token(ctx, t.user, p, "")
+		resp, err = s.proxy.Provider(ctx, use, p, req)
 	}
-	if err != nil {
-		return nil, s.connectionError(ctx, p, err)
-	}
-	req := upstream.Request{Method: args.Method, Path: args.Path, Query: args.Query, Body: args.Body}
-	resp, err := s.opts.Upstream.Call(ctx, p.API, state.NewSecret(tok.AccessToken), req)
-	if err == nil && resp.Status == 401 {
-		// The provider refused the access token: refresh it once and try again.
-		if tok, err = s.opts.Keeper.Token(ctx, t.user, p, tok.AccessToken); err != nil {
-			return nil, s.connectionError(ctx, p, err)
-		}
-		resp, err = s.opts.Upstream.Call(ctx, p.API, state.NewSecret(tok.AccessToken), req)
-	}
-	if carried := (*upstream.SecretInRequestError)(nil); errors.As(err, &carried) {
-		s.opts.Counters.Add(ctx, "urlflow_secret_in_request_total", "kind", string(state.KindOAuth))
-		s.log.WarnContext(ctx, "request carrying an access token refused", "user", t.user.Key(), "provider", p.Name, "where", carried.Where)
+	var carried *proxy.CarriedError
+	switch {
+	case errors.As(err, &carried):
 		return nil, fmt.Errorf("urlflow refused this request and sent nothing: its %s carries urlflow's access token for %s, "+
 			"or a form of it. No request needs to carry it: urlflow adds it itself", carried.Where, p.Label)
-	}
-	if err != nil {
+	case errors.Is(err, proxy.ErrNoToken):
+		return nil, s.connectionError(ctx, p, err)
+	case err != nil:
 		return nil, fmt.Errorf("call_api %s %s: %w", strings.ToUpper(args.Method), args.Path, err)
 	}
-	s.touch(ctx, t.user, p.Name)
 	return apiResult(resp), nil
 }
 

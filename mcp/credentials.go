@@ -9,6 +9,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/proxy"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
@@ -50,15 +51,12 @@ func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.Ca
 	if err != nil {
 		return nil, err
 	}
-	api := slot.API
-	if api == nil {
+	if slot.API == nil {
 		return nil, fmt.Errorf("the secret %s is only stored; urlflow has no API configured to use it with", slot.Name)
 	}
+	req := args.request()
 	// Refuse what can never work before asking the user for anything.
-	if !api.Allows(args.Method) {
-		return nil, fmt.Errorf("%w: %s; allowed: %s", upstream.ErrMethod, strings.ToUpper(args.Method), strings.Join(api.Methods, ", "))
-	}
-	if _, err := api.Resolve(args.Path); err != nil {
+	if err := proxy.Check(slot.API, req); err != nil {
 		return nil, err
 	}
 
@@ -79,31 +77,38 @@ func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.Ca
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
-	if cred.Locked() {
+	use := proxy.Use{User: t.user, Name: slot.Name, Actor: state.ActorClient, Via: "a call_api request"}
+	resp, weak, err := s.proxy.Secret(ctx, use, slot, cred, req)
+	var (
+		locked  *proxy.LockedError
+		carried *proxy.CarriedError
+	)
+	switch {
+	case errors.As(err, &locked):
 		// Locked again between the store and this read: the next call asks again.
-		return nil, fmt.Errorf("your %s is locked (%s); call call_api again to ask the user to enter it again", slot.Label, cred.LockReason)
-	}
-	secret, err := s.opts.Vault.Open(t.user, slot.Name, cred.Sealed)
-	if err != nil {
-		s.log.ErrorContext(ctx, "stored credential does not open", "user", t.user.Key(), "credential", slot.Name, "err", err)
+		return nil, fmt.Errorf("your %s is locked (%s); call call_api again to ask the user to enter it again", slot.Label, locked.Reason)
+	case errors.Is(err, proxy.ErrUnopenable):
 		return nil, fmt.Errorf("urlflow cannot open your stored %s (its key may have been retired); store it again with set_secret and replace set to true", slot.Label)
-	}
-	resp, err := s.opts.Upstream.Call(ctx, api, secret, upstream.Request{
-		Method: args.Method, Path: args.Path, Query: args.Query, Body: args.Body,
-	})
-	var carried *upstream.SecretInRequestError
-	if errors.As(err, &carried) {
-		return nil, s.lockCarried(ctx, t.user, slot, cred, carried)
-	}
-	if err != nil {
+	case errors.As(err, &carried) && !carried.Locked:
+		return nil, fmt.Errorf("urlflow refused this request and sent nothing: its %s carries your stored %s, or a form of it. "+
+			"urlflow could not lock the key just now; do not send it in a request: urlflow adds it itself", carried.Where, slot.Label)
+	case errors.As(err, &carried):
+		return nil, fmt.Errorf("urlflow refused this request and sent nothing: its %s carries your stored %s, or a form of it. "+
+			"No request needs to carry the key: urlflow adds it itself. To protect it, urlflow has locked it: the next call_api "+
+			"with name %s asks the user to enter it again in the browser", carried.Where, slot.Label, slot.Name)
+	case err != nil:
 		return nil, fmt.Errorf("call_api %s %s: %w", strings.ToUpper(args.Method), args.Path, err)
 	}
-	s.touch(ctx, t.user, slot.Name)
 	res := apiResult(resp)
-	if slot.Weak(secret) {
+	if weak {
 		res.Content = append(res.Content, &sdk.TextContent{Text: weakNote(slot)})
 	}
 	return res, nil
+}
+
+// request is the upstream request of call_api's arguments.
+func (a callAPIArgs) request() upstream.Request {
+	return upstream.Request{Method: a.Method, Path: a.Path, Query: a.Query, Body: a.Body}
 }
 
 // reentry is the request to replace cred (nil if none is stored), saying why when it is
@@ -137,32 +142,10 @@ func (s *Server) weakStored(ctx context.Context, user state.User, slot *slots.Sl
 	return slot.Weak(secret)
 }
 
-// lockCarried refuses a call_api request that carried the stored secret: it locks the
-// secret until the user enters it again, records that in the audit log and counts it.
-func (s *Server) lockCarried(ctx context.Context, user state.User, slot *slots.Slot, cred *credentials.Credential, carried *upstream.SecretInRequestError) error {
-	s.opts.Counters.Add(ctx, "urlflow_secret_in_request_total", "kind", string(state.KindSecret))
-	reason := "a call_api request carried it in its " + carried.Where
-	if _, err := s.opts.Credentials.Lock(ctx, user, cred, state.ActorClient, reason); err != nil {
-		s.log.ErrorContext(ctx, "credential not locked", "credential", slot.Name, "err", err)
-		return fmt.Errorf("urlflow refused this request and sent nothing: its %s carries your stored %s, or a form of it. "+
-			"urlflow could not lock the key just now; do not send it in a request: urlflow adds it itself", carried.Where, slot.Label)
-	}
-	return fmt.Errorf("urlflow refused this request and sent nothing: its %s carries your stored %s, or a form of it. "+
-		"No request needs to carry the key: urlflow adds it itself. To protect it, urlflow has locked it: the next call_api "+
-		"with name %s asks the user to enter it again in the browser", carried.Where, slot.Label, slot.Name)
-}
-
 // weakNote tells the model that a secret predates its slot's strength minimum.
 func weakNote(slot *slots.Slot) string {
 	return fmt.Sprintf("Note: the stored %s is weaker than urlflow now requires for a secret used with an API. "+
 		"It still works; suggest that the user replaces it (set_secret with name %s and replace set to true).", slot.Label, slot.Name)
-}
-
-// touch records that user's credential name was used.
-func (s *Server) touch(ctx context.Context, user state.User, name string) {
-	if err := s.opts.Credentials.Touch(ctx, user, name); err != nil {
-		s.log.WarnContext(ctx, "credential use not recorded", "credential", name, "err", err)
-	}
 }
 
 // apiResult is call_api's answer: the status and body as text, and the response as

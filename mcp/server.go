@@ -31,6 +31,7 @@ import (
 
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/proxy"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/counters"
@@ -138,6 +139,7 @@ type Server struct {
 	notifier                     *notifier
 	background                   *background
 	states                       requestStates
+	proxy                        *proxy.Proxy
 	log                          *slog.Logger
 }
 
@@ -172,7 +174,8 @@ func New(opts Options) *Server {
 	if len(opts.RequestStateKey) < 32 {
 		panic("mcp: RequestStateKey needs 32 bytes or more")
 	}
-	s := &Server{opts: opts, log: log, states: requestStates{key: opts.RequestStateKey}}
+	s := &Server{opts: opts, log: log, states: requestStates{key: opts.RequestStateKey},
+		proxy: proxy.New(opts.Credentials, opts.Vault, opts.Keeper, opts.Upstream, opts.Counters, log)}
 	s.background = newBackground()
 	s.sessions = newSessionRegistry(opts.Flows, opts.Replica, opts.SessionsPerUser,
 		func() iter.Seq[*sdk.ServerSession] { return s.legacy.Sessions() }, log)

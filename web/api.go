@@ -89,7 +89,7 @@ func (s *Server) apiStatus(c echo.Context) error {
 	if v := c.QueryParam("wait"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > int(DefaultStatusWaitLimit/time.Second) {
-			return apiError(c, http.StatusBadRequest, "wait: want whole seconds from 0 to 60")
+			return refuse(http.StatusBadRequest, "wait: want whole seconds from 0 to 60")
 		}
 		wait = min(time.Duration(n)*time.Second, limit)
 	}

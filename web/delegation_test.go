@@ -4,12 +4,14 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/upstream"
 )
 
 const createDemoKey = `{"slot": "demo_api_key", "message": "Weather needs your demo key.", "client": {"name": "probe-client", "version": "1.2.3"}}`
@@ -128,8 +130,8 @@ func TestAServiceRequestThatIsRefusedCreatesNothing(t *testing.T) {
 		{"no user token", weather, "", createDemoKey, http.StatusUnauthorized, UserTokenHeader},
 		{"a named user, not trusted to name", weather, "", `{"slot": "demo_api_key", "user": "alice"}`, http.StatusForbidden, "may not name users"},
 		{"a named user and a token", directory, f.userTokenFor(t, "alice", directory), `{"slot": "demo_api_key", "user": "alice"}`, http.StatusBadRequest, "not both"},
-		{"an unknown slot", weather, alice, `{"slot": "nope"}`, http.StatusForbidden, "may not ask"},
-		{"a provider it may not use", weather, alice, `{"provider": "acme"}`, http.StatusForbidden, "may not ask"},
+		{"an unknown slot", weather, alice, `{"slot": "nope"}`, http.StatusForbidden, "may not use"},
+		{"a provider it may not use", weather, alice, `{"provider": "acme"}`, http.StatusForbidden, "may not use"},
 		{"slot and provider", weather, alice, `{"slot": "demo_api_key", "provider": "acme"}`, http.StatusBadRequest, "one of"},
 		{"neither", weather, alice, `{}`, http.StatusBadRequest, "one of"},
 		{"scopes for a slot", weather, alice, `{"slot": "demo_api_key", "scopes": ["x"]}`, http.StatusBadRequest, "scopes"},
@@ -242,4 +244,102 @@ func TestDevTokensForAServiceResource(t *testing.T) {
 	}
 	f.send(t, nil, request{method: http.MethodGet, path: "/dev/token?user=alice&resource=https://elsewhere.example/mcp"}).
 		want(t, http.StatusBadRequest, "resource")
+}
+
+// storeFor has user name complete a flow that service creates for the demo slot, with
+// secret.
+func (f *fixture) storeFor(t *testing.T, service, name, secret string) {
+	t.Helper()
+	v := created(t, f.asService(t, service, http.MethodPost, "/api/v1/elicitations", f.userTokenFor(t, name, service), createDemoKey), http.StatusCreated)
+	b := f.browser(t, name)
+	b.submit(v.ID, b.continueToForm(v.ID), secret).want(t, http.StatusOK)
+	f.wantState(t, v.ID, flow.Complete)
+}
+
+// proxied decodes the answer of a proxy request that must have reached the API.
+func proxied(t *testing.T, got answer) upstream.Response {
+	t.Helper()
+	var resp upstream.Response
+	got.decode(t, &resp)
+	if got.Status != http.StatusOK {
+		t.Fatalf("proxy answered %d %s, want 200", got.Status, got.Body)
+	}
+	return resp
+}
+
+func TestAServiceUsesWhatItCollectedThroughTheProxyAndNothingElse(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	f.storeFor(t, weather, "alice", validKey)
+	alice := f.userTokenFor(t, "alice", weather)
+
+	resp := proxied(t, f.asService(t, weather, http.MethodPost, "/api/v1/proxy", alice,
+		`{"slot": "demo_api_key", "method": "GET", "path": "/whoami"}`))
+	if resp.Status != http.StatusOK || !strings.Contains(resp.Body, `"account"`) {
+		t.Errorf("whoami through the proxy: %+v", resp)
+	}
+	echoed := f.asService(t, weather, http.MethodPost, "/api/v1/proxy", alice,
+		`{"slot": "demo_api_key", "method": "POST", "path": "/echo", "query": {"q": "1"}, "body": "{\"a\": 1}"}`)
+	if resp := proxied(t, echoed); resp.Status != http.StatusOK || !strings.Contains(resp.Body, `[redacted]`) ||
+		strings.Contains(echoed.Body, validKey) {
+		t.Errorf("echo through the proxy: %s, want the injected key redacted", echoed.Body)
+	}
+	if _, err := f.creds.Get(t.Context(), f.user("alice"), credentials.Name(weather, demoSlot)); err != nil {
+		t.Fatal(err)
+	}
+	conns, err := f.creds.Connections(t.Context(), f.user("alice"), nil)
+	if err != nil || len(conns) != 1 || conns[0].LastUsedAt == nil {
+		t.Errorf("connections %+v, %v; want weather's, used", conns, err)
+	}
+
+	for _, tc := range []struct {
+		name, service, userToken, body string
+		status                         int
+		says                           string
+	}{
+		{"another service's credential", calendar, f.userTokenFor(t, "alice", calendar),
+			`{"slot": "demo_api_key", "method": "GET", "path": "/whoami"}`, http.StatusConflict, `"reason":"not_stored"`},
+		{"another user's", weather, f.userTokenFor(t, "bob", weather),
+			`{"slot": "demo_api_key", "method": "GET", "path": "/whoami"}`, http.StatusConflict, `"reason":"not_stored"`},
+		{"no user token", weather, "", `{"slot": "demo_api_key", "method": "GET", "path": "/whoami"}`, http.StatusUnauthorized, UserTokenHeader},
+		{"a token for urlflow", weather, f.token(t, "alice"), `{"slot": "demo_api_key", "method": "GET", "path": "/whoami"}`, http.StatusUnauthorized, "wrong audience"},
+		{"a method the API does not allow", weather, alice, `{"slot": "demo_api_key", "method": "DELETE", "path": "/whoami"}`, http.StatusBadRequest, "method"},
+		{"a path out of the API", weather, alice, `{"slot": "demo_api_key", "method": "GET", "path": "/../../e/x"}`, http.StatusBadRequest, "path"},
+		{"a provider it may not use", weather, alice, `{"provider": "acme", "method": "GET", "path": "/"}`, http.StatusForbidden, "may not use"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.asService(t, tc.service, http.MethodPost, "/api/v1/proxy", tc.userToken, tc.body).want(t, tc.status, tc.says)
+		})
+	}
+	f.api(t, http.MethodPost, "/api/v1/proxy", f.token(t, "alice"), `{"slot": "demo_api_key", "method": "GET", "path": "/whoami"}`).
+		want(t, http.StatusForbidden, "only a delegating service")
+}
+
+func TestAProxyRequestCarryingTheSecretIsRefusedAndLocksIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	f.storeFor(t, weather, "alice", validKey)
+	alice := f.userTokenFor(t, "alice", weather)
+	var sent atomic.Int32
+	f.whileVerifying(func(*http.Request) { sent.Add(1) })
+
+	got := f.asService(t, weather, http.MethodPost, "/api/v1/proxy", alice,
+		`{"slot": "demo_api_key", "method": "POST", "path": "/echo", "body": "is `+validKey+` right?"}`)
+	got.want(t, http.StatusUnprocessableEntity, `"reason":"carried"`, "locked")
+	if n := sent.Load(); n != 0 {
+		t.Errorf("the demo API was called %d times, want none", n)
+	}
+	if strings.Contains(got.Body, validKey) || strings.Contains(f.logs.String(), validKey) {
+		t.Fatal("the refusal or the log repeats the secret")
+	}
+	cred, _ := f.storedSecret(t, "alice", credentials.Name(weather, demoSlot))
+	if !cred.Locked() || !strings.Contains(cred.LockReason, "a proxy request of the service weather") {
+		t.Errorf("the credential is %+v, want it locked by weather's request", cred)
+	}
+	f.asService(t, weather, http.MethodPost, "/api/v1/proxy", alice, `{"slot": "demo_api_key", "method": "GET", "path": "/whoami"}`).
+		want(t, http.StatusConflict, `"reason":"locked"`)
+	again := created(t, f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", alice, `{"slot": "demo_api_key"}`), http.StatusCreated)
+	if e := f.get(t, again.ID); !e.Replace || e.Replaced == nil || e.Replaced.LockReason == "" {
+		t.Errorf("the new flow %+v, want it to replace the locked secret and say why", e)
+	}
 }

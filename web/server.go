@@ -21,6 +21,7 @@ import (
 
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/proxy"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
@@ -106,6 +107,7 @@ type Server struct {
 	sessions *sessionStore
 	csrf     csrfKey
 	metrics  *metrics
+	proxy    *proxy.Proxy
 	log      *slog.Logger
 }
 
@@ -122,6 +124,7 @@ func New(opts Options) *Server {
 		csrf:     csrfKey(opts.Keys.Derive("csrf")),
 		log:      log,
 		metrics:  newMetrics(opts.Counters, log),
+		proxy:    proxy.New(opts.Credentials, opts.Vault, opts.Keeper, opts.Upstream, opts.Counters, log),
 	}
 	s.routes()
 	return s
@@ -196,6 +199,7 @@ func (s *Server) routes() {
 
 	api := e.Group("/api/v1", apiBearer, limitBody(apiBodyLimit))
 	api.POST("/elicitations", s.apiCreate)
+	api.POST("/proxy", s.apiProxy)
 	api.GET("/elicitations/:id", s.apiStatus)
 	api.POST("/elicitations/:id/cancel", s.apiCancel)
 	api.POST("/elicitations/:id/retry", s.apiRetry)

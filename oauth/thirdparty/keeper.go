@@ -79,26 +79,27 @@ func (k *Keeper) open(user state.User, c *credentials.Credential) (*Token, error
 	return &t, nil
 }
 
-// Token returns the token of user's connection to p, fresh enough to use. rejected, when
+// Token returns the token of user's connection to p called name (p's name in its
+// service's namespace, credentials.Name), fresh enough to use. rejected, when
 // not empty, is an access token the provider just refused (401): a token still equal to
 // it is refreshed whatever its expiry says. ErrReconnect means the user must connect
 // again; ErrNotConnected that there is nothing to use.
-func (k *Keeper) Token(ctx context.Context, user state.User, p *Provider, rejected string) (*Token, error) {
+func (k *Keeper) Token(ctx context.Context, user state.User, name string, p *Provider, rejected string) (*Token, error) {
 	deadline := time.Now().Add(lockTTL + 5*time.Second)
 	for {
-		_, t, err := k.current(ctx, user, p)
+		_, t, err := k.current(ctx, user, name)
 		if err != nil || !stale(t, rejected) {
 			return t, err
 		}
-		lock, ok, err := k.store.TryLock(ctx, user, p.Name, lockTTL)
+		lock, ok, err := k.store.TryLock(ctx, user, name, lockTTL)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			return k.refreshLocked(ctx, user, p, rejected, lock)
+			return k.refreshLocked(ctx, user, name, p, rejected, lock)
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the token of %s is being refreshed and did not come back in time", p.Name)
+			return nil, fmt.Errorf("the token of %s is being refreshed and did not come back in time", name)
 		}
 		select {
 		case <-ctx.Done():
@@ -108,9 +109,9 @@ func (k *Keeper) Token(ctx context.Context, user state.User, p *Provider, reject
 	}
 }
 
-// current reads and opens the stored token.
-func (k *Keeper) current(ctx context.Context, user state.User, p *Provider) (*credentials.Credential, *Token, error) {
-	c, err := k.store.Get(ctx, user, p.Name)
+// current reads and opens the stored token called name.
+func (k *Keeper) current(ctx context.Context, user state.User, name string) (*credentials.Credential, *Token, error) {
+	c, err := k.store.Get(ctx, user, name)
 	if errors.Is(err, state.ErrNotFound) {
 		return nil, nil, ErrNotConnected
 	}
@@ -118,7 +119,7 @@ func (k *Keeper) current(ctx context.Context, user state.User, p *Provider) (*cr
 		return nil, nil, err
 	}
 	if c.Kind != state.KindOAuth {
-		return nil, nil, fmt.Errorf("%s is not a third-party connection", p.Name)
+		return nil, nil, fmt.Errorf("%s is not a third-party connection", name)
 	}
 	if c.NeedsReconnect {
 		return nil, nil, fmt.Errorf("%w: it was marked so at its last refresh", ErrReconnect)
@@ -149,13 +150,13 @@ func stale(t *Token, rejected string) bool {
 
 // refreshLocked refreshes under the lock taken with lock. Another caller may have
 // refreshed between our read and our lock: then the stored token is used as it is.
-func (k *Keeper) refreshLocked(ctx context.Context, user state.User, p *Provider, rejected, lock string) (*Token, error) {
+func (k *Keeper) refreshLocked(ctx context.Context, user state.User, name string, p *Provider, rejected, lock string) (*Token, error) {
 	defer func() {
-		if err := k.store.Unlock(context.WithoutCancel(ctx), user, p.Name, lock); err != nil {
-			k.log.WarnContext(ctx, "refresh lock not released; it expires", "credential", p.Name, "err", err)
+		if err := k.store.Unlock(context.WithoutCancel(ctx), user, name, lock); err != nil {
+			k.log.WarnContext(ctx, "refresh lock not released; it expires", "credential", name, "err", err)
 		}
 	}()
-	c, t, err := k.current(ctx, user, p)
+	c, t, err := k.current(ctx, user, name)
 	if err != nil || !stale(t, rejected) {
 		return t, err
 	}
@@ -172,7 +173,7 @@ func (k *Keeper) refreshLocked(ctx context.Context, user state.User, p *Provider
 	if err != nil {
 		return nil, err
 	}
-	sealed, err := k.seal(user, p.Name, next)
+	sealed, err := k.seal(user, name, next)
 	if err != nil {
 		return nil, err
 	}

@@ -142,7 +142,7 @@ func TestKeeperHandsOutAFreshTokenUnchanged(t *testing.T) {
 	for _, tt := range tests {
 		user := userNamed(tt.name)
 		k.connect(t, user, tt.token)
-		got, err := k.keeper.Token(t.Context(), user, k.acme, "")
+		got, err := k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, "")
 		if err != nil {
 			t.Fatalf("%s: Token: %v", tt.name, err)
 		}
@@ -163,7 +163,7 @@ func TestKeeperRefreshesATokenAboutToExpireAndStoresTheRotation(t *testing.T) {
 	k.connect(t, user, tokenExpiringIn(30*time.Second))
 	k.s.handle(acmeTokenRoute, refreshed)
 
-	got, err := k.keeper.Token(t.Context(), user, k.acme, "")
+	got, err := k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, "")
 	if err != nil {
 		t.Fatalf("Token: %v", err)
 	}
@@ -178,7 +178,7 @@ func TestKeeperRefreshesATokenAboutToExpireAndStoresTheRotation(t *testing.T) {
 	}
 	// What was stored is what the next caller gets, without asking the provider again.
 	k.s.reset()
-	again, err := k.keeper.Token(t.Context(), user, k.acme, "")
+	again, err := k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, "")
 	if err != nil {
 		t.Fatalf("Token again: %v", err)
 	}
@@ -195,7 +195,7 @@ func TestKeeperRefreshesAnAccessTokenTheProviderRejected(t *testing.T) {
 
 	alice := userNamed("alice")
 	k.connect(t, alice, tokenExpiringIn(time.Hour))
-	got, err := k.keeper.Token(t.Context(), alice, k.acme, "old-access-token")
+	got, err := k.keeper.Token(t.Context(), alice, k.acme.Name, k.acme, "old-access-token")
 	if err != nil || got.AccessToken != "new-access-token" {
 		t.Fatalf("Token after a rejection = %+v, %v; want the refreshed token", got, err)
 	}
@@ -204,7 +204,7 @@ func TestKeeperRefreshesAnAccessTokenTheProviderRejected(t *testing.T) {
 	}
 
 	// A rejection of a token that was already replaced is not a reason to refresh again.
-	got, err = k.keeper.Token(t.Context(), alice, k.acme, "old-access-token")
+	got, err = k.keeper.Token(t.Context(), alice, k.acme.Name, k.acme, "old-access-token")
 	if err != nil || got.AccessToken != "new-access-token" {
 		t.Fatalf("Token after a stale rejection = %+v, %v; want the stored token", got, err)
 	}
@@ -235,7 +235,7 @@ func TestConcurrentCallersWithAnExpiredTokenRefreshOnce(t *testing.T) {
 	got := make([]*Token, callers)
 	errs := make([]error, callers)
 	for i := range callers {
-		wg.Go(func() { got[i], errs[i] = k.keeper.Token(t.Context(), user, k.acme, "") })
+		wg.Go(func() { got[i], errs[i] = k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, "") })
 	}
 	waitFor(t, entered, "a refresh")
 	unblock()
@@ -259,7 +259,7 @@ func TestRefusedRefreshMeansReconnect(t *testing.T) {
 	k.connect(t, user, tokenExpiringIn(-time.Minute))
 	k.s.handle(acmeTokenRoute, replyJSON(400, `{"error":"invalid_grant","error_description":"old-refresh-token is revoked"}`))
 
-	_, err := k.keeper.Token(t.Context(), user, k.acme, "")
+	_, err := k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, "")
 	if !errors.Is(err, ErrReconnect) {
 		t.Fatalf("Token: %v, want ErrReconnect", err)
 	}
@@ -269,7 +269,7 @@ func TestRefusedRefreshMeansReconnect(t *testing.T) {
 	}
 	// Marked, it is not offered to the provider again: not to refresh, not to revoke.
 	k.s.reset()
-	if _, err := k.keeper.Token(t.Context(), user, k.acme, ""); !errors.Is(err, ErrReconnect) {
+	if _, err := k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, ""); !errors.Is(err, ErrReconnect) {
 		t.Errorf("Token again: %v, want ErrReconnect", err)
 	}
 	deleted, revokeErr, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient)
@@ -288,7 +288,7 @@ func TestRefreshFailingForAPassingReasonKeepsTheConnection(t *testing.T) {
 	user := userNamed("alice")
 	k.connect(t, user, tokenExpiringIn(-time.Minute))
 	k.s.handle(acmeTokenRoute, replyJSON(503, `{"error":"temporarily_unavailable"}`))
-	_, err := k.keeper.Token(t.Context(), user, k.acme, "")
+	_, err := k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, "")
 	if err == nil || errors.Is(err, ErrReconnect) {
 		t.Fatalf("Token: %v, want an error that is not ErrReconnect", err)
 	}
@@ -298,7 +298,7 @@ func TestRefreshFailingForAPassingReasonKeepsTheConnection(t *testing.T) {
 	}
 
 	k.s.handle(acmeTokenRoute, refreshed)
-	if got, err := k.keeper.Token(t.Context(), user, k.acme, ""); err != nil || got.AccessToken != "new-access-token" {
+	if got, err := k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, ""); err != nil || got.AccessToken != "new-access-token" {
 		t.Fatalf("Token once the provider is back = %+v, %v", got, err)
 	}
 	wantCounted(t, k.counters, `urlflow_token_refreshes_total{provider="acme",result="error"}`)
@@ -309,7 +309,7 @@ func TestKeeperWithoutAConnection(t *testing.T) {
 	t.Parallel()
 	k := newKeeperTest(t)
 	user := userNamed("alice")
-	if _, err := k.keeper.Token(t.Context(), user, k.acme, ""); !errors.Is(err, ErrNotConnected) {
+	if _, err := k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, ""); !errors.Is(err, ErrNotConnected) {
 		t.Errorf("Token: %v, want ErrNotConnected", err)
 	}
 	deleted, revokeErr, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient)
@@ -318,7 +318,7 @@ func TestKeeperWithoutAConnection(t *testing.T) {
 	}
 	// Another user's connection is not this user's.
 	k.connect(t, userNamed("bob"), tokenExpiringIn(time.Hour))
-	if _, err := k.keeper.Token(t.Context(), user, k.acme, ""); !errors.Is(err, ErrNotConnected) {
+	if _, err := k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, ""); !errors.Is(err, ErrNotConnected) {
 		t.Errorf("Token with only Bob connected: %v, want ErrNotConnected", err)
 	}
 	// A secret of the same name is no connection to use.
@@ -334,7 +334,7 @@ func TestKeeperWithoutAConnection(t *testing.T) {
 	if _, err := k.store.Apply(t.Context(), e.ID, flow.Verified, state.ActorUser, "", flow.WithCredential(secret)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.keeper.Token(t.Context(), carol, k.acme, ""); err == nil || !strings.Contains(err.Error(), "not a third-party connection") {
+	if _, err := k.keeper.Token(t.Context(), carol, k.acme.Name, k.acme, ""); err == nil || !strings.Contains(err.Error(), "not a third-party connection") {
 		t.Errorf("Token of a secret: %v", err)
 	}
 	if reqs := k.s.requests(); len(reqs) != 0 {
@@ -415,7 +415,7 @@ func TestDisconnectDuringARefreshIsNotUndone(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tok, err = k.keeper.Token(t.Context(), user, k.acme, "")
+		tok, err = k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, "")
 	}()
 	waitFor(t, entered, "a refresh")
 	if deleted, _, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient); !deleted || err != nil {
@@ -469,7 +469,7 @@ func TestConnectionSealedWithALostKeyCanStillBeDisconnected(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := NewKeeper(k.creds, vault.NewVault(ring), k.counters, nil)
-	if _, err := other.Token(t.Context(), user, k.acme, ""); !errors.Is(err, vault.ErrUnopenable) {
+	if _, err := other.Token(t.Context(), user, k.acme.Name, k.acme, ""); !errors.Is(err, vault.ErrUnopenable) {
 		t.Errorf("Token: %v, want ErrUnopenable", err)
 	}
 	deleted, revokeErr, err := other.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient)
@@ -510,7 +510,7 @@ func TestAnAccountNameIsStoredBoundedAndCleaned(t *testing.T) {
 		if c := k.credential(t, user); c.Account != want.Name {
 			t.Errorf("stored the account %+q", c.Account)
 		}
-		stored, err := k.keeper.Token(context.Background(), user, k.acme, "")
+		stored, err := k.keeper.Token(context.Background(), user, k.acme.Name, k.acme, "")
 		if err != nil || stored.Account != want {
 			t.Errorf("the sealed token's account %+q (%v), want %+q", stored.Account, err, want)
 		}
