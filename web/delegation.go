@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/urlflow/urlflow/internal/display"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/proxy"
@@ -161,7 +162,9 @@ func refuse(status int, format string, a ...any) error {
 // delegatedAsk checks what svc asks for in req and returns the elicitation to open, but
 // for its user and deadline.
 func (s *Server) delegatedAsk(svc *services.Service, req createRequest) (flow.NewElicitation, error) {
-	n := flow.NewElicitation{Service: svc.Name, Client: req.Client, Purpose: strings.TrimSpace(req.Message)}
+	// What the service says is cleaned where it enters (package display), as a client's
+	// own name is: it is shown to the user and kept in the history.
+	n := flow.NewElicitation{Service: svc.Name, Client: state.NewClientInfo(req.Client.Name, req.Client.Title, req.Client.Version)}
 	t, err := s.serviceTarget(svc, req.Slot, req.Provider)
 	if err != nil {
 		return n, err
@@ -176,10 +179,11 @@ func (s *Server) delegatedAsk(svc *services.Service, req createRequest) (flow.Ne
 			n.Scopes = t.provider.DefaultScopes()
 		}
 	}
-	switch {
-	case utf8.RuneCountInString(n.Purpose) > maxMessage:
+	if utf8.RuneCountInString(req.Message) > maxMessage {
 		return n, refuse(http.StatusBadRequest, "message: at most %d characters", maxMessage)
-	case n.Purpose == "":
+	}
+	n.Purpose = display.Clean(req.Message, maxMessage)
+	if n.Purpose == "" {
 		n.Purpose = svc.Label + " asks for your " + t.label + "."
 	}
 	return n, nil

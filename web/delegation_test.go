@@ -71,6 +71,21 @@ func TestAServiceCreatesAFlowForTheUserItsTokenProvesAndAloneReadsIt(t *testing.
 	f.wantState(t, v.ID, flow.Pending)
 }
 
+func TestWhatAServiceSaysIsCleanedWhereItEnters(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	v := created(t, f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", f.userTokenFor(t, "alice", weather),
+		`{"slot": "demo_api_key", "message": "Pay \u202eyrgent\n\nnow", "client": {"name": "Claude\u200b Code\u0007", "version": "2.1\n"}}`),
+		http.StatusCreated)
+	e := f.get(t, v.ID)
+	if e.Purpose != "Pay yrgent now" || e.Client.Name != "Claude Code" || e.Client.Version != "2.1" {
+		t.Errorf("kept purpose %q and client %+v, want them cleaned", e.Purpose, e.Client)
+	}
+	if h := f.history(t, v.ID); h[0].Reason != e.Purpose {
+		t.Errorf("the history keeps %q, want the cleaned purpose", h[0].Reason)
+	}
+}
+
 func TestWhatAServiceCollectsIsItsOwn(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOptions{})
