@@ -270,25 +270,42 @@ func (s *Store) rememberOwner(id, uk string) {
 
 // load reads elicitation id of user key uk, and remembers it as seen.
 func (s *Store) load(ctx context.Context, uk, id string) (*Elicitation, error) {
+	started := time.Now()
 	e, doc, err := decodeRecord(id, s.rdb.Get(ctx, elicitationKey(uk, id)))
 	if err == nil {
-		s.see(e, doc)
+		s.seeRead(e, doc, started)
 	}
 	return e, err
 }
 
-// seenRecordEntry is a record as this replica last saw it: as stored, and decoded.
+// seenRecordEntry is a record as this replica last saw it: as stored, and decoded, and
+// when it was kept (on the monotonic clock, whatever the store's clock says).
 type seenRecordEntry struct {
 	doc []byte
 	e   Elicitation
+	at  time.Time
 }
 
-// see remembers e, stored as doc, as the record of its elicitation as last read or written.
+// see remembers e, stored as doc, as the record of its elicitation as this replica just
+// wrote it.
 func (s *Store) see(e *Elicitation, doc []byte) {
+	s.seeRead(e, doc, time.Time{})
+}
+
+// seeRead remembers e, stored as doc, as the record of its elicitation as read by a round
+// trip that began at started (the zero time for a write), unless a copy was kept after
+// that: a read that was on its way while this replica wrote the record may bring an older
+// record, and must not replace the newer copy. (A slow read once put an elicitation back
+// to pending here after its consent page had moved it on, and the Continue post that
+// started from the copy sent the browser back to the consent page.)
+func (s *Store) seeRead(e *Elicitation, doc []byte, started time.Time) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.seen.Set(e.ID, seenRecordEntry{doc: doc, e: *e}, now.Add(seenTTL), now)
+	if cur, ok := s.seen.Get(e.ID, now); ok && !started.IsZero() && cur.at.After(started) {
+		return
+	}
+	s.seen.Set(e.ID, seenRecordEntry{doc: doc, e: *e, at: time.Now()}, now.Add(seenTTL), now)
 }
 
 // waitEnding waits, when this replica is writing a transition that ends elicitation id,
@@ -374,6 +391,7 @@ func decodeDoc(id string, doc []byte) (*Elicitation, error) {
 func (s *Store) read(ctx context.Context, uk, id, other string) (*Elicitation, []byte, bool, error) {
 	var get *redis.StringCmd
 	var exists *redis.IntCmd
+	started := time.Now()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		get = p.Get(ctx, elicitationKey(uk, id))
 		if other != "" {
@@ -388,7 +406,7 @@ func (s *Store) read(ctx context.Context, uk, id, other string) (*Elicitation, [
 	if err != nil {
 		return nil, nil, false, err
 	}
-	s.see(e, doc)
+	s.seeRead(e, doc, started)
 	return e, doc, exists != nil && exists.Val() > 0, nil
 }
 
@@ -490,6 +508,7 @@ func (s *Store) GetAlong(ctx context.Context, id, other string) (*Elicitation, [
 	var record, val *redis.StringCmd
 	var both *redis.SliceCmd
 	key := elicitationKey(uk, id)
+	started := time.Now()
 	if strings.HasPrefix(other, state.UserTag(uk)) {
 		both = s.rdb.MGet(ctx, key, other)
 		err = both.Err()
@@ -532,7 +551,7 @@ func (s *Store) GetAlong(ctx context.Context, id, other string) (*Elicitation, [
 	if err != nil {
 		return nil, otherVal, err
 	}
-	s.see(e, doc)
+	s.seeRead(e, doc, started)
 	e, _, err = s.current(ctx, e)
 	return e, otherVal, err
 }

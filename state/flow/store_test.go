@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -992,4 +993,50 @@ func TestForDeliveryNeverMissesANotificationRequeuedElsewhere(t *testing.T) {
 			t.Fatalf("ForDelivery after a requeue on another replica = %+v, %v; want it owed again", got, err)
 		}
 	})
+}
+
+// slowReply holds the reply of the first GET after armed is set until release is closed,
+// and says so on held: a read whose answer is still on its way.
+type slowReply struct {
+	armed         *atomic.Bool
+	held, release chan struct{}
+}
+
+func (h slowReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h slowReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h slowReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if cmd.Name() == "get" && h.armed.CompareAndSwap(true, false) {
+			h.held <- struct{}{}
+			<-h.release
+		}
+		return err
+	}
+}
+
+func TestASlowReadDoesNotPutBackAnOlderCopyThanThisReplicaWrote(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	hook := slowReply{armed: &atomic.Bool{}, held: make(chan struct{}), release: make(chan struct{})}
+	rdb.AddHook(hook)
+	s := NewStore(rdb, StoreOptions{Logger: quiet})
+	e := mustCreate(t, s, newElicitation(alice))
+
+	hook.armed.Store(true)
+	read := make(chan error, 1)
+	go func() { _, err := s.Get(context.Background(), e.ID); read <- err }()
+	<-hook.held // the read has its answer (pending) but has not handed it over yet
+	if _, err := s.Apply(t.Context(), e.ID, BrowserOpen, state.ActorUser, "opened"); err != nil {
+		t.Fatal(err)
+	}
+	close(hook.release)
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
+	if seen, ok := s.Seen(e.ID); !ok || seen.State != InProgress {
+		t.Errorf("this replica's copy says %s, want in_progress as it wrote", seen.State)
+	}
 }
