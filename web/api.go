@@ -93,9 +93,14 @@ func (s *Server) apiStatus(c echo.Context) error {
 		}
 		wait = min(time.Duration(n)*time.Second, limit)
 	}
-	// Subscribe before reading, so that no change between the read and the wait is missed.
-	wake, stop := s.opts.Hub.Wait(c.Param("id"))
-	defer stop()
+	var wake <-chan flow.Notice
+	if wait > 0 {
+		// Subscribe before reading, so that no change between the read and the wait is
+		// missed.
+		var stop func()
+		wake, stop = s.opts.Hub.Wait(c.Param("id"))
+		defer stop()
+	}
 	_, e, err := s.callerElicitation(c)
 	if e == nil {
 		return err

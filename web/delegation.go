@@ -249,7 +249,7 @@ func (s *Server) delegatedUser(c echo.Context, svc *services.Service, named stri
 		}
 		return user, nil
 	}
-	verifier, ok := s.opts.ServiceUsers[svc.Name]
+	verifier, ok := s.serviceUsers[svc.Name]
 	if !ok {
 		return state.User{}, refuse(http.StatusServiceUnavailable, "urlflow cannot check this service's user tokens")
 	}

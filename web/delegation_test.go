@@ -358,3 +358,17 @@ func TestAProxyRequestCarryingTheSecretIsRefusedAndLocksIt(t *testing.T) {
 		t.Errorf("the new flow %+v, want it to replace the locked secret and say why", e)
 	}
 }
+
+func TestAServiceUsersTokenIsVerifiedOnceAndThenRemembered(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	bob := f.userTokenFor(t, "bob", weather) // a token no test request has sent yet
+	before := f.serviceVerifies.Load()
+	for range 3 {
+		f.asService(t, weather, http.MethodPost, "/api/v1/proxy", bob, `{"slot": "demo_api_key", "method": "GET", "path": "/whoami"}`).
+			want(t, http.StatusConflict, "not_stored")
+	}
+	if n := f.serviceVerifies.Load() - before; n != 1 {
+		t.Errorf("three proxy calls with one user token verified it %d times, want once", n)
+	}
+}

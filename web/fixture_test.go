@@ -135,6 +135,9 @@ type fixture struct {
 	// serviceKeys their keys by name.
 	services    *services.Catalog
 	serviceKeys map[string]string
+	// serviceVerifies counts the user tokens of services that were verified (not
+	// remembered).
+	serviceVerifies atomic.Int64
 	// demoHook runs before the demo API answers (see whileVerifying).
 	demoHook atomic.Pointer[func(*http.Request)]
 
@@ -246,7 +249,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	serviceUsers := map[string]identity.Verifier{}
 	for _, svc := range f.services.List() {
 		if f.dev != nil {
-			serviceUsers[svc.Name] = f.dev.ForAudience(svc.Resource)
+			serviceUsers[svc.Name] = countingVerifier{f.dev.ForAudience(svc.Resource), &f.serviceVerifies}
 			continue
 		}
 		discovered, err := oauth.Discover(ctx, f.issuer.URL, nil)
@@ -312,6 +315,17 @@ func testServices(t testing.TB, withProvider bool) (*services.Catalog, map[strin
 		t.Fatal(err)
 	}
 	return catalog, keys
+}
+
+// countingVerifier counts the tokens v is asked to verify.
+type countingVerifier struct {
+	v identity.Verifier
+	n *atomic.Int64
+}
+
+func (c countingVerifier) Verify(ctx context.Context, token string) (identity.Claims, error) {
+	c.n.Add(1)
+	return c.v.Verify(ctx, token)
 }
 
 // userTokenFor returns the access token user name would send to service: for the

@@ -102,13 +102,16 @@ const DefaultBodyReadTimeout = 30 * time.Second
 
 // Server is urlflow's HTTP surface.
 type Server struct {
-	opts     Options
-	echo     *echo.Echo
-	sessions *sessionStore
-	csrf     csrfKey
-	metrics  *metrics
-	proxy    *proxy.Proxy
-	log      *slog.Logger
+	opts Options
+	// serviceUsers are opts.ServiceUsers, each remembering the tokens it accepted
+	// (identity.Remember): a service forwards its user's token with every proxy call.
+	serviceUsers map[string]identity.Verifier
+	echo         *echo.Echo
+	sessions     *sessionStore
+	csrf         csrfKey
+	metrics      *metrics
+	proxy        *proxy.Proxy
+	log          *slog.Logger
 }
 
 // New returns a Server with every route in place.
@@ -125,6 +128,10 @@ func New(opts Options) *Server {
 		log:      log,
 		metrics:  newMetrics(opts.Counters, log),
 		proxy:    proxy.New(opts.Credentials, opts.Vault, opts.Keeper, opts.Upstream, opts.Counters, log),
+	}
+	s.serviceUsers = make(map[string]identity.Verifier, len(opts.ServiceUsers))
+	for name, v := range opts.ServiceUsers {
+		s.serviceUsers[name] = identity.Remember(v)
 	}
 	s.routes()
 	return s
