@@ -215,12 +215,11 @@ func (s *Server) recordAnswer(ctx context.Context, id string, a clientAnswer) (*
 			return nil, nil // the tool call ended; that is not the client's answer
 		}
 		ev, actor, reason = flow.NoAnswer, state.ActorSystem, "elicitation/create failed: "+a.err.Error()
-	case a.res.Action == "accept":
-		ev, reason = flow.ClientAccept, "accepted in the client (consent, not success)"
-	case a.res.Action == "decline":
-		ev, reason = flow.ClientDecline, "declined in the client"
 	default:
-		ev, reason = flow.ClientCancel, "cancelled in the client"
+		var ok bool
+		if ev, reason, ok = flow.ClientAnswer(a.res.Action); !ok {
+			ev, reason, _ = flow.ClientAnswer("cancel") // the SDK checks the action; a stranger one ends nothing more
+		}
 	}
 	change, err := s.opts.Flows.Apply(ctx, id, ev, actor, reason)
 	return change.Elicitation, err

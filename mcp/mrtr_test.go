@@ -9,6 +9,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/demoapi"
+	"github.com/urlflow/urlflow/internal/signed"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 )
@@ -164,7 +165,7 @@ func TestMultiRoundTripRefusesARequestStateOfAnotherCall(t *testing.T) {
 		why          string
 	}{
 		{"tampered", c, "set_secret", args, string(tampered), "not issued by this server or was changed"},
-		{"from another server", c, "set_secret", args, requestStates{key: testKey}.seal(genuine), "not issued by this server"},
+		{"from another server", c, "set_secret", args, requestStates{signed.NewSealer(testKey)}.seal(genuine), "not issued by this server"},
 		{"of another user", bobs, "set_secret", args, first.RequestState, "another user"},
 		{"of another tool", c, "call_api", apiCall(demoSlot, "GET", "/whoami"), first.RequestState, "another tool"},
 		{"for other arguments", c, "set_secret", map[string]any{"name": notesSlot}, first.RequestState, "other arguments"},

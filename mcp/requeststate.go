@@ -1,15 +1,14 @@
 package mcp
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/urlflow/urlflow/internal/signed"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 )
@@ -31,23 +30,15 @@ type requestState struct {
 // errBadRequestState is wrapped by every reason a requestState is refused.
 var errBadRequestState = errors.New("the requestState of this call is not valid")
 
-// requestStates signs and opens requestState values with an HMAC-SHA256 key.
+// requestStates signs and opens requestState values.
 type requestStates struct {
-	key []byte
+	signed.Sealer
 }
 
-func (rs requestStates) mac(payload string) string {
-	m := hmac.New(sha256.New, rs.key)
-	m.Write([]byte(payload))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-// seal returns the signed text of st: base64url(JSON) "." base64url(HMAC).
+// seal returns the signed text of st.
 func (rs requestStates) seal(st requestState) string {
 	st.Version = 1
-	doc, _ := json.Marshal(st) // a struct of strings and integers always encodes
-	payload := base64.RawURLEncoding.EncodeToString(doc)
-	return payload + "." + rs.mac(payload)
+	return rs.Seal(st)
 }
 
 // open verifies text and returns its state if it was sealed by this key, has not expired
@@ -57,22 +48,13 @@ func (rs requestStates) open(text string, now time.Time, user state.User, tool, 
 	bad := func(why string) (requestState, error) {
 		return requestState{}, fmt.Errorf("%w: %s", errBadRequestState, why)
 	}
-	payload, mac, ok := strings.Cut(text, ".")
-	if !ok || len(text) > 4096 {
-		return bad("it is malformed")
-	}
-	if !hmac.Equal([]byte(mac), []byte(rs.mac(payload))) {
-		return bad("it was not issued by this server or was changed")
-	}
-	doc, err := base64.RawURLEncoding.DecodeString(payload)
-	if err != nil {
-		return bad("it is malformed")
-	}
 	var st requestState
-	if err := json.Unmarshal(doc, &st); err != nil || st.Version != 1 {
-		return bad("it is malformed")
+	if err := rs.Open(text, &st); err != nil {
+		return bad(err.Error())
 	}
 	switch {
+	case st.Version != 1:
+		return bad(signed.ErrMalformed.Error())
 	case now.Unix() > st.Expires:
 		return bad("it has expired")
 	case st.User != user.Key():
@@ -82,7 +64,7 @@ func (rs requestStates) open(text string, now time.Time, user state.User, tool, 
 	case st.Arguments != arguments:
 		return bad("it was issued for other arguments")
 	case !flow.ValidID(st.ElicitationID):
-		return bad("it is malformed")
+		return bad(signed.ErrMalformed.Error())
 	}
 	return st, nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/urlflow/urlflow/internal/signed"
 )
 
 // BenchmarkRequestState measures what every 2026-07-28 retry pays to trust its
@@ -11,7 +13,7 @@ import (
 //
 //	go test -run='^$' -bench=RequestState ./mcp
 func BenchmarkRequestState(b *testing.B) {
-	rs := requestStates{key: testKey}
+	rs := requestStates{signed.NewSealer(testKey)}
 	args := json.RawMessage(`{"name":"demo_api_key","method":"GET","path":"/whoami","query":{"page":"2"}}`)
 	st := requestState{User: alice.Key(), Tool: "call_api", Arguments: argumentsDigest(args),
 		ElicitationID: elicID, Expires: now.Add(time.Minute).Unix()}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urlflow/urlflow/internal/signed"
 	"github.com/urlflow/urlflow/state"
 )
 
@@ -20,12 +21,12 @@ var (
 
 func sealed(t *testing.T) string {
 	t.Helper()
-	return requestStates{key: testKey}.seal(requestState{User: alice.Key(), Tool: "set_secret",
+	return requestStates{signed.NewSealer(testKey)}.seal(requestState{User: alice.Key(), Tool: "set_secret",
 		Arguments: argumentsDigest(json.RawMessage(`{"name":"k"}`)), ElicitationID: elicID, Expires: now.Add(time.Minute).Unix()})
 }
 
 func TestRequestStateOpensOnlyForItsCall(t *testing.T) {
-	rs := requestStates{key: testKey}
+	rs := requestStates{signed.NewSealer(testKey)}
 	good := sealed(t)
 	args := argumentsDigest(json.RawMessage(`{ "name" : "k" }`)) // spacing does not matter
 	st, err := rs.open(good, now, alice, "set_secret", args)
@@ -41,7 +42,7 @@ func TestRequestStateOpensOnlyForItsCall(t *testing.T) {
 		why                    string
 	}{
 		{"tampered payload", string(flipped), "set_secret", args, alice, now, "changed"},
-		{"other key", requestStates{key: []byte(strings.Repeat("x", 32))}.seal(requestState{User: alice.Key(), Tool: "set_secret", Arguments: args, ElicitationID: elicID, Expires: now.Add(time.Minute).Unix()}), "set_secret", args, alice, now, "changed"},
+		{"other key", requestStates{signed.NewSealer([]byte(strings.Repeat("x", 32)))}.seal(requestState{User: alice.Key(), Tool: "set_secret", Arguments: args, ElicitationID: elicID, Expires: now.Add(time.Minute).Unix()}), "set_secret", args, alice, now, "changed"},
 		{"no signature", strings.Split(good, ".")[0], "set_secret", args, alice, now, "malformed"},
 		{"empty", "", "set_secret", args, alice, now, "malformed"},
 		{"expired", good, "set_secret", args, alice, now.Add(2 * time.Minute), "expired"},
@@ -75,12 +76,12 @@ func TestArgumentsDigestIgnoresKeyOrderAndSpacing(t *testing.T) {
 // FuzzOpenRequestState checks that no text panics open or is accepted unless it is the
 // genuine state.
 func FuzzOpenRequestState(f *testing.F) {
-	good := requestStates{key: testKey}.seal(requestState{User: alice.Key(), Tool: "set_secret", Arguments: "d", ElicitationID: elicID, Expires: now.Add(time.Minute).Unix()})
+	good := requestStates{signed.NewSealer(testKey)}.seal(requestState{User: alice.Key(), Tool: "set_secret", Arguments: "d", ElicitationID: elicID, Expires: now.Add(time.Minute).Unix()})
 	f.Add(good)
 	f.Add("e30.AAAA")
 	f.Add(".")
 	f.Fuzz(func(t *testing.T, text string) {
-		_, err := requestStates{key: testKey}.open(text, now, alice, "set_secret", "d")
+		_, err := requestStates{signed.NewSealer(testKey)}.open(text, now, alice, "set_secret", "d")
 		if err == nil && text != good {
 			t.Fatalf("accepted a forged state %q", text)
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/urlflow/urlflow/internal/signed"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/proxy"
@@ -174,7 +175,7 @@ func New(opts Options) *Server {
 	if len(opts.RequestStateKey) < 32 {
 		panic("mcp: RequestStateKey needs 32 bytes or more")
 	}
-	s := &Server{opts: opts, log: log, states: requestStates{key: opts.RequestStateKey},
+	s := &Server{opts: opts, log: log, states: requestStates{signed.NewSealer(opts.RequestStateKey)},
 		proxy: proxy.New(opts.Credentials, opts.Vault, opts.Keeper, opts.Upstream, opts.Counters, log)}
 	s.background = newBackground()
 	s.sessions = newSessionRegistry(opts.Flows, opts.Replica, opts.SessionsPerUser,

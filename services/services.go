@@ -25,6 +25,7 @@ import (
 
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/ratelimit"
 )
 
 // Own is the service name of urlflow's own MCP tools. Configuration cannot use it.
@@ -54,6 +55,9 @@ type Config struct {
 	// AssertUsers lets the service name a user without the user's token: weaker, since
 	// anyone holding the service's key can then start flows for any user.
 	AssertUsers bool `yaml:"assert_users"`
+	// RateLimit bounds the service's API requests ("EVENTS/WINDOW" or "off"), instead of
+	// the limit every service has by default.
+	RateLimit string `yaml:"rate_limit"`
 }
 
 // Service is a configured service.
@@ -61,7 +65,9 @@ type Service struct {
 	Name, Label, Resource string
 	Slots, Providers      []string
 	AssertUsers           bool
-	digests               [][sha256.Size]byte
+	// RateLimit, when not nil, is the service's own bound on its API requests.
+	RateLimit *ratelimit.Limit
+	digests   [][sha256.Size]byte
 }
 
 // Allows reports whether s may ask for target of kind.
@@ -156,6 +162,13 @@ func newService(cfg Config, opts Options) (*Service, []error) {
 	}
 	s := &Service{Name: cfg.Name, Label: strings.TrimSpace(cfg.Label), Resource: cfg.Resource,
 		Slots: cfg.Slots, Providers: cfg.Providers, AssertUsers: cfg.AssertUsers}
+	if cfg.RateLimit != "" {
+		l, err := ratelimit.ParseLimit(cfg.RateLimit)
+		if err != nil {
+			problem("rate_limit: %v", err)
+		}
+		s.RateLimit = &l
+	}
 	digests, given := opts.Keys[cfg.Name]
 	switch {
 	case given && cfg.KeysFile != "":

@@ -3,8 +3,10 @@ package services
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/ratelimit"
 )
 
 func TestAServiceAuthenticatesWithAnyOfItsKeysAndNothingElse(t *testing.T) {
@@ -80,5 +82,27 @@ func TestAKeysFileHoldsDigestsOnly(t *testing.T) {
 				t.Error("the error repeats the key")
 			}
 		})
+	}
+}
+
+func TestAServiceMayHaveItsOwnRateLimit(t *testing.T) {
+	_, d := NewKey()
+	config := func(limit string) []Config {
+		return []Config{{Name: "weather", Label: "Weather", Resource: "https://weather.example/mcp", Slots: []string{"key"}, RateLimit: limit}}
+	}
+	opts := Options{Slots: []string{"key"}, Keys: map[string][]string{"weather": {d}}}
+	c, err := NewCatalog(config("10/1m"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := c.Lookup("weather"); s.RateLimit == nil || *s.RateLimit != (ratelimit.Limit{Events: 10, Window: time.Minute}) {
+		t.Errorf("rate_limit 10/1m read as %v", s.RateLimit)
+	}
+	c, _ = NewCatalog(config(""), opts)
+	if s, _ := c.Lookup("weather"); s.RateLimit != nil {
+		t.Errorf("no rate_limit read as %v, want the default", s.RateLimit)
+	}
+	if _, err := NewCatalog(config("lots"), opts); err == nil || !strings.Contains(err.Error(), "service weather: rate_limit: want EVENTS/WINDOW") {
+		t.Errorf("rate_limit lots: %v", err)
 	}
 }

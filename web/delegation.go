@@ -2,6 +2,9 @@ package web
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,20 +55,32 @@ type createRequest struct {
 	Client state.ClientInfo `json:"client"`
 	// User names the user instead of a user token, for services with assert_users.
 	User string `json:"user"`
+	// Call is what the service binds the answer's requestState to (its tool and a digest
+	// of the arguments, say): a requestState sent back must come with the same call.
+	Call string `json:"call"`
+	// RequestState, sent back from an earlier answer, continues that elicitation (the
+	// retry of a 2026-07-28 client); Action is the client's answer to its input request.
+	RequestState string `json:"requestState"`
+	Action       string `json:"action"`
 }
 
 // createAnswer is the answer of POST /api/v1/elicitations: the credential when the user
-// has it stored for this service already, else the elicitation to send the user to.
+// has it stored for this service already, else the elicitation to send the user to, or,
+// continuing a requestState, the elicitation that ended without success.
 type createAnswer struct {
 	Status      string                  `json:"status"`
 	Elicitation *flow.View              `json:"elicitation,omitempty"`
 	Credential  *credentials.Connection `json:"credential,omitempty"`
+	// RequestState goes, as it is, into the service's input_required result for a
+	// 2026-07-28 client (with user_action_required).
+	RequestState string `json:"requestState,omitempty"`
 }
 
 // Statuses of createAnswer.
 const (
 	statusStored         = "stored"
 	statusActionRequired = "user_action_required"
+	statusEnded          = "ended"
 )
 
 // readBody reads the request body, whose time to arrive is bounded by the body deadline.
@@ -97,7 +112,7 @@ func (s *Server) serviceRequest(c echo.Context, req any) (*services.Service, err
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(req); err != nil {
-		return nil, refuse(http.StatusBadRequest, "the body must be JSON naming a slot or a provider: %v", err)
+		return nil, refuse(http.StatusBadRequest, "the body must be JSON as docs/openapi.yaml describes: %v", err)
 	}
 	return svc, nil
 }
@@ -105,6 +120,8 @@ func (s *Server) serviceRequest(c echo.Context, req any) (*services.Service, err
 // apiCreate is POST /api/v1/elicitations, for delegating services only: 200 with the
 // credential when the user has it stored for this service, or 201 (created) or 200 (the
 // user's running one, reused) with the elicitation whose URL the service hands its user.
+// A request with an Idempotency-Key header answered before gets that answer again; one
+// with a requestState continues its elicitation (resume).
 func (s *Server) apiCreate(c echo.Context) error {
 	var req createRequest
 	svc, err := s.serviceRequest(c, &req)
@@ -115,42 +132,201 @@ func (s *Server) apiCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	switch {
+	case len(req.Call) > maxCall:
+		return refuse(http.StatusBadRequest, "call: at most %d bytes", maxCall)
+	case req.Action != "" && req.RequestState == "":
+		return refuse(http.StatusBadRequest, "action is the client's answer to the input request of a requestState: send it with that requestState")
+	}
+	if _, _, ok := flow.ClientAnswer(req.Action); req.Action != "" && !ok {
+		return refuse(http.StatusBadRequest, "action: want accept, decline or cancel")
+	}
 	user, err := s.delegatedUser(c, svc, req.User)
 	if err != nil {
 		return err
 	}
+	if req.RequestState != "" {
+		return s.resume(c, svc, user, ask, req)
+	}
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		return s.createOnce(c, svc, user, ask, req, key)
+	}
+	status, ans, err := s.open(c.Request().Context(), svc, user, ask, req)
+	if err != nil {
+		return err
+	}
+	return s.createAnswered(c, status, ans)
+}
+
+// idempotencyKey returns the request's Idempotency-Key, if any: 1 to 255 visible ASCII
+// characters, quoted (a structured-field string) or not.
+func idempotencyKey(c echo.Context) (string, error) {
+	values := c.Request().Header.Values(idempotencyHeader)
+	if len(values) == 0 {
+		return "", nil
+	}
+	key := values[0]
+	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
+		key = key[1 : len(key)-1]
+	}
+	valid := len(values) == 1 && len(key) >= 1 && len(key) <= 255
+	for i := 0; valid && i < len(key); i++ {
+		valid = key[i] > ' ' && key[i] < 0x7f && key[i] != '"'
+	}
+	if !valid {
+		return "", refuse(http.StatusBadRequest, "%s: want one value of 1 to 255 visible ASCII characters", idempotencyHeader)
+	}
+	return key, nil
+}
+
+// idempotencyHeader names the key that makes a retried create return the first answer.
+const idempotencyHeader = "Idempotency-Key"
+
+// createOnce answers a create that carries idempotency key: its first answer when it was
+// answered before, else the answer of open, kept for flow.IdempotencyKeep when it named an
+// elicitation. The same key with another request or user is refused.
+func (s *Server) createOnce(c echo.Context, svc *services.Service, user state.User, ask flow.NewElicitation, req createRequest, key string) error {
 	ctx := c.Request().Context()
+	digest := createDigest(user, req)
+	held, err := s.opts.Flows.ClaimIdempotencyKey(ctx, svc.Name, key, digest)
+	switch {
+	case err != nil:
+		return err
+	case held == nil:
+		status, ans, err := s.open(ctx, svc, user, ask, req)
+		if err == nil && ans.Elicitation != nil {
+			err = s.opts.Flows.AnswerIdempotencyKey(ctx, svc.Name, key,
+				flow.IdempotentCreate{Request: digest, ElicitationID: ans.Elicitation.ID, Created: status == http.StatusCreated})
+		} else if free := s.opts.Flows.FreeIdempotencyKey(ctx, svc.Name, key); err == nil {
+			err = free
+		}
+		if err != nil {
+			return err
+		}
+		return s.createAnswered(c, status, ans)
+	case held.Request != digest:
+		return refuse(http.StatusUnprocessableEntity, "this %s was sent with another request; use a new key for a new request", idempotencyHeader)
+	case held.ElicitationID == "":
+		return refuse(http.StatusConflict, "the first request with this %s is still being answered; send it again in a moment", idempotencyHeader)
+	}
+	e, err := s.opts.Flows.Get(ctx, held.ElicitationID)
+	if errors.Is(err, state.ErrNotFound) {
+		return refuse(http.StatusConflict, "the elicitation of the first request with this %s is gone; use a new key", idempotencyHeader)
+	}
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if held.Created {
+		status = http.StatusCreated
+	}
+	ans, err := s.actionRequired(ctx, svc, e, req.Call)
+	if err != nil {
+		return err
+	}
+	return s.createAnswered(c, status, ans)
+}
+
+// createDigest identifies a create request of user: the same key for another request or
+// user is refused.
+func createDigest(user state.User, req createRequest) string {
+	doc, _ := json.Marshal(req) // a struct of strings, bools and slices always encodes
+	sum := sha256.Sum256(append([]byte(user.Key()+"\n"), doc...))
+	return hex.EncodeToString(sum[:])
+}
+
+// createAnswered writes ans with status, and the new elicitation's location when created.
+func (s *Server) createAnswered(c echo.Context, status int, ans createAnswer) error {
+	if status == http.StatusCreated {
+		c.Response().Header().Set(echo.HeaderLocation, "/api/v1/elicitations/"+ans.Elicitation.ID)
+	}
+	return c.JSON(status, ans)
+}
+
+// open answers a create: the credential when the user has it stored for svc (200), else
+// the elicitation opened for ask, new (201) or the user's running one (200).
+func (s *Server) open(ctx context.Context, svc *services.Service, user state.User, ask flow.NewElicitation, req createRequest) (int, createAnswer, error) {
 	name := credentials.Name(svc.Name, ask.Target)
 	stored, err := s.opts.Credentials.Get(ctx, user, name)
 	switch {
 	case errors.Is(err, state.ErrNotFound):
 	case err != nil:
-		return err
+		return 0, createAnswer{}, err
 	case stored.Locked():
 		ask.Replace, ask.Replaced = true, &flow.Replaced{LockReason: stored.LockReason}
 	case stored.NeedsReconnect:
 		ask.Replace = true
 	case !req.Replace && stored.Covers(ask.Scopes):
 		conn := stored.Connection()
-		return c.JSON(http.StatusOK, createAnswer{Status: statusStored, Credential: &conn})
+		return http.StatusOK, createAnswer{Status: statusStored, Credential: &conn}, nil
 	default:
 		ask.Replace = true
 	}
 	ask.User, ask.TTL = user, s.opts.TTL
 	e, created, err := s.opts.Flows.Open(ctx, ask)
 	if err != nil {
-		return err
+		return 0, createAnswer{}, err
 	}
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
-		c.Response().Header().Set(echo.HeaderLocation, "/api/v1/elicitations/"+e.ID)
 	}
+	ans, err := s.actionRequired(ctx, svc, e, req.Call)
+	return status, ans, err
+}
+
+// actionRequired is the answer that sends the user to e, with its requestState.
+func (s *Server) actionRequired(ctx context.Context, svc *services.Service, e *flow.Elicitation, call string) (createAnswer, error) {
 	v, err := s.view(ctx, e)
+	if err != nil {
+		return createAnswer{}, err
+	}
+	return createAnswer{Status: statusActionRequired, Elicitation: &v, RequestState: s.sealServiceState(svc.Name, e, call)}, nil
+}
+
+// resume continues the elicitation of req's requestState, recording the client's answer
+// when req carries one: still running, the same elicitation with a fresh requestState;
+// ended without success, the elicitation (status ended); complete, or gone, the answer of
+// a new create (the credential, or a new elicitation when it was removed since).
+func (s *Server) resume(c echo.Context, svc *services.Service, user state.User, ask flow.NewElicitation, req createRequest) error {
+	ctx := c.Request().Context()
+	st, err := s.openServiceState(req.RequestState, svc.Name, user, ask.Kind, ask.Target, req.Call)
 	if err != nil {
 		return err
 	}
-	return c.JSON(status, createAnswer{Status: statusActionRequired, Elicitation: &v})
+	if ev, reason, ok := flow.ClientAnswer(req.Action); ok {
+		_, err := s.opts.Flows.Apply(ctx, st.ElicitationID, ev, state.ActorClient, reason+", as the service "+svc.Name+" reports")
+		if err != nil && !errors.Is(err, state.ErrNotFound) {
+			return err
+		}
+	}
+	e, err := s.opts.Flows.Get(ctx, st.ElicitationID)
+	switch {
+	case errors.Is(err, state.ErrNotFound) || (err == nil && e.State == flow.Complete):
+		req.Replace = false // what the flow stored is the replacement
+		status, ans, err := s.open(ctx, svc, user, ask, req)
+		if err != nil {
+			return err
+		}
+		return s.createAnswered(c, status, ans)
+	case err != nil:
+		return err
+	case e.State.Terminal():
+		v, err := s.view(ctx, e)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, createAnswer{Status: statusEnded, Elicitation: &v})
+	}
+	ans, err := s.actionRequired(ctx, svc, e, req.Call)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, ans)
 }
 
 // refuse is the error that answers a request the API refuses with status and
@@ -390,4 +566,38 @@ func (s *Server) proxyRefusal(c echo.Context, t serviceTarget, err error) error 
 		return refuse(http.StatusServiceUnavailable, "urlflow could not get a working token right now; nothing was changed, try again in a moment")
 	}
 	return refuse(http.StatusBadGateway, "the call failed: %v", err)
+}
+
+// answerRequest is the body of POST /api/v1/elicitations/{id}/answer.
+type answerRequest struct {
+	// Action is the client's answer to the service's elicitation/create.
+	Action string `json:"action"`
+}
+
+// apiAnswer is POST /api/v1/elicitations/{id}/answer, for delegating services only: the
+// answer of the service's client to the elicitation/create that showed the elicitation's
+// URL, recorded as the state table says (an accept is consent, never success). 200 with
+// the elicitation after it; 409 when the flow had already ended.
+func (s *Server) apiAnswer(c echo.Context) error {
+	_, e, err := s.callerElicitation(c)
+	if e == nil {
+		return err
+	}
+	var req answerRequest
+	svc, err := s.serviceRequest(c, &req)
+	if err != nil {
+		return err
+	}
+	ev, reason, ok := flow.ClientAnswer(req.Action)
+	if !ok {
+		return refuse(http.StatusBadRequest, "action: want accept, decline or cancel")
+	}
+	change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, ev, state.ActorClient, reason+", as the service "+svc.Name+" reports")
+	if err != nil {
+		return err
+	}
+	if !change.Changed() && change.Elicitation.State.Terminal() {
+		return s.conflict(c, change.Elicitation, "this request has already ended")
+	}
+	return s.answer(c, http.StatusOK, change.Elicitation)
 }

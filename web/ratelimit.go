@@ -23,6 +23,9 @@ type RateLimits struct {
 	// Forms bounds the secret-form and connect posts of one user: each may make urlflow
 	// call out (a secret checked with its API, a connect that leaves for the provider).
 	Forms ratelimit.Limit
+	// Services bounds the API requests of one delegating service, for every service whose
+	// configuration sets no limit of its own.
+	Services ratelimit.Limit
 	// BadTokens bounds the bearer tokens that do not verify from one client address, to
 	// /mcp and the API together (identity.BadTokens): each may make urlflow ask the issuer.
 	// Counted in each replica's memory, not in Redis.
@@ -84,4 +87,34 @@ func (s *Server) allowForm(c echo.Context, user state.User) error {
 	c.Response().Header().Set("Retry-After", retry)
 	return echo.NewHTTPError(http.StatusTooManyRequests, fmt.Sprintf(
 		"You have sent this form too often. Nothing was changed. Please wait %s seconds, then go back and try again.", retry))
+}
+
+// limitServices lets through the API requests of a delegating service within its rate
+// limit (its own, or RateLimits.Services); over it, 429 with Retry-After, and the request
+// is not served. Other callers pass.
+func (s *Server) limitServices(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		who, _ := identity.CallerFrom(c.Request().Context())
+		svc, ok := s.opts.Services.Lookup(who.Service)
+		if !ok {
+			return next(c)
+		}
+		l := s.opts.RateLimits.Services
+		if svc.RateLimit != nil {
+			l = *svc.RateLimit
+		}
+		if d := s.allow(c.Request().Context(), serviceCounter(svc.Name), "service", l); d != nil {
+			retry := retryAfterSeconds(d.RetryAfter)
+			c.Response().Header().Set("Retry-After", retry)
+			return refuse(http.StatusTooManyRequests, "too many requests from the service %s (at most %d per %s); nothing was done, try again in %s seconds",
+				svc.Name, l.Events, l.Window, retry)
+		}
+		return next(c)
+	}
+}
+
+// serviceCounter is the name a service's requests are counted under by the limiter,
+// which counts per user: an issuer no user can have.
+func serviceCounter(name string) state.User {
+	return state.User{Issuer: "urn:urlflow:service", Subject: name}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/urlflow/urlflow/internal/signed"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/proxy"
@@ -111,7 +112,9 @@ type Server struct {
 	csrf         csrfKey
 	metrics      *metrics
 	proxy        *proxy.Proxy
-	log          *slog.Logger
+	// serviceStates signs the requestState values given to services (serviceState).
+	serviceStates signed.Sealer
+	log           *slog.Logger
 }
 
 // New returns a Server with every route in place.
@@ -128,6 +131,8 @@ func New(opts Options) *Server {
 		log:      log,
 		metrics:  newMetrics(opts.Counters, log),
 		proxy:    proxy.New(opts.Credentials, opts.Vault, opts.Keeper, opts.Upstream, opts.Counters, log),
+
+		serviceStates: signed.NewSealer(opts.Keys.Derive("service request state")),
 	}
 	s.serviceUsers = make(map[string]identity.Verifier, len(opts.ServiceUsers))
 	for name, v := range opts.ServiceUsers {
@@ -204,12 +209,13 @@ func (s *Server) routes() {
 	pages.POST("/auth/logout", s.signOut)
 	pages.GET("/auth/callback", s.signInCallback)
 
-	api := e.Group("/api/v1", apiBearer, limitBody(apiBodyLimit))
+	api := e.Group("/api/v1", apiBearer, s.limitServices, limitBody(apiBodyLimit))
 	api.POST("/elicitations", s.apiCreate)
 	api.POST("/proxy", s.apiProxy)
 	api.GET("/elicitations/:id", s.apiStatus)
 	api.POST("/elicitations/:id/cancel", s.apiCancel)
 	api.POST("/elicitations/:id/retry", s.apiRetry)
+	api.POST("/elicitations/:id/answer", s.apiAnswer)
 
 	if s.opts.Dev != nil {
 		e.GET("/dev/token", s.devToken)

@@ -259,6 +259,7 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 		{"URLFLOW_RATE_LIMIT_MCP", "1200/1m", &cfg.RateLimits.MCP},
 		{"URLFLOW_RATE_LIMIT_FORMS", "30/1m", &cfg.RateLimits.Forms},
 		{"URLFLOW_RATE_LIMIT_BAD_TOKENS", "20/1m", &cfg.RateLimits.BadTokens},
+		{"URLFLOW_RATE_LIMIT_SERVICES", "6000/1m", &cfg.RateLimits.Services},
 	} {
 		if *rl.limit, err = ratelimit.ParseLimit(pick("", getenv, rl.name, rl.def)); err != nil {
 			problem("%s: %v", rl.name, err)

@@ -41,7 +41,8 @@ func TestDevDefaultsNeedNoSetup(t *testing.T) {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 	if cfg.RateLimits.MCP != (ratelimit.Limit{Events: 1200, Window: time.Minute}) || cfg.RateLimits.Forms != (ratelimit.Limit{Events: 30, Window: time.Minute}) ||
-		cfg.RateLimits.BadTokens != (ratelimit.Limit{Events: 20, Window: time.Minute}) {
+		cfg.RateLimits.BadTokens != (ratelimit.Limit{Events: 20, Window: time.Minute}) ||
+		cfg.RateLimits.Services != (ratelimit.Limit{Events: 6000, Window: time.Minute}) {
 		t.Fatalf("default rate limits: %+v", cfg.RateLimits)
 	}
 	if cfg.MCPSessions != (mcpSessions{PerUser: 20, IdleTimeout: time.Hour}) {
@@ -169,6 +170,7 @@ unknown_key: 1
 		"URLFLOW_MCP_SESSION_IDLE_TIMEOUT": "1s",
 		"URLFLOW_BODY_READ_TIMEOUT":        "1h",
 		"URLFLOW_RATE_LIMIT_BAD_TOKENS":    "many",
+		"URLFLOW_RATE_LIMIT_SERVICES":      "1/1",
 		"URLFLOW_TRUSTED_PROXIES":          "10.0.0.1, proxy.internal",
 		"URLFLOW_DEBUG_ADDR":               "0.0.0.0:6060",
 	}), io.Discard)
@@ -180,7 +182,7 @@ unknown_key: 1
 		`URLFLOW_REDIS_TOPOLOGY: unknown Redis topology "ring"`, `URLFLOW_RATE_LIMIT_MCP: want EVENTS/WINDOW`,
 		`URLFLOW_RATE_LIMIT_FORMS: want a window`, `URLFLOW_MCP_SESSIONS_PER_USER: want a number from 1 to 10000, got "0"`,
 		`URLFLOW_MCP_SESSION_IDLE_TIMEOUT: want a duration from 1m to 24h, got "1s"`, "URLFLOW_BODY_READ_TIMEOUT: want between 1s and 10m, got 1h0m0s",
-		`URLFLOW_RATE_LIMIT_BAD_TOKENS: want EVENTS/WINDOW`,
+		`URLFLOW_RATE_LIMIT_BAD_TOKENS: want EVENTS/WINDOW`, `URLFLOW_RATE_LIMIT_SERVICES: `,
 		`URLFLOW_TRUSTED_PROXIES: want IP addresses or CIDR prefixes, comma separated; got "proxy.internal"`,
 		`URLFLOW_DEBUG_ADDR: the profiling listener listens on loopback only`} {
 		if !strings.Contains(err.Error(), want) {

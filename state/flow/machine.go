@@ -136,3 +136,18 @@ func Next(s State, e Event) (State, error) {
 }
 
 var errUnknownState = errors.New("unknown state")
+
+// ClientAnswer returns the event of a client's answer to a URL-mode elicitation/create,
+// and the reason the history gives: accept is consent and never success. ok is false for
+// an action other than accept, decline and cancel.
+func ClientAnswer(action string) (ev Event, reason string, ok bool) {
+	switch action {
+	case "accept":
+		return ClientAccept, "accepted in the client (consent, not success)", true
+	case "decline":
+		return ClientDecline, "declined in the client", true
+	case "cancel":
+		return ClientCancel, "cancelled in the client", true
+	}
+	return "", "", false
+}
