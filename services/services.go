@@ -58,6 +58,9 @@ type Config struct {
 	// RateLimit bounds the service's API requests ("EVENTS/WINDOW" or "off"), instead of
 	// the limit every service has by default.
 	RateLimit string `yaml:"rate_limit"`
+	// Release lets the service receive the credentials it collected (a secret, or a fresh
+	// access token of a provider) instead of only using them through urlflow's proxy.
+	Release bool `yaml:"release"`
 }
 
 // Service is a configured service.
@@ -65,6 +68,8 @@ type Service struct {
 	Name, Label, Resource string
 	Slots, Providers      []string
 	AssertUsers           bool
+	// Release lets the service receive its credentials themselves (Config.Release).
+	Release bool
 	// RateLimit, when not nil, is the service's own bound on its API requests.
 	RateLimit *ratelimit.Limit
 	digests   [][sha256.Size]byte
@@ -161,7 +166,7 @@ func newService(cfg Config, opts Options) (*Service, []error) {
 		}
 	}
 	s := &Service{Name: cfg.Name, Label: strings.TrimSpace(cfg.Label), Resource: cfg.Resource,
-		Slots: cfg.Slots, Providers: cfg.Providers, AssertUsers: cfg.AssertUsers}
+		Slots: cfg.Slots, Providers: cfg.Providers, AssertUsers: cfg.AssertUsers, Release: cfg.Release}
 	if cfg.RateLimit != "" {
 		l, err := ratelimit.ParseLimit(cfg.RateLimit)
 		if err != nil {

@@ -62,10 +62,20 @@ func (s *Server) callerElicitation(c echo.Context) (identity.Caller, *flow.Elici
 	return who, e, err
 }
 
+// view is e as the API shows it to the caller in ctx, with its history. A delegating
+// service is not told who else opened its user's link: that is the user's and the
+// operators' to know.
 func (s *Server) view(ctx context.Context, e *flow.Elicitation) (flow.View, error) {
 	history, err := s.opts.Flows.History(ctx, e.ID)
 	if err != nil {
 		return flow.View{}, err
+	}
+	if who, _ := identity.CallerFrom(ctx); who.Service != "" {
+		for i := range history {
+			if history[i].Event == flow.OtherUserOpened {
+				history[i].Reason = "refused: opened by another user"
+			}
+		}
 	}
 	return e.View(flow.ElicitationURL(s.opts.PublicURL, e.ID), history), nil
 }
@@ -125,7 +135,7 @@ func (s *Server) apiCancel(c echo.Context) error {
 		return err
 	}
 	if !change.Changed() {
-		return s.answer(c, http.StatusConflict, change.Elicitation)
+		return s.conflict(c, change.Elicitation, "this request has already ended")
 	}
 	return s.answer(c, http.StatusOK, change.Elicitation)
 }
@@ -150,6 +160,10 @@ func (s *Server) apiRetry(c echo.Context) error {
 		return err
 	}
 	var req retryRequest
+	if c.Request().Header.Get(echo.HeaderContentType) != "" && !isJSON(c) {
+		// A form's body is read by the form parser before this handler would see it.
+		return refuse(http.StatusUnsupportedMediaType, "send the body as application/json, or none")
+	}
 	body, err := readBody(c)
 	if err != nil {
 		return err

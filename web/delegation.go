@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -80,7 +81,7 @@ type createAnswer struct {
 const (
 	statusStored         = "stored"
 	statusActionRequired = "user_action_required"
-	statusEnded          = "ended"
+	statusEnded          = "ended" // the elicitation has ended; its state says how
 )
 
 // readBody reads the request body, whose time to arrive is bounded by the body deadline.
@@ -90,6 +91,13 @@ func readBody(c echo.Context) ([]byte, error) {
 		return nil, errBodyTooSlow
 	}
 	return body, err
+}
+
+// isJSON reports whether the request's body is declared as JSON. A form's body would be
+// read by the form parser (limitBody) before the handler sees it.
+func isJSON(c echo.Context) bool {
+	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
+	return mt == echo.MIMEApplicationJSON
 }
 
 // serviceRequest returns the service that sent c, with its JSON body decoded into req
@@ -102,7 +110,7 @@ func (s *Server) serviceRequest(c echo.Context, req any) (*services.Service, err
 		return nil, refuse(http.StatusForbidden,
 			"only a delegating service uses this part of the API; users go through urlflow's MCP tools")
 	}
-	if mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType)); mt != echo.MIMEApplicationJSON {
+	if !isJSON(c) {
 		return nil, refuse(http.StatusUnsupportedMediaType, "send the body as application/json")
 	}
 	body, err := readBody(c)
@@ -227,6 +235,10 @@ func (s *Server) createOnce(c echo.Context, svc *services.Service, user state.Us
 	ans, err := s.actionRequired(ctx, svc, e, req.Call)
 	if err != nil {
 		return err
+	}
+	if e.State.Terminal() {
+		// The first answer's elicitation as it now stands: ended, its state says how.
+		ans.Status, ans.RequestState = statusEnded, ""
 	}
 	return s.createAnswered(c, status, ans)
 }
@@ -512,6 +524,9 @@ func (s *Server) apiProxy(c echo.Context) error {
 	if api == nil {
 		return refuse(http.StatusBadRequest, "urlflow has no API configured for the %s %s", kindNoun(t.kind), t.name)
 	}
+	if req.Path == "" {
+		return refuse(http.StatusBadRequest, `path is required: the API path to call ("/" for the API's base URL)`)
+	}
 	call := upstream.Request{Method: req.Method, Path: req.Path, Query: req.Query, Body: req.Body}
 	if err := proxy.Check(api, call); err != nil {
 		return refuse(http.StatusBadRequest, "%v", err)
@@ -600,4 +615,81 @@ func (s *Server) apiAnswer(c echo.Context) error {
 		return s.conflict(c, change.Elicitation, "this request has already ended")
 	}
 	return s.answer(c, http.StatusOK, change.Elicitation)
+}
+
+// releaseRequest is the body of POST /api/v1/release: whose credential the service wants.
+type releaseRequest struct {
+	Slot     string `json:"slot"`
+	Provider string `json:"provider"`
+	// User names the user instead of a user token, for services with assert_users.
+	User string `json:"user"`
+}
+
+// releaseAnswer is the answer of POST /api/v1/release: a slot's secret, or a provider's
+// access token, fresh enough to use (never its refresh token).
+type releaseAnswer struct {
+	Kind        state.Kind `json:"kind"`
+	Target      string     `json:"target"`
+	Secret      string     `json:"secret,omitempty"`
+	AccessToken string     `json:"accessToken,omitempty"`
+	TokenType   string     `json:"tokenType,omitempty"`
+	ExpiresAt   time.Time  `json:"expiresAt,omitzero"`
+	Scopes      []string   `json:"scopes,omitempty"`
+}
+
+// apiRelease is POST /api/v1/release, for delegating services whose configuration has
+// release: the credential itself, which the service then holds and must protect. Every
+// release is in the user's audit log before the answer leaves. Other services are
+// refused (403): they use credentials through the proxy only.
+func (s *Server) apiRelease(c echo.Context) error {
+	var req releaseRequest
+	svc, err := s.serviceRequest(c, &req)
+	if err != nil {
+		return err
+	}
+	t, err := s.serviceTarget(svc, req.Slot, req.Provider)
+	if err != nil {
+		return err
+	}
+	if !svc.Release {
+		return refuse(http.StatusForbidden, "the service %s may not receive credentials (its configuration does not set release); use them through POST /api/v1/proxy", svc.Name)
+	}
+	user, err := s.delegatedUser(c, svc, req.User)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	name := credentials.Name(svc.Name, t.name)
+	ans := releaseAnswer{Kind: t.kind, Target: t.name}
+	if t.slot != nil {
+		cred, err := s.opts.Credentials.Get(ctx, user, name)
+		switch {
+		case errors.Is(err, state.ErrNotFound):
+			return apiRefusal(c, http.StatusConflict, reasonNotStored, "the user has no "+t.label+" stored for this service: create an elicitation")
+		case err != nil:
+			return err
+		case cred.Locked():
+			return s.proxyRefusal(c, t, &proxy.LockedError{Reason: cred.LockReason})
+		}
+		secret, err := s.opts.Vault.Open(user, name, cred.Sealed)
+		if errors.Is(err, proxy.ErrUnopenable) {
+			return s.proxyRefusal(c, t, err)
+		}
+		if err != nil {
+			return err
+		}
+		ans.Secret = secret.Reveal()
+	} else {
+		tok, err := s.opts.Keeper.Token(ctx, user, name, t.provider, "")
+		if err != nil {
+			return s.proxyRefusal(c, t, fmt.Errorf("%w: %w", proxy.ErrNoToken, err))
+		}
+		ans.AccessToken, ans.TokenType, ans.ExpiresAt, ans.Scopes = tok.AccessToken, tok.TokenType, tok.Expiry, tok.Scopes
+	}
+	if err := s.opts.Credentials.Released(ctx, user, name, state.ActorService, "released to the service "+svc.Name); err != nil {
+		return err // not released without its audit entry
+	}
+	s.log.InfoContext(ctx, "credential released", "service", svc.Name, "credential", name, "user", user.Key())
+	s.opts.Counters.Add(ctx, "urlflow_credentials_released_total", "kind", string(t.kind))
+	return c.JSON(http.StatusOK, ans)
 }

@@ -287,11 +287,13 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 
 // The delegating services of every fixture: weather may ask for the demo slot and acme
 // (when the fixture has it), calendar for the demo slot, and directory for the demo slot
-// and may name users itself.
+// and may name users itself; keyholder, the demo slot and acme (when the fixture has it),
+// and may receive its credentials (release).
 const (
 	weather   = "weather"
 	calendar  = "calendar"
 	directory = "directory"
+	keyholder = "keyholder"
 )
 
 // testServices returns the fixture's services and their keys.
@@ -301,10 +303,11 @@ func testServices(t testing.TB, withProvider bool) (*services.Catalog, map[strin
 		{Name: weather, Label: "Weather MCP", Resource: "https://weather.example/mcp", Slots: []string{demoSlot}},
 		{Name: calendar, Label: "Calendar MCP", Resource: "https://calendar.example/mcp", Slots: []string{demoSlot}},
 		{Name: directory, Label: "Directory MCP", Resource: "https://directory.example/mcp", Slots: []string{demoSlot}, AssertUsers: true},
+		{Name: keyholder, Label: "Keyholder MCP", Resource: "https://keyholder.example/mcp", Slots: []string{demoSlot}, Release: true},
 	}
 	opts := services.Options{Slots: []string{demoSlot}, Keys: digests}
 	if withProvider {
-		configs[0].Providers, opts.Providers = []string{"acme"}, []string{"acme"}
+		configs[0].Providers, configs[3].Providers, opts.Providers = []string{"acme"}, []string{"acme"}, []string{"acme"}
 	}
 	for _, c := range configs {
 		key, digest := services.NewKey()
@@ -803,6 +806,7 @@ func (f *fixture) send(t testing.TB, client *http.Client, r request) answer {
 	case r.body != nil:
 		body = r.body
 	}
+	body, sent := bufferBody(body) // for checkAPIExchange
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	target := r.path
@@ -840,6 +844,7 @@ func (f *fixture) send(t testing.TB, client *http.Client, r request) answer {
 	if err != nil {
 		t.Fatalf("%s %s: read the answer: %v", r.method, r.path, err)
 	}
+	checkAPIExchange(t, req, sent, resp.StatusCode, resp.Header, data)
 	return answer{Status: resp.StatusCode, Header: resp.Header, Body: string(data)}
 }
 

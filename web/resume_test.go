@@ -39,8 +39,9 @@ func TestARetriedCreateWithAnIdempotencyKeyGetsTheFirstAnswer(t *testing.T) {
 	f.asService(t, weather, http.MethodPost, "/api/v1/elicitations/"+first.ID+"/cancel", "", "").want(t, http.StatusOK)
 
 	again := f.createWithKey(t, weather, alice, `"order-1"`, createDemoKey) // quoted, as a structured field
-	if v := created(t, again, http.StatusCreated); v.ID != first.ID || v.State != flow.Cancelled || again.Location() != "/api/v1/elicitations/"+first.ID {
-		t.Errorf("the retried create answered %+v at %q, want the first elicitation as it now stands", v, again.Location())
+	if a := createAnswerOf(t, again); again.Status != http.StatusCreated || a.Status != statusEnded || a.Elicitation == nil ||
+		a.Elicitation.ID != first.ID || a.Elicitation.State != flow.Cancelled || again.Location() != "/api/v1/elicitations/"+first.ID {
+		t.Errorf("the retried create answered %d %s at %q, want the first elicitation as it now stands: ended", again.Status, again.Body, again.Location())
 	}
 	if fresh := created(t, f.createWithKey(t, weather, alice, "order-2", createDemoKey), http.StatusCreated); fresh.ID == first.ID {
 		t.Error("a new key got the first answer")
@@ -227,4 +228,37 @@ func TestAServiceOverItsRateLimitIsRefused(t *testing.T) {
 	if n := f.counter(t, `urlflow_rate_limited_total{what="service"}`); n != 1 {
 		t.Errorf("counted %d refusals, want 1", n)
 	}
+}
+
+func TestAServiceIsNotToldWhoElseOpenedItsUsersLink(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	v := created(t, f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", f.userTokenFor(t, "alice", weather), createDemoKey), http.StatusCreated)
+	f.browser(t, "mallory").open(v.ID).want(t, http.StatusForbidden)
+
+	asService := f.asService(t, weather, http.MethodGet, "/api/v1/elicitations/"+v.ID, "", "")
+	asService.want(t, http.StatusOK, "other_user_opened", "refused: opened by another user")
+	if strings.Contains(asService.Body, "mallory") {
+		t.Errorf("the service learns who opened the link: %s", asService.Body)
+	}
+	f.api(t, http.MethodGet, "/api/v1/elicitations/"+v.ID, f.token(t, "alice"), "").want(t, http.StatusOK, "mallory")
+	f.api(t, http.MethodGet, "/api/v1/elicitations/"+v.ID, f.operatorToken, "").want(t, http.StatusOK, "mallory")
+}
+
+func TestAPIBodiesMustBeJSONAndAProxyRequestNamesItsPath(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	f.apply(t, e.ID, flow.ClientDecline, state.ActorClient)
+	retry := request{method: http.MethodPost, path: "/api/v1/elicitations/" + e.ID + "/retry", token: f.token(t, "alice")}
+	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded"} {
+		retry.body, retry.contentType = strings.NewReader(`{"new": true}`), ct
+		f.send(t, nil, retry).want(t, http.StatusUnsupportedMediaType, "application/json")
+	}
+	if got := f.get(t, e.ID); got.RetriedBy != "" {
+		t.Errorf("a refused retry made %s", got.RetriedBy)
+	}
+	f.storeFor(t, weather, "alice", validKey)
+	f.asService(t, weather, http.MethodPost, "/api/v1/proxy", f.userTokenFor(t, "alice", weather),
+		`{"slot": "demo_api_key", "method": "GET"}`).want(t, http.StatusBadRequest, "path is required")
 }

@@ -212,6 +212,7 @@ func (s *Server) routes() {
 	api := e.Group("/api/v1", apiBearer, s.limitServices, limitBody(apiBodyLimit))
 	api.POST("/elicitations", s.apiCreate)
 	api.POST("/proxy", s.apiProxy)
+	api.POST("/release", s.apiRelease)
 	api.GET("/elicitations/:id", s.apiStatus)
 	api.POST("/elicitations/:id/cancel", s.apiCancel)
 	api.POST("/elicitations/:id/retry", s.apiRetry)

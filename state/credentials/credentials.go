@@ -110,6 +110,9 @@ const (
 	AuditReplaced = "credential_replaced"
 	AuditDeleted  = "credential_deleted"
 	AuditLocked   = "credential_locked"
+	// AuditReleased: the credential itself was given to a delegating service allowed to
+	// receive it (its release setting).
+	AuditReleased = "credential_released"
 )
 
 // auditLength bounds a user's audit log; older entries fall off.
@@ -260,6 +263,20 @@ func (s *Store) Connections(ctx context.Context, user state.User, weak func(*Cre
 		out = append(out, conn)
 	}
 	return out, nil
+}
+
+// Released records in user's audit log that credential name was given to actor, for
+// reason, and that it was used now.
+func (s *Store) Released(ctx context.Context, user state.User, name string, actor state.Actor, reason string) error {
+	now := s.now().UTC()
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, useKey(user.Key()), name, now.Format(time.RFC3339Nano))
+		return queueAudit(ctx, p, user, AuditEntry{At: now, Event: AuditReleased, Name: name, Actor: actor, Reason: reason})
+	})
+	if err != nil {
+		return fmt.Errorf("audit release of credential %s: %w", name, err)
+	}
+	return nil
 }
 
 // Touch records that user's credential name was used now.
