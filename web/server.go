@@ -90,6 +90,9 @@ type Options struct {
 	// StatusWaitLimit bounds the wait of GET /api/v1/elicitations/{id}?wait=
 	// (DefaultStatusWaitLimit when zero; tests shorten it).
 	StatusWaitLimit time.Duration
+	// EventsKeepAlive is how often an idle event stream sends a comment
+	// (DefaultEventsKeepAlive when zero; tests shorten it).
+	EventsKeepAlive time.Duration
 	// BodyReadTimeout is the time a request has to deliver its body, on every route
 	// (DefaultBodyReadTimeout when zero). It bounds reading only: answers, event streams
 	// and tool calls that wait take as long as they need.
@@ -114,7 +117,9 @@ type Server struct {
 	proxy        *proxy.Proxy
 	// serviceStates signs the requestState values given to services (serviceState).
 	serviceStates signed.Sealer
-	log           *slog.Logger
+	// eventStreams counts the services' open event streams.
+	eventStreams eventStreams
+	log          *slog.Logger
 }
 
 // New returns a Server with every route in place.
@@ -213,6 +218,7 @@ func (s *Server) routes() {
 	api.POST("/elicitations", s.apiCreate)
 	api.POST("/proxy", s.apiProxy)
 	api.POST("/release", s.apiRelease)
+	api.GET("/events", s.apiEvents)
 	api.GET("/elicitations/:id", s.apiStatus)
 	api.POST("/elicitations/:id/cancel", s.apiCancel)
 	api.POST("/elicitations/:id/retry", s.apiRetry)

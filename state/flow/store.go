@@ -217,7 +217,7 @@ func (s *Store) writeNew(ctx context.Context, b *batch, e *Elicitation, entry En
 	s.outside(b, func(p redis.Pipeliner) {
 		p.ZAdd(ctx, deadlinesKey, redis.Z{Score: float64(e.ExpiresAt.UnixMilli()), Member: e.ID})
 	})
-	return nil
+	return s.queueServiceEvent(ctx, b, e, Created, "")
 }
 
 // keep is how long e's keys live from now.
@@ -738,7 +738,7 @@ func (s *Store) apply(e *Elicitation, ev Event, actor state.Actor, reason string
 // queueChange queues the writes of change in the user's slot: the record when the state
 // changed, the history entries, the credential, and the undelivered mark of a flow that
 // ended.
-func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, c Change, ev Event, actor state.Actor, reason string, cfg applyConfig) error {
+func (s *Store) queueChange(ctx context.Context, p *batch, c Change, ev Event, actor state.Actor, reason string, cfg applyConfig) error {
 	e := c.Elicitation
 	now := e.UpdatedAt
 	if !c.Changed() {
@@ -761,6 +761,9 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, c Change, ev
 		return nil
 	}
 	if err := s.writeRecord(ctx, p, e); err != nil {
+		return err
+	}
+	if err := s.queueServiceEvent(ctx, p, e, ev, c.From); err != nil {
 		return err
 	}
 	if cfg.credential != nil && e.State == Complete {

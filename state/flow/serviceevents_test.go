@@ -1,0 +1,83 @@
+package flow
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/state"
+)
+
+func TestAServiceStreamHoldsItsFlowsCreationsAndChangesInOrder(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		s := newStore(b, nil)
+		ctx := t.Context()
+		start, err := s.LastServiceEvent(ctx, "weather")
+		if err != nil || start != "0-0" {
+			t.Fatalf("an empty stream ends at %q, %v", start, err)
+		}
+		n := newElicitation(alice)
+		n.Service = "weather"
+		e := mustCreate(t, s, n)
+		mustCreate(t, s, newElicitation(alice)) // urlflow's own: on no service's stream
+		if _, err := s.Apply(ctx, e.ID, ClientAccept, state.ActorClient, "test"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Apply(ctx, e.ID, ClientAccept, state.ActorClient, "again: no change"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Apply(ctx, e.ID, CancelRequested, state.ActorService, "test"); err != nil {
+			t.Fatal(err)
+		}
+
+		events, err := s.ServiceEvents(ctx, "weather", start, 10, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, ev := range events {
+			if ev.Elicitation.ID != e.ID || ev.ID == "" {
+				t.Errorf("event %+v is not of %s", ev, e.ID)
+			}
+			got = append(got, string(ev.Event)+":"+string(ev.From)+">"+string(ev.To))
+		}
+		want := []string{"created:>pending", "client_accept:pending>consented", "cancel:consented>cancelled"}
+		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+			t.Fatalf("events %v, want %v", got, want)
+		}
+		after, err := s.ServiceEvents(ctx, "weather", events[0].ID, 10, 0)
+		if err != nil || len(after) != 2 || after[0].ID != events[1].ID {
+			t.Errorf("after the first: %+v, %v; want the other two", after, err)
+		}
+		if none, err := s.ServiceEvents(ctx, "weather", events[2].ID, 10, 50*time.Millisecond); err != nil || len(none) != 0 {
+			t.Errorf("after the last, waiting: %+v, %v; want none", none, err)
+		}
+		if last, _ := s.LastServiceEvent(ctx, "weather"); last != events[2].ID {
+			t.Errorf("the stream ends at %s, want %s", last, events[2].ID)
+		}
+
+		// Positions: a kept one is fine; one older than the retention, or before the first
+		// kept event, may have lost events; one that is not an ID is refused.
+		firstMs, _, _ := parsePosition(events[0].ID)
+		for _, tc := range []struct {
+			pos  string
+			want error
+		}{
+			{events[0].ID, nil},
+			{events[2].ID, nil},
+			{strconv.FormatUint(firstMs-1, 10) + "-0", ErrEventsGone},
+			{strconv.FormatInt(time.Now().Add(-ServiceEventsKeep-time.Minute).UnixMilli(), 10) + "-0", ErrEventsGone},
+			{"x-1", ErrBadPosition},
+			{"17", ErrBadPosition},
+		} {
+			if err := s.CheckPosition(ctx, "weather", tc.pos); !errors.Is(err, tc.want) {
+				t.Errorf("CheckPosition(%s) = %v, want %v", tc.pos, err, tc.want)
+			}
+		}
+		if err := s.CheckPosition(ctx, "calendar", events[0].ID); err != nil {
+			t.Errorf("a recent position of an empty stream: %v", err)
+		}
+	})
+}

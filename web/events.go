@@ -1,0 +1,146 @@
+package web
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/urlflow/urlflow/oauth/identity"
+	"github.com/urlflow/urlflow/state/flow"
+)
+
+// A delegating service follows its elicitations on GET /api/v1/events: a server-sent-events
+// stream of every creation and change of state of the elicitations it created, read from
+// its Redis stream (flow.ServiceEvents), so that a stream opened on any replica sees the
+// changes of all. A reader that reconnects with Last-Event-ID gets what it missed, for
+// flow.ServiceEventsKeep; an older position gets a reset event first, after which the
+// stream goes on from now: the reader reads the state of its elicitations again.
+
+// DefaultEventsKeepAlive is how often an event stream without events sends a comment, so
+// that proxies on the way keep it open.
+const DefaultEventsKeepAlive = 15 * time.Second
+
+// maxEventStreams bounds the streams one service holds open on one replica: each holds a
+// Redis connection while it waits.
+const maxEventStreams = 4
+
+// eventBatch bounds the events read from Redis at once.
+const eventBatch = 100
+
+// eventStreams counts the open event streams of each service on this replica.
+type eventStreams struct {
+	mu   sync.Mutex
+	open map[string]int
+}
+
+// take counts a new stream of service, unless it holds maxEventStreams already.
+func (e *eventStreams) take(service string) (release func(), ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.open[service] >= maxEventStreams {
+		return nil, false
+	}
+	if e.open == nil {
+		e.open = map[string]int{}
+	}
+	e.open[service]++
+	return func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.open[service]--; e.open[service] == 0 {
+			delete(e.open, service)
+		}
+	}, true
+}
+
+// eventData is the data of an elicitation event on the stream.
+type eventData struct {
+	Event       flow.Event `json:"event"`
+	From        flow.State `json:"from,omitempty"`
+	To          flow.State `json:"to"`
+	At          time.Time  `json:"at"`
+	Elicitation flow.View  `json:"elicitation"`
+}
+
+// apiEvents is GET /api/v1/events, for delegating services only.
+func (s *Server) apiEvents(c echo.Context) error {
+	who, _ := identity.CallerFrom(c.Request().Context())
+	svc, ok := s.opts.Services.Lookup(who.Service)
+	if !ok {
+		return refuse(http.StatusForbidden, "only a delegating service has an event stream; users read their elicitations one by one")
+	}
+	ctx := c.Request().Context()
+	after := cmp.Or(c.Request().Header.Get("Last-Event-ID"), c.QueryParam("lastEventId"))
+	reset := false
+	if after != "" {
+		switch err := s.opts.Flows.CheckPosition(ctx, svc.Name, after); {
+		case errors.Is(err, flow.ErrBadPosition):
+			return refuse(http.StatusBadRequest, "Last-Event-ID: not an event ID of this stream; leave it out to start from now")
+		case errors.Is(err, flow.ErrEventsGone):
+			reset = true
+		case err != nil:
+			return err
+		}
+	}
+	if after == "" || reset {
+		var err error
+		if after, err = s.opts.Flows.LastServiceEvent(ctx, svc.Name); err != nil {
+			return err
+		}
+	}
+	release, ok := s.eventStreams.take(svc.Name)
+	if !ok {
+		c.Response().Header().Set("Retry-After", "5")
+		return refuse(http.StatusTooManyRequests, "the service %s has %d event streams open on this replica already; close one", svc.Name, maxEventStreams)
+	}
+	defer release()
+
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "text/event-stream")
+	w.Header().Set("X-Accel-Buffering", "no") // a buffering proxy would hold events back
+	w.WriteHeader(http.StatusOK)
+	if reset {
+		// The position is what the stream goes on from, so that a reader that reconnects
+		// after the reset does not get it again.
+		fmt.Fprintf(w, "id: %s\nevent: reset\ndata: {\"reason\":\"events after the last one you read are no longer kept (they are kept %s): read the state of your elicitations again\"}\n\n",
+			after, flow.ServiceEventsKeep)
+	} else {
+		fmt.Fprint(w, ": urlflow events\n\n")
+	}
+	w.Flush()
+
+	keepAlive := cmp.Or(s.opts.EventsKeepAlive, DefaultEventsKeepAlive)
+	for {
+		events, err := s.opts.Flows.ServiceEvents(ctx, svc.Name, after, eventBatch, keepAlive)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			// The reader reconnects with the last ID it read and loses nothing.
+			s.log.WarnContext(ctx, "event stream ended", "service", svc.Name, "err", err)
+			return nil
+		}
+		if len(events) == 0 {
+			fmt.Fprint(w, ": keep-alive\n\n")
+		}
+		for _, ev := range events {
+			v := ev.Elicitation
+			if !v.State.Terminal() {
+				v.URL = flow.ElicitationURL(s.opts.PublicURL, v.ID)
+			}
+			data, err := json.Marshal(eventData{Event: ev.Event, From: ev.From, To: ev.To, At: ev.At, Elicitation: v})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "id: %s\nevent: elicitation\ndata: %s\n\n", ev.ID, data)
+			after = ev.ID
+		}
+		w.Flush() // a reader that left ends the request's context, and the read above
+	}
+}
