@@ -17,12 +17,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/urlflow/urlflow/delegate"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/ratelimit"
@@ -61,6 +63,21 @@ type Config struct {
 	// Release lets the service receive the credentials it collected (a secret, or a fresh
 	// access token of a provider) instead of only using them through urlflow's proxy.
 	Release bool `yaml:"release"`
+	// Webhook, when set, is told of every flow of the service that ends.
+	Webhook *WebhookConfig `yaml:"webhook"`
+}
+
+// WebhookConfig is where a service's webhooks go and the file of the secret that signs
+// them ("whsec_" and base64, as the Standard Webhooks convention has it).
+type WebhookConfig struct {
+	URL        string `yaml:"url"`
+	SecretFile string `yaml:"secret_file"`
+}
+
+// Webhook is a service's webhook: its URL and the bytes of its signing secret.
+type Webhook struct {
+	URL string
+	Key []byte
 }
 
 // Service is a configured service.
@@ -70,6 +87,8 @@ type Service struct {
 	AssertUsers           bool
 	// Release lets the service receive its credentials themselves (Config.Release).
 	Release bool
+	// Webhook is nil for a service without one.
+	Webhook *Webhook
 	// RateLimit, when not nil, is the service's own bound on its API requests.
 	RateLimit *ratelimit.Limit
 	digests   [][sha256.Size]byte
@@ -174,6 +193,12 @@ func newService(cfg Config, opts Options) (*Service, []error) {
 		}
 		s.RateLimit = &l
 	}
+	if cfg.Webhook != nil {
+		var err error
+		if s.Webhook, err = readWebhook(*cfg.Webhook, opts.ReadFile); err != nil {
+			problem("webhook: %v", err)
+		}
+	}
 	digests, given := opts.Keys[cfg.Name]
 	switch {
 	case given && cfg.KeysFile != "":
@@ -204,6 +229,43 @@ func newService(cfg Config, opts Options) (*Service, []error) {
 		problem("keys_file %s holds no key digest", cfg.KeysFile)
 	}
 	return s, problems
+}
+
+// readWebhook checks a webhook's URL (https, or http to a loopback address) and reads
+// its secret.
+func readWebhook(cfg WebhookConfig, readFile func(string) ([]byte, error)) (*Webhook, error) {
+	u, err := url.Parse(cfg.URL)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return nil, fmt.Errorf("url: want an absolute https URL, got %q", cfg.URL)
+	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+		return nil, fmt.Errorf("url: want https (http only to a loopback address), got %q", cfg.URL)
+	case cfg.SecretFile == "":
+		return nil, errors.New(`secret_file is required: a file holding "whsec_" and the base64 of 24 to 64 random bytes`)
+	}
+	b, err := readFile(cfg.SecretFile)
+	if err != nil {
+		return nil, fmt.Errorf("secret_file: %w", err)
+	}
+	key, err := delegate.ParseSecret(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("secret_file %s: %w", cfg.SecretFile, err)
+	}
+	return &Webhook{URL: cfg.URL, Key: key}, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// HasWebhook reports whether the service named name has a webhook.
+func (c *Catalog) HasWebhook(name string) bool {
+	s, ok := c.Lookup(name)
+	return ok && s.Webhook != nil
 }
 
 func parseDigest(line string) ([sha256.Size]byte, error) {

@@ -1,6 +1,7 @@
 package services
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,48 @@ func TestAServiceMayHaveItsOwnRateLimit(t *testing.T) {
 	}
 	if _, err := NewCatalog(config("lots"), opts); err == nil || !strings.Contains(err.Error(), "service weather: rate_limit: want EVENTS/WINDOW") {
 		t.Errorf("rate_limit lots: %v", err)
+	}
+}
+
+func TestAServiceWebhookIsHTTPSWithASecret(t *testing.T) {
+	_, d := NewKey()
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	files := map[string]string{"good": secret + "\n", "bad": "hunter2"}
+	catalog := func(hook WebhookConfig) (*Catalog, error) {
+		return NewCatalog([]Config{{Name: "weather", Label: "Weather", Resource: "https://weather.example/mcp", Slots: []string{"key"}, Webhook: &hook}},
+			Options{Slots: []string{"key"}, Keys: map[string][]string{"weather": {d}}, ReadFile: func(name string) ([]byte, error) {
+				if f, ok := files[name]; ok {
+					return []byte(f), nil
+				}
+				return nil, os.ErrNotExist
+			}})
+	}
+	for _, ok := range []string{"https://hooks.weather.example/urlflow", "http://127.0.0.1:9090/hook", "http://localhost/hook", "http://[::1]:80/h"} {
+		c, err := catalog(WebhookConfig{URL: ok, SecretFile: "good"})
+		if err != nil {
+			t.Errorf("%s: %v", ok, err)
+			continue
+		}
+		if s, _ := c.Lookup("weather"); s.Webhook == nil || s.Webhook.URL != ok || len(s.Webhook.Key) != 24 || !c.HasWebhook("weather") {
+			t.Errorf("%s: %+v", ok, s.Webhook)
+		}
+	}
+	for _, tc := range []struct {
+		hook WebhookConfig
+		says string
+	}{
+		{WebhookConfig{URL: "http://hooks.weather.example/urlflow", SecretFile: "good"}, "want https"},
+		{WebhookConfig{URL: "/hook", SecretFile: "good"}, "want an absolute https URL"},
+		{WebhookConfig{URL: "https://hooks.weather.example/"}, "secret_file is required"},
+		{WebhookConfig{URL: "https://hooks.weather.example/", SecretFile: "bad"}, `want "whsec_"`},
+		{WebhookConfig{URL: "https://hooks.weather.example/", SecretFile: "missing"}, "secret_file: file does not exist"},
+	} {
+		_, err := catalog(tc.hook)
+		if err == nil || !strings.Contains(err.Error(), "service weather: webhook: ") || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%+v: %v, want it to say %q", tc.hook, err, tc.says)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Error("the error repeats the file's content")
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/urlflow/urlflow/oauth/identity"
+	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 )
 
@@ -143,4 +144,21 @@ func (s *Server) apiEvents(c echo.Context) error {
 		}
 		w.Flush() // a reader that left ends the request's context, and the read above
 	}
+}
+
+// apiWebhook is GET /api/v1/elicitations/{id}/webhook: the delivery record of the webhook
+// that told the elicitation's service it ended, for whoever may read the elicitation.
+func (s *Server) apiWebhook(c echo.Context) error {
+	_, e, err := s.callerElicitation(c)
+	if e == nil {
+		return err
+	}
+	d, err := s.opts.Flows.Webhook(c.Request().Context(), e.ID)
+	if errors.Is(err, state.ErrNotFound) {
+		return refuse(http.StatusNotFound, "no webhook was queued for this elicitation: it has not ended, or its service has no webhook")
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, d)
 }

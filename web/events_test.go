@@ -200,3 +200,28 @@ func TestAServiceHoldsAFewEventStreamsAtOnce(t *testing.T) {
 		t.Errorf("another service's stream: %d", s.status)
 	}
 }
+
+func TestTheWebhookOfAnEndedFlowIsReadableByWhoMayReadTheFlow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	v := created(t, f.asService(t, keyholder, http.MethodPost, "/api/v1/elicitations", f.userTokenFor(t, "alice", keyholder), createDemoKey), http.StatusCreated)
+	path := "/api/v1/elicitations/" + v.ID + "/webhook"
+	f.asService(t, keyholder, http.MethodGet, path, "", "").want(t, http.StatusNotFound, "has not ended")
+
+	f.asService(t, keyholder, http.MethodPost, "/api/v1/elicitations/"+v.ID+"/cancel", "", "").want(t, http.StatusOK)
+	got := f.asService(t, keyholder, http.MethodGet, path, "", "")
+	var d flow.WebhookDelivery
+	got.decode(t, &d)
+	if got.Status != http.StatusOK || d.ID != flow.WebhookID(v.ID) || d.Type != "elicitation.cancelled" || d.Service != keyholder ||
+		d.Attempts != 0 || d.NextAttemptAt == nil {
+		t.Errorf("the delivery: %d %s", got.Status, got.Body)
+	}
+	f.api(t, http.MethodGet, path, f.operatorToken, "").want(t, http.StatusOK, flow.WebhookID(v.ID))
+	f.api(t, http.MethodGet, path, f.token(t, "alice"), "").want(t, http.StatusOK)
+	f.asService(t, weather, http.MethodGet, path, "", "").want(t, http.StatusNotFound, `"unknown"`)
+
+	// A service without a webhook has none queued.
+	w := created(t, f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", f.userTokenFor(t, "alice", weather), createDemoKey), http.StatusCreated)
+	f.asService(t, weather, http.MethodPost, "/api/v1/elicitations/"+w.ID+"/cancel", "", "").want(t, http.StatusOK)
+	f.asService(t, weather, http.MethodGet, "/api/v1/elicitations/"+w.ID+"/webhook", "", "").want(t, http.StatusNotFound, "no webhook")
+}

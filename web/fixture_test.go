@@ -171,7 +171,8 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	t.Cleanup(func() { rdb.Close() })
 	clock := &testClock{}
 	count := counters.New(rdb, log)
-	store := flow.NewStore(rdb, flow.StoreOptions{Now: clock.Now, Logger: log, Counters: count})
+	serviceCatalog, serviceKeys := testServices(t, opts.provider != nil)
+	store := flow.NewStore(rdb, flow.StoreOptions{Now: clock.Now, Logger: log, Counters: count, Webhooks: serviceCatalog.HasWebhook})
 	creds := credentials.NewStore(rdb, credentials.Options{Now: clock.Now, Logger: log})
 	sessions := browsersession.NewStore(rdb)
 	hub := flow.NewHub(rdb, log)
@@ -245,7 +246,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 			verifier = scopeGranter{f.dev, opts.scopes}
 		}
 	}
-	f.services, f.serviceKeys = testServices(t, opts.provider != nil)
+	f.services, f.serviceKeys = serviceCatalog, serviceKeys
 	serviceUsers := map[string]identity.Verifier{}
 	for _, svc := range f.services.List() {
 		if f.dev != nil {
@@ -288,7 +289,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 // The delegating services of every fixture: weather may ask for the demo slot and acme
 // (when the fixture has it), calendar for the demo slot, and directory for the demo slot
 // and may name users itself; keyholder, the demo slot and acme (when the fixture has it),
-// and may receive its credentials (release).
+// may receive its credentials (release) and has a webhook (never sent: no sender runs).
 const (
 	weather   = "weather"
 	calendar  = "calendar"
@@ -303,9 +304,12 @@ func testServices(t testing.TB, withProvider bool) (*services.Catalog, map[strin
 		{Name: weather, Label: "Weather MCP", Resource: "https://weather.example/mcp", Slots: []string{demoSlot}},
 		{Name: calendar, Label: "Calendar MCP", Resource: "https://calendar.example/mcp", Slots: []string{demoSlot}},
 		{Name: directory, Label: "Directory MCP", Resource: "https://directory.example/mcp", Slots: []string{demoSlot}, AssertUsers: true},
-		{Name: keyholder, Label: "Keyholder MCP", Resource: "https://keyholder.example/mcp", Slots: []string{demoSlot}, Release: true},
+		{Name: keyholder, Label: "Keyholder MCP", Resource: "https://keyholder.example/mcp", Slots: []string{demoSlot}, Release: true,
+			Webhook: &services.WebhookConfig{URL: "https://keyholder.example/webhook", SecretFile: "keyholder.secret"}},
 	}
-	opts := services.Options{Slots: []string{demoSlot}, Keys: digests}
+	opts := services.Options{Slots: []string{demoSlot}, Keys: digests, ReadFile: func(string) ([]byte, error) {
+		return []byte("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"), nil
+	}}
 	if withProvider {
 		configs[0].Providers, configs[3].Providers, opts.Providers = []string{"acme"}, []string{"acme"}, []string{"acme"}
 	}

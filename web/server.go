@@ -223,6 +223,7 @@ func (s *Server) routes() {
 	api.POST("/elicitations/:id/cancel", s.apiCancel)
 	api.POST("/elicitations/:id/retry", s.apiRetry)
 	api.POST("/elicitations/:id/answer", s.apiAnswer)
+	api.GET("/elicitations/:id/webhook", s.apiWebhook)
 
 	if s.opts.Dev != nil {
 		e.GET("/dev/token", s.devToken)

@@ -94,6 +94,8 @@ type mcpSessions struct {
 // waits are the product timeouts that tests shorten instead of waiting them out.
 type waits struct {
 	Push, Progress, Retry, StatusLimit time.Duration
+	// WebhookRetry replaces every wait of the webhook schedule after the first attempt.
+	WebhookRetry time.Duration
 }
 
 // testSettings are the settings that exist for tests only: each shortens one of the
@@ -107,6 +109,7 @@ var testSettings = []struct {
 	{"URLFLOW_TEST_PROGRESS_INTERVAL", func(w *waits) *time.Duration { return &w.Progress }},
 	{"URLFLOW_TEST_RETRY_WAIT", func(w *waits) *time.Duration { return &w.Retry }},
 	{"URLFLOW_TEST_STATUS_WAIT_LIMIT", func(w *waits) *time.Duration { return &w.StatusLimit }},
+	{"URLFLOW_TEST_WEBHOOK_RETRY", func(w *waits) *time.Duration { return &w.WebhookRetry }},
 }
 
 // loadTestSettings reads the test-only settings for mode, and names every problem.

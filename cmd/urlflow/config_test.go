@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/ratelimit"
+	"github.com/urlflow/urlflow/webhook"
 )
 
 func envOf(m map[string]string) env {
@@ -443,14 +445,22 @@ func TestTestOnlyWaitsAreAcceptedByDevAndRefusedByServe(t *testing.T) {
 		"URLFLOW_TEST_PROGRESS_INTERVAL": "500ms",
 		"URLFLOW_TEST_RETRY_WAIT":        "1s",
 		"URLFLOW_TEST_STATUS_WAIT_LIMIT": "3s",
+		"URLFLOW_TEST_WEBHOOK_RETRY":     "200ms",
 	}
 	cfg, err := loadConfig("dev", nil, envOf(short), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := waits{Push: 2 * time.Second, Progress: 500 * time.Millisecond, Retry: time.Second, StatusLimit: 3 * time.Second}
+	want := waits{Push: 2 * time.Second, Progress: 500 * time.Millisecond, Retry: time.Second, StatusLimit: 3 * time.Second,
+		WebhookRetry: 200 * time.Millisecond}
 	if cfg.Waits != want {
 		t.Fatalf("dev waits: %+v, want %+v", cfg.Waits, want)
+	}
+	if got := webhookSchedule(cfg.Waits.WebhookRetry); len(got) != len(webhook.DefaultSchedule) || got[0] != 0 || got[1] != 200*time.Millisecond || got[7] != 200*time.Millisecond {
+		t.Errorf("the shortened webhook schedule: %v", got)
+	}
+	if got := webhookSchedule(0); !slices.Equal(got, webhook.DefaultSchedule) {
+		t.Errorf("the webhook schedule: %v, want the default", got)
 	}
 	if cfg, err := loadConfig("dev", nil, envOf(nil), io.Discard); err != nil || cfg.Waits != (waits{}) {
 		t.Fatalf("without test settings the waits must be the product's defaults (zero): %+v %v", cfg, err)

@@ -32,6 +32,7 @@ import (
 	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/upstream"
 	"github.com/urlflow/urlflow/web"
+	"github.com/urlflow/urlflow/webhook"
 )
 
 // devUser is the development user of the printed bearer token.
@@ -163,6 +164,30 @@ func serviceUsers(catalog *services.Catalog, own string, forService func(string)
 	return out, nil
 }
 
+// webhookTargets returns where each service's webhooks go.
+func webhookTargets(catalog *services.Catalog) func(string) (webhook.Target, bool) {
+	return func(name string) (webhook.Target, bool) {
+		svc, ok := catalog.Lookup(name)
+		if !ok || svc.Webhook == nil {
+			return webhook.Target{}, false
+		}
+		return webhook.Target{URL: svc.Webhook.URL, Key: svc.Webhook.Key}, true
+	}
+}
+
+// webhookSchedule is the webhook schedule: the default, or with every retry after wait
+// (URLFLOW_TEST_WEBHOOK_RETRY).
+func webhookSchedule(wait time.Duration) []time.Duration {
+	if wait == 0 {
+		return webhook.DefaultSchedule
+	}
+	schedule := make([]time.Duration, len(webhook.DefaultSchedule))
+	for i := 1; i < len(schedule); i++ {
+		schedule[i] = wait
+	}
+	return schedule
+}
+
 // runService assembles urlflow on rdb and listener and serves until ctx ends. started runs
 // once everything is in place, before the first request is served.
 func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, listener net.Listener, id users, log *slog.Logger, started func()) error {
@@ -178,7 +203,8 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	log = log.With("replica", replica)
 	count := counters.New(rdb, log)
 	limiter := ratelimit.NewLimiter(rdb, nil)
-	flows := flow.NewStore(rdb, flow.StoreOptions{Logger: log, Counters: count, IDKeys: cfg.Keys.DeriveAll("elicitation id")})
+	flows := flow.NewStore(rdb, flow.StoreOptions{Logger: log, Counters: count, IDKeys: cfg.Keys.DeriveAll("elicitation id"),
+		Webhooks: cfg.Services.HasWebhook})
 	creds := credentials.NewStore(rdb, credentials.Options{Logger: log})
 	hub := flow.NewHub(rdb, log)
 	seals := vault.NewVault(cfg.Keys)
@@ -204,6 +230,9 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		DemoAPI: id.demoAPI, TTL: cfg.TTL, RateLimits: cfg.RateLimits, BodyReadTimeout: cfg.BodyReadTimeout, TrustedProxies: cfg.TrustedProxies, Logger: log,
 	})
 
+	webhooks := webhook.NewSender(webhook.Options{Flows: flows, Targets: webhookTargets(cfg.Services),
+		Schedule: webhookSchedule(cfg.Waits.WebhookRetry), Counters: count, Logger: log})
+
 	var debug net.Listener
 	if cfg.DebugAddr != "" {
 		if debug, err = net.Listen("tcp", cfg.DebugAddr); err != nil {
@@ -222,6 +251,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	g.Go(func() error { hub.Run(ctx); return nil })
 	g.Go(func() error { count.Run(ctx); return nil })
 	g.Go(func() error { limiter.Run(ctx, log); return nil })
+	g.Go(func() error { webhooks.Run(ctx); return nil })
 	g.Go(func() error { return serveHTTP(ctx, listener, webServer.Handler(), log) })
 	if debug != nil {
 		g.Go(func() error { return serveHTTP(ctx, debug, profiling(), log) })

@@ -47,6 +47,9 @@ type StoreOptions struct {
 	// seals new IDs first, then older ones that still open IDs made with them. If empty, a
 	// key made at random once per process: for tests, where no other process reads the IDs.
 	IDKeys [][]byte
+	// Webhooks reports whether a delegating service has a webhook, to which the step that
+	// ends each of its flows queues a delivery (webhooks.go). Nil: no service has one.
+	Webhooks func(service string) bool
 }
 
 // Store keeps elicitations and their history in Redis, and stores the credential of a flow
@@ -58,6 +61,7 @@ type Store struct {
 	log       *slog.Logger
 	counters  *counters.Counters
 	ids       *idSealer
+	webhooks  func(service string) bool
 	// cluster is set on a Redis Cluster, where a script cannot write the deadline index
 	// (outside).
 	cluster bool
@@ -95,7 +99,7 @@ func NewStore(rdb redis.UniversalClient, opts StoreOptions) *Store {
 	if err != nil {
 		panic(err)
 	}
-	s := &Store{rdb: rdb, now: opts.Now, retention: opts.Retention, log: opts.Logger, counters: opts.Counters, ids: ids,
+	s := &Store{rdb: rdb, now: opts.Now, retention: opts.Retention, log: opts.Logger, counters: opts.Counters, ids: ids, webhooks: opts.Webhooks,
 		owners: expiring.New[string, string](ownersSize), seen: expiring.New[string, seenRecordEntry](seenSize),
 		ending: map[string]chan struct{}{}}
 	_, s.cluster = rdb.(*redis.ClusterClient)
@@ -772,6 +776,9 @@ func (s *Store) queueChange(ctx context.Context, p *batch, c Change, ev Event, a
 		}
 	}
 	if e.State.Terminal() {
+		if err := s.queueWebhook(ctx, p, e); err != nil {
+			return err
+		}
 		// A running elicitation is reused by the next ask (Open); an ended one is not.
 		p.Do(ctx, delIfOp, openKey(e.User.Key(), e.Kind, e.CredentialName(), e.SessionID), e.ID)
 	}

@@ -1,0 +1,170 @@
+package delegate
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// urlflow tells a delegating server that one of its elicitations ended by a webhook, sent
+// the Standard Webhooks way (https://www.standardwebhooks.com): a JSON body and three
+// headers, webhook-id (the same in every attempt of one message), webhook-timestamp
+// (Unix seconds of the attempt) and webhook-signature ("v1," and the base64 HMAC-SHA256 of
+// "id.timestamp.body" under the secret).
+
+// The headers of a webhook.
+const (
+	HeaderWebhookID        = "webhook-id"
+	HeaderWebhookTimestamp = "webhook-timestamp"
+	HeaderWebhookSignature = "webhook-signature"
+)
+
+// SecretPrefix starts a webhook secret: the base64 of its bytes follows.
+const SecretPrefix = "whsec_"
+
+// DefaultWebhookTolerance is how far a webhook's timestamp may be from the receiver's
+// clock: older messages are refused as stale, so a captured one cannot be replayed later.
+const DefaultWebhookTolerance = 5 * time.Minute
+
+// Errors of WebhookVerifier.Verify.
+var (
+	// ErrWebhookSignature: the message was not signed with the secret, or was changed.
+	ErrWebhookSignature = errors.New("webhook: no valid signature")
+	// ErrWebhookStale: the timestamp is too far from now.
+	ErrWebhookStale = errors.New("webhook: timestamp out of tolerance")
+	// ErrWebhookReplayed: a message with this webhook-id was verified before. urlflow sends
+	// a message again when it did not see the answer to an attempt, so answer it with 2xx,
+	// and do not act on it twice.
+	ErrWebhookReplayed = errors.New("webhook: this message was received before")
+)
+
+// ParseSecret returns the bytes of a webhook secret ("whsec_" and base64).
+func ParseSecret(secret string) ([]byte, error) {
+	b64, ok := strings.CutPrefix(strings.TrimSpace(secret), SecretPrefix)
+	key, err := base64.StdEncoding.DecodeString(b64)
+	if !ok || err != nil || len(key) < 24 || len(key) > 64 {
+		return nil, fmt.Errorf(`webhook secret: want %q and the base64 of 24 to 64 bytes`, SecretPrefix)
+	}
+	return key, nil
+}
+
+// SignWebhook returns the webhook-signature of the message id sent at timestamp with body,
+// under the secret's bytes key.
+func SignWebhook(key []byte, id string, timestamp time.Time, body []byte) string {
+	m := hmac.New(sha256.New, key)
+	fmt.Fprintf(m, "%s.%d.", id, timestamp.Unix())
+	m.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// Webhook is a verified webhook of urlflow: an elicitation of the server ended.
+type Webhook struct {
+	// ID is the message's webhook-id.
+	ID string
+	// Type is "elicitation." and the state the elicitation ended in, for example
+	// "elicitation.complete" or "elicitation.declined".
+	Type string
+	// Elicitation is the elicitation as it ended.
+	Elicitation Elicitation
+}
+
+// Elicitation is an elicitation as urlflow's API shows it (docs/openapi.yaml).
+type Elicitation struct {
+	ID        string    `json:"id"`
+	State     string    `json:"state"`
+	Kind      string    `json:"kind"`
+	Target    string    `json:"target"`
+	Service   string    `json:"service,omitempty"`
+	URL       string    `json:"url,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// WebhookVerifier verifies the webhooks of one secret and remembers the IDs it verified
+// within the tolerance, to refuse a replay. A server with several replicas behind one
+// webhook URL sees a replay refused only by the replica that verified the first copy.
+// Its methods may be called concurrently.
+type WebhookVerifier struct {
+	key []byte
+	// Tolerance bounds how far a timestamp may be from Now (DefaultWebhookTolerance when
+	// zero).
+	Tolerance time.Duration
+	// Now returns the current time (time.Now when nil).
+	Now func() time.Time
+
+	mu   sync.Mutex
+	seen map[string]time.Time // webhook-id → its timestamp
+}
+
+// NewWebhookVerifier returns a verifier for secret ("whsec_" and base64).
+func NewWebhookVerifier(secret string) (*WebhookVerifier, error) {
+	key, err := ParseSecret(secret)
+	if err != nil {
+		return nil, err
+	}
+	return &WebhookVerifier{key: key, seen: map[string]time.Time{}}, nil
+}
+
+// Verify checks the webhook of header and body and returns it. It refuses a message
+// without a valid signature (ErrWebhookSignature), one whose timestamp is out of the
+// tolerance (ErrWebhookStale), and one it verified before (ErrWebhookReplayed).
+func (v *WebhookVerifier) Verify(header http.Header, body []byte) (*Webhook, error) {
+	now := time.Now()
+	if v.Now != nil {
+		now = v.Now()
+	}
+	tolerance := v.Tolerance
+	if tolerance <= 0 {
+		tolerance = DefaultWebhookTolerance
+	}
+	id := header.Get(HeaderWebhookID)
+	secs, err := strconv.ParseInt(header.Get(HeaderWebhookTimestamp), 10, 64)
+	if id == "" || err != nil {
+		return nil, ErrWebhookSignature
+	}
+	ts := time.Unix(secs, 0)
+	want := SignWebhook(v.key, id, ts, body)
+	signed := false
+	// The header may carry several signatures, space separated (while a secret rotates).
+	for _, sig := range strings.Fields(header.Get(HeaderWebhookSignature)) {
+		if hmac.Equal([]byte(sig), []byte(want)) {
+			signed = true
+		}
+	}
+	if !signed {
+		return nil, ErrWebhookSignature
+	}
+	if ts.Before(now.Add(-tolerance)) || ts.After(now.Add(tolerance)) {
+		return nil, ErrWebhookStale
+	}
+	var msg struct {
+		Type string `json:"type"`
+		Data struct {
+			Elicitation Elicitation `json:"elicitation"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &msg); err != nil {
+		return nil, fmt.Errorf("webhook: the body is not urlflow's: %w", err)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for seenID, at := range v.seen {
+		if at.Before(now.Add(-2 * tolerance)) {
+			delete(v.seen, seenID) // past the tolerance: refused as stale anyway
+		}
+	}
+	if _, ok := v.seen[id]; ok {
+		return nil, ErrWebhookReplayed
+	}
+	v.seen[id] = ts
+	return &Webhook{ID: id, Type: msg.Type, Elicitation: msg.Data.Elicitation}, nil
+}

@@ -1,0 +1,80 @@
+package delegate
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+)
+
+const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// signed returns the headers urlflow sends with body as message id at ts.
+func signed(t *testing.T, id string, ts time.Time, body []byte) http.Header {
+	t.Helper()
+	key, err := ParseSecret(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{}
+	h.Set(HeaderWebhookID, id)
+	h.Set(HeaderWebhookTimestamp, strconv.FormatInt(ts.Unix(), 10))
+	h.Set(HeaderWebhookSignature, SignWebhook(key, id, ts, body))
+	return h
+}
+
+func TestAWebhookIsVerifiedOnceAndForgedStaleOrReplayedOnesAreRefused(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	v, err := NewWebhookVerifier(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Now = func() time.Time { return now }
+	body := []byte(`{"type":"elicitation.complete","timestamp":"2027-01-15T08:00:00Z","data":{"elicitation":{"id":"E1","state":"complete","kind":"secret","target":"demo_api_key","service":"weather"}}}`)
+
+	hook, err := v.Verify(signed(t, "msg_E1", now, body), body)
+	if err != nil || hook.ID != "msg_E1" || hook.Type != "elicitation.complete" || hook.Elicitation.ID != "E1" || hook.Elicitation.State != "complete" {
+		t.Fatalf("Verify = %+v, %v", hook, err)
+	}
+	if _, err := v.Verify(signed(t, "msg_E1", now.Add(time.Second), body), body); !errors.Is(err, ErrWebhookReplayed) {
+		t.Errorf("the same message again: %v, want replayed", err)
+	}
+
+	other, _ := NewWebhookVerifier("whsec_" + "b3RoZXItc2VjcmV0LW9mLXR3ZW50eS1mb3VyLWJ5dGVz")
+	forged := signed(t, "msg_E2", now, body)
+	forged.Set(HeaderWebhookSignature, SignWebhook(other.key, "msg_E2", now, body))
+	changedID := signed(t, "msg_E3", now, body)
+	changedID.Set(HeaderWebhookID, "msg_E4")
+	rotated := signed(t, "msg_E5", now, body)
+	rotated.Set(HeaderWebhookSignature, "v1,bm90LXRoaXMtb25l "+rotated.Get(HeaderWebhookSignature))
+	for _, tc := range []struct {
+		name   string
+		header http.Header
+		body   []byte
+		want   error
+	}{
+		{"another secret", forged, body, ErrWebhookSignature},
+		{"a changed body", signed(t, "msg_E6", now, body), []byte(`{"type":"elicitation.complete","data":{"elicitation":{"id":"E-other"}}}`), ErrWebhookSignature},
+		{"a changed id", changedID, body, ErrWebhookSignature},
+		{"no headers", http.Header{}, body, ErrWebhookSignature},
+		{"stale", signed(t, "msg_E7", now.Add(-6*time.Minute), body), body, ErrWebhookStale},
+		{"from the future", signed(t, "msg_E8", now.Add(6*time.Minute), body), body, ErrWebhookStale},
+		{"one of two signatures (rotation)", rotated, body, nil},
+	} {
+		if _, err := v.Verify(tc.header, tc.body); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestAWebhookSecretHasItsPrefixAndEnoughBytes(t *testing.T) {
+	for _, bad := range []string{"", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_short", "whsec_!!!!"} {
+		if _, err := NewWebhookVerifier(bad); err == nil {
+			t.Errorf("secret %q accepted", bad)
+		}
+	}
+	if _, err := ParseSecret(testSecret + "\n"); err != nil {
+		t.Errorf("a secret read from a file, with its newline: %v", err)
+	}
+}

@@ -1,0 +1,238 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/urlflow/urlflow/delegate"
+	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
+)
+
+var alice = state.User{Issuer: "https://id.example", Subject: "alice"}
+
+const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// receiver is a delegating server's webhook endpoint: it verifies what it gets with the
+// Go package, and answers as its mode says.
+type receiver struct {
+	srv      *httptest.Server
+	verifier *delegate.WebhookVerifier
+	failing  atomic.Bool
+	mu       sync.Mutex
+	got      []*delegate.Webhook
+	refused  []error
+}
+
+func newReceiver(t *testing.T) *receiver {
+	v, err := delegate.NewWebhookVerifier(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &receiver{verifier: v}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if r.failing.Load() {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		body, _ := io.ReadAll(req.Body)
+		hook, err := r.verifier.Verify(req.Header, body)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if err != nil {
+			r.refused = append(r.refused, err)
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		r.got = append(r.got, hook)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) received() []*delegate.Webhook {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*delegate.Webhook(nil), r.got...)
+}
+
+func key(t *testing.T) []byte {
+	k, err := delegate.ParseSecret(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// endFlow creates a flow of the service weather and cancels it: its webhook is queued.
+func endFlow(t *testing.T, flows *flow.Store) *flow.Elicitation {
+	t.Helper()
+	e, err := flows.Create(t.Context(), flow.NewElicitation{User: alice, Kind: state.KindSecret, Target: "demo_api_key",
+		Service: "weather", Purpose: "test", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := flows.Apply(t.Context(), e.ID, flow.CancelRequested, state.ActorService, "test")
+	if err != nil || c.Elicitation.State != flow.Cancelled {
+		t.Fatalf("cancel: %+v, %v", c, err)
+	}
+	return c.Elicitation
+}
+
+func storeOn(b *redistest.Backend) *flow.Store {
+	return flow.NewStore(b.Client, flow.StoreOptions{Logger: slog.New(slog.DiscardHandler), Webhooks: func(s string) bool { return s == "weather" }})
+}
+
+// sendUntil calls SendDue until done reports true, for at most 10 seconds.
+func sendUntil(t *testing.T, s *Sender, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatal("not done within 10s")
+		}
+		if err := s.SendDue(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestAWebhookIsDeliveredOnceTheReceiverIsBackEvenByAnotherReplica(t *testing.T) {
+	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		flows := storeOn(b)
+		r := newReceiver(t)
+		r.failing.Store(true)
+		var logs bytes.Buffer
+		var logMu sync.Mutex
+		log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			logMu.Lock()
+			defer logMu.Unlock()
+			return logs.Write(p)
+		}), nil))
+		targets := func(service string) (Target, bool) {
+			return Target{URL: r.srv.URL + "/hooks", Key: key(t)}, service == "weather"
+		}
+		schedule := []time.Duration{0, 100 * time.Millisecond, 100 * time.Millisecond, time.Hour}
+		first := NewSender(Options{Flows: flows, Targets: targets, Schedule: schedule, Logger: log})
+		e := endFlow(t, flows)
+
+		// The receiver is down: two attempts fail, and the delivery waits for the next.
+		sendUntil(t, first, func() bool {
+			d, err := flows.Webhook(t.Context(), e.ID)
+			return err == nil && d.Attempts == 2
+		})
+		d, _ := flows.Webhook(t.Context(), e.ID)
+		if d.LastStatus != http.StatusServiceUnavailable || d.NextAttemptAt == nil || d.DeliveredAt != nil || d.GivenUpAt != nil ||
+			!strings.Contains(d.LastError, "503") || d.ID != flow.WebhookID(e.ID) || d.Type != "elicitation.cancelled" {
+			t.Fatalf("after two failures: %+v", d)
+		}
+
+		// Another replica (or this one restarted) sends it once the receiver is back.
+		r.failing.Store(false)
+		second := NewSender(Options{Flows: storeOn(b), Targets: targets, Schedule: schedule, Logger: log})
+		sendUntil(t, second, func() bool { return len(r.received()) == 1 })
+		got := r.received()[0]
+		if got.ID != flow.WebhookID(e.ID) || got.Type != "elicitation.cancelled" || got.Elicitation.ID != e.ID ||
+			got.Elicitation.State != "cancelled" || got.Elicitation.Service != "weather" {
+			t.Errorf("received %+v", got)
+		}
+		d, _ = flows.Webhook(t.Context(), e.ID)
+		if d.Attempts != 3 || d.DeliveredAt == nil || d.NextAttemptAt != nil || d.LastStatus != http.StatusOK || d.LastError != "" {
+			t.Errorf("delivered: %+v", d)
+		}
+		// Delivered, it is not sent again.
+		for range 3 {
+			if err := second.SendDue(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := len(r.received()); n != 1 {
+			t.Errorf("received %d times", n)
+		}
+		logMu.Lock()
+		defer logMu.Unlock()
+		if !strings.Contains(logs.String(), "webhook attempt failed") || !strings.Contains(logs.String(), "webhook delivered") {
+			t.Errorf("log: %s", logs.String())
+		}
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func TestAWebhookIsGivenUpAfterTheScheduleAndItsURLStaysUnsaid(t *testing.T) {
+	t.Parallel()
+	b := &redistest.Backend{Client: redistest.Start(t).Client(t)}
+	flows := storeOn(b)
+	// A receiver that is gone, at a URL that holds its own secret.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := "http://" + l.Addr().String() + "/hooks/receiver-secret-path"
+	l.Close()
+	s := NewSender(Options{Flows: flows, Schedule: []time.Duration{0, 10 * time.Millisecond, 10 * time.Millisecond},
+		Targets: func(string) (Target, bool) { return Target{URL: gone, Key: key(t)}, true }, Logger: slog.New(slog.DiscardHandler)})
+	e := endFlow(t, flows)
+	sendUntil(t, s, func() bool {
+		d, err := flows.Webhook(t.Context(), e.ID)
+		return err == nil && d.GivenUpAt != nil
+	})
+	d, _ := flows.Webhook(t.Context(), e.ID)
+	if d.Attempts != 3 || d.NextAttemptAt != nil || d.DeliveredAt != nil || d.LastError == "" || strings.Contains(d.LastError, "receiver-secret-path") {
+		t.Errorf("given up: %+v", d)
+	}
+	if due, _ := flows.DueWebhooks(t.Context(), time.Now().Add(time.Hour), 10); len(due) != 0 {
+		t.Errorf("still due: %v", due)
+	}
+}
+
+func TestOneReplicaAtATimeAttemptsADelivery(t *testing.T) {
+	t.Parallel()
+	b := &redistest.Backend{Client: redistest.Start(t).Client(t)}
+	flows := storeOn(b)
+	e := endFlow(t, flows)
+	now := time.Now()
+	if _, _, ok, err := flows.ClaimWebhook(t.Context(), e.ID, now, time.Minute); !ok || err != nil {
+		t.Fatalf("first claim: %v, %v", ok, err)
+	}
+	if _, _, ok, _ := flows.ClaimWebhook(t.Context(), e.ID, now, time.Minute); ok {
+		t.Error("a claimed delivery was claimed again")
+	}
+	// The replica that claimed it died: after the lease, another takes it.
+	if _, body, ok, _ := flows.ClaimWebhook(t.Context(), e.ID, now.Add(2*time.Minute), time.Minute); !ok || !json.Valid(body) {
+		t.Error("a delivery whose lease ran out was not taken again")
+	}
+	// A flow of a service without a webhook queues nothing.
+	other, err := flows.Create(t.Context(), flow.NewElicitation{User: alice, Kind: state.KindSecret, Target: "k", Service: "calendar", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flows.Apply(t.Context(), other.ID, flow.CancelRequested, state.ActorService, "test")
+	if _, err := flows.Webhook(t.Context(), other.ID); err != state.ErrNotFound {
+		t.Errorf("calendar's flow: %v, want no webhook", err)
+	}
+}
+
+func TestTheSignatureIsTheStandardWebhooksOne(t *testing.T) {
+	// The example of the Standard Webhooks specification.
+	k, _ := base64.StdEncoding.DecodeString("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	got := delegate.SignWebhook(k, "msg_p5jXN8AQM9LWM0D4loKWxJek", time.Unix(1614265330, 0), []byte(`{"test": 2432232314}`))
+	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; got != want {
+		t.Errorf("signature %s, want %s", got, want)
+	}
+}
