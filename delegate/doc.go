@@ -1,9 +1,15 @@
-// Package delegate is for MCP servers that hand their users' secret entry and third-party
-// OAuth to urlflow (a delegating server, a "service" in urlflow's configuration).
+// Package delegate is for MCP servers built on the MCP Go SDK that hand their users'
+// secret entry and third-party OAuth to urlflow: such a server is a delegating service in
+// urlflow's configuration, and keeps talking to its own clients while urlflow runs the
+// browser part and keeps the credential.
+//
+// In a tool handler, Client.Require returns the credential's handle when the user has it
+// stored, or the answer that sends the user to urlflow, in the form the calling client
+// understands (see Require); Credential.Call then uses the credential through urlflow,
+// which injects it, so that the server never holds it. Client.Follow (or
+// Client.WebhookHandler) tells each client session when its user has finished.
+// WebhookVerifier checks urlflow's webhooks.
 //
 // It is the one package of this module with a compatibility promise: its exported names
 // keep their meaning across minor versions. It imports no other package of the module.
-//
-// So far it verifies urlflow's webhooks (WebhookVerifier): the message that tells a
-// delegating server that one of its elicitations ended.
 package delegate

@@ -18,8 +18,9 @@ import (
 	"github.com/urlflow/urlflow/internal/redistest"
 )
 
-// binary is the urlflow binary built once for all tests.
-var binary string
+// binary is the urlflow binary built once for all tests; exampleBinary the example
+// delegating server (examples/weather).
+var binary, exampleBinary string
 
 func TestMain(m *testing.M) {
 	// Six at a time: the tests wait on processes (urlflow, Redis, Chromium, Node) more
@@ -36,15 +37,18 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "urlflow")
-	args := []string{"build", "-o", binary}
+	args := []string{"build"}
 	if raceEnabled {
 		args = append(args, "-race") // the server runs under the race detector too
 	}
-	build := exec.Command("go", append(args, "../cmd/urlflow")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: build urlflow:", err)
-		return 1
+	exampleBinary = filepath.Join(dir, "weather")
+	for out, pkg := range map[string]string{binary: "../cmd/urlflow", exampleBinary: "../examples/weather"} {
+		build := exec.Command("go", append(args[:len(args):len(args)], "-o", out, pkg)...)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: build %s: %v\n", pkg, err)
+			return 1
+		}
 	}
 	defer closeBrowser()
 	defer stopSharedIssuer()

@@ -63,6 +63,9 @@ type Options struct {
 	// Dev, when set, turns on the development identity: the development sign-in page,
 	// /dev/token, and a loopback-only Host check on every request.
 	Dev *identity.Dev
+	// DevServiceKeys are the keys of development services by name, served on
+	// /dev/service-key with Dev (the example server fetches the demo service's).
+	DevServiceKeys map[string]string
 	// SignIn is the browser sign-in with the deployment's issuer; used when Dev is nil.
 	SignIn *identity.BrowserSignIn
 	// Issuer is the authorization server that MCP clients sign in with, named in the
@@ -227,6 +230,7 @@ func (s *Server) routes() {
 
 	if s.opts.Dev != nil {
 		e.GET("/dev/token", s.devToken)
+		e.GET("/dev/service-key", s.devServiceKey)
 	}
 	if s.opts.DemoAPI != nil {
 		e.Any("/demo/api/*", echo.WrapHandler(s.opts.DemoAPI))

@@ -1,10 +1,12 @@
 package web
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -202,4 +204,16 @@ func (s *Server) devToken(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]string{"token": token})
+}
+
+// devServiceKey is GET /dev/service-key?service=NAME (development only, on loopback like
+// /dev/token): the key of a development service, "demo" by default, so that a delegating
+// server run next to urlflow dev needs no key pasted.
+func (s *Server) devServiceKey(c echo.Context) error {
+	name := cmp.Or(c.QueryParam("service"), "demo")
+	key, ok := s.opts.DevServiceKeys[name]
+	if !ok {
+		return echo.NewHTTPError(http.StatusNotFound, "no development service "+strconv.Quote(name)+" (urlflow dev adds one named demo)")
+	}
+	return c.JSON(http.StatusOK, map[string]string{"service": name, "key": key})
 }

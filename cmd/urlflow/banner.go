@@ -58,6 +58,7 @@ Delegating MCP server (service "{{.Name}}", README: Delegating from your MCP ser
                    (its users' tokens: {{$.TokenURL}}?user=NAME&resource={{.Resource}})
   API:             {{.API}} (Authorization: Bearer <service key>,
                    Urlflow-User-Token: <the user's token>)
+  Example server:  go run ./examples/weather (in urlflow's repository; it serves that resource)
 {{- end}}
 
 Claude Code:

@@ -66,6 +66,8 @@ type config struct {
 	Slots     *slots.Catalog
 	secrets   []slots.Slot
 	providers []thirdparty.Config
+	// DemoResource is the resource of urlflow dev's demo service (URLFLOW_DEV_DEMO_RESOURCE).
+	DemoResource string
 	// Services are the delegating MCP servers (buildServices).
 	Services *services.Catalog
 	services []services.Config
@@ -267,6 +269,11 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 		if *rl.limit, err = ratelimit.ParseLimit(pick("", getenv, rl.name, rl.def)); err != nil {
 			problem("%s: %v", rl.name, err)
 		}
+	}
+
+	cfg.DemoResource = pick("", getenv, "URLFLOW_DEV_DEMO_RESOURCE", defaultDemoResource)
+	if u, err := url.Parse(cfg.DemoResource); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		problem("URLFLOW_DEV_DEMO_RESOURCE: want the demo service's MCP URL (absolute http or https), got %q", cfg.DemoResource)
 	}
 
 	if cfg.DebugAddr = pick("", getenv, "URLFLOW_DEBUG_ADDR", ""); cfg.DebugAddr != "" {

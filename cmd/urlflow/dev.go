@@ -40,10 +40,11 @@ const devUser = "dev"
 
 // demoService is the development delegating service that urlflow dev adds (unless the
 // configuration names a service "demo" itself): it may ask for every configured slot and
-// provider, and its users' tokens name demoServiceResource.
+// provider, and its users' tokens name its resource (URLFLOW_DEV_DEMO_RESOURCE, by
+// default defaultDemoResource).
 const (
 	demoService         = "demo"
-	demoServiceResource = "http://127.0.0.1:8090/mcp"
+	defaultDemoResource = "http://127.0.0.1:8090/mcp"
 )
 
 // sweepInterval is how often deadlines are enforced when nobody reads.
@@ -78,7 +79,7 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 		if err := cfg.buildServices(map[string][]string{demoService: {services.Digest(dev.DemoServiceKey)}}, cfg.demoService()); err != nil {
 			return err
 		}
-		demo = &demoServiceBanner{Name: demoService, Key: dev.DemoServiceKey, Resource: demoServiceResource}
+		demo = &demoServiceBanner{Name: demoService, Key: dev.DemoServiceKey, Resource: cfg.DemoResource}
 	}
 
 	rdb, redisNote, closeRedis, err := openRedis(ctx, cfg.RedisURL, cfg.RedisTopology, log)
@@ -103,11 +104,13 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 		return err
 	}
 
+	serviceKeys := map[string]string{}
 	if demo != nil {
 		demo.API = cfg.PublicURL.JoinPath("api", "v1", "elicitations").String()
+		serviceKeys[demo.Name] = demo.Key
 	}
 	return runService(ctx, cfg, rdb, listener, users{
-		verifier: devID, dev: devID, demoAPI: demoapi.Handler(),
+		verifier: devID, dev: devID, demoAPI: demoapi.Handler(), serviceKeys: serviceKeys,
 		forService: func(resource string) (identity.Verifier, error) { return devID.ForAudience(resource), nil },
 	}, log, func() {
 		printDevBanner(stdout, devBanner{
@@ -129,6 +132,8 @@ type users struct {
 	issuer  string
 	scopes  []string
 	demoAPI http.Handler
+	// serviceKeys are the keys of development services (the demo service's), by name.
+	serviceKeys map[string]string
 	// forService returns the verifier of the user tokens a delegating service forwards:
 	// tokens of this deployment's users for the service's resource.
 	forService func(resource string) (identity.Verifier, error)
@@ -136,7 +141,7 @@ type users struct {
 
 // demoService is the configuration of urlflow dev's demo service.
 func (c *config) demoService() services.Config {
-	demo := services.Config{Name: demoService, Label: "Demo MCP server (development)", Resource: demoServiceResource}
+	demo := services.Config{Name: demoService, Label: "Demo MCP server (development)", Resource: c.DemoResource}
 	for _, s := range c.secrets {
 		demo.Slots = append(demo.Slots, s.Name)
 	}
@@ -225,7 +230,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		Sessions: browsersession.NewStore(rdb), Limiter: limiter, Counters: count,
 		Slots: cfg.Slots, Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens),
 		Services: cfg.Services, ServiceUsers: users, StatusWaitLimit: cfg.Waits.StatusLimit,
-		Dev: id.dev, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,
+		Dev: id.dev, DevServiceKeys: id.serviceKeys, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,
 		MCP: mcpServer.Handler(), Upstream: caller, Providers: providers, Keeper: keeper,
 		DemoAPI: id.demoAPI, TTL: cfg.TTL, RateLimits: cfg.RateLimits, BodyReadTimeout: cfg.BodyReadTimeout, TrustedProxies: cfg.TrustedProxies, Logger: log,
 	})

@@ -1,0 +1,216 @@
+package delegate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Style is how a client of protocol 2025-11-25 that supports URL-mode elicitation is
+// asked to send its user to urlflow.
+type Style int
+
+const (
+	// StylePush sends elicitation/create with the URL and waits, bounded, for the user to
+	// finish: the tool call returns with the credential in one go.
+	StylePush Style = iota
+	// StyleError answers the call with the URL-elicitation-required error (-32042); the
+	// client calls the tool again once it got notifications/elicitation/complete.
+	StyleError
+)
+
+// Options configure a Client. URL and Key are required.
+type Options struct {
+	// URL is urlflow's public URL, for example "https://urlflow.example.com".
+	URL string
+	// Key is the server's service key ("urlflow_sk_..."), from urlflow service-key.
+	Key string
+	// Style is how a 2025-11-25 client with URL mode is asked (StylePush by default).
+	Style Style
+	// PushWait bounds how long a push-style call waits for its user (50 seconds when
+	// zero: many clients give up on a request after about a minute).
+	PushWait time.Duration
+	// RetryWait bounds how long a 2026-07-28 retry waits for its user before it asks the
+	// client again (25 seconds when zero).
+	RetryWait time.Duration
+	// HTTPClient sends the requests to urlflow (http.DefaultClient when nil). Its timeout,
+	// if any, must allow the waits above.
+	HTTPClient *http.Client
+	// Logger receives what the client logs (slog.Default() when nil). It never logs a
+	// token or a credential.
+	Logger *slog.Logger
+}
+
+// Client is a delegating server's link to urlflow. Its methods may be called
+// concurrently.
+type Client struct {
+	opts Options
+	base *url.URL
+	log  *slog.Logger
+
+	mu sync.Mutex
+	// waiting maps the ID of each elicitation whose end a client session is owed to that
+	// session: sent once, by whichever learns of the end first (a push-style call, the event
+	// stream or a webhook).
+	waiting map[string]*mcp.ServerSession
+}
+
+// New returns a Client for opts.
+func New(opts Options) (*Client, error) {
+	base, err := url.Parse(opts.URL)
+	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
+		return nil, fmt.Errorf("delegate: URL: want urlflow's absolute http or https URL, got %q", opts.URL)
+	}
+	if !strings.HasPrefix(opts.Key, "urlflow_sk_") {
+		return nil, errors.New(`delegate: Key: want the service key, "urlflow_sk_..."`)
+	}
+	if opts.PushWait <= 0 {
+		opts.PushWait = 50 * time.Second
+	}
+	if opts.RetryWait <= 0 {
+		opts.RetryWait = 25 * time.Second
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = http.DefaultClient
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Client{opts: opts, base: base, log: log, waiting: map[string]*mcp.ServerSession{}}, nil
+}
+
+// APIError is a request that urlflow refused or could not serve.
+type APIError struct {
+	// Status is the HTTP status.
+	Status int
+	// Message is urlflow's explanation.
+	Message string
+	// Reason, for a refused proxy call, says what the user must do: "not_stored",
+	// "locked", "reconnect" or "unopenable" (ask them again with Require), or "carried"
+	// (the request carried the credential: never send it, urlflow adds it).
+	Reason string
+}
+
+func (e *APIError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("urlflow: %d %s (%s)", e.Status, e.Message, e.Reason)
+	}
+	return fmt.Sprintf("urlflow: %d %s", e.Status, e.Message)
+}
+
+// do sends a request to urlflow's API (path under /api/v1) with the service key and, when
+// not empty, the user token, and decodes a 2xx answer into out.
+func (c *Client) do(ctx context.Context, method, path, userToken string, in, out any) (int, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return 0, fmt.Errorf("delegate: encode request: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	p, query, _ := strings.Cut(path, "?")
+	u := c.base.JoinPath("api/v1", p)
+	u.RawQuery = query
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return 0, fmt.Errorf("delegate: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.opts.Key)
+	if userToken != "" {
+		req.Header.Set("Urlflow-User-Token", userToken)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.opts.HTTPClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("delegate: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return 0, fmt.Errorf("delegate: %s %s: read the answer: %w", method, path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		apiErr := &APIError{Status: resp.StatusCode}
+		var refusal struct {
+			Error  string `json:"error"`
+			Reason string `json:"reason"`
+		}
+		if json.Unmarshal(data, &refusal) == nil && refusal.Error != "" {
+			apiErr.Message, apiErr.Reason = refusal.Error, refusal.Reason
+		} else {
+			apiErr.Message = http.StatusText(resp.StatusCode)
+		}
+		return resp.StatusCode, apiErr
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("delegate: %s %s: decode the answer: %w", method, path, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// createRequest is the body of POST /api/v1/elicitations.
+type createRequest struct {
+	Slot         string      `json:"slot,omitempty"`
+	Provider     string      `json:"provider,omitempty"`
+	Scopes       []string    `json:"scopes,omitempty"`
+	Message      string      `json:"message,omitempty"`
+	Client       *clientInfo `json:"client,omitempty"`
+	Call         string      `json:"call,omitempty"`
+	RequestState string      `json:"requestState,omitempty"`
+	Action       string      `json:"action,omitempty"`
+}
+
+type clientInfo struct {
+	Name    string `json:"name,omitempty"`
+	Title   string `json:"title,omitempty"`
+	Version string `json:"version,omitempty"`
+}
+
+// createAnswer is its answer.
+type createAnswer struct {
+	Status       string       `json:"status"`
+	Elicitation  *Elicitation `json:"elicitation"`
+	RequestState string       `json:"requestState"`
+}
+
+// wait reads elicitation id until it ends or wait passes, and returns it as it then stands.
+func (c *Client) wait(ctx context.Context, id string, wait time.Duration) (*Elicitation, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		secs := min(60, int(time.Until(deadline).Seconds()))
+		var e Elicitation
+		if _, err := c.do(ctx, http.MethodGet, "elicitations/"+id+"?wait="+strconv.Itoa(max(secs, 0)), "", nil, &e); err != nil {
+			return nil, err
+		}
+		if e.Ended() || secs <= 0 {
+			return &e, nil
+		}
+	}
+}
+
+// Ended reports whether the elicitation has ended: complete, or ended without success.
+func (e *Elicitation) Ended() bool {
+	switch e.State {
+	case "complete", "declined", "cancelled", "expired":
+		return true
+	}
+	return false
+}

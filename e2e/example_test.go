@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/urlflow/urlflow/internal/redistest"
+)
+
+// The example delegating server (examples/weather, package delegate) next to urlflow dev:
+// a go-sdk client calls the example's tool, the user enters the demo key on urlflow's
+// pages in Chromium, and the tool's call to the demo API goes through urlflow's proxy.
+// One cell per kind of client: 2025-11-25 push, 2025-11-25 error (-32042, the
+// notification comes from the example's event stream), 2026-07-28 (input_required with
+// urlflow's requestState, retried by the go-sdk client), and a client without URL mode.
+
+// example is the example server, and urlflow dev whose demo service it is.
+type example struct {
+	urlflow *server
+	proc    *server // the example's process
+	mcpURL  string
+}
+
+// startExample starts urlflow dev and the example in style (push or error).
+func startExample(t *testing.T, style string) *example {
+	t.Helper()
+	port := redistest.FreePort(t)
+	mcpURL := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	s := startServer(t, serverConfig{Redis: redistest.Start(t), Env: []string{"URLFLOW_DEV_DEMO_RESOURCE=" + mcpURL}})
+	cmd := exec.Command(exampleBinary, "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--style", style)
+	cmd.Env = []string{"URLFLOW_URL=" + s.BaseURL}
+	proc, _, err := launch(t, cmd, "weather: MCP on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc.BaseURL = "http://" + fmt.Sprint("127.0.0.1:", port)
+	return &example{urlflow: s, proc: proc, mcpURL: mcpURL}
+}
+
+// connect connects a client of user name to the example, with a token for its resource.
+func (x *example) connect(t *testing.T, name string, cfg clientConfig) *client {
+	t.Helper()
+	var tok struct {
+		Token string `json:"token"`
+	}
+	if status := x.urlflow.getJSON("/dev/token?user="+name+"&resource="+x.mcpURL, "", &tok); status != 200 || tok.Token == "" {
+		t.Fatalf("dev token for %s: %d", x.mcpURL, status)
+	}
+	cfg.Token = tok.Token
+	return connect(t, &server{t: t, MCPURL: x.mcpURL}, cfg)
+}
+
+// demoKey is a new valid key of the demo API: the canary of one test.
+func demoKey() string { return "demo_" + strings.ToLower(rand.Text()) }
+
+// wantForecast checks that a result is the tool's success, which needed the demo API to
+// accept the key.
+func wantForecast(t *testing.T, res *sdk.CallToolResult, key string) {
+	t.Helper()
+	if res == nil || res.IsError || !strings.Contains(text(res), "Sunny in Paris") || !strings.Contains(text(res), "HTTP 200") {
+		t.Fatalf("the tool did not succeed: %+v %q", res, text(res))
+	}
+	if strings.Contains(text(res), key) {
+		t.Fatal("the tool's result carries the key")
+	}
+}
+
+func TestTheExampleServerDelegatesForEveryKindOfClient(t *testing.T) {
+	t.Parallel()
+	push, errStyle := startExample(t, "push"), startExample(t, "error")
+	args := map[string]any{"city": "Paris"}
+
+	t.Run("2025 push", func(t *testing.T) {
+		t.Parallel()
+		key := demoKey()
+		c := push.connect(t, "alice", clientConfig{URLMode: true})
+		call := c.callAsync("forecast", args)
+		params := c.nextElicitation(30 * time.Second)
+		if !strings.HasPrefix(params.URL, push.urlflow.BaseURL+"/e/") || params.ElicitationID == "" {
+			t.Fatalf("elicitation %+v, want urlflow's URL", params)
+		}
+		newPerson(t, sharedBrowser(t), "alice").completeSecret(t, params.URL, key)
+		res := await(t, call, time.Minute)
+		wantForecast(t, res, key)
+		c.waitCompletion(params.ElicitationID, 5*time.Second) // sent before the result
+		wantForecast(t, c.CallOK("forecast", args), key)      // stored: no second ask
+		requireNoKey(t, key, c.Traffic.String(), push.proc.Output())
+	})
+
+	t.Run("2025 error", func(t *testing.T) {
+		t.Parallel()
+		key := demoKey()
+		c := errStyle.connect(t, "bob", clientConfig{URLMode: true})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, err := c.Call(ctx, "forecast", args)
+		params := urlElicitationRequired(t, err)[0]
+		newPerson(t, sharedBrowser(t), "bob").completeSecret(t, params.URL, key)
+		c.waitCompletion(params.ElicitationID, 30*time.Second) // from the example's event stream
+		wantForecast(t, c.CallOK("forecast", args), key)
+		requireNoKey(t, key, c.Traffic.String(), errStyle.proc.Output())
+	})
+
+	t.Run("2026-07-28", func(t *testing.T) {
+		t.Parallel()
+		key := demoKey()
+		c := push.connect(t, "carol", clientConfig{URLMode: true, ProtocolVersion: "2026-07-28"})
+		call := c.callAsync("forecast", args)
+		params := c.nextElicitation(30 * time.Second)
+		newPerson(t, sharedBrowser(t), "carol").completeSecret(t, params.URL, key)
+		res := await(t, call, time.Minute) // the client's retry carried urlflow's requestState
+		wantForecast(t, res, key)
+		if !strings.Contains(c.Traffic.String(), `"requestState"`) {
+			t.Error("no requestState went through the client")
+		}
+		requireNoKey(t, key, c.Traffic.String(), push.proc.Output())
+	})
+
+	t.Run("no URL mode", func(t *testing.T) {
+		t.Parallel()
+		key := demoKey()
+		c := push.connect(t, "dave", clientConfig{})
+		first := c.CallOK("forecast", args)
+		link := str(structured(t, first), "url")
+		if str(structured(t, first), "status") != "user_action_required" || !strings.Contains(text(first), link) {
+			t.Fatalf("without URL mode: %q %v", text(first), structured(t, first))
+		}
+		newPerson(t, sharedBrowser(t), "dave").completeSecret(t, link, key)
+		wantForecast(t, c.CallOK("forecast", args), key)
+		requireNoKey(t, key, c.Traffic.String(), push.proc.Output())
+	})
+}
+
+// requireNoKey fails if key appears in any of places: what a client and the delegating
+// server saw.
+func requireNoKey(t *testing.T, key string, places ...string) {
+	t.Helper()
+	for i, p := range places {
+		if strings.Contains(p, key) {
+			t.Errorf("place %d carries the key", i)
+		}
+	}
+}
