@@ -259,6 +259,11 @@ func TestDevTokensForAServiceResource(t *testing.T) {
 	}
 	f.send(t, nil, request{method: http.MethodGet, path: "/dev/token?user=alice&resource=https://elsewhere.example/mcp"}).
 		want(t, http.StatusBadRequest, "resource")
+
+	// The demo service's key, for an example server next to urlflow dev; on loopback only.
+	f.send(t, nil, request{method: http.MethodGet, path: "/dev/service-key"}).want(t, http.StatusOK, `"key":"urlflow_sk_DEMOKEYOFTHEFIXTURE"`)
+	f.send(t, nil, request{method: http.MethodGet, path: "/dev/service-key?service=weather"}).want(t, http.StatusNotFound, "no development service")
+	f.send(t, nil, request{method: http.MethodGet, path: "/dev/service-key", host: "evil.example"}).want(t, http.StatusMisdirectedRequest)
 }
 
 // storeFor has user name complete a flow that service creates for the demo slot, with

@@ -268,7 +268,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		Verifier: verifier, Operators: identity.NewOperators([]string{f.operatorToken}), Dev: f.dev, SignIn: signIn,
 		Issuer: issuer, RequiredScopes: opts.requiredScopes, MCP: f.mcp,
 		Upstream: upstream.New(nil), Providers: providers, Keeper: thirdparty.NewKeeper(creds, vault, count, log), DemoAPI: f.demoAPI(),
-		RateLimits: opts.rateLimits, TTL: 10 * time.Minute, BodyReadTimeout: opts.bodyReadTimeout, EventsKeepAlive: 300 * time.Millisecond, TrustedProxies: opts.trustedProxies, Logger: log,
+		RateLimits: opts.rateLimits, TTL: 10 * time.Minute, BodyReadTimeout: opts.bodyReadTimeout, EventsKeepAlive: 300 * time.Millisecond, DevServiceKeys: map[string]string{"demo": "urlflow_sk_DEMOKEYOFTHEFIXTURE"}, TrustedProxies: opts.trustedProxies, Logger: log,
 	})
 	srv.Config.Handler = f.server.Handler()
 	srv.Start()
