@@ -19,7 +19,9 @@ import (
 // pages in Chromium, and the tool's call to the demo API goes through urlflow's proxy.
 // One cell per kind of client: 2025-11-25 push, 2025-11-25 error (-32042, the
 // notification comes from the example's event stream), 2026-07-28 (input_required with
-// urlflow's requestState, retried by the go-sdk client), and a client without URL mode.
+// urlflow's requestState, retried by the client), and a client without URL mode; with the
+// go-sdk client, the TypeScript SDK v1 (2025 push and error) and v2 (2026-07-28), and
+// Claude Code (2026-07-28).
 
 // example is the example server, and urlflow dev whose demo service it is.
 type example struct {
@@ -44,8 +46,8 @@ func startExample(t *testing.T, style string) *example {
 	return &example{urlflow: s, proc: proc, mcpURL: mcpURL}
 }
 
-// connect connects a client of user name to the example, with a token for its resource.
-func (x *example) connect(t *testing.T, name string, cfg clientConfig) *client {
+// token returns a token of the development user name for the example's resource.
+func (x *example) token(t *testing.T, name string) string {
 	t.Helper()
 	var tok struct {
 		Token string `json:"token"`
@@ -53,7 +55,13 @@ func (x *example) connect(t *testing.T, name string, cfg clientConfig) *client {
 	if status := x.urlflow.getJSON("/dev/token?user="+name+"&resource="+x.mcpURL, "", &tok); status != 200 || tok.Token == "" {
 		t.Fatalf("dev token for %s: %d", x.mcpURL, status)
 	}
-	cfg.Token = tok.Token
+	return tok.Token
+}
+
+// connect connects a go-sdk client of user name to the example.
+func (x *example) connect(t *testing.T, name string, cfg clientConfig) *client {
+	t.Helper()
+	cfg.Token = x.token(t, name)
 	return connect(t, &server{t: t, MCPURL: x.mcpURL}, cfg)
 }
 
@@ -135,6 +143,61 @@ func TestTheExampleServerDelegatesForEveryKindOfClient(t *testing.T) {
 		newPerson(t, sharedBrowser(t), "dave").completeSecret(t, link, key)
 		wantForecast(t, c.CallOK("forecast", args), key)
 		requireNoKey(t, key, c.Traffic.String(), push.proc.Output())
+	})
+
+	theTypeScriptAndClaudeCodeCells(t, push, errStyle)
+}
+
+// theTypeScriptAndClaudeCodeCells runs the same with the TypeScript SDK clients (e2e/node)
+// and Claude Code, as parallel subtests of t.
+func theTypeScriptAndClaudeCodeCells(t *testing.T, push, errStyle *example) {
+	args := []string{"--tool", "forecast", "--args", `{"city": "Paris"}`}
+	for _, tc := range []struct {
+		name, user, script string
+		x                  *example
+		flags              []string
+		first              string // the event that carries the URL
+	}{
+		{"TypeScript v1, 2025 push", "erin", "client-v1.mjs", push, []string{"--url-mode"}, "elicitation"},
+		{"TypeScript v1, 2025 error", "frank", "client-v1.mjs", errStyle, []string{"--url-mode"}, "url_required"},
+		{"TypeScript v2, 2026-07-28", "grace", "client-v2.mjs", push, []string{"--url-mode", "--negotiation", "pin"}, "elicitation"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			key := demoKey()
+			n := startNode(t, tc.script, &server{t: t, MCPURL: tc.x.mcpURL}, tc.x.token(t, tc.user), append(tc.flags, args...)...)
+			ev := n.next(tc.first, 30*time.Second)
+			link := ev.URL
+			if tc.first == "url_required" {
+				link = ev.Elicitations[0].URL
+			}
+			newPerson(t, sharedBrowser(t), tc.user).completeSecret(t, link, key)
+			if res := n.next("result", time.Minute); !strings.Contains(string(res.Result), "Sunny in Paris") {
+				t.Fatalf("result %s", res.Result)
+			}
+			n.finish()
+			requireNoKey(t, key, n.Traffic(), tc.x.proc.Output())
+		})
+	}
+
+	t.Run("Claude Code, 2026-07-28", func(t *testing.T) {
+		t.Parallel()
+		key := demoKey()
+		cc := startClaudeCode(t, &server{t: t, MCPURL: push.mcpURL}, push.token(t, "heidi"), "accept")
+		done := make(chan map[string]any, 1)
+		go func() { done <- cc.call("forecast", map[string]any{"city": "Paris"}) }()
+		asked := cc.waitHook(1)[0]
+		link, _ := asked["url"].(string)
+		newPerson(t, sharedBrowser(t), "heidi").completeSecret(t, link, key)
+		select {
+		case res := <-done:
+			if res["forecast"] != "sunny" || res["apiStatus"] != float64(200) {
+				t.Fatalf("forecast through Claude Code: %v", res)
+			}
+		case <-time.After(claudeCodeWait):
+			t.Fatal("the call did not end after the browser step")
+		}
+		requireNoKey(t, key, push.proc.Output())
 	})
 }
 

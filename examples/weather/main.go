@@ -84,7 +84,8 @@ func run(ctx context.Context, addr, style string) error {
 				return nil, nil, err
 			}
 			text := fmt.Sprintf("Sunny in %s, says the demo API (HTTP %d): %s", in.City, resp.Status, resp.Body)
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}},
+				StructuredContent: map[string]any{"city": in.City, "forecast": "sunny", "apiStatus": resp.Status}}, nil, nil
 		})
 
 	listener, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
