@@ -76,6 +76,17 @@ func samples() []sample {
 	formError := form
 	formError.Error = "The Demo service did not accept this key (it answered 401 Unauthorized). Check that you copied the whole key."
 
+	used := now.Add(-2 * time.Hour)
+	connections := templates.Connections{Groups: []templates.ConnectionGroup{
+		{Holder: "urlflow's own tools", Items: []templates.ConnectionItem{
+			{Name: "demo_api_key", Label: "Demo API key", StoredAt: now.Add(-72 * time.Hour), LastUsedAt: &used},
+			{Name: "github", Label: "GitHub account", Account: "alice-smith", StoredAt: now.Add(-24 * time.Hour), Problem: "The provider no longer honours it: connect again"},
+		}},
+		{Holder: "Weather MCP", Service: "weather", Items: []templates.ConnectionItem{
+			{Name: "weather/demo_api_key", Label: "Demo API key", StoredAt: now.Add(-time.Hour), Problem: "Locked until you enter it again: a proxy request of the service weather carried it in its query"},
+		}},
+	}}
+
 	return []sample{
 		{"dev-sign-in", templates.DevSignInPage(templates.Page{Dev: true}, templates.DevSignIn{Next: "/e/el_7Hq2mXc9", CSRF: "csrf-token-0"})},
 		{"dev-sign-in-error", templates.DevSignInPage(templates.Page{Dev: true}, templates.DevSignIn{Next: "/e/el_7Hq2mXc9", CSRF: "csrf-token-0", Name: "Alice Smith!", Error: "Use letters, digits, dots, dashes or underscores only."})},
@@ -99,6 +110,9 @@ func samples() []sample {
 		{"problem-dev", templates.ProblemPage(dev, templates.Problem{Status: http.StatusInternalServerError, Heading: "Something went wrong on our side", Message: "urlflow could not reach its storage. Nothing was saved; try again in a minute."})},
 		{"signed-out", templates.SignedOutPage(templates.Page{}, templates.SignedOut{})},
 		{"home", templates.HomePage(templates.Page{})},
+		{"home-signed-in", templates.HomePage(signedIn)},
+		{"connections", templates.ConnectionsPage(signedIn, connections)},
+		{"connections-none", templates.ConnectionsPage(dev, templates.Connections{Notice: "Your Demo API key is deleted: Weather MCP can no longer use it."})},
 		{"connect", templates.ConnectPage(signedIn, templates.Connect{ElicitationID: "el_7Hq2mXc9", ClientName: "Claude Code", ClientVersion: "2.1.0",
 			Purpose: "Connect your GitHub account so that urlflow can use it for you.", ProviderLabel: "GitHub", ProviderName: "github",
 			Scopes: []string{"read:user", "repo"}, ExpiresAt: now.Add(9 * time.Minute), CSRF: "csrf-token-1",

@@ -163,3 +163,32 @@ type Connect struct {
 	ContinueAction string
 	DeclineAction  string
 }
+
+// Connections is the signed-in user's page of what urlflow holds for them, by who uses it
+// (urlflow's own tools, then each delegating service), each with a form that removes it.
+type Connections struct {
+	Groups []ConnectionGroup
+	// Notice says what the last removal did; empty otherwise.
+	Notice string
+	CSRF   string
+}
+
+// ConnectionGroup is what one holder uses.
+type ConnectionGroup struct {
+	// Holder is "urlflow's own tools" or a delegating service's label; Service is the
+	// service's name, empty for urlflow's own.
+	Holder, Service string
+	Items           []ConnectionItem
+}
+
+// ConnectionItem is one stored secret or connected account.
+type ConnectionItem struct {
+	// Name identifies it in the removal form.
+	Name string
+	// Label is the slot's or the provider's label; Account the connected account, if any.
+	Label, Account string
+	StoredAt       time.Time
+	LastUsedAt     *time.Time
+	// Problem says why it does not work as it is (locked, to reconnect); empty otherwise.
+	Problem string
+}

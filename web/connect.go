@@ -18,14 +18,21 @@ const oauthAttemptTTL = 15 * time.Minute
 
 // targetLabel is how people call what e asks for: a secret's label, or a provider's
 // account.
-func (s *Server) targetLabel(e *flow.Elicitation) string {
-	if e.Kind == state.KindOAuth {
-		if p, ok := s.opts.Providers.Lookup(e.Target); ok {
+func (s *Server) targetLabel(e *flow.Elicitation) string { return s.labelOf(e.Kind, e.Target) }
+
+// labelOf is how people call the target name of kind: a secret's label, or a provider's
+// account; the name itself for one no longer configured.
+func (s *Server) labelOf(kind state.Kind, name string) string {
+	if kind == state.KindOAuth {
+		if p, ok := s.opts.Providers.Lookup(name); ok {
 			return p.Label + " account"
 		}
-		return e.Target + " account"
+		return name + " account"
 	}
-	return s.slotOf(e).Label
+	if slot, ok := s.opts.Slots.Lookup(name); ok {
+		return slot.Label
+	}
+	return name
 }
 
 // renderConnect renders the consent page of a third-party connection. Its Continue form

@@ -216,6 +216,8 @@ func (s *Server) routes() {
 	pages.POST("/auth/login", s.signIn)
 	pages.POST("/auth/logout", s.signOut)
 	pages.GET("/auth/callback", s.signInCallback)
+	pages.GET("/connections", s.connectionsPage)
+	pages.POST("/connections/remove", s.removeConnection)
 
 	api := e.Group("/api/v1", apiBearer, s.limitServices, limitBody(apiBodyLimit))
 	api.POST("/elicitations", s.apiCreate)

@@ -1,0 +1,148 @@
+package web
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/templates"
+)
+
+// The connections page (/connections) shows a signed-in user what urlflow holds for them,
+// by who uses it (urlflow's own tools, then each delegating service), and removes any of
+// it: a secret is deleted, an account is revoked at its provider where it can be and its
+// tokens deleted. What list_connections and disconnect do, for the user's own eyes.
+
+// connectionsPage is GET /connections.
+func (s *Server) connectionsPage(c echo.Context) error {
+	return s.showConnections(c, "")
+}
+
+// showConnections renders the page for the signed-in visitor, with notice.
+func (s *Server) showConnections(c echo.Context, notice string) error {
+	v, err := s.visitor(c)
+	if err != nil {
+		return err
+	}
+	if !v.signedIn {
+		return c.Redirect(http.StatusSeeOther, "/auth/login?next=/connections")
+	}
+	conns, err := s.opts.Credentials.Connections(c.Request().Context(), v.user, nil)
+	if err != nil {
+		return err
+	}
+	p, err := s.page(c, v, "Your connections")
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, templates.ConnectionsPage(p, templates.Connections{Groups: s.connectionGroups(conns), Notice: notice}))
+}
+
+// connectionGroups groups conns by holder: urlflow's own tools first, then the services in
+// their labels' order.
+func (s *Server) connectionGroups(conns []credentials.Connection) []templates.ConnectionGroup {
+	var groups []templates.ConnectionGroup
+	for _, conn := range conns {
+		i := slices.IndexFunc(groups, func(g templates.ConnectionGroup) bool { return g.Service == conn.Service })
+		if i < 0 {
+			g := templates.ConnectionGroup{Holder: "urlflow's own tools", Service: conn.Service}
+			if conn.Service != "" {
+				g.Holder = conn.Service
+				if svc, ok := s.opts.Services.Lookup(conn.Service); ok {
+					g.Holder = svc.Label
+				}
+			}
+			groups, i = append(groups, g), len(groups)
+		}
+		item := templates.ConnectionItem{Name: credentials.Name(conn.Service, conn.Name), Label: s.labelOf(conn.Kind, conn.Name),
+			Account: conn.Account, StoredAt: conn.StoredAt, LastUsedAt: conn.LastUsedAt}
+		switch {
+		case conn.LockedAt != nil:
+			item.Problem = "Locked until you enter it again: " + conn.LockReason
+		case conn.NeedsReconnect:
+			item.Problem = "The provider no longer honours it: connect again"
+		}
+		groups[i].Items = append(groups[i].Items, item)
+	}
+	slices.SortStableFunc(groups, func(a, b templates.ConnectionGroup) int {
+		if own := cmp.Compare(ownFirst(a), ownFirst(b)); own != 0 {
+			return own
+		}
+		return cmp.Compare(a.Holder, b.Holder)
+	})
+	return groups
+}
+
+// removeConnection is POST /connections/remove: the signed-in user removes one of their
+// credentials, named as the page's form names it.
+func (s *Server) removeConnection(c echo.Context) error {
+	v, err := s.visitor(c)
+	if err != nil {
+		return err
+	}
+	if !v.signedIn {
+		return c.Redirect(http.StatusSeeOther, "/auth/login?next=/connections")
+	}
+	if err := s.checkCSRF(c, v); err != nil {
+		return err
+	}
+	if err := s.allowForm(c, v.user); err != nil {
+		return err
+	}
+	notice, err := s.remove(c.Request().Context(), v.user, c.FormValue("name"))
+	if err != nil {
+		return err
+	}
+	return s.showConnections(c, notice)
+}
+
+// remove removes user's credential name and says what it did.
+func (s *Server) remove(ctx context.Context, user state.User, name string) (string, error) {
+	service, target := credentials.SplitName(name)
+	holder := "urlflow's own tools"
+	if service != "" {
+		holder = service
+		if svc, ok := s.opts.Services.Lookup(service); ok {
+			holder = svc.Label
+		}
+	}
+	if p, ok := s.opts.Providers.Lookup(target); ok {
+		deleted, revokeErr, err := s.opts.Keeper.Disconnect(ctx, user, name, p, state.ActorUser)
+		switch {
+		case err != nil:
+			return "", err
+		case !deleted:
+			return "Nothing was removed: it was no longer there.", nil
+		case revokeErr == nil:
+			return fmt.Sprintf("Your %s account is disconnected from %s: urlflow revoked its access at %s and deleted its tokens.", p.Label, holder, p.Label), nil
+		case errors.Is(revokeErr, thirdparty.ErrNoRevocation):
+			return fmt.Sprintf("urlflow deleted its tokens for your %s account (%s). %s offers no way to revoke them from here: remove urlflow's access in your %s account settings too.", p.Label, holder, p.Label, p.Label), nil
+		}
+		s.log.WarnContext(ctx, "revocation failed; tokens deleted anyway", "provider", p.Name, "err", revokeErr)
+		return fmt.Sprintf("urlflow deleted its tokens for your %s account (%s), but revoking them at %s failed: remove urlflow's access in your %s account settings to be sure.", p.Label, holder, p.Label, p.Label), nil
+	}
+	deleted, err := s.opts.Credentials.Delete(ctx, user, name, state.ActorUser, "removed on the connections page")
+	if err != nil {
+		return "", err
+	}
+	if !deleted {
+		return "Nothing was removed: it was no longer there.", nil
+	}
+	return fmt.Sprintf("Your %s is deleted: %s can no longer use it.", s.labelOf(state.KindSecret, target), holder), nil
+}
+
+// ownFirst orders urlflow's own group before the services'.
+func ownFirst(g templates.ConnectionGroup) int {
+	if g.Service == "" {
+		return 0
+	}
+	return 1
+}
