@@ -93,6 +93,17 @@ func readBody(c echo.Context) ([]byte, error) {
 	return body, err
 }
 
+// targetedRequest is serviceRequest for a body that names a slot or a provider (into slot
+// and provider, fields of req): it returns the one the service names, if it may use it.
+func (s *Server) targetedRequest(c echo.Context, req any, slot, provider *string) (*services.Service, serviceTarget, error) {
+	svc, err := s.serviceRequest(c, req)
+	if err != nil {
+		return nil, serviceTarget{}, err
+	}
+	t, err := s.serviceTarget(svc, *slot, *provider)
+	return svc, t, err
+}
+
 // isJSON reports whether the request's body is declared as JSON. A form's body would be
 // read by the form parser (limitBody) before the handler sees it.
 func isJSON(c echo.Context) bool {
@@ -496,6 +507,11 @@ const (
 	reasonCarried    = "carried"    // the request carried the credential; nothing was sent
 )
 
+// notStored refuses a request for a secret the user has not stored for the service.
+func notStored(c echo.Context, t serviceTarget) error {
+	return apiRefusal(c, http.StatusConflict, reasonNotStored, "the user has no "+t.label+" stored for this service: create an elicitation")
+}
+
 // apiRefusal answers status with {"error": message, "reason": reason}.
 func apiRefusal(c echo.Context, status int, reason, message string) error {
 	return c.JSON(status, map[string]string{"error": message, "reason": reason})
@@ -507,11 +523,7 @@ func apiRefusal(c echo.Context, status int, reason, message string) error {
 // structured result: status, the configured headers, the body, redacted.
 func (s *Server) apiProxy(c echo.Context) error {
 	var req proxyRequest
-	svc, err := s.serviceRequest(c, &req)
-	if err != nil {
-		return err
-	}
-	t, err := s.serviceTarget(svc, req.Slot, req.Provider)
+	svc, t, err := s.targetedRequest(c, &req, &req.Slot, &req.Provider)
 	if err != nil {
 		return err
 	}
@@ -542,7 +554,7 @@ func (s *Server) apiProxy(c echo.Context) error {
 	if t.slot != nil {
 		cred, err := s.opts.Credentials.Get(ctx, user, use.Name)
 		if errors.Is(err, state.ErrNotFound) {
-			return apiRefusal(c, http.StatusConflict, reasonNotStored, "the user has no "+t.label+" stored for this service: create an elicitation")
+			return notStored(c, t)
 		}
 		if err != nil {
 			return err
@@ -643,11 +655,7 @@ type releaseAnswer struct {
 // refused (403): they use credentials through the proxy only.
 func (s *Server) apiRelease(c echo.Context) error {
 	var req releaseRequest
-	svc, err := s.serviceRequest(c, &req)
-	if err != nil {
-		return err
-	}
-	t, err := s.serviceTarget(svc, req.Slot, req.Provider)
+	svc, t, err := s.targetedRequest(c, &req, &req.Slot, &req.Provider)
 	if err != nil {
 		return err
 	}
@@ -665,7 +673,7 @@ func (s *Server) apiRelease(c echo.Context) error {
 		cred, err := s.opts.Credentials.Get(ctx, user, name)
 		switch {
 		case errors.Is(err, state.ErrNotFound):
-			return apiRefusal(c, http.StatusConflict, reasonNotStored, "the user has no "+t.label+" stored for this service: create an elicitation")
+			return notStored(c, t)
 		case err != nil:
 			return err
 		case cred.Locked():
