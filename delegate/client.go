@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/oauth2"
 )
 
 // Style is how a client of protocol 2025-11-25 that supports URL-mode elicitation is
@@ -37,6 +38,10 @@ type Options struct {
 	URL string
 	// Key is the server's service key ("urlflow_sk_..."), from urlflow service-key.
 	Key string
+	// TokenSource, instead of Key, gives access tokens of the server's OAuth client for
+	// urlflow's resource (urlflow's client_id setting), for example from
+	// golang.org/x/oauth2/clientcredentials.
+	TokenSource oauth2.TokenSource
 	// Style is how a 2025-11-25 client with URL mode is asked (StylePush by default).
 	Style Style
 	// PushWait bounds how long a push-style call waits for its user (50 seconds when
@@ -73,8 +78,11 @@ func New(opts Options) (*Client, error) {
 	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
 		return nil, fmt.Errorf("delegate: URL: want urlflow's absolute http or https URL, got %q", opts.URL)
 	}
-	if !strings.HasPrefix(opts.Key, "urlflow_sk_") {
-		return nil, errors.New(`delegate: Key: want the service key, "urlflow_sk_..."`)
+	switch {
+	case opts.TokenSource != nil && opts.Key != "":
+		return nil, errors.New("delegate: set Key or TokenSource, not both")
+	case opts.TokenSource == nil && !strings.HasPrefix(opts.Key, "urlflow_sk_"):
+		return nil, errors.New(`delegate: Key: want the service key, "urlflow_sk_..." (or set TokenSource)`)
 	}
 	if opts.PushWait <= 0 {
 		opts.PushWait = 50 * time.Second
@@ -129,7 +137,9 @@ func (c *Client) do(ctx context.Context, method, path, userToken string, in, out
 	if err != nil {
 		return 0, fmt.Errorf("delegate: %w", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.opts.Key)
+	if err := c.authorize(req); err != nil {
+		return 0, err
+	}
 	if userToken != "" {
 		req.Header.Set("Urlflow-User-Token", userToken)
 	}
@@ -164,6 +174,21 @@ func (c *Client) do(ctx context.Context, method, path, userToken string, in, out
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// authorize sets the server's own authentication on req: its key, or a token of its
+// OAuth client.
+func (c *Client) authorize(req *http.Request) error {
+	if c.opts.TokenSource == nil {
+		req.Header.Set("Authorization", "Bearer "+c.opts.Key)
+		return nil
+	}
+	tok, err := c.opts.TokenSource.Token()
+	if err != nil {
+		return fmt.Errorf("delegate: the server's own token: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	return nil
 }
 
 // createRequest is the body of POST /api/v1/elicitations.

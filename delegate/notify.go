@@ -76,7 +76,9 @@ func (c *Client) follow(ctx context.Context, last *string) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.opts.Key)
+	if err := c.authorize(req); err != nil {
+		return err
+	}
 	req.Header.Set("Accept", "text/event-stream")
 	if *last != "" {
 		req.Header.Set("Last-Event-ID", *last)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +27,12 @@ import (
 type delegation struct {
 	*production
 	key, resource string
+	// clientID is weather's OAuth client at the shared issuer (client credentials).
+	clientID string
 }
+
+// weatherClientSecret is the secret of weather's OAuth client.
+const weatherClientSecret = "weather-client-secret-0123456789"
 
 // weatherAPI is the weather slot's API: GET /whoami answers 200 to the key canary and 401
 // to anything else; POST /echo answers the request's Authorization header and body, so
@@ -62,6 +68,9 @@ func startDelegation(t *testing.T) *delegation {
 	resource := "https://weather-" + strings.ToLower(rand.Text()[:8]) + ".example/mcp"
 	sharedIssuer(t).register(t, "/test/resources", map[string]any{"indicator": resource, "scope": "mcp", "defaultScope": "mcp",
 		"accessTokenFormat": "jwt", "accessTokenTTL": 600})
+	clientID := "weather-" + strings.ToLower(rand.Text()[:8])
+	sharedIssuer(t).register(t, "/test/clients", map[string]any{"client_id": clientID, "client_secret": weatherClientSecret,
+		"grant_types": []string{"client_credentials"}, "redirect_uris": []string{}, "response_types": []string{}})
 	// The configuration's secrets: list goes on with weather_key.
 	p := startProductionWith(t, productionOptions{style: "error", moreConfig: fmt.Sprintf(`  - name: weather_key
     label: Weather API key
@@ -75,8 +84,9 @@ services:
     resource: %s
     slots: [weather_key]
     keys_file: %s
-`, weatherAPI(t).URL, resource, keys)})
-	return &delegation{production: p, key: key, resource: resource}
+    client_id: %s
+`, weatherAPI(t).URL, resource, keys, clientID)})
+	return &delegation{production: p, key: key, resource: resource, clientID: clientID}
 }
 
 // asService sends an API request as the service with userToken as the evidence of its
@@ -195,4 +205,42 @@ func TestServeCollectsASecretForADelegatingServiceItsUserCalled(t *testing.T) {
 	}
 	requireNoCanary(t, d.rs, map[string]string{"service traffic": traffic.String(), "MCP traffic": alice.Traffic.String(),
 		"urlflow output": d.s.Output()})
+}
+
+// clientToken gets weather's own access token for urlflow at the issuer, with client
+// credentials.
+func (d *delegation) clientToken(t *testing.T) string {
+	t.Helper()
+	form := url.Values{"grant_type": {"client_credentials"}, "resource": {d.production.resource}, "scope": {"mcp"}}
+	req, _ := http.NewRequest(http.MethodPost, d.idp.Issuer+"/token", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(d.clientID, weatherClientSecret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || resp.StatusCode != http.StatusOK || tok.AccessToken == "" {
+		t.Fatalf("client credentials at the issuer: %d %v", resp.StatusCode, err)
+	}
+	return tok.AccessToken
+}
+
+func TestServeAuthenticatesAServiceByItsClientCredentials(t *testing.T) {
+	t.Parallel()
+	d := startDelegation(t)
+	forWeather := d.idp.accessToken(t, d.catcher, d.alice, "alice", "alice-pw", d.resource)
+	own := d.clientToken(t)
+	header := http.Header{"Authorization": {"Bearer " + own}, "Urlflow-User-Token": {forWeather}}
+	got := d.s.apiRequest(http.MethodPost, "/api/v1/elicitations", header, `{"slot": "weather_key"}`)
+	if c := got.created(t); got.status != http.StatusCreated || c.Elicitation == nil || c.Elicitation.ID == "" {
+		t.Fatalf("a create with weather's client credentials token: %d %s", got.status, got.body)
+	}
+	// That token names no user: /mcp refuses it.
+	if resp := initialize(t, d.s.MCPURL, own); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("weather's client token at /mcp: %d", resp.StatusCode)
+	}
 }

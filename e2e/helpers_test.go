@@ -212,6 +212,12 @@ func requireNoCanary(t *testing.T, rs *redistest.Server, places map[string]strin
 			for f, v := range rdb.HGetAll(ctx, k).Val() {
 				values = append(values, f, v)
 			}
+		case "stream":
+			for _, m := range rdb.XRange(ctx, k, "-", "+").Val() {
+				for f, v := range m.Values {
+					values = append(values, f, fmt.Sprint(v))
+				}
+			}
 		default:
 			t.Fatalf("key %s has type %s, which this check does not read", k, typ)
 		}

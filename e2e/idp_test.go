@@ -71,6 +71,8 @@ func sharedIssuer(t *testing.T) *idp {
 				{"id": "bob", "password": "bob-pw", "email": "bob@example.test", "name": "Bob"},
 			},
 			"consent": "auto",
+			// Delegating services may authenticate with client credentials.
+			"clientCredentials": true,
 		})
 	})
 	if issuer.err != nil {

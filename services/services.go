@@ -54,6 +54,11 @@ type Config struct {
 	// KeysFile holds the digests of the service's keys, one "sha256:<hex>" per line
 	// (several while a key is rotated); blank lines and lines starting with # are skipped.
 	KeysFile string `yaml:"keys_file"`
+	// ClientID is the service's OAuth client at the deployment's issuer: an access token
+	// it gets with client credentials for urlflow's resource authenticates it, instead of
+	// or besides a key; a user token exchanged for urlflow (RFC 8693) whose act names it
+	// is evidence of its user.
+	ClientID string `yaml:"client_id"`
 	// AssertUsers lets the service name a user without the user's token: weaker, since
 	// anyone holding the service's key can then start flows for any user.
 	AssertUsers bool `yaml:"assert_users"`
@@ -83,8 +88,10 @@ type Webhook struct {
 // Service is a configured service.
 type Service struct {
 	Name, Label, Resource string
-	Slots, Providers      []string
-	AssertUsers           bool
+	// ClientID is the service's OAuth client (Config.ClientID); empty for none.
+	ClientID         string
+	Slots, Providers []string
+	AssertUsers      bool
 	// Release lets the service receive its credentials themselves (Config.Release).
 	Release bool
 	// Webhook is nil for a service without one.
@@ -128,7 +135,7 @@ func NewCatalog(configs []Config, opts Options) (*Catalog, error) {
 	}
 	c := &Catalog{}
 	var problems []error
-	seen, resources := map[string]bool{}, map[string]string{}
+	seen, resources, clients := map[string]bool{}, map[string]string{}, map[string]string{}
 	for _, cfg := range configs {
 		s, errs := newService(cfg, opts)
 		name := cfg.Name
@@ -146,6 +153,10 @@ func NewCatalog(configs []Config, opts Options) (*Catalog, error) {
 			problems = append(problems, fmt.Errorf("service %s: resource %s is also the resource of %s; a user token for one would be evidence for both", name, cfg.Resource, other))
 		}
 		resources[cfg.Resource] = name
+		if other, ok := clients[cfg.ClientID]; ok && cfg.ClientID != "" {
+			problems = append(problems, fmt.Errorf("service %s: client_id %s is also the client of %s", name, cfg.ClientID, other))
+		}
+		clients[cfg.ClientID] = name
 		if s != nil {
 			c.list = append(c.list, s)
 		}
@@ -185,7 +196,7 @@ func newService(cfg Config, opts Options) (*Service, []error) {
 		}
 	}
 	s := &Service{Name: cfg.Name, Label: strings.TrimSpace(cfg.Label), Resource: cfg.Resource,
-		Slots: cfg.Slots, Providers: cfg.Providers, AssertUsers: cfg.AssertUsers, Release: cfg.Release}
+		Slots: cfg.Slots, Providers: cfg.Providers, AssertUsers: cfg.AssertUsers, Release: cfg.Release, ClientID: cfg.ClientID}
 	if cfg.RateLimit != "" {
 		l, err := ratelimit.ParseLimit(cfg.RateLimit)
 		if err != nil {
@@ -203,8 +214,9 @@ func newService(cfg Config, opts Options) (*Service, []error) {
 	switch {
 	case given && cfg.KeysFile != "":
 		problem("keys_file: this service's keys are given another way; remove keys_file")
+	case !given && cfg.KeysFile == "" && cfg.ClientID == "":
+		problem(`keys_file or client_id is required: a file of key digests, one "sha256:<hex>" per line (urlflow service-key makes a key and its line), or the service's OAuth client`)
 	case !given && cfg.KeysFile == "":
-		problem(`keys_file is required: a file of key digests, one "sha256:<hex>" per line (urlflow service-key makes a key and its line)`)
 	case !given:
 		b, err := opts.ReadFile(cfg.KeysFile)
 		if err != nil {
@@ -225,7 +237,7 @@ func newService(cfg Config, opts Options) (*Service, []error) {
 		}
 		s.digests = append(s.digests, d)
 	}
-	if len(s.digests) == 0 && len(problems) == 0 {
+	if len(s.digests) == 0 && len(problems) == 0 && cfg.KeysFile != "" {
 		problem("keys_file %s holds no key digest", cfg.KeysFile)
 	}
 	return s, problems
@@ -331,6 +343,20 @@ func (c *Catalog) Authenticate(key string) (*Service, bool) {
 		}
 	}
 	return found, found != nil
+}
+
+// ServiceOfClient returns the name of the service whose OAuth client is clientID
+// (identity.ServiceKeys).
+func (c *Catalog) ServiceOfClient(clientID string) (string, bool) {
+	if c == nil || clientID == "" {
+		return "", false
+	}
+	for _, s := range c.list {
+		if s.ClientID == clientID {
+			return s.Name, true
+		}
+	}
+	return "", false
 }
 
 // ServiceOf returns the name of the service whose key is key (identity.ServiceKeys).

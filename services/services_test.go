@@ -150,3 +150,28 @@ func TestAServiceWebhookIsHTTPSWithASecret(t *testing.T) {
 		}
 	}
 }
+
+func TestAServiceMayAuthenticateAsItsOAuthClient(t *testing.T) {
+	c, err := NewCatalog([]Config{
+		{Name: "weather", Label: "Weather", Resource: "https://weather.example/mcp", Slots: []string{"key"}, ClientID: "weather-client"},
+	}, Options{Slots: []string{"key"}})
+	if err != nil {
+		t.Fatalf("a service with a client and no keys: %v", err)
+	}
+	if name, ok := c.ServiceOfClient("weather-client"); !ok || name != "weather" {
+		t.Errorf("ServiceOfClient = %q, %v", name, ok)
+	}
+	if _, ok := c.ServiceOfClient(""); ok {
+		t.Error("the empty client is a service's")
+	}
+	_, err = NewCatalog([]Config{
+		{Name: "weather", Label: "Weather", Resource: "https://weather.example/mcp", Slots: []string{"key"}, ClientID: "shared"},
+		{Name: "calendar", Label: "Calendar", Resource: "https://calendar.example/mcp", Slots: []string{"key"}, ClientID: "shared"},
+		{Name: "mail", Label: "Mail", Resource: "https://mail.example/mcp", Slots: []string{"key"}},
+	}, Options{Slots: []string{"key"}})
+	for _, want := range []string{"service calendar: client_id shared is also the client of weather", "service mail: keys_file or client_id is required"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want it to say %q", err, want)
+		}
+	}
+}

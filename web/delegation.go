@@ -453,6 +453,13 @@ func (s *Server) delegatedUser(c echo.Context, svc *services.Service, named stri
 		return state.User{}, refuse(http.StatusServiceUnavailable, "urlflow cannot check this service's user tokens")
 	}
 	claims, err := verifier.Verify(c.Request().Context(), token)
+	if errors.Is(err, identity.ErrInvalidToken) && svc.ClientID != "" {
+		// Or a token for urlflow that the issuer exchanged for this service (RFC 8693):
+		// its act names the service's client.
+		if exchanged, xerr := s.opts.Verifier.Verify(c.Request().Context(), token); xerr == nil && exchanged.Actor == svc.ClientID && !exchanged.ClientOnly() {
+			claims, err = exchanged, nil
+		}
+	}
 	switch {
 	case errors.Is(err, identity.ErrInvalidToken):
 		reason := strings.TrimPrefix(err.Error(), identity.ErrInvalidToken.Error()+": ")
@@ -460,6 +467,8 @@ func (s *Server) delegatedUser(c echo.Context, svc *services.Service, named stri
 	case err != nil:
 		s.log.ErrorContext(c.Request().Context(), "user token of a service not checked", "service", svc.Name, "err", err)
 		return state.User{}, refuse(http.StatusServiceUnavailable, "urlflow cannot check tokens right now; please try again in a moment")
+	case claims.ClientOnly():
+		return state.User{}, refuse(http.StatusUnauthorized, "the user token is not valid: a client's own token (client credentials) names no user")
 	}
 	return claims.User, nil
 }

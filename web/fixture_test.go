@@ -295,13 +295,15 @@ const (
 	calendar  = "calendar"
 	directory = "directory"
 	keyholder = "keyholder"
+	// weatherClient is weather's OAuth client at the oidc option's issuer.
+	weatherClient = "weather-client"
 )
 
 // testServices returns the fixture's services and their keys.
 func testServices(t testing.TB, withProvider bool) (*services.Catalog, map[string]string) {
 	keys, digests := map[string]string{}, map[string][]string{}
 	configs := []services.Config{
-		{Name: weather, Label: "Weather MCP", Resource: "https://weather.example/mcp", Slots: []string{demoSlot}},
+		{Name: weather, Label: "Weather MCP", Resource: "https://weather.example/mcp", Slots: []string{demoSlot}, ClientID: weatherClient},
 		{Name: calendar, Label: "Calendar MCP", Resource: "https://calendar.example/mcp", Slots: []string{demoSlot}},
 		{Name: directory, Label: "Directory MCP", Resource: "https://directory.example/mcp", Slots: []string{demoSlot}, AssertUsers: true},
 		{Name: keyholder, Label: "Keyholder MCP", Resource: "https://keyholder.example/mcp", Slots: []string{demoSlot}, Release: true,

@@ -324,7 +324,7 @@ services:
 	}
 	for _, want := range []string{`service urlflow: name: "urlflow" is urlflow's own tools`, "service weather: label is required",
 		"service weather: resource: want the service's MCP URL", `service weather: slots: "nope" is not a configured secret slot`,
-		"this is a key, not its digest", "service calendar: name at least one of slots and providers", "service calendar: keys_file is required"} {
+		"this is a key, not its digest", "service calendar: name at least one of slots and providers", "service calendar: keys_file or client_id is required"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not say %q:\n%v", want, err)
 		}

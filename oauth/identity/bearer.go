@@ -40,13 +40,17 @@ type BearerOptions struct {
 type ServiceKeys interface {
 	// ServiceOf returns the name of the service whose key is key.
 	ServiceOf(key string) (string, bool)
+	// ServiceOfClient returns the name of the service that is the OAuth client clientID
+	// (its client credentials tokens authenticate it).
+	ServiceOfClient(clientID string) (string, bool)
 }
 
 // Caller is who sent a request that RequireBearer let through: a user, with the claims of
 // the token, an operator, or a delegating service.
 type Caller struct {
 	Operator bool
-	// Service names the delegating service that authenticated with its key.
+	// Service names the delegating service that authenticated with its key or its client
+	// credentials token.
 	Service string
 	// Claims are the verified token's, for a user.
 	Claims Claims
@@ -122,6 +126,27 @@ func RequireBearer(v Verifier, opts BearerOptions) func(http.Handler) http.Handl
 				return
 			}
 			opts.BadTokens.verified(token, claims.Expiry)
+			switch {
+			case claims.Actor != "":
+				// Exchanged for another party (RFC 8693), which holds it: evidence of the user
+				// that a delegating service may send (web: Urlflow-User-Token), never its own
+				// authentication.
+				refuse(w, http.StatusUnauthorized, opts.challenge(`error="invalid_token", error_description="a token exchanged for another party (act) is not accepted here"`),
+					"the bearer token is not valid: a token exchanged for another party (act) is not accepted here")
+				return
+			case claims.ClientOnly():
+				service, ok := "", false
+				if opts.Services != nil {
+					service, ok = opts.Services.ServiceOfClient(claims.ClientID)
+				}
+				if !ok {
+					refuse(w, http.StatusUnauthorized, opts.challenge(`error="invalid_token", error_description="a client's own token names no user"`),
+						"the bearer token is not valid: a client's own token (client credentials) names no user")
+					return
+				}
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, Caller{Service: service})))
+				return
+			}
 			if missing := missingScopes(claims.Scopes, opts.Scopes); len(missing) > 0 {
 				refuse(w, http.StatusForbidden,
 					opts.challenge(`error="insufficient_scope", scope=`+quote(strings.Join(opts.Scopes, " "))),

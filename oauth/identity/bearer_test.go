@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/urlflow/urlflow/state"
 )
 
 const metadataURL = "https://urlflow.example/.well-known/oauth-protected-resource/mcp"
@@ -162,4 +164,48 @@ func TestForSDKHandsTheUserToTheSDK(t *testing.T) {
 	if u, ok := UserOf(seen); !ok || u != dev.User("alice") || seen.UserID != dev.User("alice").ID() {
 		t.Fatalf("the SDK saw %+v", seen)
 	}
+}
+
+// fixedClaims verifies every token as the claims it holds.
+type fixedClaims Claims
+
+func (f fixedClaims) Verify(context.Context, string) (Claims, error) { return Claims(f), nil }
+
+// clients is a ServiceKeys with one service, weather, whose client is weather-client.
+type clients struct{}
+
+func (clients) ServiceOf(string) (string, bool) { return "", false }
+func (clients) ServiceOfClient(id string) (string, bool) {
+	return "weather", id == "weather-client"
+}
+
+func TestTokensThatNameNoUserOrAnotherActorAreNotAUsers(t *testing.T) {
+	t.Parallel()
+	clientOnly := fixedClaims{User: userOf("weather-client"), ClientID: "weather-client"}
+	exchanged := fixedClaims{User: userOf("alice"), Actor: "weather-client"}
+	mcp := func(v Verifier) func(http.Handler) http.Handler {
+		return RequireBearer(v, BearerOptions{ResourceMetadataURL: metadataURL})
+	}
+	api := func(v Verifier) func(http.Handler) http.Handler {
+		return RequireBearer(v, BearerOptions{ResourceMetadataURL: metadataURL, Services: clients{}})
+	}
+	if a := serve(t, mcp(clientOnly), "Bearer t"); a.status != http.StatusUnauthorized || !strings.Contains(a.error, "names no user") {
+		t.Errorf("a client's own token at /mcp: %+v", a)
+	}
+	if a := serve(t, api(clientOnly), "Bearer t"); a.caller == nil || a.caller.Service != "weather" {
+		t.Errorf("weather's client token at the API: %+v, want the service weather", a)
+	}
+	other := fixedClaims{User: userOf("other-client"), ClientID: "other-client"}
+	if a := serve(t, api(other), "Bearer t"); a.status != http.StatusUnauthorized {
+		t.Errorf("another client's token at the API: %+v", a)
+	}
+	for _, h := range []func(Verifier) func(http.Handler) http.Handler{mcp, api} {
+		if a := serve(t, h(exchanged), "Bearer t"); a.status != http.StatusUnauthorized || !strings.Contains(a.error, "exchanged for another party") {
+			t.Errorf("an exchanged token: %+v", a)
+		}
+	}
+}
+
+func userOf(subject string) state.User {
+	return state.User{Issuer: "https://id.example", Subject: subject}
 }

@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,6 +72,11 @@ type accessClaims struct {
 	NotBefore *numericDate    `json:"nbf"`
 	Scope     string          `json:"scope"`
 	Scp       json.RawMessage `json:"scp"`
+	ClientID  string          `json:"client_id"`
+	AZP       string          `json:"azp"`
+	Act       *struct {
+		Subject string `json:"sub"`
+	} `json:"act"`
 }
 
 // numericDate is a JWT NumericDate (RFC 7519): seconds since the epoch, which may have a
@@ -149,11 +155,18 @@ func (r *ResourceServer) identity(c accessClaims) (Claims, error) {
 	case nbf != nil && now.Add(r.cfg.ClockSkew).Before(nbf.time()):
 		return Claims{}, fmt.Errorf("%w: not valid yet", ErrInvalidToken)
 	}
-	return Claims{
-		User:   state.User{Issuer: r.issuer.URL, Subject: sub},
-		Expiry: exp.time(),
-		Scopes: scopes(c.Scope, c.Scp),
-	}, nil
+	claims := Claims{
+		User:     state.User{Issuer: r.issuer.URL, Subject: sub},
+		Expiry:   exp.time(),
+		Scopes:   scopes(c.Scope, c.Scp),
+		ClientID: cmp.Or(c.ClientID, c.AZP),
+	}
+	if c.Act != nil {
+		if claims.Actor = c.Act.Subject; claims.Actor == "" {
+			return Claims{}, fmt.Errorf("%w: an act claim without a subject", ErrInvalidToken)
+		}
+	}
+	return claims, nil
 }
 
 // scopes reads the space-separated scope claim, or the scp list some issuers use.

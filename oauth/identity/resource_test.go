@@ -553,3 +553,40 @@ func TestKeysThatCannotBeFetchedAreNotATokenRefusal(t *testing.T) {
 		t.Fatalf("Verify once the key set answers: %v", err)
 	}
 }
+
+func TestAccessTokenNamesItsClientAndActor(t *testing.T) {
+	t.Parallel()
+	iss := issuertest.Start(t)
+	now := wholeSecond()
+	rs := newResourceServer(t, iss, nil, now)
+	valid := claimsAt(iss, now)
+	for _, tc := range []struct {
+		name              string
+		change            func(c map[string]any)
+		client, actor     string
+		clientOnly, fails bool
+	}{
+		{name: "a user's token", change: func(c map[string]any) { c["client_id"] = "claude-code" }, client: "claude-code"},
+		{name: "azp", change: func(c map[string]any) { delete(c, "client_id"); c["azp"] = "vscode" }, client: "vscode"},
+		{name: "client credentials", change: func(c map[string]any) { c["client_id"], c["sub"] = "weather", "weather" }, client: "weather", clientOnly: true},
+		{name: "client credentials, Auth0 style", change: func(c map[string]any) { c["client_id"], c["sub"] = "weather", "weather@clients" }, client: "weather", clientOnly: true},
+		{name: "exchanged", change: func(c map[string]any) { c["act"] = map[string]any{"sub": "weather"} }, actor: "weather"},
+		{name: "an act without a subject", change: func(c map[string]any) { c["act"] = map[string]any{} }, fails: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			claims := with(valid, func(c map[string]any) { delete(c, "client_id"); tc.change(c) })
+			id, err := rs.Verify(t.Context(), iss.AccessToken(t, claims))
+			if tc.fails {
+				wantRefused(t, err, "", "act")
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id.ClientID != tc.client || id.Actor != tc.actor || id.ClientOnly() != tc.clientOnly {
+				t.Errorf("client %q, actor %q, client only %v", id.ClientID, id.Actor, id.ClientOnly())
+			}
+		})
+	}
+}

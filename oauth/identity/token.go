@@ -19,6 +19,19 @@ type Claims struct {
 	User   state.User
 	Expiry time.Time
 	Scopes []string
+	// ClientID is the OAuth client the token was issued to (client_id, or azp), when the
+	// token says.
+	ClientID string
+	// Actor is who acts for the user (act.sub, RFC 8693): set on a token exchanged by
+	// another party, which holds it.
+	Actor string
+}
+
+// ClientOnly reports whether the token names no user but the client it was issued to
+// (OAuth client credentials): its subject is its client ID, or the client ID and
+// "@clients".
+func (c Claims) ClientOnly() bool {
+	return c.ClientID != "" && (c.User.Subject == c.ClientID || c.User.Subject == c.ClientID+"@clients")
 }
 
 // A Verifier verifies bearer tokens.

@@ -1,0 +1,38 @@
+package delegate
+
+import (
+	"net/http"
+	"testing"
+
+	"golang.org/x/oauth2"
+)
+
+func TestAServerAuthenticatesWithItsKeyOrItsClientsToken(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"key", Options{URL: "https://urlflow.example", Key: "urlflow_sk_K"}, "Bearer urlflow_sk_K"},
+		{"client credentials", Options{URL: "https://urlflow.example", TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "at-1"})}, "Bearer at-1"},
+	} {
+		c, err := New(tc.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		req, _ := http.NewRequest(http.MethodGet, "https://urlflow.example/api/v1/events", nil)
+		if err := c.authorize(req); err != nil || req.Header.Get("Authorization") != tc.want {
+			t.Errorf("%s: Authorization %q, %v", tc.name, req.Header.Get("Authorization"), err)
+		}
+	}
+	for _, bad := range []Options{
+		{URL: "https://urlflow.example"},
+		{URL: "https://urlflow.example", Key: "not-a-key"},
+		{URL: "https://urlflow.example", Key: "urlflow_sk_K", TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "x"})},
+		{URL: "urlflow.example", Key: "urlflow_sk_K"},
+	} {
+		if _, err := New(bad); err == nil {
+			t.Errorf("New(%+v) accepted", bad)
+		}
+	}
+}
