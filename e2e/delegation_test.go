@@ -9,10 +9,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/services"
 )
 
@@ -60,12 +63,17 @@ func weatherAPI(t *testing.T) *httptest.Server {
 
 func startDelegation(t *testing.T) *delegation {
 	t.Helper()
+	return startDelegationFor(t, "https://weather-"+strings.ToLower(rand.Text()[:8])+".example/mcp")
+}
+
+// startDelegationFor is startDelegation with weather's resource.
+func startDelegationFor(t *testing.T, resource string) *delegation {
+	t.Helper()
 	key, digest := services.NewKey()
 	keys := filepath.Join(t.TempDir(), "weather.keys")
 	if err := os.WriteFile(keys, []byte(digest+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	resource := "https://weather-" + strings.ToLower(rand.Text()[:8]) + ".example/mcp"
 	sharedIssuer(t).register(t, "/test/resources", map[string]any{"indicator": resource, "scope": "mcp", "defaultScope": "mcp",
 		"accessTokenFormat": "jwt", "accessTokenTTL": 600})
 	clientID := "weather-" + strings.ToLower(rand.Text()[:8])
@@ -243,4 +251,42 @@ func TestServeAuthenticatesAServiceByItsClientCredentials(t *testing.T) {
 	if resp := initialize(t, d.s.MCPURL, own); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("weather's client token at /mcp: %d", resp.StatusCode)
 	}
+}
+
+// The example delegating server next to urlflow serve, with the real OpenID provider: alice
+// gets a token for the example from the provider, her go-sdk client calls the example's
+// tool, she enters the key in Chromium after signing in at the provider, and the tool's
+// call reaches the weather API through urlflow's proxy.
+func TestServeAndTheExampleServerWithTheRealIssuer(t *testing.T) {
+	t.Parallel()
+	port := redistest.FreePort(t)
+	resource := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	d := startDelegationFor(t, resource)
+	cmd := exec.Command(exampleBinary, "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--slot", "weather_key")
+	cmd.Env = []string{"URLFLOW_URL=" + d.s.BaseURL, "URLFLOW_SERVICE_KEY=" + d.key}
+	example, _, err := launch(t, cmd, "weather: MCP on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := d.idp.accessToken(t, d.catcher, d.alice, "alice", "alice-pw", resource)
+	c := connect(t, &server{t: t, MCPURL: resource}, clientConfig{Token: token, URLMode: true})
+	call := c.callAsync("forecast", map[string]any{"city": "Paris"})
+	params := c.nextElicitation(30 * time.Second)
+	if status := d.alice.Navigate(t, params.URL); status != http.StatusOK {
+		t.Fatalf("alice opening the link got %d:\n%s", status, d.alice.Text(t, "main"))
+	}
+	if page := d.alice.Text(t, "main"); !strings.Contains(page, "Weather MCP") || !strings.Contains(page, "Verified by urlflow") {
+		t.Errorf("the consent page does not name the service:\n%s", page)
+	}
+	d.alice.continueToForm(t)
+	if status := d.alice.enterSecret(t, canary); status != http.StatusOK {
+		t.Fatalf("saving the secret got %d", status)
+	}
+	res := await(t, call, time.Minute)
+	if !strings.Contains(text(res), "Sunny in Paris") || !strings.Contains(text(res), "HTTP 200") {
+		t.Fatalf("the tool: %q", text(res))
+	}
+	c.waitCompletion(params.ElicitationID, 5*time.Second)
+	requireNoCanary(t, d.rs, map[string]string{"client traffic": c.Traffic.String(), "example output": example.Output(),
+		"urlflow output": d.s.Output()})
 }

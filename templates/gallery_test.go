@@ -62,6 +62,8 @@ func samples() []sample {
 	unnamed.ClientName, unnamed.ClientVersion, unnamed.Purpose = "", "", ""
 	delegated := consent
 	delegated.ServiceLabel = "Weather MCP"
+	receives := delegated
+	receives.ServiceReceives = true
 
 	form := templates.SecretForm{
 		ElicitationID:   "el_7Hq2mXc9",
@@ -97,6 +99,7 @@ func samples() []sample {
 		{"consent-locked", templates.ConsentPage(signedIn, locked)},
 		{"consent-weak", templates.ConsentPage(dev, weak)},
 		{"consent-service", templates.ConsentPage(signedIn, delegated)},
+		{"consent-service-receives", templates.ConsentPage(signedIn, receives)},
 		{"secret-form", templates.SecretFormPage(signedIn, form)},
 		{"secret-form-error", templates.SecretFormPage(dev, formError)},
 		{"done", templates.DonePage(signedIn, templates.Done{SlotLabel: "Demo API key", ClientName: "Claude Code"})},

@@ -41,8 +41,10 @@ type DevSignIn struct {
 type Consent struct {
 	ElicitationID string
 	// ServiceLabel names the delegating service that asks, verified by urlflow; empty when
-	// urlflow's own tools ask.
-	ServiceLabel string
+	// urlflow's own tools ask. ServiceReceives says that the service may receive what the
+	// user provides itself (its release setting), not only use it through urlflow.
+	ServiceLabel    string
+	ServiceReceives bool
 	// ClientName and ClientVersion are what the MCP client said about itself; the page
 	// labels them as self-reported.
 	ClientName    string
@@ -144,8 +146,10 @@ type Failed struct {
 type Connect struct {
 	ElicitationID string
 	// ServiceLabel names the delegating service that asks, verified by urlflow; empty when
-	// urlflow's own tools ask.
-	ServiceLabel string
+	// urlflow's own tools ask. ServiceReceives says that the service may receive what the
+	// user provides itself (its release setting), not only use it through urlflow.
+	ServiceLabel    string
+	ServiceReceives bool
 	// ClientName and ClientVersion are self-reported by the MCP client.
 	ClientName    string
 	ClientVersion string

@@ -51,9 +51,10 @@ func (s *Server) renderConnect(c echo.Context, v *visitor, e *flow.Elicitation) 
 		c.Response().Header().Set("Content-Security-Policy", contentSecurityPolicyWithFormTarget(origin))
 	}
 	_, err = s.opts.Credentials.Get(c.Request().Context(), e.User, e.CredentialName())
+	service, receives := s.requester(e)
 	return s.render(c, http.StatusOK, templates.ConnectPage(page, templates.Connect{
 		ElicitationID: e.ID, ClientName: clientName(e.Client), ClientVersion: e.Client.Version, Purpose: e.Purpose,
-		ServiceLabel:  s.serviceLabel(e),
+		ServiceLabel: service, ServiceReceives: receives,
 		ProviderLabel: p.Label, ProviderName: p.Name, Scopes: e.Scopes, Reconnect: err == nil,
 		ExpiresAt: e.ExpiresAt, CSRF: page.CSRF,
 		ContinueAction: "/e/" + e.ID + "/authorize", DeclineAction: "/e/" + e.ID + "/decline",

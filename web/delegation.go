@@ -481,16 +481,16 @@ func (s *Server) userIssuer() string {
 	return s.opts.Issuer
 }
 
-// serviceLabel is the label the pages show for the service that asked for e; empty for
-// urlflow's own tools.
-func (s *Server) serviceLabel(e *flow.Elicitation) string {
+// requester is what the pages show of the service that asked for e: its label (empty for
+// urlflow's own tools) and whether it may receive what the user provides (release).
+func (s *Server) requester(e *flow.Elicitation) (label string, receives bool) {
 	if e.Service == "" {
-		return ""
+		return "", false
 	}
 	if svc, ok := s.opts.Services.Lookup(e.Service); ok {
-		return svc.Label
+		return svc.Label, svc.Release
 	}
-	return e.Service
+	return e.Service, false
 }
 
 // proxyRequest is the body of POST /api/v1/proxy: the request to make, as call_api takes

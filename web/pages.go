@@ -296,8 +296,10 @@ func (s *Server) consentPage(c echo.Context, hints bool) error {
 		return err
 	}
 	slot := s.slotOf(e)
+	service, receives := s.requester(e)
 	view := templates.Consent{
-		ElicitationID: e.ID, ClientName: clientName(e.Client), ClientVersion: e.Client.Version, ServiceLabel: s.serviceLabel(e),
+		ElicitationID: e.ID, ClientName: clientName(e.Client), ClientVersion: e.Client.Version,
+		ServiceLabel: service, ServiceReceives: receives,
 		Purpose: e.Purpose, SlotLabel: slot.Label, SlotDescription: slot.Description, SlotName: slot.Name,
 		Replace: e.Replace, ExpiresAt: e.ExpiresAt, CSRF: p.CSRF,
 		ContinueAction: "/e/" + e.ID + "/continue", DeclineAction: "/e/" + e.ID + "/decline",

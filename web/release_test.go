@@ -118,3 +118,15 @@ func TestAServiceWithReleaseReceivesAFreshAccessTokenNeverTheRefreshToken(t *tes
 	f.asService(t, weather, http.MethodPost, "/api/v1/release", f.userTokenFor(t, "alice", weather), `{"provider": "acme"}`).
 		want(t, http.StatusForbidden, "may not receive credentials")
 }
+
+func TestTheConsentPageSaysWhetherTheServiceWillHoldTheCredential(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	for service, says := range map[string]string{
+		weather:   "the service is never given it",
+		keyholder: "it is allowed to receive it itself: from then on it holds it too",
+	} {
+		v := created(t, f.asService(t, service, http.MethodPost, "/api/v1/elicitations", f.userTokenFor(t, "alice", service), createDemoKey), http.StatusCreated)
+		f.browser(t, "alice").open(v.ID).want(t, http.StatusOK, "Verified by urlflow", says)
+	}
+}

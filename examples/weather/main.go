@@ -40,15 +40,16 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8090", "where to listen")
 	style := flag.String("style", "push", "how a 2025-11-25 client is asked: push or error")
+	slot := flag.String("slot", "demo_api_key", "the secret slot of urlflow whose API answers GET /whoami")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, *style); err != nil && !errors.Is(err, context.Canceled) {
+	if err := run(ctx, *addr, *style, *slot); err != nil && !errors.Is(err, context.Canceled) {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, addr, style string) error {
+func run(ctx context.Context, addr, style, slot string) error {
 	urlflowURL := os.Getenv("URLFLOW_URL")
 	if urlflowURL == "" {
 		urlflowURL = "http://127.0.0.1:8080"
@@ -75,7 +76,7 @@ func run(ctx context.Context, addr, style string) error {
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
 			City string `json:"city" jsonschema:"the city"`
 		}) (*mcp.CallToolResult, any, error) {
-			cred, res, err := uf.Require(ctx, req, delegate.Need{Slot: "demo_api_key", Message: "Weather needs your demo API key to ask for forecasts."})
+			cred, res, err := uf.Require(ctx, req, delegate.Need{Slot: slot, Message: "Weather needs your API key to ask for forecasts."})
 			if err != nil || res != nil {
 				return res, nil, err
 			}
