@@ -50,6 +50,11 @@ type Options struct {
 	// RetryWait bounds how long a 2026-07-28 retry waits for its user before it asks the
 	// client again (25 seconds when zero).
 	RetryWait time.Duration
+	// A call that carries a progress token is told of progress every ProgressInterval (15
+	// seconds when zero) instead, and waits until its user finishes, the elicitation's
+	// deadline or ProgressWaitLimit (10 minutes when zero): a client that keeps a call open
+	// while it hears progress then asks its user once.
+	ProgressInterval, ProgressWaitLimit time.Duration
 	// HTTPClient sends the requests to urlflow (http.DefaultClient when nil). Its timeout,
 	// if any, must allow the waits above.
 	HTTPClient *http.Client
@@ -89,6 +94,12 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.RetryWait <= 0 {
 		opts.RetryWait = 25 * time.Second
+	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = 15 * time.Second
+	}
+	if opts.ProgressWaitLimit <= 0 {
+		opts.ProgressWaitLimit = 10 * time.Minute
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = http.DefaultClient
@@ -227,6 +238,31 @@ func (c *Client) wait(ctx context.Context, id string, wait time.Duration) (*Elic
 		}
 		if e.Ended() || secs <= 0 {
 			return &e, nil
+		}
+	}
+}
+
+// waitFor waits for the user of the call req to finish elicitation e: while req carries a
+// progress token, with a progress notification every ProgressInterval, until e ends, its
+// deadline or ProgressWaitLimit; otherwise up to bounded. It returns e as it then stands.
+func (c *Client) waitFor(ctx context.Context, req *mcp.CallToolRequest, e *Elicitation, bounded time.Duration) (*Elicitation, error) {
+	token := req.Params.GetProgressToken()
+	if token == nil || req.Session == nil {
+		return c.wait(ctx, e.ID, bounded)
+	}
+	until := time.Now().Add(c.opts.ProgressWaitLimit)
+	if !e.ExpiresAt.IsZero() && e.ExpiresAt.Before(until) {
+		until = e.ExpiresAt
+	}
+	for step := 1; ; step++ {
+		cur, err := c.wait(ctx, e.ID, min(c.opts.ProgressInterval, time.Until(until)))
+		if err != nil || cur.Ended() || !time.Now().Before(until) {
+			return cur, err
+		}
+		err = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(step),
+			Message: "Waiting for you to finish in the browser: " + e.URL})
+		if err != nil {
+			c.log.Info("progress notification not sent", "elicitation_id", e.ID, "err", err)
 		}
 	}
 }

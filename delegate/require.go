@@ -86,7 +86,7 @@ func (c *Client) Require(ctx context.Context, req *mcp.CallToolRequest, need Nee
 	switch {
 	case retry:
 		// The client answered and came back: wait a while for the user before asking again.
-		return c.afterRetry(ctx, need, token, body, e)
+		return c.afterRetry(ctx, req, need, token, body, e)
 	case modern:
 		return nil, &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{inputKey: params}, RequestState: ans.RequestState}, nil
 	case c.opts.Style == StyleError:
@@ -105,10 +105,10 @@ func (c *Client) create(ctx context.Context, token string, body createRequest) (
 	return &ans, nil
 }
 
-// afterRetry waits up to RetryWait for the elicitation of a 2026-07-28 retry to end, then
-// answers with the credential, the outcome, or input_required again.
-func (c *Client) afterRetry(ctx context.Context, need Need, token string, body createRequest, e *Elicitation) (*Credential, *mcp.CallToolResult, error) {
-	if _, err := c.wait(ctx, e.ID, c.opts.RetryWait); err != nil {
+// afterRetry waits for the elicitation of a 2026-07-28 retry to end (waitFor: RetryWait, or
+// with progress), then answers with the credential, the outcome, or input_required again.
+func (c *Client) afterRetry(ctx context.Context, req *mcp.CallToolRequest, need Need, token string, body createRequest, e *Elicitation) (*Credential, *mcp.CallToolResult, error) {
+	if _, err := c.waitFor(ctx, req, e, c.opts.RetryWait); err != nil {
 		return nil, nil, err
 	}
 	body.Action = "" // recorded already
@@ -127,7 +127,7 @@ func (c *Client) afterRetry(ctx context.Context, need Need, token string, body c
 }
 
 // push sends elicitation/create, reports the client's answer to urlflow (an accept is
-// consent, never success), and waits for the user up to PushWait.
+// consent, never success), and waits for the user (waitFor: PushWait, or with progress).
 func (c *Client) push(ctx context.Context, req *mcp.CallToolRequest, need Need, token string, params *mcp.ElicitParams) (*Credential, *mcp.CallToolResult, error) {
 	id := params.ElicitationID
 	c.owe(id, req.Session)
@@ -136,14 +136,15 @@ func (c *Client) push(ctx context.Context, req *mcp.CallToolRequest, need Need, 
 	if err == nil {
 		action = res.Action
 	}
-	var e Elicitation
+	e := Elicitation{ID: id, URL: params.URL} // what an answer refused as late (409) leaves
 	if _, err := c.do(ctx, http.MethodPost, "elicitations/"+id+"/answer", "", map[string]string{"action": action}, &e); err != nil {
 		var apiErr *APIError
 		if !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
 			return nil, nil, err
 		}
 	}
-	cur, err := c.wait(ctx, id, c.opts.PushWait)
+	e.URL = params.URL // the answer has it only while the flow runs
+	cur, err := c.waitFor(ctx, req, &e, c.opts.PushWait)
 	if err != nil {
 		return nil, nil, err
 	}

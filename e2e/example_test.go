@@ -30,13 +30,14 @@ type example struct {
 	mcpURL  string
 }
 
-// startExample starts urlflow dev and the example in style (push or error).
-func startExample(t *testing.T, style string) *example {
+// startExample starts urlflow dev and the example in style (push or error), with more
+// flags of the example.
+func startExample(t *testing.T, style string, flags ...string) *example {
 	t.Helper()
 	port := redistest.FreePort(t)
 	mcpURL := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	s := startServer(t, serverConfig{Redis: redistest.Start(t), Env: []string{"URLFLOW_DEV_DEMO_RESOURCE=" + mcpURL}})
-	cmd := exec.Command(exampleBinary, "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--style", style)
+	cmd := exec.Command(exampleBinary, append([]string{"--addr", fmt.Sprintf("127.0.0.1:%d", port), "--style", style}, flags...)...)
 	cmd.Env = []string{"URLFLOW_URL=" + s.BaseURL}
 	proc, _, err := launch(t, cmd, "weather: MCP on")
 	if err != nil {
@@ -65,6 +66,10 @@ func (x *example) connect(t *testing.T, name string, cfg clientConfig) *client {
 	return connect(t, &server{t: t, MCPURL: x.mcpURL}, cfg)
 }
 
+// firstAsk bounds the time from starting a client to its first elicitation: the client's
+// process starts, connects and calls while the whole suite runs on two cores.
+const firstAsk = time.Minute
+
 // demoKey is a new valid key of the demo API: the canary of one test.
 func demoKey() string { return "demo_" + strings.ToLower(rand.Text()) }
 
@@ -90,7 +95,7 @@ func TestTheExampleServerDelegatesForEveryKindOfClient(t *testing.T) {
 		key := demoKey()
 		c := push.connect(t, "alice", clientConfig{URLMode: true})
 		call := c.callAsync("forecast", args)
-		params := c.nextElicitation(30 * time.Second)
+		params := c.nextElicitation(firstAsk)
 		if !strings.HasPrefix(params.URL, push.urlflow.BaseURL+"/e/") || params.ElicitationID == "" {
 			t.Fatalf("elicitation %+v, want urlflow's URL", params)
 		}
@@ -121,7 +126,7 @@ func TestTheExampleServerDelegatesForEveryKindOfClient(t *testing.T) {
 		key := demoKey()
 		c := push.connect(t, "carol", clientConfig{URLMode: true, ProtocolVersion: "2026-07-28"})
 		call := c.callAsync("forecast", args)
-		params := c.nextElicitation(30 * time.Second)
+		params := c.nextElicitation(firstAsk)
 		newPerson(t, sharedBrowser(t), "carol").completeSecret(t, params.URL, key)
 		res := await(t, call, time.Minute) // the client's retry carried urlflow's requestState
 		wantForecast(t, res, key)
@@ -166,7 +171,7 @@ func theTypeScriptAndClaudeCodeCells(t *testing.T, push, errStyle *example) {
 			t.Parallel()
 			key := demoKey()
 			n := startNode(t, tc.script, &server{t: t, MCPURL: tc.x.mcpURL}, tc.x.token(t, tc.user), append(tc.flags, args...)...)
-			ev := n.next(tc.first, 30*time.Second)
+			ev := n.next(tc.first, firstAsk)
 			link := ev.URL
 			if tc.first == "url_required" {
 				link = ev.Elicitations[0].URL
@@ -182,12 +187,17 @@ func theTypeScriptAndClaudeCodeCells(t *testing.T, push, errStyle *example) {
 
 	t.Run("Claude Code, 2026-07-28", func(t *testing.T) {
 		t.Parallel()
+		// Claude Code sends a progress token with every call: its retry waits, with progress,
+		// until the user finishes, although the user takes longer than three bounded waits.
+		const boundedWait = time.Second
+		slow := startExample(t, "push", "--retry-wait", boundedWait.String(), "--progress-interval", "300ms")
 		key := demoKey()
-		cc := startClaudeCode(t, &server{t: t, MCPURL: push.mcpURL}, push.token(t, "heidi"), "accept")
+		cc := startClaudeCode(t, &server{t: t, MCPURL: slow.mcpURL}, slow.token(t, "heidi"), "accept")
 		done := make(chan map[string]any, 1)
 		go func() { done <- cc.call("forecast", map[string]any{"city": "Paris"}) }()
 		asked := cc.waitHook(1)[0]
 		link, _ := asked["url"].(string)
+		time.Sleep(3*boundedWait + boundedWait/2)
 		newPerson(t, sharedBrowser(t), "heidi").completeSecret(t, link, key)
 		select {
 		case res := <-done:
@@ -197,7 +207,10 @@ func theTypeScriptAndClaudeCodeCells(t *testing.T, push, errStyle *example) {
 		case <-time.After(claudeCodeWait):
 			t.Fatal("the call did not end after the browser step")
 		}
-		requireNoKey(t, key, push.proc.Output())
+		if n := len(cc.hookInputs()); n != 1 {
+			t.Errorf("the user was asked %d times, want once", n)
+		}
+		requireNoKey(t, key, slow.proc.Output())
 	})
 }
 

@@ -41,15 +41,21 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:8090", "where to listen")
 	style := flag.String("style", "push", "how a 2025-11-25 client is asked: push or error")
 	slot := flag.String("slot", "demo_api_key", "the secret slot of urlflow whose API answers GET /whoami")
+	var opts delegate.Options
+	flag.DurationVar(&opts.RetryWait, "retry-wait", 0, "delegate.Options.RetryWait (tests shorten it)")
+	flag.DurationVar(&opts.ProgressInterval, "progress-interval", 0, "delegate.Options.ProgressInterval (tests shorten it)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, *style, *slot); err != nil && !errors.Is(err, context.Canceled) {
+	if *style == "error" {
+		opts.Style = delegate.StyleError
+	}
+	if err := run(ctx, *addr, opts, *slot); err != nil && !errors.Is(err, context.Canceled) {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, addr, style, slot string) error {
+func run(ctx context.Context, addr string, opts delegate.Options, slot string) error {
 	urlflowURL := os.Getenv("URLFLOW_URL")
 	if urlflowURL == "" {
 		urlflowURL = "http://127.0.0.1:8080"
@@ -61,10 +67,7 @@ func run(ctx context.Context, addr, style, slot string) error {
 			return fmt.Errorf("no URLFLOW_SERVICE_KEY, and none from urlflow dev at %s: %w", urlflowURL, err)
 		}
 	}
-	opts := delegate.Options{URL: urlflowURL, Key: key}
-	if style == "error" {
-		opts.Style = delegate.StyleError
-	}
+	opts.URL, opts.Key = urlflowURL, key
 	uf, err := delegate.New(opts)
 	if err != nil {
 		return err
