@@ -71,10 +71,11 @@ type Client struct {
 	log  *slog.Logger
 
 	mu sync.Mutex
-	// waiting maps the ID of each elicitation whose end a client session is owed to that
-	// session: sent once, by whichever learns of the end first (a push-style call, the event
-	// stream or a webhook).
-	waiting map[string]*mcp.ServerSession
+	// waiting maps the ID of each elicitation whose end client sessions are owed to those
+	// sessions (a user's sessions share a service's running elicitation): sent once to each,
+	// by whichever learns of the end first (a push-style call, the event stream or a
+	// webhook).
+	waiting map[string][]*mcp.ServerSession
 }
 
 // New returns a Client for opts.
@@ -108,7 +109,7 @@ func New(opts Options) (*Client, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Client{opts: opts, base: base, log: log, waiting: map[string]*mcp.ServerSession{}}, nil
+	return &Client{opts: opts, base: base, log: log, waiting: map[string][]*mcp.ServerSession{}}, nil
 }
 
 // APIError is a request that urlflow refused or could not serve.

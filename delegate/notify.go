@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +27,9 @@ func (c *Client) owe(id string, session *mcp.ServerSession) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.waiting[id] = session
+	if !slices.Contains(c.waiting[id], session) {
+		c.waiting[id] = append(c.waiting[id], session)
+	}
 }
 
 // settle sends notifications/elicitation/complete for e, if it has ended and a session is
@@ -36,17 +39,16 @@ func (c *Client) settle(e *Elicitation) {
 		return
 	}
 	c.mu.Lock()
-	session, ok := c.waiting[e.ID]
+	sessions := c.waiting[e.ID]
 	delete(c.waiting, e.ID)
 	c.mu.Unlock()
-	if !ok {
-		return
-	}
 	// Not the request's context: the notification may outlive the call that asked.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := session.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: e.ID}); err != nil {
-		c.log.Warn("elicitation complete notification not sent", "elicitation_id", e.ID, "err", err)
+	for _, session := range sessions {
+		if err := session.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: e.ID}); err != nil {
+			c.log.Warn("elicitation complete notification not sent", "elicitation_id", e.ID, "err", err)
+		}
 	}
 }
 

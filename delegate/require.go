@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -59,7 +60,7 @@ func (c *Client) Require(ctx context.Context, req *mcp.CallToolRequest, need Nee
 	if info := req.ClientInfo(); info != nil {
 		body.Client = &clientInfo{Name: info.Name, Title: info.Title, Version: info.Version}
 	}
-	modern := req.Extra != nil && req.Extra.Header.Get("Mcp-Protocol-Version") >= firstModernVersion
+	modern := req.Extra != nil && modernVersion(req.Extra.Header.Get("Mcp-Protocol-Version"))
 	retry := modern && req.Params.RequestState != ""
 	if retry {
 		body.RequestState = req.Params.RequestState
@@ -94,6 +95,13 @@ func (c *Client) Require(ctx context.Context, req *mcp.CallToolRequest, need Nee
 		return nil, nil, mcp.URLElicitationRequiredError([]*mcp.ElicitParams{params})
 	}
 	return c.push(ctx, req, need, token, params)
+}
+
+// modernVersion reports whether version, a protocol version as the request's header names
+// it, is 2026-07-28 or later: a date (anything else is not).
+func modernVersion(version string) bool {
+	_, err := time.Parse(time.DateOnly, version)
+	return err == nil && version >= firstModernVersion
 }
 
 // create sends a create request and returns urlflow's answer.
@@ -131,13 +139,13 @@ func (c *Client) afterRetry(ctx context.Context, req *mcp.CallToolRequest, need 
 func (c *Client) push(ctx context.Context, req *mcp.CallToolRequest, need Need, token string, params *mcp.ElicitParams) (*Credential, *mcp.CallToolResult, error) {
 	id := params.ElicitationID
 	c.owe(id, req.Session)
-	res, err := req.Session.Elicit(ctx, params)
-	action := "cancel"
-	if err == nil {
-		action = res.Action
-	}
 	e := Elicitation{ID: id, URL: params.URL} // what an answer refused as late (409) leaves
-	if _, err := c.do(ctx, http.MethodPost, "elicitations/"+id+"/answer", "", map[string]string{"action": action}, &e); err != nil {
+	res, err := req.Session.Elicit(ctx, params)
+	if err != nil {
+		// No answer is not an answer: the user may still finish in the browser, as with
+		// urlflow's own tools (the flow is not ended for it).
+		c.log.Info("elicitation/create failed; waiting for the user anyway", "elicitation_id", id, "err", err)
+	} else if _, err := c.do(ctx, http.MethodPost, "elicitations/"+id+"/answer", "", map[string]string{"action": res.Action}, &e); err != nil {
 		var apiErr *APIError
 		if !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
 			return nil, nil, err

@@ -217,10 +217,13 @@ func (s *Server) createOnce(c echo.Context, svc *services.Service, user state.Us
 		return err
 	case held == nil:
 		status, ans, err := s.open(ctx, svc, user, ask, req)
+		// Recorded even when the service gave up waiting for the answer: its retry is what
+		// the key is for.
+		keep := context.WithoutCancel(ctx)
 		if err == nil && ans.Elicitation != nil {
-			err = s.opts.Flows.AnswerIdempotencyKey(ctx, svc.Name, key,
+			err = s.opts.Flows.AnswerIdempotencyKey(keep, svc.Name, key,
 				flow.IdempotentCreate{Request: digest, ElicitationID: ans.Elicitation.ID, Created: status == http.StatusCreated})
-		} else if free := s.opts.Flows.FreeIdempotencyKey(ctx, svc.Name, key); err == nil {
+		} else if free := s.opts.Flows.FreeIdempotencyKey(keep, svc.Name, key); err == nil {
 			err = free
 		}
 		if err != nil {
@@ -363,7 +366,8 @@ func refuse(status int, format string, a ...any) error {
 func (s *Server) delegatedAsk(svc *services.Service, req createRequest) (flow.NewElicitation, error) {
 	// What the service says is cleaned where it enters (package display), as a client's
 	// own name is: it is shown to the user and kept in the history.
-	n := flow.NewElicitation{Service: svc.Name, Client: state.NewClientInfo(req.Client.Name, req.Client.Title, req.Client.Version)}
+	n := flow.NewElicitation{Service: svc.Name, Releasable: svc.Release,
+		Client: state.NewClientInfo(req.Client.Name, req.Client.Title, req.Client.Version)}
 	t, err := s.serviceTarget(svc, req.Slot, req.Provider)
 	if err != nil {
 		return n, err
@@ -456,7 +460,7 @@ func (s *Server) delegatedUser(c echo.Context, svc *services.Service, named stri
 	if errors.Is(err, identity.ErrInvalidToken) && svc.ClientID != "" {
 		// Or a token for urlflow that the issuer exchanged for this service (RFC 8693):
 		// its act names the service's client.
-		if exchanged, xerr := s.opts.Verifier.Verify(c.Request().Context(), token); xerr == nil && exchanged.Actor == svc.ClientID && !exchanged.ClientOnly() {
+		if exchanged, xerr := s.verifier.Verify(c.Request().Context(), token); xerr == nil && exchanged.Actor == svc.ClientID && !exchanged.ClientOnly() {
 			claims, err = exchanged, nil
 		}
 	}
@@ -482,15 +486,16 @@ func (s *Server) userIssuer() string {
 }
 
 // requester is what the pages show of the service that asked for e: its label (empty for
-// urlflow's own tools) and whether it may receive what the user provides (release).
+// urlflow's own tools) and whether it may receive what the user provides (release, as it
+// stood when the service asked: the credential keeps that promise).
 func (s *Server) requester(e *flow.Elicitation) (label string, receives bool) {
 	if e.Service == "" {
 		return "", false
 	}
 	if svc, ok := s.opts.Services.Lookup(e.Service); ok {
-		return svc.Label, svc.Release
+		return svc.Label, e.Releasable
 	}
-	return e.Service, false
+	return e.Service, e.Releasable
 }
 
 // proxyRequest is the body of POST /api/v1/proxy: the request to make, as call_api takes
@@ -514,6 +519,8 @@ const (
 	reasonReconnect  = "reconnect"  // a connection the provider no longer honours
 	reasonUnopenable = "unopenable" // a secret sealed under a retired key
 	reasonCarried    = "carried"    // the request carried the credential; nothing was sent
+	// not_releasable: a release of a credential provided before the service had release
+	reasonNotReleasable = "not_releasable"
 )
 
 // notStored refuses a request for a secret the user has not stored for the service.
@@ -678,16 +685,20 @@ func (s *Server) apiRelease(c echo.Context) error {
 	ctx := c.Request().Context()
 	name := credentials.Name(svc.Name, t.name)
 	ans := releaseAnswer{Kind: t.kind, Target: t.name}
+	cred, err := s.opts.Credentials.Get(ctx, user, name)
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+		return notStored(c, t)
+	case err != nil:
+		return err
+	case !cred.Releasable:
+		// The pages told the user that the service would never be given it.
+		return apiRefusal(c, http.StatusConflict, reasonNotReleasable, "the user provided this "+t.label+
+			" on pages that said the service would never be given it: create an elicitation with replace, whose pages say it will")
+	case cred.Locked():
+		return s.proxyRefusal(c, t, &proxy.LockedError{Reason: cred.LockReason})
+	}
 	if t.slot != nil {
-		cred, err := s.opts.Credentials.Get(ctx, user, name)
-		switch {
-		case errors.Is(err, state.ErrNotFound):
-			return notStored(c, t)
-		case err != nil:
-			return err
-		case cred.Locked():
-			return s.proxyRefusal(c, t, &proxy.LockedError{Reason: cred.LockReason})
-		}
 		secret, err := s.opts.Vault.Open(user, name, cred.Sealed)
 		if errors.Is(err, proxy.ErrUnopenable) {
 			return s.proxyRefusal(c, t, err)

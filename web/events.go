@@ -147,11 +147,15 @@ func (s *Server) apiEvents(c echo.Context) error {
 }
 
 // apiWebhook is GET /api/v1/elicitations/{id}/webhook: the delivery record of the webhook
-// that told the elicitation's service it ended, for whoever may read the elicitation.
+// that told the elicitation's service it ended, for the service and operators.
 func (s *Server) apiWebhook(c echo.Context) error {
-	_, e, err := s.callerElicitation(c)
+	who, e, err := s.callerElicitation(c)
 	if e == nil {
 		return err
+	}
+	if !who.Operator && who.Service == "" {
+		// The delivery is the service's plumbing; its errors may name the service's hosts.
+		return unknownElicitation(c, e.ID)
 	}
 	d, err := s.opts.Flows.Webhook(c.Request().Context(), e.ID)
 	if errors.Is(err, state.ErrNotFound) {

@@ -217,7 +217,7 @@ func TestTheWebhookOfAnEndedFlowIsReadableByWhoMayReadTheFlow(t *testing.T) {
 		t.Errorf("the delivery: %d %s", got.Status, got.Body)
 	}
 	f.api(t, http.MethodGet, path, f.operatorToken, "").want(t, http.StatusOK, flow.WebhookID(v.ID))
-	f.api(t, http.MethodGet, path, f.token(t, "alice"), "").want(t, http.StatusOK)
+	f.api(t, http.MethodGet, path, f.token(t, "alice"), "").want(t, http.StatusNotFound, `"unknown"`) // the service's plumbing
 	f.asService(t, weather, http.MethodGet, path, "", "").want(t, http.StatusNotFound, `"unknown"`)
 
 	// A service without a webhook has none queued.

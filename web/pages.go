@@ -505,6 +505,7 @@ func (s *Server) secretPost(c echo.Context, hints bool) error {
 // title) with done; when the flow ended another way in the meantime, nothing is stored
 // and the page says how it ended.
 func (s *Server) complete(c echo.Context, v *visitor, e *flow.Elicitation, reason string, cred *credentials.Credential, title string, done templates.Done) error {
+	cred.Releasable = e.Releasable // what the pages told the user
 	change, err := s.apply(c, v, e.ID, flow.Verified, state.ActorUser, reason, flow.WithCredential(cred))
 	if err != nil && !errors.Is(err, flow.ErrImpossible) {
 		return err

@@ -130,3 +130,28 @@ func TestTheConsentPageSaysWhetherTheServiceWillHoldTheCredential(t *testing.T) 
 		f.browser(t, "alice").open(v.ID).want(t, http.StatusOK, "Verified by urlflow", says)
 	}
 }
+
+// A credential provided on pages that promised the service would never be given it is not
+// released, even once the service may receive credentials.
+func TestAReleaseKeepsThePromiseThePagesMade(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	// Asked for before keyholder had release: the flow was created without it.
+	e := f.newFlow(t, "alice", func(n *flow.NewElicitation) { n.Service = keyholder })
+	b := f.browser(t, "alice")
+	b.open(e.ID).want(t, http.StatusOK, "the service is never given it")
+	b.submit(e.ID, b.continueToForm(e.ID), validKey).want(t, http.StatusOK)
+	f.wantState(t, e.ID, flow.Complete)
+
+	alice := f.userTokenFor(t, "alice", keyholder)
+	got := f.asService(t, keyholder, http.MethodPost, "/api/v1/release", alice, `{"slot": "demo_api_key"}`)
+	got.want(t, http.StatusConflict, `"reason":"not_releasable"`)
+	if strings.Contains(got.Body, validKey) {
+		t.Error("the refusal carries the secret")
+	}
+	// Asked again with replace, on pages that say it will be given: released.
+	v := created(t, f.asService(t, keyholder, http.MethodPost, "/api/v1/elicitations", alice, `{"slot": "demo_api_key", "replace": true}`), http.StatusCreated)
+	b.open(v.ID).want(t, http.StatusOK, "allowed to receive it itself")
+	b.submit(v.ID, b.continueToForm(v.ID), validKey).want(t, http.StatusOK)
+	f.asService(t, keyholder, http.MethodPost, "/api/v1/release", alice, `{"slot": "demo_api_key"}`).want(t, http.StatusOK, validKey)
+}

@@ -122,7 +122,10 @@ type Server struct {
 	serviceStates signed.Sealer
 	// eventStreams counts the services' open event streams.
 	eventStreams eventStreams
-	log          *slog.Logger
+	// verifier is opts.Verifier remembering the tokens it accepted (identity.Remember): a
+	// client sends one token with every request.
+	verifier identity.Verifier
+	log      *slog.Logger
 }
 
 // New returns a Server with every route in place.
@@ -142,6 +145,7 @@ func New(opts Options) *Server {
 
 		serviceStates: signed.NewSealer(opts.Keys.Derive("service request state")),
 	}
+	s.verifier = identity.Remember(opts.Verifier)
 	s.serviceUsers = make(map[string]identity.Verifier, len(opts.ServiceUsers))
 	for name, v := range opts.ServiceUsers {
 		s.serviceUsers[name] = identity.Remember(v)
@@ -195,7 +199,7 @@ func (s *Server) routes() {
 	}, s.opts.TrustedProxies.ClientAddr)
 	bearer := identity.BearerOptions{ResourceMetadataURL: s.resourceMetadataURL(), Scopes: s.opts.RequiredScopes,
 		BadTokens: badTokens, Logger: s.log}
-	verifier := identity.Remember(s.opts.Verifier) // a client sends one token with every request
+	verifier := s.verifier
 	mcp := identity.RequireBearer(verifier, bearer)(s.limitMCP(identity.ForSDK(s.opts.MCP)))
 	e.Any("/mcp", echo.WrapHandler(mcp))
 	bearer.Operators = s.opts.Operators

@@ -42,8 +42,11 @@ type Credential struct {
 	// LockedAt is when urlflow locked the secret because a tool's request carried it, and
 	// LockReason says how; nil while it is usable. Storing the secret again (a new
 	// elicitation for its slot) unlocks it.
-	LockedAt   *time.Time   `json:"lockedAt,omitempty"`
-	LockReason string       `json:"lockReason,omitempty"`
+	LockedAt   *time.Time `json:"lockedAt,omitempty"`
+	LockReason string     `json:"lockReason,omitempty"`
+	// Releasable is set when the user provided it on pages that said its delegating
+	// service may receive it itself: only then may the service (POST /api/v1/release).
+	Releasable bool         `json:"releasable,omitempty"`
 	Sealed     vault.Sealed `json:"sealed"`
 }
 

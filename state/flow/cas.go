@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -98,19 +99,35 @@ func (s *Store) outside(b *batch, fn func(redis.Pipeliner)) {
 	fn(b)
 }
 
-// writeAfter sends the writes that outside kept for after the script (on a Cluster).
+// writeAfter sends the writes that outside kept for after the script (on a Cluster). The
+// step has written by then, so they are sent even when the request that made the step has
+// ended, and tried again after a failure: a lost webhook or service event would otherwise
+// leave no trace. (Each write is idempotent but a service event, which a reader may then
+// see twice.)
 func (s *Store) writeAfter(ctx context.Context, b *batch) error {
 	if len(b.after) == 0 {
 		return nil
 	}
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, fn := range b.after {
-			fn(p)
+	ctx = context.WithoutCancel(ctx)
+	for attempt := 1; ; attempt++ {
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, fn := range b.after {
+				fn(p)
+			}
+			return nil
+		})
+		if err == nil || attempt == writeAfterAttempts {
+			return err
 		}
-		return nil
-	})
-	return err
+		time.Sleep(writeAfterPause)
+	}
 }
+
+// writeAfterAttempts and writeAfterPause bound writeAfter's tries.
+const (
+	writeAfterAttempts = 3
+	writeAfterPause    = 100 * time.Millisecond
+)
 
 // queueNotice queues the notice of what happened to e on EventsChannel.
 func (s *Store) queueNotice(ctx context.Context, b *batch, e *Elicitation, what NoticeKind) error {

@@ -70,7 +70,10 @@ type Elicitation struct {
 	// Service is the delegating service that asked, through the API; empty for urlflow's
 	// own tools. The credential is stored in its namespace (CredentialName).
 	Service string `json:"service,omitempty"`
-	State   State  `json:"state"`
+	// Releasable is set when the service may receive what the user provides itself (its
+	// release setting when it asked): the pages said so, and the credential keeps it.
+	Releasable bool  `json:"releasable,omitempty"`
+	State      State `json:"state"`
 	// Purpose is the message shown to the user in the client and on the page.
 	Purpose string `json:"purpose"`
 	// Replace is set when the user asked to replace a credential that already exists.

@@ -83,6 +83,20 @@ func (s *Store) CheckPosition(ctx context.Context, service, after string) error 
 	if err != nil {
 		return err
 	}
+	if int64(ms) > s.now().Add(time.Minute).UnixMilli() {
+		return ErrBadPosition // no event has it yet: the reader would wait past every new one
+	}
+	// A position at or after the newest event (or "0-0" on a stream without one) lost
+	// nothing, however old: trimming takes the oldest events first. So a reset's position
+	// is not reset again.
+	last, err := s.LastServiceEvent(ctx, service)
+	if err != nil {
+		return err
+	}
+	lms, lseq, _ := parsePosition(last)
+	if after == last || (last != "0-0" && (ms > lms || (ms == lms && seq >= lseq))) {
+		return nil
+	}
 	if int64(ms) < s.now().Add(-ServiceEventsKeep).UnixMilli() {
 		return ErrEventsGone
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/state"
 )
@@ -71,6 +73,7 @@ func TestAServiceStreamHoldsItsFlowsCreationsAndChangesInOrder(t *testing.T) {
 			{strconv.FormatInt(time.Now().Add(-ServiceEventsKeep-time.Minute).UnixMilli(), 10) + "-0", ErrEventsGone},
 			{"x-1", ErrBadPosition},
 			{"17", ErrBadPosition},
+			{strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10) + "-0", ErrBadPosition},
 		} {
 			if err := s.CheckPosition(ctx, "weather", tc.pos); !errors.Is(err, tc.want) {
 				t.Errorf("CheckPosition(%s) = %v, want %v", tc.pos, err, tc.want)
@@ -78,6 +81,23 @@ func TestAServiceStreamHoldsItsFlowsCreationsAndChangesInOrder(t *testing.T) {
 		}
 		if err := s.CheckPosition(ctx, "calendar", events[0].ID); err != nil {
 			t.Errorf("a recent position of an empty stream: %v", err)
+		}
+		// What a reset hands out is not reset again: the newest event's position, however
+		// old, and "0-0" on a stream without events; an old position of an empty stream is.
+		if err := s.CheckPosition(ctx, "calendar", "0-0"); err != nil {
+			t.Errorf("0-0 of an empty stream: %v", err)
+		}
+		if err := s.CheckPosition(ctx, "calendar", "1000-0"); !errors.Is(err, ErrEventsGone) {
+			t.Errorf("an old position of an empty stream: %v", err)
+		}
+		if err := b.Client.XAdd(ctx, &redis.XAddArgs{Stream: serviceEventsKey("mail"), ID: "1000-1", Values: []string{"d", "{}"}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CheckPosition(ctx, "mail", "1000-1"); err != nil {
+			t.Errorf("the newest event's position, however old: %v", err)
+		}
+		if err := s.CheckPosition(ctx, "mail", "1000-0"); !errors.Is(err, ErrEventsGone) {
+			t.Errorf("an old position before the newest event: %v", err)
 		}
 	})
 }

@@ -123,15 +123,17 @@ type NewElicitation struct {
 	User   state.User
 	Kind   state.Kind
 	Target string
-	// Service is the delegating service that asks (empty for urlflow's own tools).
-	Service   string
-	Purpose   string
-	Replace   bool
-	Replaced  *Replaced
-	Scopes    []string
-	Client    state.ClientInfo
-	SessionID string
-	Replica   string
+	// Service is the delegating service that asks (empty for urlflow's own tools);
+	// Releasable, whether it may receive the credential itself (Elicitation.Releasable).
+	Service    string
+	Releasable bool
+	Purpose    string
+	Replace    bool
+	Replaced   *Replaced
+	Scopes     []string
+	Client     state.ClientInfo
+	SessionID  string
+	Replica    string
 	// TTL is the time from creation to the deadline.
 	TTL time.Duration
 }
@@ -201,7 +203,7 @@ func (s *Store) newRecord(n NewElicitation) (*Elicitation, error) {
 	}
 	now := s.now().UTC()
 	return &Elicitation{
-		ID: id, User: n.User, Kind: n.Kind, Target: n.Target, Service: n.Service, State: Pending,
+		ID: id, User: n.User, Kind: n.Kind, Target: n.Target, Service: n.Service, Releasable: n.Releasable, State: Pending,
 		Purpose: n.Purpose, Replace: n.Replace, Replaced: n.Replaced, Scopes: n.Scopes, Client: n.Client, SessionID: n.SessionID,
 		Replica: n.Replica, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(n.TTL),
 	}, nil
@@ -919,7 +921,7 @@ func (s *Store) Retry(ctx context.Context, id string, actor state.Actor, ttl tim
 			return nil, fmt.Errorf("retry %s: already retried as %s: %w", id, old.RetriedBy, ErrConflict)
 		}
 		next, err := s.newRecord(NewElicitation{
-			User: old.User, Kind: old.Kind, Target: old.Target, Service: old.Service, Purpose: old.Purpose,
+			User: old.User, Kind: old.Kind, Target: old.Target, Service: old.Service, Releasable: old.Releasable, Purpose: old.Purpose,
 			Replace: old.Replace, Replaced: old.Replaced, Scopes: old.Scopes, Client: old.Client, SessionID: old.SessionID,
 			Replica: old.Replica, TTL: ttl,
 		})
