@@ -315,7 +315,9 @@ func TestTheBannersClaudeCodeLineConnects(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, serverConfig{Redis: redistest.Start(t)})
 	var line string
-	for l := range strings.Lines(s.Output()) {
+	// From stdout alone: a log line (stderr) can land in the middle of a banner line in
+	// Output.
+	for l := range strings.Lines(s.Stdout()) {
 		if l = strings.TrimSpace(l); strings.HasPrefix(l, "claude mcp add ") {
 			line = l
 			break

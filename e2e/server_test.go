@@ -37,7 +37,10 @@ type server struct {
 	OperatorToken string
 	cmd           *exec.Cmd
 	output        *syncBuffer
-	exited        chan struct{}
+	// stdout holds what the process printed on stdout alone, line by line: output mixes
+	// in its log lines (stderr) wherever they land.
+	stdout *syncBuffer
+	exited chan struct{}
 	// configHome is the XDG_CONFIG_HOME of urlflow dev (its development keys).
 	configHome string
 }
@@ -144,7 +147,7 @@ var errPortTaken = errors.New("the port was taken before urlflow could listen on
 // it returns errPortTaken (wrapped) if its port was taken, and fails the test otherwise.
 func launch(t testing.TB, cmd *exec.Cmd, ready string) (*server, string, error) {
 	t.Helper()
-	s := &server{t: t, cmd: cmd, output: &syncBuffer{}, exited: make(chan struct{})}
+	s := &server{t: t, cmd: cmd, output: &syncBuffer{}, stdout: &syncBuffer{}, exited: make(chan struct{})}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +164,7 @@ func launch(t testing.TB, cmd *exec.Cmd, ready string) (*server, string, error) 
 		sent := false
 		for sc.Scan() {
 			text.WriteString(sc.Text() + "\n")
+			s.stdout.Write([]byte(sc.Text() + "\n"))
 			if !sent && strings.HasPrefix(sc.Text(), ready) {
 				up <- text.String()
 				sent = true
@@ -220,6 +224,9 @@ func (s *server) stop() {
 
 // Output returns everything the process wrote so far (banner and logs).
 func (s *server) Output() string { return s.output.String() }
+
+// Stdout returns the whole lines the process printed on stdout so far (the banner).
+func (s *server) Stdout() string { return s.stdout.String() }
 
 // devToken returns a bearer token for development user name.
 func (s *server) devToken(name string) string {

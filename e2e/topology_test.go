@@ -30,7 +30,7 @@ func TestAFlowOnEveryRedisTopology(t *testing.T) {
 			t.Parallel()
 			url, addr := tt.start(t)
 			s := startServer(t, serverConfig{RedisURL: url, Style: "error", Env: []string{"URLFLOW_REDIS_TOPOLOGY=" + tt.topology}})
-			if !strings.Contains(s.Output(), tt.topology+" "+addr) {
+			if !strings.Contains(s.Stdout(), tt.topology+" "+addr) {
 				t.Errorf("the banner does not name the %s at %s:\n%s", tt.topology, addr, s.Output())
 			}
 			c := connect(t, s, clientConfig{Token: s.Token, URLMode: true})
