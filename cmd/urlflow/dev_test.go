@@ -38,6 +38,11 @@ func ownGoroutines() []string {
 	buf = buf[:runtime.Stack(buf, true)]
 	var own []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
+		running, _, _ := strings.Cut(g, "\ncreated by ")
+		if strings.Contains(g, "created by github.com/urlflow/urlflow/cmd/urlflow.startDev") &&
+			!strings.Contains(running, "github.com/urlflow/urlflow/") {
+			continue // startDev's goroutine, still exiting after it handed over run's error
+		}
 		if strings.Contains(g, "github.com/urlflow/urlflow/") && !strings.Contains(g, "urlflow/cmd/urlflow.Test") &&
 			!strings.Contains(g, "testing.tRunner") {
 			own = append(own, g)
