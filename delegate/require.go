@@ -83,7 +83,7 @@ func (c *Client) Require(ctx context.Context, req *mcp.CallToolRequest, need Nee
 	if caps == nil || caps.Elicitation == nil || caps.Elicitation.URL == nil {
 		return nil, openItResult(e), nil
 	}
-	params := &mcp.ElicitParams{Mode: "url", URL: e.URL, ElicitationID: e.ID, Message: message(need, e)}
+	params := &mcp.ElicitParams{Mode: "url", URL: e.URL, ElicitationID: e.ID, Message: message(need)}
 	switch {
 	case retry:
 		// The client answered and came back: wait a while for the user before asking again.
@@ -130,7 +130,7 @@ func (c *Client) afterRetry(ctx context.Context, req *mcp.CallToolRequest, need 
 	case ans.Status == "ended" || ans.Elicitation == nil:
 		return nil, outcomeResult(ans.Elicitation), nil
 	}
-	params := &mcp.ElicitParams{Mode: "url", URL: ans.Elicitation.URL, ElicitationID: ans.Elicitation.ID, Message: message(need, ans.Elicitation)}
+	params := &mcp.ElicitParams{Mode: "url", URL: ans.Elicitation.URL, ElicitationID: ans.Elicitation.ID, Message: message(need)}
 	return nil, &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{inputKey: params}, RequestState: ans.RequestState}, nil
 }
 
@@ -202,7 +202,7 @@ func callOf(req *mcp.CallToolRequest) string {
 }
 
 // message is the text shown with the URL in the client.
-func message(need Need, e *Elicitation) string {
+func message(need Need) string {
 	what := need.Slot
 	if what == "" {
 		what = need.Provider + " account"

@@ -270,22 +270,11 @@ func (s *Server) disconnectProvider(ctx context.Context, t turn, name string, p 
 		return nil, s.unavailable(ctx, err)
 	}
 	revoked := deleted && revokeErr == nil
-	var text string
-	switch {
-	case !deleted:
-		text = fmt.Sprintf("You had no %s account connected; nothing was deleted.", p.Label)
-	case revoked:
-		text = fmt.Sprintf("Your %s account is disconnected: urlflow revoked its access at %s and deleted its tokens.", p.Label, p.Label)
-	case errors.Is(revokeErr, thirdparty.ErrNoRevocation):
-		text = fmt.Sprintf("urlflow deleted its tokens for your %s account. %s offers no way for urlflow to revoke "+
-			"them; to remove urlflow's access there too, use your %s account settings.", p.Label, p.Label, p.Label)
-	default:
+	if deleted && revokeErr != nil && !errors.Is(revokeErr, thirdparty.ErrNoRevocation) {
 		s.log.WarnContext(ctx, "revocation failed; tokens deleted anyway", "provider", p.Name, "err", revokeErr)
-		text = fmt.Sprintf("urlflow deleted its tokens for your %s account, but revoking them at %s failed (%v); "+
-			"to be sure, remove urlflow's access in your %s account settings.", p.Label, p.Label, revokeErr, p.Label)
 	}
 	return &sdk.CallToolResult{
-		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
+		Content:           []sdk.Content{&sdk.TextContent{Text: p.DisconnectedText(deleted, revokeErr)}},
 		StructuredContent: map[string]any{"name": p.Name, "deleted": deleted, "revoked": revoked},
 	}, nil
 }

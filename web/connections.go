@@ -116,18 +116,13 @@ func (s *Server) remove(ctx context.Context, user state.User, name string) (stri
 	}
 	if p, ok := s.opts.Providers.Lookup(target); ok {
 		deleted, revokeErr, err := s.opts.Keeper.Disconnect(ctx, user, name, p, state.ActorUser)
-		switch {
-		case err != nil:
+		if err != nil {
 			return "", err
-		case !deleted:
-			return "Nothing was removed: it was no longer there.", nil
-		case revokeErr == nil:
-			return fmt.Sprintf("Your %s account is disconnected from %s: urlflow revoked its access at %s and deleted its tokens.", p.Label, holder, p.Label), nil
-		case errors.Is(revokeErr, thirdparty.ErrNoRevocation):
-			return fmt.Sprintf("urlflow deleted its tokens for your %s account (%s). %s offers no way to revoke them from here: remove urlflow's access in your %s account settings too.", p.Label, holder, p.Label, p.Label), nil
 		}
-		s.log.WarnContext(ctx, "revocation failed; tokens deleted anyway", "provider", p.Name, "err", revokeErr)
-		return fmt.Sprintf("urlflow deleted its tokens for your %s account (%s), but revoking them at %s failed: remove urlflow's access in your %s account settings to be sure.", p.Label, holder, p.Label, p.Label), nil
+		if deleted && revokeErr != nil && !errors.Is(revokeErr, thirdparty.ErrNoRevocation) {
+			s.log.WarnContext(ctx, "revocation failed; tokens deleted anyway", "provider", p.Name, "err", revokeErr)
+		}
+		return holder + ": " + p.DisconnectedText(deleted, revokeErr), nil
 	}
 	deleted, err := s.opts.Credentials.Delete(ctx, user, name, state.ActorUser, "removed on the connections page")
 	if err != nil {

@@ -324,13 +324,15 @@ func (s *Server) resume(c echo.Context, svc *services.Service, user state.User, 
 	if err != nil {
 		return err
 	}
+	var e *flow.Elicitation
 	if ev, reason, ok := flow.ClientAnswer(req.Action); ok {
-		_, err := s.opts.Flows.Apply(ctx, st.ElicitationID, ev, state.ActorClient, reason+", as the service "+svc.Name+" reports")
-		if err != nil && !errors.Is(err, state.ErrNotFound) {
-			return err
-		}
+		// Apply answers the record as it now stands, changed or not: no second read.
+		var change flow.Change
+		change, err = s.opts.Flows.Apply(ctx, st.ElicitationID, ev, state.ActorClient, reason+", as the service "+svc.Name+" reports")
+		e = change.Elicitation
+	} else {
+		e, err = s.opts.Flows.Get(ctx, st.ElicitationID)
 	}
-	e, err := s.opts.Flows.Get(ctx, st.ElicitationID)
 	switch {
 	case errors.Is(err, state.ErrNotFound) || (err == nil && e.State == flow.Complete):
 		req.Replace = false // what the flow stored is the replacement

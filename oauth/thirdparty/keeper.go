@@ -223,3 +223,20 @@ func refreshResult(err error) string {
 	}
 	return "error"
 }
+
+// DisconnectedText tells a user what Disconnect did to their account at p: deleted says
+// whether there was one, revokeErr what came of revoking its tokens there. It never quotes
+// revokeErr, whose text is the provider's.
+func (p *Provider) DisconnectedText(deleted bool, revokeErr error) string {
+	switch {
+	case !deleted:
+		return fmt.Sprintf("You had no %s account connected; nothing was deleted.", p.Label)
+	case revokeErr == nil:
+		return fmt.Sprintf("Your %s account is disconnected: urlflow revoked its access at %s and deleted its tokens.", p.Label, p.Label)
+	case errors.Is(revokeErr, ErrNoRevocation):
+		return fmt.Sprintf("urlflow deleted its tokens for your %s account. %s offers no way for urlflow to revoke "+
+			"them; to remove urlflow's access there too, use your %s account settings.", p.Label, p.Label, p.Label)
+	}
+	return fmt.Sprintf("urlflow deleted its tokens for your %s account, but revoking them at %s failed; "+
+		"to be sure, remove urlflow's access in your %s account settings.", p.Label, p.Label, p.Label)
+}
