@@ -539,7 +539,10 @@ func TestOperatorCanReadAndCancelAnyonesElicitation(t *testing.T) {
 		t.Fatalf("operator retry of a running flow: %d %s", r.status, r.body)
 	}
 
-	cancel := s.api(http.MethodPost, p+"/cancel", s.OperatorToken, "")
+	if r := s.api(http.MethodPost, p+"/cancel", s.OperatorToken, ""); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "reason") {
+		t.Fatalf("operator cancel without a reason: %d %s, want 400 asking for one", r.status, r.body)
+	}
+	cancel := s.api(http.MethodPost, p+"/cancel", s.OperatorToken, `{"reason": "the user asked on the helpdesk"}`)
 	if cancel.status != http.StatusOK || cancel.view(t).State != "cancelled" {
 		t.Fatalf("operator cancel: %d %s", cancel.status, cancel.body)
 	}
@@ -552,7 +555,7 @@ func TestOperatorCanReadAndCancelAnyonesElicitation(t *testing.T) {
 	for _, h := range e.History {
 		if h.Event == "cancel" {
 			recorded = true
-			if h.Actor != "operator" || h.From != "pending" || h.To != "cancelled" {
+			if h.Actor != "operator" || h.From != "pending" || h.To != "cancelled" || h.Reason != "the user asked on the helpdesk" {
 				t.Fatalf("the operator's cancel is recorded as %+v", h)
 			}
 		}
@@ -560,7 +563,7 @@ func TestOperatorCanReadAndCancelAnyonesElicitation(t *testing.T) {
 	if !recorded {
 		t.Fatalf("the operator's cancel is not in the history %v", e.events())
 	}
-	if again := s.api(http.MethodPost, p+"/cancel", s.OperatorToken, ""); again.status != http.StatusConflict || again.view(t).State != "cancelled" {
+	if again := s.api(http.MethodPost, p+"/cancel", s.OperatorToken, `{"reason": "again"}`); again.status != http.StatusConflict || again.view(t).State != "cancelled" {
 		t.Fatalf("operator's second cancel: %d %s", again.status, again.body)
 	}
 }

@@ -157,7 +157,7 @@ func TestANewAttemptIsOfferedToTheOriginatingSession(t *testing.T) {
 	receive(t, c.elicitations, "elicitation/create of the first attempt")
 
 	// The recovery API starts a new attempt ({"new": true}).
-	next, err := f.store.Retry(f.ctx, first.ElicitationID, state.ActorUser, f.opts.TTL)
+	next, err := f.store.Retry(f.ctx, first.ElicitationID, flow.Act{Actor: state.ActorUser}, f.opts.TTL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/urlflow/urlflow/internal/display"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
@@ -124,13 +125,24 @@ func (s *Server) apiStatus(c echo.Context) error {
 }
 
 // apiCancel is POST /api/v1/elicitations/{id}/cancel: 200 and cancelled from a running
-// state, 409 with the current state from an ended one.
+// state, 409 with the current state from an ended one. An operator gives a reason.
 func (s *Server) apiCancel(c echo.Context) error {
 	who, e, err := s.callerElicitation(c)
 	if e == nil {
 		return err
 	}
-	change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.CancelRequested, actor(who), "cancel requested through the API")
+	req, err := actionBody(c)
+	if err != nil {
+		return err
+	}
+	if req.New {
+		return refuse(http.StatusBadRequest, "new: only a retry starts a new attempt")
+	}
+	cancel, err := act(who, req.Reason, "cancel requested through the API")
+	if err != nil {
+		return err
+	}
+	change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.CancelRequested, cancel.Actor, cancel.Reason, flow.By(cancel.By))
 	if err != nil {
 		return err
 	}
@@ -140,10 +152,55 @@ func (s *Server) apiCancel(c echo.Context) error {
 	return s.answer(c, http.StatusOK, change.Elicitation)
 }
 
-// retryRequest is the optional body of the retry endpoint.
-type retryRequest struct {
-	// New asks for a new attempt of a flow that ended without success.
+// actionRequest is the optional body of the cancel and retry endpoints.
+type actionRequest struct {
+	// New asks for a new attempt of a flow that ended without success (retry only).
 	New bool `json:"new"`
+	// Reason says why, for the history; an operator must give one.
+	Reason string `json:"reason"`
+}
+
+// ReasonLimit bounds the reason of an action, in runes.
+const ReasonLimit = 300
+
+// actionBody reads the optional JSON body of the cancel and retry endpoints.
+func actionBody(c echo.Context) (actionRequest, error) {
+	var req actionRequest
+	if c.Request().Header.Get(echo.HeaderContentType) != "" && !isJSON(c) {
+		// A form's body is read by the form parser before this handler would see it.
+		return req, refuse(http.StatusUnsupportedMediaType, "send the body as application/json, or none")
+	}
+	body, err := readBody(c)
+	if err != nil {
+		return req, err
+	}
+	if len(strings.TrimSpace(string(body))) > 0 {
+		if err := json.Unmarshal(body, &req); err != nil {
+			return req, refuse(http.StatusBadRequest, `the body must be empty or JSON like {"new": true} or {"reason": "..."}`)
+		}
+	}
+	req.Reason = display.Clean(req.Reason, ReasonLimit)
+	return req, nil
+}
+
+// act returns who's action with reason (cleaned by actionBody) for the history, or def
+// when a user or a service gives none. An operator must give a reason and hold a
+// read-write token.
+func act(who identity.Caller, reason, def string) (flow.Act, error) {
+	a := flow.Act{Actor: actor(who), Reason: reason}
+	if who.Operator {
+		if who.OperatorAs.ReadOnly {
+			return a, refuse(http.StatusForbidden, "this operator token may only read: cancel and retry need a read-write token")
+		}
+		if a.Reason == "" {
+			return a, refuse(http.StatusBadRequest, `reason: an operator says why, in the body: {"reason": "..."}`)
+		}
+		a.By = who.OperatorAs.Name
+	}
+	if a.Reason == "" {
+		a.Reason = def
+	}
+	return a, nil
 }
 
 // deliveryWait bounds how long a retry waits to report the re-sent notification's fate.
@@ -152,33 +209,29 @@ const deliveryWait = 5 * time.Second
 // apiRetry is POST /api/v1/elicitations/{id}/retry. A running flow answers 200 with its URL
 // to open again. An ended flow has its completion notification sent again to the
 // originating session while that lives (200 with the delivery record). With {"new": true},
-// a flow that ended without success gets a new attempt, linked both ways (201).
+// a flow that ended without success gets a new attempt, linked both ways (201). An operator
+// gives a reason for either.
 func (s *Server) apiRetry(c echo.Context) error {
 	// The caller first: without a valid token the answer is 401, whatever the body.
 	who, e, err := s.callerElicitation(c)
 	if e == nil {
 		return err
 	}
-	var req retryRequest
-	if c.Request().Header.Get(echo.HeaderContentType) != "" && !isJSON(c) {
-		// A form's body is read by the form parser before this handler would see it.
-		return refuse(http.StatusUnsupportedMediaType, "send the body as application/json, or none")
-	}
-	body, err := readBody(c)
+	req, err := actionBody(c)
 	if err != nil {
 		return err
 	}
-	if len(strings.TrimSpace(string(body))) > 0 {
-		if err := json.Unmarshal(body, &req); err != nil {
-			return echo.NewHTTPError(http.StatusBadRequest, `the body must be empty or JSON like {"new": true}`)
-		}
+	if !e.State.Terminal() {
+		return s.answer(c, http.StatusOK, e) // nothing to do: only read
+	}
+	retry, err := act(who, req.Reason, "")
+	if err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	switch {
-	case !e.State.Terminal():
-		return s.answer(c, http.StatusOK, e)
 	case req.New && e.State != flow.Complete:
-		next, err := s.opts.Flows.Retry(ctx, e.ID, actor(who), s.opts.TTL)
+		next, err := s.opts.Flows.Retry(ctx, e.ID, retry, s.opts.TTL)
 		if errors.Is(err, flow.ErrConflict) {
 			if e, err = s.opts.Flows.Get(ctx, e.ID); err != nil {
 				return err
@@ -193,12 +246,12 @@ func (s *Server) apiRetry(c echo.Context) error {
 	case req.New:
 		return s.conflict(c, e, "this request is complete: there is nothing to try again")
 	}
-	return s.resend(c, who, e)
+	return s.resend(c, retry, e)
 }
 
 // resend asks the replica holding e's session to send its completion notification again,
 // and waits briefly for the attempt so that the answer carries its outcome.
-func (s *Server) resend(c echo.Context, who identity.Caller, e *flow.Elicitation) error {
+func (s *Server) resend(c echo.Context, act flow.Act, e *flow.Elicitation) error {
 	ctx := c.Request().Context()
 	if e.SessionID == "" {
 		return s.conflict(c, e, "this request has no client session to notify")
@@ -211,7 +264,7 @@ func (s *Server) resend(c echo.Context, who identity.Caller, e *flow.Elicitation
 	wake, stop := s.opts.Hub.Wait(e.ID)
 	defer stop()
 	before := e.Delivery.Attempts
-	e, err := s.opts.Flows.Requeue(ctx, e.ID, actor(who))
+	e, err := s.opts.Flows.Requeue(ctx, e.ID, act)
 	if err != nil {
 		return err
 	}

@@ -141,13 +141,22 @@ func TestAnOperatorReadsAndCancelsAnyonesElicitation(t *testing.T) {
 		t.Errorf("status answered %d %+v, want 200 with the history", status.Status, v)
 	}
 
-	cancel := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/cancel", f.operatorToken, "")
+	path := "/api/v1/elicitations/" + e.ID + "/cancel"
+	before := f.snapshot(t, e.ID)
+	f.api(t, http.MethodPost, path, f.operatorToken, "").want(t, http.StatusBadRequest, "reason")
+	f.api(t, http.MethodPost, path, f.operatorToken, `{"reason": "   "}`).want(t, http.StatusBadRequest, "reason")
+	f.api(t, http.MethodPost, path, f.readOnlyToken, `{"reason": "looks stuck"}`).want(t, http.StatusForbidden, "read")
+	f.wantUnchanged(t, e.ID, before)
+
+	cancel := f.api(t, http.MethodPost, path, f.operatorToken, `{"reason": "user asked on the helpdesk\u0007 (ticket 42)"}`)
 	cancel.decode(t, &v)
 	if cancel.Status != http.StatusOK || v.State != flow.Cancelled {
 		t.Errorf("cancel answered %d %s, want 200 cancelled", cancel.Status, v.State)
 	}
-	if last := f.lastEntry(t, e.ID); last.Actor != state.ActorOperator || last.Event != flow.CancelRequested {
-		t.Errorf("last history entry %+v, want a cancel by the operator", last)
+	last := f.lastEntry(t, e.ID)
+	if op, _ := identity.NewOperators([]string{f.operatorToken}, nil).Match(f.operatorToken); last.Actor != state.ActorOperator ||
+		last.Event != flow.CancelRequested || last.By != op.Name || last.Reason != "user asked on the helpdesk (ticket 42)" {
+		t.Errorf("last history entry %+v, want a cancel by operator %q with the reason, cleaned", last, op.Name)
 	}
 	unknown := f.api(t, http.MethodGet, "/api/v1/elicitations/"+rand.Text(), f.operatorToken, "")
 	if unknown.Status != http.StatusNotFound {
@@ -208,7 +217,7 @@ func TestRetryReportsADeliveryThatFailed(t *testing.T) {
 	e := f.newFlow(t, "alice", inSession(session))
 	f.apply(t, e.ID, flow.CancelRequested, state.ActorUser)
 
-	got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/retry", f.operatorToken, "")
+	got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/retry", f.operatorToken, `{"reason": "client says it saw nothing"}`)
 
 	var v flow.View
 	got.decode(t, &v)
@@ -216,7 +225,7 @@ func TestRetryReportsADeliveryThatFailed(t *testing.T) {
 		t.Errorf("answered %d %+v, want 200 with the failed attempt", got.Status, v.Delivery)
 	}
 	if entry := f.history(t, e.ID); !slices.ContainsFunc(entry, func(e flow.Entry) bool {
-		return e.Event == flow.NotifyRequeued && e.Actor == state.ActorOperator
+		return e.Event == flow.NotifyRequeued && e.Actor == state.ActorOperator && e.Reason == "client says it saw nothing"
 	}) {
 		t.Errorf("history %v has no notify_requeued by the operator", events(entry))
 	}
@@ -331,11 +340,11 @@ func TestARetryBodyThatIsNotJSONIsABadRequest(t *testing.T) {
 	e := f.newFlow(t, "alice")
 	f.apply(t, e.ID, flow.ClientDecline, state.ActorClient)
 	before := f.snapshot(t, e.ID)
-	for _, body := range []string{"new", `{"new": "yes"}`, `{"new": true`} {
+	for _, body := range []string{"new", `{"new": "yes"}`, `{"new": true`, `{"reason": 42}`} {
 		got := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID+"/retry", f.token(t, "alice"), body)
 		var answer map[string]string
 		got.decode(t, &answer)
-		if got.Status != http.StatusBadRequest || !strings.Contains(answer["error"], `{"new": true}`) {
+		if got.Status != http.StatusBadRequest || !strings.Contains(answer["error"], `"new": true`) || !strings.Contains(answer["error"], `"reason"`) {
 			t.Errorf("body %q: answered %d %v, want 400 saying what the body may be", body, got.Status, answer)
 		}
 	}

@@ -131,6 +131,8 @@ type fixture struct {
 	mcp           *mcpProbe
 	logs          *syncBuffer
 	operatorToken string
+	// readOnlyToken is an operator token that may only read.
+	readOnlyToken string
 	// services are the delegating services every fixture has (testServices), and
 	// serviceKeys their keys by name.
 	services    *services.Catalog
@@ -212,7 +214,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	}
 	f := &fixture{
 		URL: baseURL, redis: redis, store: store, creds: creds, sessions: sessions, counters: count, vault: vault, clock: clock,
-		mcp: &mcpProbe{}, logs: logs, operatorToken: "operator-" + rand.Text(),
+		mcp: &mcpProbe{}, logs: logs, operatorToken: "operator-" + rand.Text(), readOnlyToken: "reader-" + rand.Text(),
 	}
 	resource := publicURL.JoinPath("mcp").String()
 	var (
@@ -265,7 +267,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		Services: f.services, ServiceUsers: serviceUsers,
 		PublicURL: publicURL, Flows: store, Hub: hub, Credentials: creds, Vault: vault, Keys: keys, Slots: catalog,
 		Sessions: sessions, Limiter: ratelimit.NewLimiter(rdb, clock.Now), Counters: count,
-		Verifier: verifier, Operators: identity.NewOperators([]string{f.operatorToken}), Dev: f.dev, SignIn: signIn,
+		Verifier: verifier, Operators: identity.NewOperators([]string{f.operatorToken}, []string{f.readOnlyToken}), Dev: f.dev, SignIn: signIn,
 		Issuer: issuer, RequiredScopes: opts.requiredScopes, MCP: f.mcp,
 		Upstream: upstream.New(nil), Providers: providers, Keeper: thirdparty.NewKeeper(creds, vault, count, log), DemoAPI: f.demoAPI(),
 		RateLimits: opts.rateLimits, TTL: 10 * time.Minute, BodyReadTimeout: opts.bodyReadTimeout, EventsKeepAlive: 300 * time.Millisecond, DevServiceKeys: map[string]string{"demo": "urlflow_sk_DEMOKEYOFTHEFIXTURE"}, TrustedProxies: opts.trustedProxies, Logger: log,

@@ -225,6 +225,8 @@ func (s *Server) routes() {
 
 	api := e.Group("/api/v1", apiBearer, s.limitServices, limitBody(apiBodyLimit))
 	api.POST("/elicitations", s.apiCreate)
+	api.GET("/elicitations", s.apiList)
+	api.GET("/elicitations/summary", s.apiSummary)
 	api.POST("/proxy", s.apiProxy)
 	api.POST("/release", s.apiRelease)
 	api.GET("/events", s.apiEvents)

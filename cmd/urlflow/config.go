@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/state/ratelimit"
 	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/web"
@@ -47,9 +49,13 @@ type config struct {
 	Keys           *vault.KeyRing
 	keysGiven      bool
 	OperatorTokens []string
-	Style          mcp.Style
-	TTL            time.Duration
-	RateLimits     web.RateLimits
+	// OperatorReadOnlyTokens may only read (URLFLOW_OPERATOR_READONLY_TOKENS).
+	OperatorReadOnlyTokens []string
+	// StuckAfter are the thresholds of stuck flows (operators.stuck_after in YAML).
+	StuckAfter flow.StuckAfter
+	Style      mcp.Style
+	TTL        time.Duration
+	RateLimits web.RateLimits
 	// DebugAddr, when set, is the loopback address of the profiling listener
 	// (net/http/pprof); empty means none.
 	DebugAddr string
@@ -142,6 +148,38 @@ type fileConfig struct {
 	Secrets          []slots.Slot        `yaml:"secrets"`
 	Providers        []thirdparty.Config `yaml:"providers"`
 	Services         []services.Config   `yaml:"services"`
+	Operators        operatorsConfig     `yaml:"operators"`
+}
+
+// operatorsConfig is the operators: section of the YAML file.
+type operatorsConfig struct {
+	// StuckAfter maps a running state, or "notification", to how long a flow may stay in
+	// it (or owe its notification) before it is stuck: a Go duration.
+	StuckAfter map[string]string `yaml:"stuck_after"`
+}
+
+// stuckAfter returns the thresholds of c over the defaults, and names every problem.
+func (c operatorsConfig) stuckAfter() (flow.StuckAfter, []error) {
+	t := flow.DefaultStuckAfter
+	fields := map[string]*time.Duration{
+		string(flow.Pending): &t.Pending, string(flow.Consented): &t.Consented, string(flow.InProgress): &t.InProgress,
+		string(flow.Failed): &t.Failed, string(flow.Unknown): &t.Unknown, string(flow.StuckNotification): &t.Notification,
+	}
+	var problems []error
+	for _, name := range slices.Sorted(maps.Keys(c.StuckAfter)) {
+		field, ok := fields[name]
+		d, err := time.ParseDuration(c.StuckAfter[name])
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Errorf("operators.stuck_after: %q is not a running state nor notification (want %s)",
+				name, strings.Join(slices.Sorted(maps.Keys(fields)), ", ")))
+		case err != nil || d < 0:
+			problems = append(problems, fmt.Errorf("operators.stuck_after.%s: want a duration such as 5m, got %q", name, c.StuckAfter[name]))
+		default:
+			*field = d
+		}
+	}
+	return t, problems
 }
 
 // env reads the environment; a test replaces it.
@@ -163,6 +201,27 @@ func (e env) secret(name string) (string, bool, error) {
 		return strings.TrimRight(string(b), "\r\n"), true, nil
 	}
 	return v, ok, nil
+}
+
+// operatorTokens reads the comma-separated operator tokens of setting name (or its _FILE),
+// each at least 16 characters long, and reports problems through problem, never with a
+// token in them.
+func (e env) operatorTokens(name string, problem func(string, ...any)) []string {
+	tokens, _, err := e.secret(name)
+	if err != nil {
+		problem("%v", err)
+	}
+	var out []string
+	for _, t := range strings.Split(tokens, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			if len(t) < 16 {
+				problem("%s: every token needs at least 16 characters", name)
+				return out
+			}
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // loadConfig reads flags from args, the environment and the YAML file, applies defaults
@@ -243,19 +302,11 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 			problem("URLFLOW_KEYS: %v", err)
 		}
 	}
-	tokens, _, err := getenv.secret("URLFLOW_OPERATOR_TOKENS")
-	if err != nil {
-		problems = append(problems, err)
-	}
-	for _, t := range strings.Split(tokens, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			if len(t) < 16 {
-				problem("URLFLOW_OPERATOR_TOKENS: every token needs at least 16 characters")
-				break
-			}
-			cfg.OperatorTokens = append(cfg.OperatorTokens, t)
-		}
-	}
+	cfg.OperatorTokens = getenv.operatorTokens("URLFLOW_OPERATOR_TOKENS", problem)
+	cfg.OperatorReadOnlyTokens = getenv.operatorTokens("URLFLOW_OPERATOR_READONLY_TOKENS", problem)
+	var stuckProblems []error
+	cfg.StuckAfter, stuckProblems = file.Operators.stuckAfter()
+	problems = append(problems, stuckProblems...)
 
 	for _, rl := range []struct {
 		name, def string

@@ -14,6 +14,7 @@ import (
 	"github.com/urlflow/urlflow/mcp"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/state/ratelimit"
 	"github.com/urlflow/urlflow/webhook"
 )
@@ -510,5 +511,43 @@ func TestServiceKeyPrintsAKeyAndTheDigestUrlflowKeeps(t *testing.T) {
 	}
 	if key == "" || digest != services.Digest(key) {
 		t.Fatalf("service-key printed %q, want a key and its digest", out.String())
+	}
+}
+
+func TestOperatorsSettingsSetStuckThresholdsAndReadOnlyTokens(t *testing.T) {
+	cfg, err := loadConfig("dev", nil, envOf(map[string]string{
+		"URLFLOW_CONFIG": writeFile(t, `
+operators:
+  stuck_after: {pending: 30s, notification: 5m}
+`),
+		"URLFLOW_OPERATOR_READONLY_TOKENS": "reader-one-0123456789, reader-two-0123456789",
+	}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := flow.DefaultStuckAfter
+	want.Pending, want.Notification = 30*time.Second, 5*time.Minute
+	if cfg.StuckAfter != want {
+		t.Errorf("stuck thresholds %+v, want %+v", cfg.StuckAfter, want)
+	}
+	if !slices.Equal(cfg.OperatorReadOnlyTokens, []string{"reader-one-0123456789", "reader-two-0123456789"}) {
+		t.Errorf("read-only tokens %q", cfg.OperatorReadOnlyTokens)
+	}
+
+	_, err = loadConfig("dev", nil, envOf(map[string]string{
+		"URLFLOW_CONFIG": writeFile(t, `
+operators:
+  stuck_after: {pendng: 30s, consented: soon, failed: -1m}
+`),
+		"URLFLOW_OPERATOR_READONLY_TOKENS": "short-reader",
+	}), io.Discard)
+	for _, want := range []string{`operators.stuck_after: "pendng" is not a running state`, "operators.stuck_after.consented",
+		"operators.stuck_after.failed", "URLFLOW_OPERATOR_READONLY_TOKENS: every token needs at least 16 characters"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not name %s:\n%v", want, err)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "short-reader") {
+		t.Errorf("the error shows the token: %v", err)
 	}
 }

@@ -209,7 +209,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	count := counters.New(rdb, log)
 	limiter := ratelimit.NewLimiter(rdb, nil)
 	flows := flow.NewStore(rdb, flow.StoreOptions{Logger: log, Counters: count, IDKeys: cfg.Keys.DeriveAll("elicitation id"),
-		Webhooks: cfg.Services.HasWebhook})
+		Webhooks: cfg.Services.HasWebhook, StuckAfter: cfg.StuckAfter})
 	creds := credentials.NewStore(rdb, credentials.Options{Logger: log})
 	hub := flow.NewHub(rdb, log)
 	seals := vault.NewVault(cfg.Keys)
@@ -228,7 +228,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	webServer := web.New(web.Options{
 		PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
 		Sessions: browsersession.NewStore(rdb), Limiter: limiter, Counters: count,
-		Slots: cfg.Slots, Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens),
+		Slots: cfg.Slots, Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens, cfg.OperatorReadOnlyTokens),
 		Services: cfg.Services, ServiceUsers: users, StatusWaitLimit: cfg.Waits.StatusLimit,
 		Dev: id.dev, DevServiceKeys: id.serviceKeys, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,
 		MCP: mcpServer.Handler(), Upstream: caller, Providers: providers, Keeper: keeper,

@@ -48,7 +48,9 @@ type ServiceKeys interface {
 // Caller is who sent a request that RequireBearer let through: a user, with the claims of
 // the token, an operator, or a delegating service.
 type Caller struct {
-	Operator bool
+	// Operator is set for an operator, who is OperatorAs.
+	Operator   bool
+	OperatorAs Operator
 	// Service names the delegating service that authenticated with its key or its client
 	// credentials token.
 	Service string
@@ -91,8 +93,8 @@ func RequireBearer(v Verifier, opts BearerOptions) func(http.Handler) http.Handl
 				refuse(w, http.StatusUnauthorized, opts.challenge(""), "a bearer token is required")
 				return
 			}
-			if opts.Operators.Is(token) {
-				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, Caller{Operator: true})))
+			if op, ok := opts.Operators.Match(token); ok {
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, Caller{Operator: true, OperatorAs: op})))
 				return
 			}
 			if opts.Services != nil {

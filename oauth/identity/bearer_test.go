@@ -82,7 +82,7 @@ func TestRequireBearerAnswersAsRFC6750Says(t *testing.T) {
 		}
 		return tok
 	}
-	operators := NewOperators([]string{"operator-token-0123456789"})
+	operators := NewOperators([]string{"operator-token-0123456789"}, nil)
 	check := RequireBearer(scoped{dev, map[string][]string{"alice": {"mcp", "extra"}, "bob": {"extra"}}},
 		BearerOptions{ResourceMetadataURL: metadataURL, Scopes: []string{"mcp"}})
 	withOperators := RequireBearer(dev, BearerOptions{ResourceMetadataURL: metadataURL, Operators: operators})

@@ -89,17 +89,26 @@ func TestDevNamesAreLimited(t *testing.T) {
 }
 
 func TestOperatorTokensMatchExactly(t *testing.T) {
-	o := NewOperators([]string{"operator-token-one-123", "", "operator-token-two-456"})
+	o := NewOperators([]string{"operator-token-one-123", "", "operator-token-two-456"}, []string{"operator-token-read-789"})
 	for tok, want := range map[string]bool{
-		"operator-token-one-123": true, "operator-token-two-456": true,
+		"operator-token-one-123": true, "operator-token-two-456": true, "operator-token-read-789": true,
 		"operator-token-one-12": false, "operator-token-one-1234": false, "": false,
 	} {
 		if got := o.Is(tok); got != want {
 			t.Errorf("Is(%q) = %v, want %v", tok, got, want)
 		}
 	}
+	one, _ := o.Match("operator-token-one-123")
+	two, _ := o.Match("operator-token-two-456")
+	read, _ := o.Match("operator-token-read-789")
+	if one.ReadOnly || two.ReadOnly || !read.ReadOnly {
+		t.Errorf("read-only: %v, %v, %v; want only the third", one.ReadOnly, two.ReadOnly, read.ReadOnly)
+	}
+	if one.Name == two.Name || !strings.HasPrefix(one.Name, "token ") || strings.Contains(one.Name, "operator-token") {
+		t.Errorf("names %q and %q: want two different names that do not hold the tokens", one.Name, two.Name)
+	}
 	var none *Operators
-	if none.Is("anything") || NewOperators(nil).Is("") {
+	if none.Is("anything") || NewOperators(nil, nil).Is("") {
 		t.Error("no operators configured, yet a token matched")
 	}
 }

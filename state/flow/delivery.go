@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/urlflow/urlflow/state"
 )
 
@@ -12,7 +11,7 @@ import (
 // id to its MCP session: attemptErr nil means it was written to the client's stream. A
 // written notification leaves the session's undelivered set.
 func (s *Store) RecordDelivery(ctx context.Context, id string, attemptErr error) (*Elicitation, error) {
-	return s.update(ctx, id, NoticeDelivery, func(e *Elicitation, p redis.Pipeliner) (bool, *Entry, error) {
+	return s.update(ctx, id, NoticeDelivery, func(e *Elicitation, p *batch) (bool, *Entry, error) {
 		now := s.now().UTC()
 		e.Delivery.Attempts++
 		if attemptErr != nil {
@@ -22,6 +21,7 @@ func (s *Store) RecordDelivery(ctx context.Context, id string, attemptErr error)
 		e.Delivery.WrittenAt = &now
 		e.Delivery.LastError = ""
 		p.SRem(ctx, undeliveredKey(e.User.Key(), e.SessionID), e.ID)
+		s.queueOwed(ctx, p, e)
 		return true, &Entry{At: now, Event: Notified, Actor: state.ActorSystem, From: e.State, To: e.State,
 			Reason: "completion notification written to the session's stream"}, nil
 	})
@@ -31,10 +31,11 @@ func (s *Store) RecordDelivery(ctx context.Context, id string, attemptErr error)
 // after all, with why (for example, the session's client declared no URL mode), and takes it
 // out of its session's undelivered set.
 func (s *Store) SkipDelivery(ctx context.Context, id, why string) (*Elicitation, error) {
-	return s.update(ctx, id, "", func(e *Elicitation, p redis.Pipeliner) (bool, *Entry, error) {
+	return s.update(ctx, id, "", func(e *Elicitation, p *batch) (bool, *Entry, error) {
 		now := s.now().UTC()
 		e.Delivery.LastError, e.Delivery.SkippedAt = "not sent: "+why, &now
 		p.SRem(ctx, undeliveredKey(e.User.Key(), e.SessionID), e.ID)
+		s.queueOwed(ctx, p, e)
 		return true, nil, nil
 	})
 }
@@ -42,8 +43,8 @@ func (s *Store) SkipDelivery(ctx context.Context, id, why string) (*Elicitation,
 // Requeue asks for the completion notification of ended elicitation id to be sent to its
 // session again, and publishes the wake-up. It returns ErrConflict if id is still running or
 // has no session.
-func (s *Store) Requeue(ctx context.Context, id string, actor state.Actor) (*Elicitation, error) {
-	return s.update(ctx, id, NoticeRequeue, func(e *Elicitation, p redis.Pipeliner) (bool, *Entry, error) {
+func (s *Store) Requeue(ctx context.Context, id string, act Act) (*Elicitation, error) {
+	return s.update(ctx, id, NoticeRequeue, func(e *Elicitation, p *batch) (bool, *Entry, error) {
 		if !e.State.Terminal() {
 			return false, nil, fmt.Errorf("requeue notification of %s in state %s: %w", e.ID, e.State, ErrConflict)
 		}
@@ -55,8 +56,9 @@ func (s *Store) Requeue(ctx context.Context, id string, actor state.Actor) (*Eli
 		key := undeliveredKey(e.User.Key(), e.SessionID)
 		p.SAdd(ctx, key, e.ID)
 		p.Expire(ctx, key, s.retention)
-		return true, &Entry{At: now, Event: NotifyRequeued, Actor: actor, From: e.State, To: e.State,
-			Reason: "notification requested again"}, nil
+		s.queueOwed(ctx, p, e)
+		return true, &Entry{At: now, Event: NotifyRequeued, Actor: act.Actor, By: act.By, From: e.State, To: e.State,
+			Reason: act.reason("notification requested again")}, nil
 	})
 }
 

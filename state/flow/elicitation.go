@@ -55,10 +55,28 @@ type Entry struct {
 	From   State       `json:"from,omitempty"`
 	To     State       `json:"to,omitempty"`
 	Reason string      `json:"reason,omitempty"`
+	// By names who acted when the actor is an operator (Act.By).
+	By string `json:"by,omitempty"`
 	// Count is how many events the entry stands for; 0 (left out of the JSON) means one.
 	Count int `json:"count,omitempty"`
 	// LastAt is when the last of them happened, for an entry with a Count.
 	LastAt time.Time `json:"lastAt,omitzero"`
+}
+
+// Act says who does something to an elicitation and why, for its history: the actor, who
+// exactly when the actor is an operator (their name), and the reason they gave.
+type Act struct {
+	Actor  state.Actor
+	By     string
+	Reason string
+}
+
+// reason returns the reason of act, or def when it gives none.
+func (a Act) reason(def string) string {
+	if a.Reason != "" {
+		return a.Reason
+	}
+	return def
 }
 
 // Elicitation is one request for a secret or a grant, as stored in Redis.

@@ -52,7 +52,7 @@ local function append_history(key, line, ttl, first, newest, dropped, actor, rea
   local entry = decode(line)
   local last = decode(redis.call("LINDEX", key, -1))
   if entry and last and last.event ~= dropped and last.event == entry.event and last.actor == entry.actor and
-      last.from == entry.from and last.to == entry.to and last.reason == entry.reason then
+      last.from == entry.from and last.to == entry.to and last.reason == entry.reason and last.by == entry.by then
     last.count = events(last) + events(entry)
     last.lastAt = entry.lastAt or entry.at
     redis.call("LSET", key, -1, cjson.encode(last))

@@ -50,6 +50,9 @@ type StoreOptions struct {
 	// Webhooks reports whether a delegating service has a webhook, to which the step that
 	// ends each of its flows queues a delivery (webhooks.go). Nil: no service has one.
 	Webhooks func(service string) bool
+	// StuckAfter are the thresholds past which a flow is stuck (List, Summarize);
+	// DefaultStuckAfter if zero.
+	StuckAfter StuckAfter
 }
 
 // Store keeps elicitations and their history in Redis, and stores the credential of a flow
@@ -62,6 +65,8 @@ type Store struct {
 	counters  *counters.Counters
 	ids       *idSealer
 	webhooks  func(service string) bool
+	// stuckAfter are the thresholds of stuck flows.
+	stuckAfter StuckAfter
 	// cluster is set on a Redis Cluster, where a script cannot write the deadline index
 	// (outside).
 	cluster bool
@@ -108,6 +113,10 @@ func NewStore(rdb redis.UniversalClient, opts StoreOptions) *Store {
 	}
 	if s.retention <= 0 {
 		s.retention = DefaultRetention
+	}
+	s.stuckAfter = opts.StuckAfter
+	if s.stuckAfter == (StuckAfter{}) {
+		s.stuckAfter = DefaultStuckAfter
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -223,6 +232,7 @@ func (s *Store) writeNew(ctx context.Context, b *batch, e *Elicitation, entry En
 	s.outside(b, func(p redis.Pipeliner) {
 		p.ZAdd(ctx, deadlinesKey, redis.Z{Score: float64(e.ExpiresAt.UnixMilli()), Member: e.ID})
 	})
+	s.queueIndex(ctx, b, e)
 	return s.queueServiceEvent(ctx, b, e, Created, "")
 }
 
@@ -622,6 +632,7 @@ func (c Change) Changed() bool { return c.From != c.To }
 type ApplyOption func(*applyConfig)
 
 type applyConfig struct {
+	by         string
 	credential *credentials.Credential
 	replaced   bool
 	same       []check
@@ -636,6 +647,11 @@ var ErrStale = errors.New("what the step started from has changed")
 // returns ErrStale.
 func IfStill(key string, value []byte) ApplyOption {
 	return func(a *applyConfig) { a.same = append(a.same, check{key: key, value: value}) }
+}
+
+// By names who acts (an operator) in the history entry of the event.
+func By(name string) ApplyOption {
+	return func(a *applyConfig) { a.by = name }
 }
 
 // WithCredential stores c for the elicitation's user in the same atomic step that moves
@@ -759,7 +775,7 @@ func (s *Store) queueChange(ctx context.Context, p *batch, c Change, ev Event, a
 		}
 		from = Expired
 	}
-	entry := Entry{At: now, Event: ev, Actor: actor, From: from, To: e.State, Reason: reason}
+	entry := Entry{At: now, Event: ev, Actor: actor, From: from, To: e.State, Reason: reason, By: cfg.by}
 	if err := s.appendHistory(ctx, p, e, entry); err != nil {
 		return err
 	}
@@ -788,6 +804,7 @@ func (s *Store) queueChange(ctx context.Context, p *batch, c Change, ev Event, a
 		uk := e.User.Key()
 		p.SAdd(ctx, undeliveredKey(uk, e.SessionID), e.ID)
 		p.Expire(ctx, undeliveredKey(uk, e.SessionID), s.retention)
+		s.queueOwed(ctx, p, e)
 	}
 	return nil
 }
@@ -810,7 +827,7 @@ func (s *Store) logChange(ctx context.Context, c Change, ev Event, actor state.A
 // more writes in the user's slot on p; the record is written unless fn returns write false,
 // and entry, if not nil, is recorded in the history. A written record is announced with a
 // notice of kind what, unless what is empty.
-func (s *Store) update(ctx context.Context, id string, what NoticeKind, fn func(e *Elicitation, p redis.Pipeliner) (write bool, entry *Entry, err error)) (*Elicitation, error) {
+func (s *Store) update(ctx context.Context, id string, what NoticeKind, fn func(e *Elicitation, b *batch) (write bool, entry *Entry, err error)) (*Elicitation, error) {
 	uk, err := s.userKeyOf(ctx, id)
 	if err != nil {
 		return nil, err
@@ -845,6 +862,10 @@ func (s *Store) update(ctx context.Context, id string, what NoticeKind, fn func(
 		if wrote {
 			if write {
 				s.seeWritten(e)
+			}
+			if err := s.writeAfter(ctx, b); err != nil {
+				// The record is the truth; the index trim tidies the owed index.
+				s.log.WarnContext(ctx, "owed-notification index not tidied", "elicitation_id", id, "err", err)
 			}
 			return e, nil
 		}
@@ -900,7 +921,7 @@ func (s *Store) OpenFor(ctx context.Context, user state.User, kind state.Kind, n
 // Retry starts a new attempt of elicitation id, which must have ended without success, for
 // the same user, purpose and MCP session, and links the two both ways in one atomic step.
 // It returns ErrConflict if id is still running, complete, or was already retried.
-func (s *Store) Retry(ctx context.Context, id string, actor state.Actor, ttl time.Duration) (*Elicitation, error) {
+func (s *Store) Retry(ctx context.Context, id string, act Act, ttl time.Duration) (*Elicitation, error) {
 	uk, err := s.userKeyOf(ctx, id)
 	if err != nil {
 		return nil, err
@@ -932,14 +953,15 @@ func (s *Store) Retry(ctx context.Context, id string, actor state.Actor, ttl tim
 		old.RetriedBy = next.ID
 		old.UpdatedAt = next.CreatedAt
 		b := s.newBatch()
-		created := Entry{At: next.CreatedAt, Event: Created, Actor: actor, To: Pending, Reason: "new attempt of " + old.ID}
+		created := Entry{At: next.CreatedAt, Event: Created, Actor: act.Actor, By: act.By, To: Pending,
+			Reason: act.reason("new attempt") + " of " + old.ID}
 		err = s.writeNew(ctx, b, next, created)
 		if err == nil {
 			err = s.writeRecord(ctx, b, old)
 		}
 		if err == nil {
-			err = s.appendHistory(ctx, b, old, Entry{At: next.CreatedAt, Event: RetriedAs, Actor: actor,
-				From: old.State, To: old.State, Reason: "new attempt " + next.ID})
+			err = s.appendHistory(ctx, b, old, Entry{At: next.CreatedAt, Event: RetriedAs, Actor: act.Actor, By: act.By,
+				From: old.State, To: old.State, Reason: act.reason("new attempt") + ": " + next.ID})
 		}
 		if err == nil {
 			err = s.queueNotice(ctx, b, next, NoticeRetried)
@@ -1000,13 +1022,34 @@ func (s *Store) expire(ctx context.Context, id string) (*Elicitation, bool, erro
 	return s.expireIfOverdue(ctx, uk, id)
 }
 
-// RunSweeper calls Sweep every interval until ctx ends.
+// trimInterval is how often a replica trims the listing indexes (TrimIndexes).
+const trimInterval = 5 * time.Minute
+
+// RunSweeper calls Sweep every interval and TrimIndexes every trimInterval until ctx ends,
+// and meanwhile adds the elicitations written before the listing indexes existed to them
+// (IndexExisting). It returns once all of that has stopped.
 func (s *Store) RunSweeper(ctx context.Context, interval time.Duration) {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if did, err := s.IndexExisting(ctx); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "indexing existing elicitations failed; the next start tries again", "err", err)
+		} else if did {
+			s.log.InfoContext(ctx, "existing elicitations indexed for listing")
+		}
+	})
+	wg.Go(func() {
+		every.Run(ctx, trimInterval, func(ctx context.Context) {
+			if _, err := s.TrimIndexes(ctx); err != nil && ctx.Err() == nil {
+				s.log.WarnContext(ctx, "index trim failed", "err", err)
+			}
+		})
+	})
 	every.Run(ctx, interval, func(ctx context.Context) {
 		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "sweep failed", "err", err)
 		}
 	})
+	wg.Wait()
 }
 
 // Ping checks that Redis answers, for readiness.

@@ -468,7 +468,7 @@ func TestRetryStartsANewAttemptOnlyAfterAnEndWithoutSuccess(t *testing.T) {
 				old := reach(t, s, clk, newElicitation(userFor(t)), from)
 				clk.Advance(time.Second)
 
-				next, err := s.Retry(t.Context(), old.ID, state.ActorUser, time.Hour)
+				next, err := s.Retry(t.Context(), old.ID, Act{Actor: state.ActorUser}, time.Hour)
 				if !retriable {
 					if !errors.Is(err, ErrConflict) {
 						t.Fatalf("Retry from %s error = %v, want ErrConflict", from, err)
@@ -483,7 +483,7 @@ func TestRetryStartsANewAttemptOnlyAfterAnEndWithoutSuccess(t *testing.T) {
 				}
 				checkRetry(t, s, clk, old, next)
 
-				if again, err := s.Retry(t.Context(), old.ID, state.ActorUser, time.Hour); !errors.Is(err, ErrConflict) {
+				if again, err := s.Retry(t.Context(), old.ID, Act{Actor: state.ActorUser}, time.Hour); !errors.Is(err, ErrConflict) {
 					t.Errorf("second Retry = %+v, %v; want ErrConflict", again, err)
 				}
 			})
@@ -533,7 +533,7 @@ func TestRetryOfAnOverdueFlowExpiresItFirst(t *testing.T) {
 		e := reach(t, s, clk, newElicitation(alice), Consented)
 		clk.Advance(testTTL)
 
-		next, err := s.Retry(t.Context(), e.ID, state.ActorUser, time.Hour)
+		next, err := s.Retry(t.Context(), e.ID, Act{Actor: state.ActorUser}, time.Hour)
 		if err != nil {
 			t.Fatalf("Retry: %v", err)
 		}
@@ -555,7 +555,7 @@ func TestConcurrentRetriesStartOneNewAttempt(t *testing.T) {
 		for range retriers {
 			wg.Go(func() {
 				<-start
-				next, err := s.Retry(t.Context(), e.ID, state.ActorUser, time.Hour)
+				next, err := s.Retry(t.Context(), e.ID, Act{Actor: state.ActorUser}, time.Hour)
 				switch {
 				case err == nil:
 					ids <- next.ID
@@ -701,7 +701,7 @@ func TestRequeueAsksForTheNotificationAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		if _, err := s.Requeue(t.Context(), e.ID, state.ActorOperator); err != nil {
+		if _, err := s.Requeue(t.Context(), e.ID, Act{Actor: state.ActorOperator}); err != nil {
 			t.Fatalf("Requeue: %v", err)
 		}
 		receiveNotice(t, notices, e.ID, NoticeRequeue, Complete)
@@ -719,7 +719,7 @@ func TestRequeueAsksForTheNotificationAgain(t *testing.T) {
 		sessionless := reach(t, s, clk, noSession, Cancelled)
 		for _, e := range []*Elicitation{running, sessionless} {
 			history := len(mustHistory(t, s, e.ID))
-			if _, err := s.Requeue(t.Context(), e.ID, state.ActorOperator); !errors.Is(err, ErrConflict) {
+			if _, err := s.Requeue(t.Context(), e.ID, Act{Actor: state.ActorOperator}); !errors.Is(err, ErrConflict) {
 				t.Errorf("Requeue of %s flow in session %q error = %v, want ErrConflict", e.State, e.SessionID, err)
 			}
 			if got := mustHistory(t, s, e.ID); len(got) != history {
@@ -795,8 +795,8 @@ func TestMalformedAndUnknownIDsAreNotFound(t *testing.T) {
 				_, err := s.Apply(ctx, id, CancelRequested, state.ActorUser, "test")
 				return err
 			},
-			"Retry":          func(id string) error { _, err := s.Retry(ctx, id, state.ActorUser, time.Hour); return err },
-			"Requeue":        func(id string) error { _, err := s.Requeue(ctx, id, state.ActorOperator); return err },
+			"Retry":          func(id string) error { _, err := s.Retry(ctx, id, Act{Actor: state.ActorUser}, time.Hour); return err },
+			"Requeue":        func(id string) error { _, err := s.Requeue(ctx, id, Act{Actor: state.ActorOperator}); return err },
 			"RecordDelivery": func(id string) error { _, err := s.RecordDelivery(ctx, id, nil); return err },
 		}
 		for name, op := range ops {
@@ -986,7 +986,7 @@ func TestForDeliveryNeverMissesANotificationRequeuedElsewhere(t *testing.T) {
 			t.Fatalf("ForDelivery after the delivery = %+v, %v; want it not owed", got, err)
 		}
 		// Another replica asks for it again: here's copy says written, so it reads the record.
-		if _, err := there.Requeue(ctx, e.ID, state.ActorOperator); err != nil {
+		if _, err := there.Requeue(ctx, e.ID, Act{Actor: state.ActorOperator}); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := here.ForDelivery(ctx, e.ID); err != nil || !got.NotificationOwed() {

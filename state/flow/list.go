@@ -1,0 +1,424 @@
+package flow
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/urlflow/urlflow/state"
+)
+
+// StuckAfter says how long an elicitation may stay in each running state, and an ended one
+// owe its completion notification, before operators should look at it: it is then stuck.
+// A zero field means at once; DefaultStuckAfter holds the defaults.
+type StuckAfter struct {
+	Pending      time.Duration
+	Consented    time.Duration
+	InProgress   time.Duration
+	Failed       time.Duration
+	Unknown      time.Duration
+	Notification time.Duration
+}
+
+// DefaultStuckAfter are the thresholds of docs/design.md ("Operations").
+var DefaultStuckAfter = StuckAfter{
+	Pending:      2 * time.Minute,
+	Consented:    5 * time.Minute,
+	InProgress:   10 * time.Minute,
+	Failed:       10 * time.Minute,
+	Unknown:      0,
+	Notification: time.Minute,
+}
+
+// Stuck is why an elicitation is stuck.
+type Stuck string
+
+// The reasons an elicitation is stuck: a running state held too long (named by the state),
+// or a completion notification owed too long.
+const StuckNotification Stuck = "notification"
+
+// For returns the threshold of running state st, and false for an ended state.
+func (t StuckAfter) For(st State) (time.Duration, bool) {
+	switch st {
+	case Pending:
+		return t.Pending, true
+	case Consented:
+		return t.Consented, true
+	case InProgress:
+		return t.InProgress, true
+	case Failed:
+		return t.Failed, true
+	case Unknown:
+		return t.Unknown, true
+	}
+	return 0, false
+}
+
+// Check returns why e is stuck at now, and "" if it is not: a running state held at least
+// its threshold, or a notification owed at least the notification threshold since it was
+// queued.
+func (t StuckAfter) Check(e *Elicitation, now time.Time) Stuck {
+	if limit, running := t.For(e.State); running {
+		if now.Sub(e.UpdatedAt) >= limit {
+			return Stuck(e.State)
+		}
+		return ""
+	}
+	if e.NotificationOwed() && now.Sub(*e.Delivery.QueuedAt) >= t.Notification {
+		return StuckNotification
+	}
+	return ""
+}
+
+// Era returns the way e was asked for: "2025-11-25" by urlflow's tools in an MCP session,
+// "2026-07-28" by its tools without one, "api" by a delegating service.
+func (e *Elicitation) Era() string {
+	switch {
+	case e.Service != "":
+		return "api"
+	case e.SessionID != "":
+		return "2025-11-25"
+	}
+	return "2026-07-28"
+}
+
+// Eras lists the values of Elicitation.Era.
+var Eras = []string{"2025-11-25", "2026-07-28", "api"}
+
+// Filter selects elicitations of a listing. Zero fields select everything; the others must
+// all match. It is applied to the records as they are read.
+type Filter struct {
+	// States are the states to list; empty lists every state.
+	States []State
+	// Stuck lists only stuck elicitations (StuckAfter).
+	Stuck bool
+	// OlderThan lists only those created at least this long ago.
+	OlderThan time.Duration
+	// UserKey lists only one user's (state.User.Key); Subject, only those whose user has
+	// this subject, at any issuer.
+	UserKey string
+	Subject string
+	Kind    state.Kind
+	// Target is the secret slot or provider.
+	Target  string
+	Service string
+	// Client is the name the MCP client gave.
+	Client  string
+	Era     string
+	Replica string
+}
+
+// match reports whether e passes f at now.
+func (f Filter) match(e *Elicitation, now time.Time, t StuckAfter) bool {
+	switch {
+	case len(f.States) > 0 && !slices.Contains(f.States, e.State),
+		f.Stuck && t.Check(e, now) == "",
+		f.OlderThan > 0 && now.Sub(e.CreatedAt) < f.OlderThan,
+		f.UserKey != "" && e.User.Key() != f.UserKey,
+		f.Subject != "" && e.User.Subject != f.Subject,
+		f.Kind != "" && e.Kind != f.Kind,
+		f.Target != "" && e.Target != f.Target,
+		f.Service != "" && e.Service != f.Service,
+		f.Client != "" && e.Client.Name != f.Client,
+		f.Era != "" && e.Era() != f.Era,
+		f.Replica != "" && e.Replica != f.Replica:
+		return false
+	}
+	return true
+}
+
+// needsAttention reports whether every elicitation f selects is running or owes its
+// notification: then the deadline and owed indexes hold all of them.
+func (f Filter) needsAttention() bool {
+	if f.Stuck {
+		return true
+	}
+	if len(f.States) == 0 {
+		return false
+	}
+	for _, st := range f.States {
+		if st.Terminal() {
+			return false
+		}
+	}
+	return true
+}
+
+// The bounds of a listing page.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 500
+	// listScan bounds how many index entries one page reads: a page of a filter that
+	// matches few may come back short, or empty, with a cursor to go on from.
+	listScan = 2000
+)
+
+// ListQuery asks for one page of a listing.
+type ListQuery struct {
+	Filter
+	// Cursor continues the listing after the page that returned it (Page.Next); empty
+	// starts with the oldest.
+	Cursor string
+	// Limit is the most elicitations to return: DefaultListLimit when 0, at most MaxListLimit.
+	Limit int
+}
+
+// Page is one page of a listing, ordered by creation time, then ID.
+type Page struct {
+	Elicitations []*Elicitation
+	// Next continues the listing; empty when it is at its end.
+	Next string
+}
+
+// List returns a page of the elicitations q selects, oldest first by (createdAt, ID).
+// Listing page after page with each page's Next returns every elicitation that exists
+// from the first page to the last exactly once, whatever changes meanwhile; one created
+// meanwhile is listed when it sorts after the cursor. When q selects one user's
+// (UserKey), only that user's index is read. A page may hold fewer than q.Limit
+// elicitations, or none, and still a Next: it read as many entries as a page may.
+func (s *Store) List(ctx context.Context, q ListQuery) (Page, error) {
+	after, err := decodeCursor(q.Cursor)
+	if err != nil {
+		return Page{}, err
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	limit = min(limit, MaxListLimit)
+	now := s.now()
+	keep := func(e *Elicitation) bool { return q.match(e, now, s.stuckAfter) }
+	if q.needsAttention() {
+		return s.listAttention(ctx, after, limit, keep)
+	}
+	var keys []string
+	if q.UserKey != "" {
+		keys = []string{userFlowsKey(q.UserKey)}
+	} else {
+		for b := range IndexBuckets {
+			keys = append(keys, flowsKey(b))
+		}
+	}
+	return s.walk(ctx, keys, after, limit, keep)
+}
+
+// walk lists the elicitations of the indexes keys that keep accepts, after entry after,
+// reading the entries in batches in their order.
+func (s *Store) walk(ctx context.Context, keys []string, after string, limit int, keep func(*Elicitation) bool) (Page, error) {
+	var page Page
+	batch := min(max(limit, 100), MaxListLimit)
+	for read := 0; read < listScan; {
+		entries, exhausted, err := s.nextEntries(ctx, keys, after, batch)
+		if err != nil {
+			return Page{}, err
+		}
+		records, err := s.loadEntries(ctx, entries)
+		if err != nil {
+			return Page{}, err
+		}
+		if _, err := s.forget(ctx, entries, records); err != nil {
+			return Page{}, fmt.Errorf("list elicitations: %w", err)
+		}
+		for i, e := range records {
+			after = entries[i].entry
+			if e == nil || !keep(e) {
+				continue
+			}
+			page.Elicitations = append(page.Elicitations, e)
+			if len(page.Elicitations) == limit {
+				if i < len(entries)-1 || !exhausted {
+					page.Next = encodeCursor(after)
+				}
+				return page, nil
+			}
+		}
+		if exhausted {
+			return page, nil
+		}
+		read += len(entries)
+	}
+	page.Next = encodeCursor(after)
+	return page, nil
+}
+
+// nextEntries returns the first n entries after entry after of the indexes keys together,
+// in order, and whether they are the last.
+func (s *Store) nextEntries(ctx context.Context, keys []string, after string, n int) ([]indexed, bool, error) {
+	min := "-"
+	if after != "" {
+		min = "(" + after
+	}
+	cmds := make([]*redis.StringSliceCmd, len(keys))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, key := range keys {
+			cmds[i] = p.ZRangeByLex(ctx, key, &redis.ZRangeBy{Min: min, Max: "+", Count: int64(n)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list elicitations: %w", err)
+	}
+	var all []indexed
+	exhausted := true
+	for i, cmd := range cmds {
+		if len(cmd.Val()) == n {
+			exhausted = false
+		}
+		for _, m := range cmd.Val() {
+			if indexEntryPattern.MatchString(m) {
+				all = append(all, indexed{entry: m, key: keys[i]})
+			}
+		}
+	}
+	slices.SortFunc(all, func(a, b indexed) int { return strings.Compare(a.entry, b.entry) })
+	if len(all) > n {
+		all, exhausted = all[:n], false
+	}
+	return all, exhausted, nil
+}
+
+// listAttention lists, from the deadline and owed indexes, the running elicitations and
+// those that owe their notification which keep accepts, after entry after.
+func (s *Store) listAttention(ctx context.Context, after string, limit int, keep func(*Elicitation) bool) (Page, error) {
+	all, err := s.attention(ctx)
+	if err != nil {
+		return Page{}, err
+	}
+	var page Page
+	for _, e := range all {
+		if after != "" && indexEntry(e) <= after || !keep(e) {
+			continue
+		}
+		if len(page.Elicitations) == limit {
+			page.Next = encodeCursor(indexEntry(page.Elicitations[limit-1]))
+			break
+		}
+		page.Elicitations = append(page.Elicitations, e)
+	}
+	return page, nil
+}
+
+// attention returns every running elicitation and every ended one that owes its
+// notification, ordered by (createdAt, ID).
+func (s *Store) attention(ctx context.Context) ([]*Elicitation, error) {
+	running := s.rdb.ZRange(ctx, deadlinesKey, 0, -1)
+	if err := running.Err(); err != nil {
+		return nil, fmt.Errorf("read running elicitations: %w", err)
+	}
+	ids := running.Val()
+	owed := make([]*redis.StringSliceCmd, IndexBuckets)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for b := range IndexBuckets {
+			owed[b] = p.ZRange(ctx, owedKey(b), 0, -1)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read owed notifications: %w", err)
+	}
+	for _, cmd := range owed {
+		ids = append(ids, cmd.Val()...)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var all []*Elicitation
+	for chunk := range slices.Chunk(ids, MaxListLimit) {
+		records, err := s.loadIDs(ctx, chunk)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range records {
+			if e != nil && (!e.State.Terminal() || e.NotificationOwed()) {
+				all = append(all, e)
+			}
+		}
+	}
+	slices.SortFunc(all, func(a, b *Elicitation) int { return cmp.Compare(indexEntry(a), indexEntry(b)) })
+	return all, nil
+}
+
+// Summary counts the elicitations that need attention now.
+type Summary struct {
+	// Running counts the running elicitations by state (every running state is present).
+	Running map[State]int `json:"running"`
+	// Stuck counts the stuck ones by why (every running state and "notification").
+	Stuck map[Stuck]int `json:"stuck"`
+	// OwedNotifications counts the ended ones whose notification is owed.
+	OwedNotifications int `json:"owedNotifications"`
+	// At is when it was counted.
+	At time.Time `json:"at"`
+	// StuckAfterSeconds are the thresholds, by running state and "notification".
+	StuckAfterSeconds map[Stuck]float64 `json:"stuckAfterSeconds"`
+}
+
+// Summarize counts the running elicitations, the owed notifications and the stuck ones
+// among those f selects (f.States and f.Stuck are ignored).
+func (s *Store) Summarize(ctx context.Context, f Filter) (Summary, error) {
+	all, err := s.attention(ctx)
+	if err != nil {
+		return Summary{}, err
+	}
+	f.States, f.Stuck = nil, false
+	now := s.now()
+	sum := Summary{Running: map[State]int{}, Stuck: map[Stuck]int{StuckNotification: 0}, At: now.UTC(),
+		StuckAfterSeconds: map[Stuck]float64{StuckNotification: s.stuckAfter.Notification.Seconds()}}
+	for _, st := range States {
+		if limit, running := s.stuckAfter.For(st); running {
+			sum.Running[st], sum.Stuck[Stuck(st)] = 0, 0
+			sum.StuckAfterSeconds[Stuck(st)] = limit.Seconds()
+		}
+	}
+	for _, e := range all {
+		if !f.match(e, now, s.stuckAfter) {
+			continue
+		}
+		if e.State.Terminal() {
+			sum.OwedNotifications++
+		} else {
+			sum.Running[e.State]++
+		}
+		if why := s.stuckAfter.Check(e, now); why != "" {
+			sum.Stuck[why]++
+		}
+	}
+	return sum, nil
+}
+
+// StuckAfter returns the store's thresholds.
+func (s *Store) StuckAfter() StuckAfter { return s.stuckAfter }
+
+// Listed is an elicitation as a listing shows it (the API, the command line): its view
+// without the history, and what an operator looks for in a list.
+type Listed struct {
+	View
+	// User is shown to operators only.
+	User    *state.User      `json:"user,omitempty"`
+	Client  state.ClientInfo `json:"client"`
+	Replica string           `json:"replica,omitempty"`
+	Era     string           `json:"era"`
+	// Stuck says why the flow is stuck (StuckAfter.Check); empty when it is not.
+	Stuck Stuck `json:"stuck,omitempty"`
+}
+
+// Listing is the JSON of one page of a listing.
+type Listing struct {
+	Elicitations []Listed `json:"elicitations"`
+	// Next continues the listing; absent at its end.
+	Next string `json:"next,omitempty"`
+}
+
+// Listed returns e as a listing shows it at now: url is its elicitation URL, and withUser
+// says whether to show its user.
+func (s *Store) Listed(e *Elicitation, url string, now time.Time, withUser bool) Listed {
+	l := Listed{View: e.View(url, nil), Client: e.Client, Replica: e.Replica, Era: e.Era(), Stuck: s.stuckAfter.Check(e, now)}
+	if withUser {
+		u := e.User
+		l.User = &u
+	}
+	return l
+}

@@ -1,0 +1,386 @@
+package flow
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/state"
+)
+
+// listAll pages through q with limit, and returns the IDs in the order listed.
+func listAll(t *testing.T, s *Store, q ListQuery, between func()) []string {
+	t.Helper()
+	var ids []string
+	for pages := 0; ; pages++ {
+		if pages > 1000 {
+			t.Fatal("the listing does not end")
+		}
+		page, err := s.List(t.Context(), q)
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		for _, e := range page.Elicitations {
+			ids = append(ids, e.ID)
+		}
+		if page.Next == "" {
+			return ids
+		}
+		q.Cursor = page.Next
+		if between != nil {
+			between()
+		}
+	}
+}
+
+func TestListPagesThroughEveryFlowOnceWhileFlowsChange(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		clk := newClock()
+		s := newStore(b, clk)
+		var existing []*Elicitation
+		for i := range 45 {
+			if i%3 == 0 {
+				clk.Advance(time.Millisecond) // three flows share each millisecond: the ID orders them
+			}
+			user := alice
+			if i%2 == 1 {
+				user = bob
+			}
+			existing = append(existing, mustCreate(t, s, newElicitation(user)))
+		}
+		// Between pages, flows move on, end, and new ones start.
+		step := 0
+		changeSome := func() {
+			for range 3 {
+				e := existing[(step*7)%len(existing)]
+				ev := []Event{ClientAccept, BrowserOpen, CancelRequested}[step%3]
+				if _, err := s.Apply(t.Context(), e.ID, ev, state.ActorUser, "test"); err != nil {
+					t.Errorf("Apply: %v", err)
+				}
+				clk.Advance(time.Millisecond)
+				mustCreate(t, s, newElicitation(alice))
+				step++
+			}
+		}
+		ids := listAll(t, s, ListQuery{Limit: 4}, changeSome)
+
+		seen := map[string]int{}
+		for _, id := range ids {
+			seen[id]++
+		}
+		for id, n := range seen {
+			if n > 1 {
+				t.Errorf("%s listed %d times", id, n)
+			}
+		}
+		for _, e := range existing {
+			if seen[e.ID] != 1 {
+				t.Errorf("%s, which existed throughout, listed %d times", e.ID, seen[e.ID])
+			}
+		}
+		var want []string
+		for _, e := range existing {
+			want = append(want, indexEntry(e))
+		}
+		var got []string
+		for _, id := range ids {
+			if e, ok := findIn(existing, id); ok {
+				got = append(got, indexEntry(e))
+			}
+		}
+		if !slices.IsSorted(got) || !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+			t.Errorf("listed out of (createdAt, ID) order:\n%v", got)
+		}
+	})
+}
+
+// byEntry orders elicitations as listings do: by (createdAt, ID).
+func byEntry(a, b *Elicitation) int { return strings.Compare(indexEntry(a), indexEntry(b)) }
+
+// ids returns the IDs of es in the order of listings.
+func ids(es ...*Elicitation) []string {
+	var out []string
+	for _, e := range slices.SortedFunc(slices.Values(es), byEntry) {
+		out = append(out, e.ID)
+	}
+	return out
+}
+
+func findIn(es []*Elicitation, id string) (*Elicitation, bool) {
+	for _, e := range es {
+		if e.ID == id {
+			return e, true
+		}
+	}
+	return nil, false
+}
+
+func TestListFiltersOnWhatTheRecordsSay(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		clk := newClock()
+		s := newStore(b, clk)
+		ctx := t.Context()
+		old := mustCreate(t, s, newElicitation(alice)) // pending, 2025-11-25, inspector, replica-a
+		clk.Advance(time.Hour)
+		n := newElicitation(bob)
+		n.Kind, n.Target, n.Client, n.Replica, n.SessionID = state.KindOAuth, "acme", state.ClientInfo{Name: "claude-code"}, "replica-b", ""
+		oauth := mustCreate(t, s, n)
+		n = newElicitation(alice)
+		n.Service, n.SessionID = "weather", ""
+		svc := mustCreate(t, s, n)
+		done := mustCreate(t, s, newElicitation(bob))
+		mustApply(t, s, done.ID, CancelRequested, state.ActorUser)
+
+		for _, tt := range []struct {
+			name   string
+			filter Filter
+			want   []*Elicitation
+		}{
+			{"everything", Filter{}, []*Elicitation{old, oauth, svc, done}},
+			{"state", Filter{States: []State{Cancelled}}, []*Elicitation{done}},
+			{"two states", Filter{States: []State{Pending, Cancelled}}, []*Elicitation{old, oauth, svc, done}},
+			{"older than", Filter{OlderThan: 30 * time.Minute}, []*Elicitation{old}},
+			{"subject", Filter{Subject: "bob"}, []*Elicitation{oauth, done}},
+			{"user key", Filter{UserKey: alice.Key()}, []*Elicitation{old, svc}},
+			{"user key and state", Filter{UserKey: alice.Key(), States: []State{Pending}}, []*Elicitation{old, svc}},
+			{"kind", Filter{Kind: state.KindOAuth}, []*Elicitation{oauth}},
+			{"target", Filter{Target: "demo_api_key"}, []*Elicitation{old, svc, done}},
+			{"service", Filter{Service: "weather"}, []*Elicitation{svc}},
+			{"client", Filter{Client: "claude-code"}, []*Elicitation{oauth}},
+			{"era 2025", Filter{Era: "2025-11-25"}, []*Elicitation{old, done}},
+			{"era 2026", Filter{Era: "2026-07-28"}, []*Elicitation{oauth}},
+			{"era api", Filter{Era: "api"}, []*Elicitation{svc}},
+			{"replica", Filter{Replica: "replica-b"}, []*Elicitation{oauth}},
+			{"nothing", Filter{Subject: "carol"}, nil},
+		} {
+			var want []string
+			for _, e := range slices.SortedFunc(slices.Values(tt.want), byEntry) {
+				want = append(want, e.ID)
+			}
+			if got := listAll(t, s, ListQuery{Filter: tt.filter, Limit: 2}, nil); !slices.Equal(got, want) {
+				t.Errorf("%s: listed %v, want %v", tt.name, got, want)
+			}
+		}
+		if _, err := s.List(ctx, ListQuery{Cursor: "bm90IGEgY3Vyc29y"}); !errors.Is(err, ErrBadCursor) {
+			t.Errorf("List with a made-up cursor: %v, want ErrBadCursor", err)
+		}
+	})
+}
+
+func TestStuckFlowsFollowTheirThresholdsAndOwedNotifications(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		clk := newClock()
+		s := newStore(b, clk)
+		ctx := t.Context()
+		pending := mustCreate(t, s, newElicitation(alice))
+		consented := mustCreate(t, s, newElicitation(bob))
+		mustApply(t, s, consented.ID, ClientAccept, state.ActorClient)
+		ended := mustCreate(t, s, newElicitation(alice))
+		mustApply(t, s, ended.ID, CancelRequested, state.ActorUser) // owes its notification to session-1
+		quiet := newElicitation(bob)
+		quiet.SessionID = ""
+		endedQuietly := mustCreate(t, s, quiet)
+		mustApply(t, s, endedQuietly.ID, CancelRequested, state.ActorUser) // owes nothing
+
+		stuck := func() []string { return listAll(t, s, ListQuery{Filter: Filter{Stuck: true}}, nil) }
+		summary := func() Summary {
+			t.Helper()
+			sum, err := s.Summarize(ctx, Filter{})
+			if err != nil {
+				t.Fatalf("Summarize: %v", err)
+			}
+			return sum
+		}
+		if got := stuck(); len(got) != 0 {
+			t.Errorf("stuck at once: %v", got)
+		}
+		sum := summary()
+		wantRunning := map[State]int{Pending: 1, Consented: 1, InProgress: 0, Failed: 0, Unknown: 0}
+		if !maps.Equal(sum.Running, wantRunning) || sum.OwedNotifications != 1 {
+			t.Errorf("summary = %+v, want running %v and 1 owed notification", sum, wantRunning)
+		}
+
+		clk.Advance(DefaultStuckAfter.Notification)
+		if got, want := stuck(), []string{ended.ID}; !slices.Equal(got, want) {
+			t.Errorf("after the notification threshold, stuck = %v, want %v", got, want)
+		}
+		clk.Advance(DefaultStuckAfter.Pending - DefaultStuckAfter.Notification)
+		if got, want := stuck(), ids(pending, ended); !slices.Equal(got, want) {
+			t.Errorf("after the pending threshold, stuck = %v, want %v", got, want)
+		}
+		clk.Advance(DefaultStuckAfter.Consented - DefaultStuckAfter.Pending)
+		if got, want := stuck(), ids(pending, consented, ended); !slices.Equal(got, want) {
+			t.Errorf("after the consented threshold, stuck = %v, want %v", got, want)
+		}
+		if sum := summary(); sum.Stuck[Stuck(Pending)] != 1 || sum.Stuck[Stuck(Consented)] != 1 || sum.Stuck[StuckNotification] != 1 {
+			t.Errorf("summary stuck = %v, want one pending, one consented, one notification", sum.Stuck)
+		}
+		if got := listAll(t, s, ListQuery{Filter: Filter{Stuck: true, Subject: "bob"}}, nil); !slices.Equal(got, []string{consented.ID}) {
+			t.Errorf("bob's stuck flows = %v, want %v", got, []string{consented.ID})
+		}
+
+		// A flow that moves on is no longer stuck; a written notification is owed no more.
+		mustApply(t, s, pending.ID, ClientAccept, state.ActorClient)
+		if _, err := s.RecordDelivery(ctx, ended.ID, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := stuck(), []string{consented.ID}; !slices.Equal(got, want) {
+			t.Errorf("after changes, stuck = %v, want %v", got, want)
+		}
+		if sum := summary(); sum.OwedNotifications != 0 {
+			t.Errorf("summary after delivery = %+v, want no owed notification", sum)
+		}
+		// Asked for again, the notification is owed again.
+		if _, err := s.Requeue(ctx, ended.ID, Act{Actor: state.ActorOperator}); err != nil {
+			t.Fatal(err)
+		}
+		if sum := summary(); sum.OwedNotifications != 1 {
+			t.Errorf("summary after requeue = %+v, want one owed notification", sum)
+		}
+	})
+}
+
+func TestUnknownIsStuckAtOnceAndThresholdsCanBeSet(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		clk := newClock()
+		s := NewStore(b.Client, StoreOptions{Logger: quiet, Now: clk.Now, StuckAfter: StuckAfter{Pending: time.Second, Consented: time.Hour,
+			InProgress: time.Hour, Failed: time.Hour, Notification: time.Hour}})
+		e := mustCreate(t, s, newElicitation(alice))
+		unknown := mustCreate(t, s, newElicitation(bob))
+		mustApply(t, s, unknown.ID, NoAnswer, state.ActorSystem)
+		if got, want := listAll(t, s, ListQuery{Filter: Filter{Stuck: true}}, nil), []string{unknown.ID}; !slices.Equal(got, want) {
+			t.Errorf("stuck at once = %v, want %v", got, want)
+		}
+		clk.Advance(time.Second)
+		if got, want := listAll(t, s, ListQuery{Filter: Filter{Stuck: true}}, nil), ids(e, unknown); !slices.Equal(got, want) {
+			t.Errorf("stuck after a second = %v, want %v", got, want)
+		}
+	})
+}
+
+func TestIndexExistingAddsFlowsWrittenBeforeTheIndexesOnce(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		clk := newClock()
+		s := newStore(b, clk)
+		ctx := t.Context()
+		var want []*Elicitation
+		for i := range 12 {
+			clk.Advance(time.Second)
+			e := mustCreate(t, s, newElicitation([]state.User{alice, bob}[i%2]))
+			if i == 3 {
+				mustApply(t, s, e.ID, CancelRequested, state.ActorUser)
+			}
+			want = append(want, e)
+		}
+		// The layout before the indexes: none of their keys.
+		forget := []string{userFlowsKey(alice.Key()), userFlowsKey(bob.Key())}
+		for bucket := range IndexBuckets {
+			forget = append(forget, flowsKey(bucket), owedKey(bucket))
+		}
+		for _, key := range forget {
+			if err := b.Client.Del(ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := listAll(t, s, ListQuery{}, nil); len(got) != 0 {
+			t.Fatalf("listed %v without indexes", got)
+		}
+
+		did, err := s.IndexExisting(ctx)
+		if err != nil || !did {
+			t.Fatalf("IndexExisting = %v, %v; want true, nil", did, err)
+		}
+		if got := listAll(t, s, ListQuery{Limit: 5}, nil); !slices.Equal(got, ids(want...)) {
+			t.Errorf("after indexing, listed %v, want %v", got, want)
+		}
+		if got := listAll(t, s, ListQuery{Filter: Filter{UserKey: bob.Key()}}, nil); len(got) != 6 {
+			t.Errorf("bob's listing holds %d flows, want 6", len(got))
+		}
+		if sum, err := s.Summarize(ctx, Filter{}); err != nil || sum.OwedNotifications != 1 {
+			t.Errorf("summary = %+v, %v; want the cancelled flow's notification owed", sum, err)
+		}
+		if did, err := s.IndexExisting(ctx); did || err != nil {
+			t.Errorf("IndexExisting a second time = %v, %v; want false, nil", did, err)
+		}
+	})
+}
+
+func TestEntriesWhoseRecordIsGoneAreSkippedAndTrimmed(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		clk := newClock()
+		s := newStore(b, clk)
+		ctx := t.Context()
+		gone := mustCreate(t, s, newElicitation(alice))
+		kept := mustCreate(t, s, newElicitation(alice))
+		if err := b.Client.Del(ctx, elicitationKey(alice.Key(), gone.ID)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got := listAll(t, s, ListQuery{}, nil); !slices.Equal(got, []string{kept.ID}) {
+			t.Errorf("listed %v, want only %s", got, kept.ID)
+		}
+		if n, err := b.Client.ZCard(ctx, flowsKey(bucketOf(gone.ID))).Result(); err != nil || n != boolInt(bucketOf(gone.ID) == bucketOf(kept.ID)) {
+			t.Errorf("the listing left the entry of the record that is gone: %d entries in its bucket, %v", n, err)
+		}
+
+		// Past the retention, the trim takes out entries nobody listed.
+		lost := mustCreate(t, s, newElicitation(bob))
+		if err := b.Client.Del(ctx, elicitationKey(bob.Key(), lost.ID)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(DefaultRetention + time.Hour)
+		n, err := s.TrimIndexes(ctx)
+		if err != nil || n != 1 {
+			t.Errorf("TrimIndexes = %d, %v; want 1, nil", n, err)
+		}
+		if got := listAll(t, s, ListQuery{}, nil); !slices.Equal(got, []string{kept.ID}) {
+			t.Errorf("after the trim, listed %v, want only %s", got, kept.ID)
+		}
+	})
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func TestListingWhileFlowsAreCreatedConcurrentlyNeverRepeats(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		s := newStore(b, nil) // the real clock: flows of one millisecond are ordered by ID
+		var before []*Elicitation
+		for range 20 {
+			before = append(before, mustCreate(t, s, newElicitation(alice)))
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for range 15 {
+					if _, err := s.Create(t.Context(), newElicitation(alice)); err != nil {
+						t.Errorf("Create: %v", err)
+						return
+					}
+				}
+			})
+		}
+		listed := listAll(t, s, ListQuery{Limit: 3}, func() { time.Sleep(time.Millisecond) })
+		wg.Wait()
+		seen := map[string]bool{}
+		for _, id := range listed {
+			if seen[id] {
+				t.Fatalf("%s listed twice", id)
+			}
+			seen[id] = true
+		}
+		for _, e := range before {
+			if !seen[e.ID] {
+				t.Errorf("%s, created before the listing, was not listed", e.ID)
+			}
+		}
+	})
+}
