@@ -5,6 +5,7 @@
 //	urlflow serve     production: real Redis, OpenID identity, settings from the environment
 //	urlflow version   print the version
 //	urlflow service-key   a new key for a delegating MCP server, and its keys_file line
+//	urlflow flows     find, read, cancel and retry flows of a running urlflow (operators)
 package main
 
 import (
@@ -45,6 +46,8 @@ commands:
   version   print the version
   service-key
             make a key for a delegating MCP server and the digest line for its keys_file
+  flows     for operators: list, summary, show, cancel, retry the flows of a running
+            urlflow ("urlflow flows" says more)
 
 Run "urlflow dev -h" for the flags; every setting is also an environment variable (README).
 `
@@ -59,6 +62,8 @@ func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Write
 		return runDev(ctx, args[1:], getenv, stdout, stderr)
 	case "serve":
 		return runServe(ctx, args[1:], getenv, stdout, stderr)
+	case "flows":
+		return runFlows(ctx, args[1:], getenv, stdout, stderr)
 	case "service-key":
 		return runServiceKey(args[1:], stdout)
 	case "version", "-version", "--version":

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urlflow/urlflow/internal/opsclient"
+)
+
+// devFlow asks, as urlflow dev's demo service, for user's demo API key, and returns the
+// new elicitation's ID.
+func devFlow(t *testing.T, addr, user string) string {
+	t.Helper()
+	get := func(path string, out any) {
+		t.Helper()
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %v %v", path, resp, err)
+		}
+		defer resp.Body.Close()
+		json.NewDecoder(resp.Body).Decode(out)
+	}
+	var key, token struct{ Key, Token string }
+	get("/dev/service-key", &key)
+	get("/dev/token?user="+user+"&resource=http://127.0.0.1:8090/mcp", &token)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v1/elicitations",
+		strings.NewReader(`{"slot": "demo_api_key", "message": "to show the weather", "client": {"name": "flows-test"}}`))
+	req.Header.Set("Authorization", "Bearer "+key.Key)
+	req.Header.Set("Urlflow-User-Token", token.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Elicitation struct{ ID string } `json:"elicitation"`
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(body, &answer); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	return answer.Elicitation.ID
+}
+
+// TestTheFlowsCommandsWorkAgainstARunningServer runs urlflow dev, starts two flows through
+// its demo service, and runs the operators' commands against it: a table and JSON, a
+// timeline, a cancel and a retry with reasons, and the refusals as one line each.
+func TestTheFlowsCommandsWorkAgainstARunningServer(t *testing.T) {
+	const reader = "reader-token-0123456789abcdef"
+	addr, stdout, _, stop, done := startDev(t, map[string]string{"URLFLOW_OPERATOR_READONLY_TOKENS": reader})
+	defer func() { stop(); <-done }()
+	operator := regexp.MustCompile(`Operator token:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
+	alices := devFlow(t, addr, "alice")
+	time.Sleep(5 * time.Millisecond)
+	bobs := devFlow(t, addr, "bob")
+
+	flows := func(token string, args ...string) (string, error) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		env := envOf(map[string]string{"URLFLOW_SERVER": "http://" + addr, "URLFLOW_TOKEN": token})
+		err := run(t.Context(), append([]string{"flows"}, args...), env, &out, &errOut)
+		return out.String() + errOut.String(), err
+	}
+
+	table, err := flows(operator, "list")
+	if err != nil {
+		t.Fatalf("flows list: %v\n%s", err, table)
+	}
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID ") || !strings.HasPrefix(lines[1], alices) || !strings.HasPrefix(lines[2], bobs) ||
+		!strings.Contains(lines[1], "pending") || !strings.Contains(lines[1], "alice") || !strings.Contains(lines[1], "flows-test") ||
+		strings.Contains(table, "\x1b[") {
+		t.Errorf("flows list printed\n%s\nwant a header and alice's then bob's flow, without colour", table)
+	}
+	// The columns line up: every row has its state where the header has STATE.
+	if col := strings.Index(lines[0], "STATE"); lines[1][col:col+7] != "pending" || lines[2][col:col+7] != "pending" {
+		t.Errorf("columns do not line up:\n%s", table)
+	}
+
+	out, err := flows(operator, "list", "--user", "bob", "--json")
+	var items []opsclient.Listed
+	if err != nil || json.Unmarshal([]byte(out), &items) != nil || len(items) != 1 || items[0].ID != bobs || items[0].User.Subject != "bob" {
+		t.Errorf("flows list --user bob --json: %v\n%s", err, out)
+	}
+
+	out, err = flows(reader, "cancel", bobs, "--reason", "user asked on the helpdesk")
+	if err == nil || strings.Count(strings.TrimSpace(err.Error()), "\n") > 0 || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "read") {
+		t.Errorf("a cancel with a read-only token: %v\n%s; want one line saying 403 and read-only", err, out)
+	}
+	if _, err := flows(operator, "cancel", bobs); err == nil || !strings.Contains(err.Error(), "--reason") {
+		t.Errorf("a cancel without a reason: %v, want an error naming --reason", err)
+	}
+	out, err = flows(operator, "cancel", bobs, "--reason", "user asked on the helpdesk")
+	if err != nil || !strings.Contains(out, "cancelled") || !strings.Contains(out, "user asked on the helpdesk") ||
+		!regexp.MustCompile(`operator \(token [0-9a-f]{8}\)`).MatchString(out) {
+		t.Errorf("flows cancel: %v\n%s\nwant the timeline with the operator's cancel and reason", err, out)
+	}
+	out, err = flows(operator, "retry", bobs, "--new", "--reason", "second try")
+	if err != nil || !strings.Contains(out, "Retry of") || !strings.Contains(out, bobs) || !strings.Contains(out, "pending") {
+		t.Errorf("flows retry --new: %v\n%s\nwant the new attempt", err, out)
+	}
+
+	out, err = flows(operator, "show", alices)
+	if err != nil || !strings.Contains(out, "TIME") || !strings.Contains(out, "created") || !strings.Contains(out, "service") {
+		t.Errorf("flows show: %v\n%s\nwant the timeline", err, out)
+	}
+	out, err = flows(operator, "summary")
+	if err != nil || !regexp.MustCompile(`(?m)^pending\s+2\s+0\s+2m00s$`).MatchString(out) {
+		t.Errorf("flows summary: %v\n%s\nwant 2 pending, none stuck, after 2m00s", err, out)
+	}
+
+	for name, args := range map[string][]string{
+		"unknown ID":   {"show", "AAAAAAAAAAAAAAAAAAAAAAAAAA"},
+		"bad filter":   {"list", "--state", "stuck"},
+		"two IDs":      {"show", alices, bobs},
+		"bad token":    {"list"},
+		"no such verb": {"frobnicate"},
+	} {
+		token := operator
+		if name == "bad token" {
+			token = "not-a-token"
+		}
+		if out, err := flows(token, args...); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v\n%s; want an error of one line", name, err, out)
+		}
+	}
+	if _, err := flows("", "list"); err == nil || !strings.Contains(err.Error(), "URLFLOW_TOKEN") {
+		t.Errorf("no token: %v, want an error naming URLFLOW_TOKEN", err)
+	}
+}
+
+func TestAgesArePrintedInTwoUnits(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0s", 45 * time.Second: "45s", 3*time.Minute + 12*time.Second: "3m12s", 2*time.Hour + 5*time.Minute: "2h05m",
+		50 * time.Hour: "2d02h", -time.Second: "0s",
+	} {
+		if got := Age(d); got != want {
+			t.Errorf("Age(%s) = %q, want %q", d, got, want)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+// Package opsclient is the client of urlflow's API that the commands for operators
+// (urlflow flows ...) use: it lists, reads, cancels and retries elicitations with an
+// operator token, and turns every refusal into an error that says what the server said.
+package opsclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/urlflow/urlflow/state/flow"
+)
+
+// Elicitation is one elicitation with its history, as the API shows it.
+type Elicitation = flow.View
+
+// Listed is one elicitation of a listing.
+type Listed = flow.Listed
+
+// Summary counts the elicitations that need attention.
+type Summary = flow.Summary
+
+// RunningStates are the running states, in the order of the state table.
+var RunningStates = func() []flow.Stuck {
+	var out []flow.Stuck
+	for _, st := range flow.States {
+		if !st.Terminal() {
+			out = append(out, flow.Stuck(st))
+		}
+	}
+	return out
+}()
+
+// maxPages bounds a listing (at 500 a page, a million elicitations).
+const maxPages = 2000
+
+// Client sends requests to one urlflow with one token.
+type Client struct {
+	server string
+	token  string
+	http   *http.Client
+}
+
+// New returns a client of the urlflow whose public URL is server, with token.
+func New(server, token string) *Client {
+	return &Client{server: strings.TrimRight(server, "/"), token: token, http: &http.Client{Timeout: time.Minute}}
+}
+
+// List returns every elicitation that the filters of query select, oldest first, reading
+// page after page.
+func (c *Client) List(ctx context.Context, query url.Values) ([]Listed, error) {
+	query.Set("limit", "500")
+	all := []Listed{}
+	for range maxPages {
+		var page flow.Listing
+		if err := c.do(ctx, http.MethodGet, "/api/v1/elicitations?"+query.Encode(), nil, &page); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Elicitations...)
+		if page.Next == "" {
+			return all, nil
+		}
+		query.Set("cursor", page.Next)
+	}
+	return nil, fmt.Errorf("the listing did not end after %d pages", maxPages)
+}
+
+// Summary returns the counts of running, owed and stuck elicitations.
+func (c *Client) Summary(ctx context.Context) (*Summary, error) {
+	var s Summary
+	return &s, c.do(ctx, http.MethodGet, "/api/v1/elicitations/summary", nil, &s)
+}
+
+// Get returns elicitation id with its history.
+func (c *Client) Get(ctx context.Context, id string) (*Elicitation, error) {
+	var e Elicitation
+	return &e, c.do(ctx, http.MethodGet, "/api/v1/elicitations/"+url.PathEscape(id), nil, &e)
+}
+
+// Cancel ends running elicitation id as cancelled, for reason.
+func (c *Client) Cancel(ctx context.Context, id, reason string) (*Elicitation, error) {
+	var e Elicitation
+	return &e, c.do(ctx, http.MethodPost, "/api/v1/elicitations/"+url.PathEscape(id)+"/cancel", map[string]any{"reason": reason}, &e)
+}
+
+// Retry sends the completion notification of ended elicitation id again or, with
+// newAttempt, starts a new attempt of it, for reason; it returns the elicitation, or the
+// new attempt.
+func (c *Client) Retry(ctx context.Context, id string, newAttempt bool, reason string) (*Elicitation, error) {
+	var e Elicitation
+	return &e, c.do(ctx, http.MethodPost, "/api/v1/elicitations/"+url.PathEscape(id)+"/retry", map[string]any{"reason": reason, "new": newAttempt}, &e)
+}
+
+// Error is a refusal of the server.
+type Error struct {
+	Status  int
+	Message string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+}
+
+// do sends a request with body (JSON, or none if nil) and decodes the answer into out.
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	if c.token == "" {
+		return errors.New("no token: set URLFLOW_TOKEN to an operator token")
+	}
+	var reader io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		reader = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.server+path, reader)
+	if err != nil {
+		return fmt.Errorf("server %q: %w", c.server, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach urlflow at %s: %w", c.server, errors.Unwrap(err))
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("read the answer of %s: %w", c.server, err)
+	}
+	if resp.StatusCode >= 300 {
+		var refusal struct {
+			Error   string `json:"error"`
+			Message string `json:"message"`
+			State   string `json:"state"`
+		}
+		json.Unmarshal(answer, &refusal)
+		msg := refusal.Error
+		switch {
+		case msg == "" && refusal.Message != "":
+			msg = refusal.Message
+		case msg == "" && resp.StatusCode == http.StatusNotFound && refusal.State == string(flow.Unknown):
+			msg = "no such elicitation"
+		case msg == "":
+			msg = strings.TrimSpace(string(answer))
+		}
+		return &Error{Status: resp.StatusCode, Message: msg}
+	}
+	if err := json.Unmarshal(answer, out); err != nil {
+		return fmt.Errorf("the answer of %s is not what urlflow answers: %w", c.server, err)
+	}
+	return nil
+}
