@@ -33,6 +33,7 @@ import (
 	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
@@ -58,6 +59,7 @@ type fixture struct {
 	ctx       context.Context
 	store     *flow.Store
 	creds     *credentials.Store
+	trail     *audit.Trail
 	hub       *flow.Hub
 	vault     *vault.Vault
 	keeper    *thirdparty.Keeper
@@ -131,8 +133,9 @@ func newFixture(t *testing.T, configure ...func(*Options)) *fixture {
 	skew := new(atomic.Int64)
 	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	count := counters.New(rdb, log)
-	store := flow.NewStore(rdb, flow.StoreOptions{Logger: log, Now: now, Counters: count})
-	creds := credentials.NewStore(rdb, credentials.Options{Logger: log, Now: now})
+	trail := audit.New(rdb, audit.Options{Logger: log, Now: now})
+	store := flow.NewStore(rdb, flow.StoreOptions{Logger: log, Now: now, Counters: count, Audit: trail})
+	creds := credentials.NewStore(rdb, credentials.Options{Logger: log, Now: now, Audit: trail})
 	hub := flow.NewHub(rdb, log)
 	vault := vault.NewVault(ring)
 	keeper := thirdparty.NewKeeper(creds, vault, count, log)
@@ -159,7 +162,7 @@ func newFixture(t *testing.T, configure ...func(*Options)) *fixture {
 	case <-time.After(waitLimit):
 		t.Fatal("the hub did not subscribe to Redis")
 	}
-	f := &fixture{t: t, ctx: ctx, store: store, creds: creds, hub: hub, vault: vault, keeper: keeper, providers: providers,
+	f := &fixture{t: t, ctx: ctx, store: store, creds: creds, trail: trail, hub: hub, vault: vault, keeper: keeper, providers: providers,
 		server: server, opts: opts, logs: logs, redis: rs, skew: skew}
 	f.shutdown = func() {
 		stopRun()

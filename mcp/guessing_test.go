@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/demoapi"
 	"github.com/urlflow/urlflow/state"
-	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/flow"
 )
 
@@ -67,9 +68,9 @@ func TestARequestCarryingTheStoredSecretIsRefusedAndLocksIt(t *testing.T) {
 	if err != nil || !cred.Locked() || cred.LockReason != "a call_api request carried it in its body" {
 		t.Fatalf("credential after the refusal: %+v %v", cred, err)
 	}
-	audit, err := f.creds.AuditLog(f.ctx, alice)
-	if err != nil || audit[len(audit)-1].Event != credentials.AuditLocked || audit[len(audit)-1].Actor != state.ActorClient {
-		t.Fatalf("audit: %+v %v", audit, err)
+	trail, err := f.trail.Read(f.ctx, time.Time{})
+	if err != nil || len(trail) == 0 || trail[len(trail)-1].Event != audit.CredentialLocked || trail[len(trail)-1].Actor != state.ActorClient {
+		t.Fatalf("audit: %+v %v", trail, err)
 	}
 	if n := f.counter(`urlflow_secret_in_request_total{kind="secret"}`); n != 1 {
 		t.Fatalf("counted %d refusals, want 1", n)

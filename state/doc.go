@@ -3,9 +3,10 @@
 // who caused an event (Actor) and a secret that never prints (Secret) live here; each store
 // is a package of its own below it:
 //
-//   - flow: elicitations, their state machine and history, completion deliveries and the
-//     change events that wake waiters;
-//   - credentials: stored secrets and grants, their audit log and refresh locks;
+//   - flow: elicitations, their state machine and history, completion deliveries, the
+//     change events that wake waiters, and the listing indexes;
+//   - credentials: stored secrets and grants, and their refresh locks;
+//   - audit: the audit trail of the deployment;
 //   - vault: the key ring and the sealing of credentials;
 //   - browsersession: the data of browser sessions;
 //   - ratelimit: per-user rate limits;

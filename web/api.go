@@ -149,6 +149,7 @@ func (s *Server) apiCancel(c echo.Context) error {
 	if !change.Changed() {
 		return s.conflict(c, change.Elicitation, "this request has already ended")
 	}
+	s.operatorAction(c.Request().Context(), who, change.Elicitation, "cancel", cancel)
 	return s.answer(c, http.StatusOK, change.Elicitation)
 }
 
@@ -241,17 +242,18 @@ func (s *Server) apiRetry(c echo.Context) error {
 		if err != nil {
 			return err
 		}
+		s.operatorAction(ctx, who, e, "retry_new", retry)
 		c.Response().Header().Set(echo.HeaderLocation, "/api/v1/elicitations/"+next.ID)
 		return s.answer(c, http.StatusCreated, next)
 	case req.New:
 		return s.conflict(c, e, "this request is complete: there is nothing to try again")
 	}
-	return s.resend(c, retry, e)
+	return s.resend(c, who, retry, e)
 }
 
 // resend asks the replica holding e's session to send its completion notification again,
 // and waits briefly for the attempt so that the answer carries its outcome.
-func (s *Server) resend(c echo.Context, act flow.Act, e *flow.Elicitation) error {
+func (s *Server) resend(c echo.Context, who identity.Caller, act flow.Act, e *flow.Elicitation) error {
 	ctx := c.Request().Context()
 	if e.SessionID == "" {
 		return s.conflict(c, e, "this request has no client session to notify")
@@ -268,6 +270,7 @@ func (s *Server) resend(c echo.Context, act flow.Act, e *flow.Elicitation) error
 	if err != nil {
 		return err
 	}
+	s.operatorAction(ctx, who, e, "resend_notification", act)
 	deadline := time.NewTimer(deliveryWait)
 	defer deadline.Stop()
 	for e.Delivery.Attempts == before {

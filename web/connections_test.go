@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
 )
@@ -43,8 +44,8 @@ func TestTheConnectionsPageShowsWhatEachHolderUsesAndRemovesIt(t *testing.T) {
 	if _, err := f.creds.Get(t.Context(), f.user("alice"), demoSlot); err != nil {
 		t.Errorf("urlflow's own key went too: %v", err)
 	}
-	log, _ := f.creds.AuditLog(t.Context(), f.user("alice"))
-	if last := log[len(log)-1]; last.Event != credentials.AuditDeleted || last.Name != weatherName || last.Reason != "removed on the connections page" {
+	log := f.audited(t, "alice")
+	if last := log[len(log)-1]; last.Event != audit.CredentialDeleted || last.Credential != weatherName || last.Reason != "removed on the connections page" {
 		t.Errorf("the audit log ends with %+v", last)
 	}
 	b.post("/connections/remove", url.Values{"name": {weatherName}, "csrf": {page.csrf(t)}}).want(t, http.StatusOK, "Nothing was removed")

@@ -36,6 +36,7 @@ import (
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/browsersession"
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
@@ -123,6 +124,7 @@ type fixture struct {
 	redis         *redistest.Server
 	store         *flow.Store
 	creds         *credentials.Store
+	trail         *audit.Trail
 	sessions      *browsersession.Store
 	counters      *counters.Counters
 	vault         *vault.Vault
@@ -174,8 +176,9 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	clock := &testClock{}
 	count := counters.New(rdb, log)
 	serviceCatalog, serviceKeys := testServices(t, opts.provider != nil)
-	store := flow.NewStore(rdb, flow.StoreOptions{Now: clock.Now, Logger: log, Counters: count, Webhooks: serviceCatalog.HasWebhook})
-	creds := credentials.NewStore(rdb, credentials.Options{Now: clock.Now, Logger: log})
+	trail := audit.New(rdb, audit.Options{Now: clock.Now, Logger: log, Replica: "test-replica"})
+	store := flow.NewStore(rdb, flow.StoreOptions{Now: clock.Now, Logger: log, Counters: count, Webhooks: serviceCatalog.HasWebhook, Audit: trail})
+	creds := credentials.NewStore(rdb, credentials.Options{Now: clock.Now, Logger: log, Audit: trail})
 	sessions := browsersession.NewStore(rdb)
 	hub := flow.NewHub(rdb, log)
 	if opts.notifier != nil {
@@ -213,7 +216,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{
-		URL: baseURL, redis: redis, store: store, creds: creds, sessions: sessions, counters: count, vault: vault, clock: clock,
+		URL: baseURL, redis: redis, store: store, creds: creds, trail: trail, sessions: sessions, counters: count, vault: vault, clock: clock,
 		mcp: &mcpProbe{}, logs: logs, operatorToken: "operator-" + rand.Text(), readOnlyToken: "reader-" + rand.Text(),
 	}
 	resource := publicURL.JoinPath("mcp").String()
@@ -266,7 +269,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	f.server = New(Options{
 		Services: f.services, ServiceUsers: serviceUsers,
 		PublicURL: publicURL, Flows: store, Hub: hub, Credentials: creds, Vault: vault, Keys: keys, Slots: catalog,
-		Sessions: sessions, Limiter: ratelimit.NewLimiter(rdb, clock.Now), Counters: count,
+		Sessions: sessions, Limiter: ratelimit.NewLimiter(rdb, clock.Now), Counters: count, Audit: trail,
 		Verifier: verifier, Operators: identity.NewOperators([]string{f.operatorToken}, []string{f.readOnlyToken}), Dev: f.dev, SignIn: signIn,
 		Issuer: issuer, RequiredScopes: opts.requiredScopes, MCP: f.mcp,
 		Upstream: upstream.New(nil), Providers: providers, Keeper: thirdparty.NewKeeper(creds, vault, count, log), DemoAPI: f.demoAPI(),
@@ -412,6 +415,22 @@ func (f *fixture) user(name string) state.User {
 		return state.User{Issuer: f.issuer.URL, Subject: name}
 	}
 	return f.dev.User(name)
+}
+
+// audited returns the events of the audit trail about development user name, in order.
+func (f *fixture) audited(t testing.TB, name string) []audit.Event {
+	t.Helper()
+	all, err := f.trail.Read(t.Context(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []audit.Event
+	for _, e := range all {
+		if e.UserKey == f.user(name).Key() {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // token returns a bearer token for user name: a development token, or with the oidc

@@ -37,6 +37,8 @@ type openAPI struct {
 
 // loadOpenAPI loads and validates docs/openapi.yaml, once.
 var loadOpenAPI = sync.OnceValues(func() (*openAPI, error) {
+	// The audit export is JSON Lines, which the description calls a string.
+	openapi3filter.RegisterBodyDecoder("application/x-ndjson", openapi3filter.FileBodyDecoder)
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromFile(openAPIFile)
 	if err != nil {

@@ -218,6 +218,7 @@ func (s *Server) elicitationFor(c echo.Context, v *visitor) (*flow.Elicitation, 
 		s.log.WarnContext(ctx, "elicitation opened by another user; refused as possible phishing",
 			"elicitation_id", e.ID, "user", v.user.Key(), "owner", e.User.Key())
 		s.opts.Counters.Add(ctx, "urlflow_phishing_refusals_total")
+		s.refusedIdentity(c.Request(), v.user, e.ID, "opened another user's elicitation link; refused as possible phishing")
 		p, err := s.page(c, v, "This link is not for you")
 		if err != nil {
 			return nil, err

@@ -45,6 +45,7 @@ func (s *Server) allow(ctx context.Context, user state.User, what string, l rate
 	if d.Allowed {
 		return nil
 	}
+	s.rateLimited(ctx, user, what)
 	if d.FirstRefusal {
 		s.log.WarnContext(ctx, "rate limit reached", "what", what, "user", user.Key(), "limit", l.Events,
 			"window", l.Window.String(), "retry_after", d.RetryAfter.String())

@@ -26,6 +26,7 @@ import (
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/browsersession"
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
@@ -50,6 +51,9 @@ type Options struct {
 	Sessions *browsersession.Store
 	Limiter  *ratelimit.Limiter
 	Counters *counters.Counters
+	// Audit receives sign-ins, refused identities, rate-limit refusals and operators'
+	// actions; nothing is audited if nil.
+	Audit *audit.Trail
 	// Keys derives the cookie and CSRF keys.
 	Keys      *vault.KeyRing
 	Slots     *slots.Catalog
@@ -198,7 +202,7 @@ func (s *Server) routes() {
 		Failures: s.opts.RateLimits.BadTokens.Events, Window: s.opts.RateLimits.BadTokens.Window,
 	}, s.opts.TrustedProxies.ClientAddr)
 	bearer := identity.BearerOptions{ResourceMetadataURL: s.resourceMetadataURL(), Scopes: s.opts.RequiredScopes,
-		BadTokens: badTokens, Logger: s.log}
+		BadTokens: badTokens, Refused: s.refusedToken, Logger: s.log}
 	verifier := s.verifier
 	mcp := identity.RequireBearer(verifier, bearer)(s.limitMCP(identity.ForSDK(s.opts.MCP)))
 	e.Any("/mcp", echo.WrapHandler(mcp))
@@ -230,6 +234,7 @@ func (s *Server) routes() {
 	api.POST("/proxy", s.apiProxy)
 	api.POST("/release", s.apiRelease)
 	api.GET("/events", s.apiEvents)
+	api.GET("/audit", s.apiAudit)
 	api.GET("/elicitations/:id", s.apiStatus)
 	api.POST("/elicitations/:id/cancel", s.apiCancel)
 	api.POST("/elicitations/:id/retry", s.apiRetry)

@@ -94,10 +94,12 @@ func (s *Server) signInCallback(c echo.Context) error {
 	who, err := s.opts.SignIn.Finish(ctx, attempt, c.QueryParams())
 	switch {
 	case errors.Is(err, identity.ErrSignInDenied):
+		s.refusedIdentity(c.Request(), state.User{}, "", "sign-in refused or cancelled at the issuer")
 		return echo.NewHTTPError(http.StatusForbidden, "You were not signed in: the sign-in was refused or cancelled at "+
 			"your organisation's sign-in page. Nothing was changed. Open your link again to retry.")
 	case errors.Is(err, identity.ErrSignInState):
 		s.log.WarnContext(ctx, "sign-in answer refused", "err", err)
+		s.refusedIdentity(c.Request(), state.User{}, "", "sign-in answer already used, expired, or of another browser")
 		return echo.NewHTTPError(http.StatusBadRequest, "This sign-in answer was already used, has expired, or belongs to "+
 			"another browser. Nothing was changed. Open your link again to sign in.")
 	case err != nil:
@@ -124,6 +126,7 @@ func (s *Server) signInAs(c echo.Context, v *visitor, user state.User, name stri
 		return err
 	}
 	s.log.InfoContext(c.Request().Context(), "browser signed in", "user", user.Key(), "development", s.opts.Dev != nil)
+	s.signedIn(c.Request().Context(), user)
 	return nil
 }
 

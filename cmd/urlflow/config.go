@@ -24,6 +24,7 @@ import (
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/state/ratelimit"
 	"github.com/urlflow/urlflow/state/vault"
@@ -53,9 +54,13 @@ type config struct {
 	OperatorReadOnlyTokens []string
 	// StuckAfter are the thresholds of stuck flows (operators.stuck_after in YAML).
 	StuckAfter flow.StuckAfter
-	Style      mcp.Style
-	TTL        time.Duration
-	RateLimits web.RateLimits
+	// AuditRetention and AuditMaxEntries bound the audit trail (URLFLOW_AUDIT_RETENTION,
+	// URLFLOW_AUDIT_MAX_ENTRIES).
+	AuditRetention  time.Duration
+	AuditMaxEntries int64
+	Style           mcp.Style
+	TTL             time.Duration
+	RateLimits      web.RateLimits
 	// DebugAddr, when set, is the loopback address of the profiling listener
 	// (net/http/pprof); empty means none.
 	DebugAddr string
@@ -354,6 +359,23 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 		default:
 			cfg.BodyReadTimeout = d
 		}
+	}
+
+	cfg.AuditRetention = audit.DefaultRetention
+	if v := pick("", getenv, "URLFLOW_AUDIT_RETENTION", ""); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Hour || d > 3650*24*time.Hour {
+			problem("URLFLOW_AUDIT_RETENTION: want a duration from 1h to 87600h (ten years), got %q", v)
+		}
+		cfg.AuditRetention = d
+	}
+	cfg.AuditMaxEntries = audit.DefaultMaxEntries
+	if v := pick("", getenv, "URLFLOW_AUDIT_MAX_ENTRIES", ""); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 10_000 || n > 1_000_000_000 {
+			problem("URLFLOW_AUDIT_MAX_ENTRIES: want a number from 10000 to 1000000000, got %q", v)
+		}
+		cfg.AuditMaxEntries = n
 	}
 
 	if mode == "serve" {

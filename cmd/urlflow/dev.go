@@ -24,6 +24,7 @@ import (
 	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/browsersession"
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
@@ -208,9 +209,10 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	log = log.With("replica", replica)
 	count := counters.New(rdb, log)
 	limiter := ratelimit.NewLimiter(rdb, nil)
+	trail := audit.New(rdb, audit.Options{Retention: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries, Replica: replica, Logger: log})
 	flows := flow.NewStore(rdb, flow.StoreOptions{Logger: log, Counters: count, IDKeys: cfg.Keys.DeriveAll("elicitation id"),
-		Webhooks: cfg.Services.HasWebhook, StuckAfter: cfg.StuckAfter})
-	creds := credentials.NewStore(rdb, credentials.Options{Logger: log})
+		Webhooks: cfg.Services.HasWebhook, StuckAfter: cfg.StuckAfter, Audit: trail})
+	creds := credentials.NewStore(rdb, credentials.Options{Logger: log, Audit: trail})
 	hub := flow.NewHub(rdb, log)
 	seals := vault.NewVault(cfg.Keys)
 	keeper := thirdparty.NewKeeper(creds, seals, count, log)
@@ -227,7 +229,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	})
 	webServer := web.New(web.Options{
 		PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
-		Sessions: browsersession.NewStore(rdb), Limiter: limiter, Counters: count,
+		Sessions: browsersession.NewStore(rdb), Limiter: limiter, Counters: count, Audit: trail,
 		Slots: cfg.Slots, Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens, cfg.OperatorReadOnlyTokens),
 		Services: cfg.Services, ServiceUsers: users, StatusWaitLimit: cfg.Waits.StatusLimit,
 		Dev: id.dev, DevServiceKeys: id.serviceKeys, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,
@@ -255,6 +257,15 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	g.Go(func() error { mcpServer.Run(ctx); return nil })
 	g.Go(func() error { hub.Run(ctx); return nil })
 	g.Go(func() error { count.Run(ctx); return nil })
+	g.Go(func() error { trail.Run(ctx); return nil })
+	g.Go(func() error {
+		if moved, err := creds.MoveAuditLogs(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("moving the users' audit logs into the audit trail failed; the next start tries again", "err", err)
+		} else if moved {
+			log.Info("the users' audit logs of an earlier urlflow moved into the audit trail")
+		}
+		return nil
+	})
 	g.Go(func() error { limiter.Run(ctx, log); return nil })
 	g.Go(func() error { webhooks.Run(ctx); return nil })
 	g.Go(func() error { return serveHTTP(ctx, listener, webServer.Handler(), log) })

@@ -137,6 +137,36 @@ func runFlows(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	return fmt.Errorf("unknown command %q of urlflow flows", cmd)
 }
 
+const auditUsage = `usage: urlflow audit export --since T [--until T]
+
+Writes the audit trail of a running urlflow (--server, or URLFLOW_SERVER) from T to T as
+JSON Lines, with an operator token (URLFLOW_TOKEN). T is an RFC 3339 time
+(2026-12-01T00:00:00Z) or a duration before now (24h).
+`
+
+// runAudit runs "urlflow audit export".
+func runAudit(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "export" {
+		fmt.Fprint(stderr, auditUsage)
+		if len(args) == 0 {
+			return flag.ErrHelp
+		}
+		return fmt.Errorf("unknown command %q of urlflow audit", args[0])
+	}
+	fs := flag.NewFlagSet("urlflow audit export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	conn := connectionFlags(fs, getenv)
+	since := fs.String("since", "", "from this time (RFC 3339) or this long ago (24h); required")
+	until := fs.String("until", "", "to this time or this long ago; default now")
+	if _, err := parseFlags(fs, args[1:], 0); err != nil {
+		return err
+	}
+	if *since == "" {
+		return errors.New("--since is required: a time (2026-12-01T00:00:00Z) or a duration before now (24h)")
+	}
+	return conn.client().ExportAudit(ctx, *since, *until, stdout)
+}
+
 // connection is where the commands for operators send their requests, and with what token.
 type connection struct {
 	server, token *string

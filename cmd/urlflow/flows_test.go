@@ -134,6 +134,27 @@ func TestTheFlowsCommandsWorkAgainstARunningServer(t *testing.T) {
 	if _, err := flows("", "list"); err == nil || !strings.Contains(err.Error(), "URLFLOW_TOKEN") {
 		t.Errorf("no token: %v, want an error naming URLFLOW_TOKEN", err)
 	}
+
+	// The audit trail holds the operator's cancel, with the reason.
+	var out2, errOut bytes.Buffer
+	env := envOf(map[string]string{"URLFLOW_SERVER": "http://" + addr, "URLFLOW_TOKEN": reader})
+	if err := run(t.Context(), []string{"audit", "export", "--since", "1h"}, env, &out2, &errOut); err != nil {
+		t.Fatalf("audit export: %v\n%s", err, errOut.String())
+	}
+	found := false
+	for _, line := range strings.Split(strings.TrimSpace(out2.String()), "\n") {
+		var e struct{ Event, Cause, Reason, By, ElicitationID string }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("audit export line %q: %v", line, err)
+		}
+		found = found || e.Event == "operator_action" && e.Cause == "cancel" && e.Reason == "user asked on the helpdesk" && e.ElicitationID == bobs
+	}
+	if !found {
+		t.Errorf("the audit export has no operator action for the cancel:\n%s", out2.String())
+	}
+	if err := run(t.Context(), []string{"audit", "export"}, env, &out2, &errOut); err == nil || !strings.Contains(err.Error(), "--since") {
+		t.Errorf("audit export without --since: %v", err)
+	}
 }
 
 func TestAgesArePrintedInTwoUnits(t *testing.T) {

@@ -6,6 +6,7 @@
 //	urlflow version   print the version
 //	urlflow service-key   a new key for a delegating MCP server, and its keys_file line
 //	urlflow flows     find, read, cancel and retry flows of a running urlflow (operators)
+//	urlflow audit export  the audit trail of a running urlflow, as JSON Lines (operators)
 package main
 
 import (
@@ -48,6 +49,8 @@ commands:
             make a key for a delegating MCP server and the digest line for its keys_file
   flows     for operators: list, summary, show, cancel, retry the flows of a running
             urlflow ("urlflow flows" says more)
+  audit export --since T [--until T]
+            for operators: the audit trail of a running urlflow, as JSON Lines
 
 Run "urlflow dev -h" for the flags; every setting is also an environment variable (README).
 `
@@ -64,6 +67,8 @@ func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Write
 		return runServe(ctx, args[1:], getenv, stdout, stderr)
 	case "flows":
 		return runFlows(ctx, args[1:], getenv, stdout, stderr)
+	case "audit":
+		return runAudit(ctx, args[1:], getenv, stdout, stderr)
 	case "service-key":
 		return runServiceKey(args[1:], stdout)
 	case "version", "-version", "--version":

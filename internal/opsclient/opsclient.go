@@ -48,9 +48,12 @@ type Client struct {
 	http   *http.Client
 }
 
+// requestTimeout bounds a request but an audit export, which takes as long as it takes.
+const requestTimeout = time.Minute
+
 // New returns a client of the urlflow whose public URL is server, with token.
 func New(server, token string) *Client {
-	return &Client{server: strings.TrimRight(server, "/"), token: token, http: &http.Client{Timeout: time.Minute}}
+	return &Client{server: strings.TrimRight(server, "/"), token: token, http: &http.Client{}}
 }
 
 // List returns every elicitation that the filters of query select, oldest first, reading
@@ -98,6 +101,24 @@ func (c *Client) Retry(ctx context.Context, id string, newAttempt bool, reason s
 	return &e, c.do(ctx, http.MethodPost, "/api/v1/elicitations/"+url.PathEscape(id)+"/retry", map[string]any{"reason": reason, "new": newAttempt}, &e)
 }
 
+// ExportAudit writes to w the audit trail from since to until (RFC 3339 times, or
+// durations before now; until may be empty), as the server sends it: JSON Lines.
+func (c *Client) ExportAudit(ctx context.Context, since, until string, w io.Writer) error {
+	q := url.Values{"since": {since}}
+	if until != "" {
+		q.Set("until", until)
+	}
+	resp, err := c.send(ctx, http.MethodGet, "/api/v1/audit?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("read the audit trail from %s: %w", c.server, err)
+	}
+	return nil
+}
+
 // Error is a refusal of the server.
 type Error struct {
 	Status  int
@@ -110,20 +131,40 @@ func (e *Error) Error() string {
 
 // do sends a request with body (JSON, or none if nil) and decodes the answer into out.
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("read the answer of %s: %w", c.server, err)
+	}
+	if err := json.Unmarshal(answer, out); err != nil {
+		return fmt.Errorf("the answer of %s is not what urlflow answers: %w", c.server, err)
+	}
+	return nil
+}
+
+// send sends a request with body (JSON, or none if nil) and returns the answer when it is
+// a success; a refusal is an *Error.
+func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
 	if c.token == "" {
-		return errors.New("no token: set URLFLOW_TOKEN to an operator token")
+		return nil, errors.New("no token: set URLFLOW_TOKEN to an operator token")
 	}
 	var reader io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		reader = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.server+path, reader)
 	if err != nil {
-		return fmt.Errorf("server %q: %w", c.server, err)
+		return nil, fmt.Errorf("server %q: %w", c.server, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	if body != nil {
@@ -131,33 +172,27 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("cannot reach urlflow at %s: %w", c.server, errors.Unwrap(err))
+		return nil, fmt.Errorf("cannot reach urlflow at %s: %w", c.server, errors.Unwrap(err))
+	}
+	if resp.StatusCode < 300 {
+		return resp, nil
 	}
 	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("read the answer of %s: %w", c.server, err)
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var refusal struct {
+		Error   string `json:"error"`
+		Message string `json:"message"`
+		State   string `json:"state"`
 	}
-	if resp.StatusCode >= 300 {
-		var refusal struct {
-			Error   string `json:"error"`
-			Message string `json:"message"`
-			State   string `json:"state"`
-		}
-		json.Unmarshal(answer, &refusal)
-		msg := refusal.Error
-		switch {
-		case msg == "" && refusal.Message != "":
-			msg = refusal.Message
-		case msg == "" && resp.StatusCode == http.StatusNotFound && refusal.State == string(flow.Unknown):
-			msg = "no such elicitation"
-		case msg == "":
-			msg = strings.TrimSpace(string(answer))
-		}
-		return &Error{Status: resp.StatusCode, Message: msg}
+	json.Unmarshal(answer, &refusal)
+	msg := refusal.Error
+	switch {
+	case msg == "" && refusal.Message != "":
+		msg = refusal.Message
+	case msg == "" && resp.StatusCode == http.StatusNotFound && refusal.State == string(flow.Unknown):
+		msg = "no such elicitation"
+	case msg == "":
+		msg = strings.TrimSpace(string(answer))
 	}
-	if err := json.Unmarshal(answer, out); err != nil {
-		return fmt.Errorf("the answer of %s is not what urlflow answers: %w", c.server, err)
-	}
-	return nil
+	return nil, &Error{Status: resp.StatusCode, Message: msg}
 }

@@ -32,8 +32,18 @@ type BearerOptions struct {
 	// BadTokens, when not nil, counts the tokens that do not verify per client address and
 	// refuses to check more from an address over its limit. /mcp and the API share one.
 	BadTokens *BadTokens
+	// Refused, when not nil, is told of every token refused as not valid or without the
+	// scopes, with why (never the token): the audit trail's refused identities.
+	Refused func(r *http.Request, why string)
 	// Logger receives why a token could not be checked; slog.Default() if nil.
 	Logger *slog.Logger
+}
+
+// refused tells opts.Refused of a refused token.
+func (opts BearerOptions) refused(r *http.Request, why string) {
+	if opts.Refused != nil {
+		opts.Refused(r, why)
+	}
 }
 
 // ServiceKeys recognises the keys of delegating services (package services).
@@ -108,6 +118,7 @@ func RequireBearer(v Verifier, opts BearerOptions) func(http.Handler) http.Handl
 					log.WarnContext(r.Context(), "bearer tokens of a client not checked: too many did not verify",
 						"client", no.client.String(), "limit", opts.BadTokens.limit.Failures, "window", opts.BadTokens.limit.Window.String())
 				}
+				opts.refused(r, "bearer token not checked: too many that did not verify came from this address")
 				retry := retryAfterSeconds(no.retryAfter)
 				w.Header().Set("Retry-After", retry)
 				refuse(w, http.StatusTooManyRequests, "",
@@ -119,6 +130,7 @@ func RequireBearer(v Verifier, opts BearerOptions) func(http.Handler) http.Handl
 			case errors.Is(err, ErrInvalidToken):
 				opts.BadTokens.failed(r)
 				reason := strings.TrimPrefix(err.Error(), ErrInvalidToken.Error()+": ")
+				opts.refused(r, "bearer token not valid: "+reason)
 				refuse(w, http.StatusUnauthorized, opts.challenge(`error="invalid_token", error_description=`+quote(reason)),
 					"the bearer token is not valid: "+reason)
 				return
@@ -133,6 +145,7 @@ func RequireBearer(v Verifier, opts BearerOptions) func(http.Handler) http.Handl
 				// Exchanged for another party (RFC 8693), which holds it: evidence of the user
 				// that a delegating service may send (web: Urlflow-User-Token), never its own
 				// authentication.
+				opts.refused(r, "bearer token exchanged for another party (act)")
 				refuse(w, http.StatusUnauthorized, opts.challenge(`error="invalid_token", error_description="a token exchanged for another party (act) is not accepted here"`),
 					"the bearer token is not valid: a token exchanged for another party (act) is not accepted here")
 				return
@@ -142,6 +155,7 @@ func RequireBearer(v Verifier, opts BearerOptions) func(http.Handler) http.Handl
 					service, ok = opts.Services.ServiceOfClient(claims.ClientID)
 				}
 				if !ok {
+					opts.refused(r, "a client's own token, of no service")
 					refuse(w, http.StatusUnauthorized, opts.challenge(`error="invalid_token", error_description="a client's own token names no user"`),
 						"the bearer token is not valid: a client's own token (client credentials) names no user")
 					return
@@ -150,6 +164,7 @@ func RequireBearer(v Verifier, opts BearerOptions) func(http.Handler) http.Handl
 				return
 			}
 			if missing := missingScopes(claims.Scopes, opts.Scopes); len(missing) > 0 {
+				opts.refused(r, "bearer token lacks the scopes "+strings.Join(missing, ", "))
 				refuse(w, http.StatusForbidden,
 					opts.challenge(`error="insufficient_scope", scope=`+quote(strings.Join(opts.Scopes, " "))),
 					"the token lacks the scopes "+strings.Join(missing, ", "))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
@@ -32,6 +33,7 @@ type keeperTest struct {
 	keeper   *Keeper
 	store    *flow.Store
 	creds    *credentials.Store
+	trail    *audit.Trail
 	counters *counters.Counters
 	s        *standIn
 	acme     *Provider
@@ -47,9 +49,10 @@ func newKeeperTest(t testing.TB) *keeperTest {
 	quiet := slog.New(slog.DiscardHandler)
 	count := counters.New(rdb, quiet)
 	store := flow.NewStore(rdb, flow.StoreOptions{Logger: quiet, Counters: count})
-	creds := credentials.NewStore(rdb, credentials.Options{Logger: quiet})
+	trail := audit.New(rdb, audit.Options{Logger: quiet})
+	creds := credentials.NewStore(rdb, credentials.Options{Logger: quiet, Audit: trail})
 	s := newStandIn(t)
-	return &keeperTest{keeper: NewKeeper(creds, vault.NewVault(ring), count, quiet), store: store, creds: creds,
+	return &keeperTest{keeper: NewKeeper(creds, vault.NewVault(ring), count, quiet), store: store, creds: creds, trail: trail,
 		counters: count, s: s, acme: s.provider(t, acmeConfig("post"))}
 }
 
@@ -379,11 +382,11 @@ func TestDisconnectRevokesWhereItCanAndDeletesAnyway(t *testing.T) {
 			if _, err := k.creds.Get(t.Context(), user, k.acme.Name); !errors.Is(err, state.ErrNotFound) {
 				t.Errorf("the connection is still there: %v", err)
 			}
-			log, err := k.creds.AuditLog(t.Context(), user)
-			if err != nil {
-				t.Fatal(err)
+			log, err := k.trail.Read(t.Context(), time.Time{})
+			if err != nil || len(log) == 0 {
+				t.Fatalf("audit trail %v, %v", log, err)
 			}
-			if last := log[len(log)-1]; last.Event != credentials.AuditDeleted || last.Actor != state.ActorClient || last.Name != k.acme.Name {
+			if last := log[len(log)-1]; last.Event != audit.CredentialDeleted || last.Actor != state.ActorClient || last.Credential != k.acme.Name {
 				t.Errorf("audit %+v", last)
 			}
 		})

@@ -20,6 +20,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/vault"
 )
 
@@ -98,34 +99,12 @@ type Connection struct {
 	Weak bool `json:"weak,omitempty"`
 }
 
-// AuditEntry is one line of a user's credential audit log.
-type AuditEntry struct {
-	At     time.Time   `json:"at"`
-	Event  string      `json:"event"`
-	Name   string      `json:"name"`
-	Actor  state.Actor `json:"actor"`
-	Reason string      `json:"reason,omitempty"`
-}
-
-// Audit events.
-const (
-	AuditStored   = "credential_stored"
-	AuditReplaced = "credential_replaced"
-	AuditDeleted  = "credential_deleted"
-	AuditLocked   = "credential_locked"
-	// AuditReleased: the credential itself was given to a delegating service allowed to
-	// receive it (its release setting).
-	AuditReleased = "credential_released"
-)
-
-// auditLength bounds a user's audit log; older entries fall off.
-const auditLength = 1000
-
 // Store keeps credentials in Redis.
 type Store struct {
-	rdb redis.UniversalClient
-	now func() time.Time
-	log *slog.Logger
+	rdb   redis.UniversalClient
+	now   func() time.Time
+	log   *slog.Logger
+	audit *audit.Trail
 }
 
 // Options configure a Store.
@@ -134,11 +113,14 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives what the store logs; slog.Default() if nil.
 	Logger *slog.Logger
+	// Audit receives the credentials released, refreshed, deleted and locked (the step that
+	// completes an elicitation audits the one it stores); nothing is audited if nil.
+	Audit *audit.Trail
 }
 
 // NewStore returns a Store on rdb.
 func NewStore(rdb redis.UniversalClient, opts Options) *Store {
-	s := &Store{rdb: rdb, now: opts.Now, log: opts.Logger}
+	s := &Store{rdb: rdb, now: opts.Now, log: opts.Logger, audit: opts.Audit}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -182,26 +164,17 @@ func namesKey(userKey string) string { return state.UserTag(userKey) + "cs" }
 // useKey names the hash of credential name → time of last use.
 func useKey(userKey string) string { return state.UserTag(userKey) + "cu" }
 
-func auditKey(userKey string) string { return state.UserTag(userKey) + "audit" }
-
 // lockKey names the lock held while one credential is refreshed.
 func lockKey(userKey, name string) string { return state.UserTag(userKey) + "lock:" + name }
 
-func queueAudit(ctx context.Context, p redis.Pipeliner, user state.User, entry AuditEntry) error {
-	line, err := json.Marshal(entry)
-	if err != nil {
-		return fmt.Errorf("encode audit entry: %w", err)
-	}
-	key := auditKey(user.Key())
-	p.RPush(ctx, key, line)
-	p.LTrim(ctx, key, -auditLength, -1)
-	return nil
+// audited records event about user's credential name in the audit trail.
+func (s *Store) audited(ctx context.Context, user state.User, event, name string, actor state.Actor, reason string) {
+	s.audit.Record(ctx, audit.Event{At: s.now().UTC(), Event: event, Credential: name, Actor: actor, Reason: reason}.About(user))
 }
 
-// Queue queues on p the writes that store c for user, with its audit entry; replaced says
-// whether it replaces a credential of the same name. Package flow calls it inside the
-// atomic step that completes c's elicitation.
-func Queue(ctx context.Context, p redis.Pipeliner, user state.User, c *Credential, replaced bool) error {
+// Queue queues on p the writes that store c for user. Package flow calls it inside the
+// atomic step that completes c's elicitation, which audits it.
+func Queue(ctx context.Context, p redis.Pipeliner, user state.User, c *Credential) error {
 	doc, err := json.Marshal(c)
 	if err != nil {
 		return fmt.Errorf("encode credential %s: %w", c.Name, err)
@@ -210,12 +183,7 @@ func Queue(ctx context.Context, p redis.Pipeliner, user state.User, c *Credentia
 	p.Set(ctx, Key(uk, c.Name), doc, 0)
 	p.SAdd(ctx, namesKey(uk), c.Name)
 	p.HDel(ctx, useKey(uk), c.Name)
-	event := AuditStored
-	if replaced {
-		event = AuditReplaced
-	}
-	return queueAudit(ctx, p, user, AuditEntry{At: c.StoredAt, Event: event, Name: c.Name, Actor: state.ActorUser,
-		Reason: "entered through elicitation " + c.ElicitationID})
+	return nil
 }
 
 // Get returns user's credential name, or state.ErrNotFound.
@@ -268,17 +236,13 @@ func (s *Store) Connections(ctx context.Context, user state.User, weak func(*Cre
 	return out, nil
 }
 
-// Released records in user's audit log that credential name was given to actor, for
+// Released records in the audit trail that user's credential name was given to actor, for
 // reason, and that it was used now.
 func (s *Store) Released(ctx context.Context, user state.User, name string, actor state.Actor, reason string) error {
-	now := s.now().UTC()
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, useKey(user.Key()), name, now.Format(time.RFC3339Nano))
-		return queueAudit(ctx, p, user, AuditEntry{At: now, Event: AuditReleased, Name: name, Actor: actor, Reason: reason})
-	})
-	if err != nil {
-		return fmt.Errorf("audit release of credential %s: %w", name, err)
+	if err := s.Touch(ctx, user, name); err != nil {
+		return err
 	}
+	s.audited(ctx, user, audit.CredentialRelease, name, actor, reason)
 	return nil
 }
 
@@ -308,19 +272,13 @@ func (s *Store) Delete(ctx context.Context, user state.User, name string, actor 
 	if del.Val() == 0 {
 		return false, nil
 	}
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		return queueAudit(ctx, p, user, AuditEntry{At: s.now().UTC(), Event: AuditDeleted, Name: name, Actor: actor, Reason: reason})
-	})
-	if err != nil {
-		return true, fmt.Errorf("audit deletion of credential %s: %w", name, err)
-	}
+	s.audited(ctx, user, audit.CredentialDeleted, name, actor, reason)
 	s.log.InfoContext(ctx, "credential deleted", "user", uk, "credential", name, "actor", actor)
 	return true, nil
 }
 
 // lockScript locks a credential if it is still the one its caller read: the same
-// elicitation stored it. It sets lockedAt and lockReason in its document and appends the
-// audit entry, in one step. It answers 1 if it locked, 0 if the credential is gone or was
+// elicitation stored it. It sets lockedAt and lockReason in its document. It answers 1 if it locked, 0 if the credential is gone or was
 // stored again meanwhile (a new value is not locked for what the old one did), and 2 if it
 // was locked already.
 var lockScript = redis.NewScript(`
@@ -332,46 +290,23 @@ if c.lockedAt then return 2 end
 c.lockedAt = ARGV[2]
 c.lockReason = ARGV[3]
 redis.call("SET", KEYS[1], cjson.encode(c))
-redis.call("RPUSH", KEYS[2], ARGV[4])
-redis.call("LTRIM", KEYS[2], -tonumber(ARGV[5]), -1)
 return 1`)
 
 // Lock locks user's credential c until the user stores it again, recording reason in the
-// credential and, with actor, in the audit log. It locks nothing if the credential was
+// credential and, with actor, in the audit trail. It locks nothing if the credential was
 // deleted or stored again since c was read, and reports whether it locked.
 func (s *Store) Lock(ctx context.Context, user state.User, c *Credential, actor state.Actor, reason string) (bool, error) {
 	now := s.now().UTC()
-	entry, err := json.Marshal(AuditEntry{At: now, Event: AuditLocked, Name: c.Name, Actor: actor, Reason: reason})
-	if err != nil {
-		return false, fmt.Errorf("encode audit entry: %w", err)
-	}
 	uk := user.Key()
-	n, err := lockScript.Run(ctx, s.rdb, []string{Key(uk, c.Name), auditKey(uk)},
-		c.ElicitationID, now.Format(time.RFC3339Nano), reason, entry, auditLength).Int()
+	n, err := lockScript.Run(ctx, s.rdb, []string{Key(uk, c.Name)}, c.ElicitationID, now.Format(time.RFC3339Nano), reason).Int()
 	if err != nil {
 		return false, fmt.Errorf("lock credential %s: %w", c.Name, err)
 	}
 	if n == 1 {
+		s.audited(ctx, user, audit.CredentialLocked, c.Name, actor, reason)
 		s.log.WarnContext(ctx, "credential locked", "user", uk, "credential", c.Name, "actor", actor, "reason", reason)
 	}
 	return n == 1, nil
-}
-
-// AuditLog returns user's credential audit log, oldest first.
-func (s *Store) AuditLog(ctx context.Context, user state.User) ([]AuditEntry, error) {
-	lines, err := s.rdb.LRange(ctx, auditKey(user.Key()), 0, -1).Result()
-	if err != nil {
-		return nil, fmt.Errorf("read audit log: %w", err)
-	}
-	out := make([]AuditEntry, 0, len(lines))
-	for _, l := range lines {
-		var e AuditEntry
-		if err := json.Unmarshal([]byte(l), &e); err != nil {
-			return nil, fmt.Errorf("decode audit log: %w", err)
-		}
-		out = append(out, e)
-	}
-	return out, nil
 }
 
 // Replace stores c in place of user's credential of the same name (a refreshed token),
@@ -389,6 +324,7 @@ func (s *Store) Replace(ctx context.Context, user state.User, c *Credential) err
 	if !ok {
 		return state.ErrNotFound
 	}
+	s.audited(ctx, user, audit.CredentialRefresh, c.Name, state.ActorSystem, "")
 	return nil
 }
 

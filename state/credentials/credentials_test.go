@@ -14,6 +14,7 @@ import (
 
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/vault"
 )
 
@@ -41,15 +42,25 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
+// auditOf returns every event of trail.
+func auditOf(t *testing.T, trail *audit.Trail) []audit.Event {
+	t.Helper()
+	events, err := trail.Read(t.Context(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
+
 func userFor(t *testing.T) state.User {
 	return state.User{Issuer: "https://id.example", Subject: t.Name()}
 }
 
 // store queues c for user in a transaction, as flow does when a flow completes.
-func store(t *testing.T, b *redistest.Backend, user state.User, c *Credential, replaced bool) {
+func store(t *testing.T, b *redistest.Backend, user state.User, c *Credential) {
 	t.Helper()
 	_, err := b.Client.TxPipelined(t.Context(), func(p redis.Pipeliner) error {
-		return Queue(t.Context(), p, user, c, replaced)
+		return Queue(t.Context(), p, user, c)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -72,15 +83,16 @@ func sealed(t *testing.T, user state.User, value string) vault.Sealed {
 func TestCredentialsAreAuditedListedAndDeleted(t *testing.T) {
 	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-		s := NewStore(b.Client, Options{Now: clk.Now, Logger: quiet})
+		trail := audit.New(b.Client, audit.Options{Now: clk.Now, Logger: quiet})
+		s := NewStore(b.Client, Options{Now: clk.Now, Logger: quiet, Audit: trail})
 		user := userFor(t)
 
 		store(t, b, user, &Credential{Name: "demo_api_key", Kind: state.KindSecret, ElicitationID: "E1",
-			StoredAt: clk.Now(), Sealed: sealed(t, user, "one")}, false)
+			StoredAt: clk.Now(), Sealed: sealed(t, user, "one")})
 		clk.Advance(time.Second)
 		second := &Credential{Name: "demo_api_key", Kind: state.KindSecret, ElicitationID: "E2",
 			StoredAt: clk.Now(), Sealed: sealed(t, user, "two")}
-		store(t, b, user, second, true)
+		store(t, b, user, second)
 		if got, err := s.Get(t.Context(), user, "demo_api_key"); err != nil || got.ElicitationID != "E2" {
 			t.Fatalf("Get after the replacement: %+v %v", got, err)
 		}
@@ -111,20 +123,16 @@ func TestCredentialsAreAuditedListedAndDeleted(t *testing.T) {
 		if _, err := s.Get(t.Context(), user, "demo_api_key"); !errors.Is(err, state.ErrNotFound) {
 			t.Fatalf("Get after the deletion: %v", err)
 		}
-		audit, err := s.AuditLog(t.Context(), user)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var events []string
-		for _, a := range audit {
-			events = append(events, a.Event+":"+a.Name)
+		for _, a := range auditOf(t, trail) {
+			events = append(events, a.Event+":"+a.Credential+":"+a.Reason)
 		}
-		want := []string{AuditStored + ":demo_api_key", AuditReplaced + ":demo_api_key", AuditDeleted + ":demo_api_key"}
+		want := []string{audit.CredentialDeleted + ":demo_api_key:disconnect tool"}
 		if !slices.Equal(events, want) {
 			t.Fatalf("audit %v, want %v", events, want)
 		}
-		if audit[2].Actor != state.ActorClient || audit[2].Reason != "disconnect tool" {
-			t.Fatalf("deletion entry: %+v", audit[2])
+		if e := auditOf(t, trail)[0]; e.Actor != state.ActorClient || e.User == nil || e.User.Subject != user.Subject || e.UserKey != user.Key() {
+			t.Fatalf("deletion entry: %+v", e)
 		}
 	})
 }
@@ -136,7 +144,7 @@ func TestReplaceDoesNotUndoADeletion(t *testing.T) {
 		s := NewStore(b.Client, Options{Logger: quiet})
 		user := userFor(t)
 		c := &Credential{Name: "acme", Kind: state.KindOAuth, StoredAt: time.Now().UTC(), Sealed: sealed(t, user, "tok")}
-		store(t, b, user, c, false)
+		store(t, b, user, c)
 		c.Account = "refreshed"
 		if err := s.Replace(t.Context(), user, c); err != nil {
 			t.Fatalf("Replace of a stored credential: %v", err)
@@ -187,11 +195,12 @@ func TestOnlyTheHolderOfALockFreesIt(t *testing.T) {
 func TestALockHoldsUntilTheSecretIsStoredAgainAndIsAudited(t *testing.T) {
 	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-		s := NewStore(b.Client, Options{Now: clk.Now, Logger: quiet})
+		trail := audit.New(b.Client, audit.Options{Now: clk.Now, Logger: quiet})
+		s := NewStore(b.Client, Options{Now: clk.Now, Logger: quiet, Audit: trail})
 		user := userFor(t)
 		stored := &Credential{Name: "demo_api_key", Kind: state.KindSecret, ElicitationID: "E1",
 			StoredAt: clk.Now(), Sealed: sealed(t, user, "one")}
-		store(t, b, user, stored, false)
+		store(t, b, user, stored)
 		before, err := s.Get(t.Context(), user, "demo_api_key")
 		if err != nil {
 			t.Fatal(err)
@@ -226,7 +235,7 @@ func TestALockHoldsUntilTheSecretIsStoredAgainAndIsAudited(t *testing.T) {
 		// Storing it again (the new elicitation) unlocks it; a lock that read the old
 		// credential then locks nothing.
 		store(t, b, user, &Credential{Name: "demo_api_key", Kind: state.KindSecret, ElicitationID: "E2",
-			StoredAt: clk.Now(), Sealed: sealed(t, user, "two")}, true)
+			StoredAt: clk.Now(), Sealed: sealed(t, user, "two")})
 		if c, err := s.Get(t.Context(), user, "demo_api_key"); err != nil || c.Locked() {
 			t.Fatalf("after storing it again: %+v, %v", c, err)
 		}
@@ -237,19 +246,15 @@ func TestALockHoldsUntilTheSecretIsStoredAgainAndIsAudited(t *testing.T) {
 			t.Fatalf("a lock of a missing credential = %v, %v", gone, err)
 		}
 
-		log, err := s.AuditLog(t.Context(), user)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var events []string
-		for _, e := range log {
+		for _, e := range auditOf(t, trail) {
 			events = append(events, e.Event)
 		}
-		want := []string{AuditStored, AuditLocked, AuditReplaced}
+		want := []string{audit.CredentialLocked}
 		if !slices.Equal(events, want) {
 			t.Fatalf("audit %v, want %v", events, want)
 		}
-		if l := log[1]; l.Actor != state.ActorClient || l.Reason != reason || !l.At.Equal(clk.Now()) {
+		if l := auditOf(t, trail)[0]; l.Actor != state.ActorClient || l.Reason != reason || l.Credential != "demo_api_key" {
 			t.Fatalf("lock entry %+v", l)
 		}
 	})
@@ -278,4 +283,37 @@ func TestNamesKeepUrlflowsOwnAsTheyWereAndServicesApart(t *testing.T) {
 			t.Errorf("SplitName(%q) = %q, %q", tc.name, s, target)
 		}
 	}
+}
+
+func TestTheAuditLogsOfAnEarlierUrlflowMoveIntoTheTrailOnce(t *testing.T) {
+	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := t.Context()
+		user := userFor(t)
+		at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		legacy := state.UserTag(user.Key()) + "audit"
+		for _, line := range []string{
+			`{"at":"2026-03-01T12:00:00Z","event":"credential_stored","name":"demo_api_key","actor":"user","reason":"entered through elicitation E1"}`,
+			`{"at":"2026-03-01T12:05:00Z","event":"credential_deleted","name":"demo_api_key","actor":"client","reason":"disconnect tool"}`,
+		} {
+			if err := b.Client.RPush(ctx, legacy, line).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		trail := audit.New(b.Client, audit.Options{Logger: quiet})
+		s := NewStore(b.Client, Options{Logger: quiet, Audit: trail})
+		if did, err := s.MoveAuditLogs(ctx); !did || err != nil {
+			t.Fatalf("MoveAuditLogs = %v, %v", did, err)
+		}
+		got := auditOf(t, trail)
+		if len(got) != 2 || got[0].Event != audit.CredentialStored || !got[0].At.Equal(at) || !got[0].Migrated ||
+			got[0].UserKey != user.Key() || got[1].Reason != "disconnect tool" || got[1].Actor != state.ActorClient {
+			t.Fatalf("moved as %+v", got)
+		}
+		if n, _ := b.Client.Exists(ctx, legacy).Result(); n != 0 {
+			t.Error("the old log is still there")
+		}
+		if did, err := s.MoveAuditLogs(ctx); did || err != nil {
+			t.Errorf("a second MoveAuditLogs = %v, %v; want false, nil", did, err)
+		}
+	})
 }

@@ -52,7 +52,7 @@ func owedKey(bucket int) string {
 func userFlowsKey(userKey string) string { return state.UserTag(userKey) + "flows" }
 
 // indexedKey marks the indexes as complete: every record written before they existed has
-// been added (IndexExisting).
+// been added (IndexExisting, state.Once).
 const indexedKey = state.KeyPrefix + "indexed"
 
 // indexEntry returns the entry of e in a listing index.
@@ -262,60 +262,34 @@ func (s *Store) loadIDs(ctx context.Context, ids []string) ([]*Elicitation, erro
 	return records, nil
 }
 
-// indexRunning says, while IndexExisting runs, that it does; indexDone that it finished.
-const (
-	indexRunning = "running"
-	indexDone    = "done"
-	// indexLease bounds how long a replica that died while indexing holds up the next.
-	indexLease = 10 * time.Minute
-)
+// indexLease bounds how long a replica that died while indexing holds up the next.
+const indexLease = 10 * time.Minute
 
 // IndexExisting adds to the listing indexes every elicitation written before they existed,
-// once per deployment: the first replica to start does it while the others go on (a
-// listing misses those elicitations until it has finished), and it reports whether this
-// call did it. It reads every record with SCAN (on a Cluster, on every primary).
+// once per deployment (state.Once): the first replica to start does it while the others go
+// on (a listing misses those elicitations until it has finished), and it reports whether
+// this call did it. It reads every record's key with SCAN (on a Cluster, on every primary).
 func (s *Store) IndexExisting(ctx context.Context) (bool, error) {
-	won, err := s.rdb.SetNX(ctx, indexedKey, indexRunning, indexLease).Result()
-	if err != nil {
-		return false, fmt.Errorf("index existing elicitations: %w", err)
-	}
-	if !won {
-		return false, nil
-	}
-	scan := func(ctx context.Context, rdb *redis.Client) error {
-		iter := rdb.Scan(ctx, 0, state.KeyPrefix+"{u:*}:e:*", 500).Iterator()
+	did, err := state.Once(ctx, s.rdb, indexedKey, indexLease, func(ctx context.Context) error {
 		var ids []string
-		for iter.Next(ctx) {
-			key := iter.Val()
-			ids = append(ids, key[len(key)-len(entryIDOfKey(key)):])
-			if len(ids) == 500 {
-				if err := s.indexIDs(ctx, ids); err != nil {
-					return err
-				}
-				ids = ids[:0]
+		err := state.ScanKeys(ctx, s.rdb, state.KeyPrefix+"{u:*}:e:*", func(key string) error {
+			ids = append(ids, entryIDOfKey(key))
+			if len(ids) < 500 {
+				return nil
 			}
-		}
-		if err := iter.Err(); err != nil {
+			err := s.indexIDs(ctx, ids)
+			ids = ids[:0]
+			return err
+		})
+		if err != nil {
 			return err
 		}
 		return s.indexIDs(ctx, ids)
-	}
-	switch c := s.rdb.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, scan)
-	case *redis.Client:
-		err = scan(ctx, c)
-	default:
-		err = fmt.Errorf("cannot scan a %T", s.rdb)
-	}
+	})
 	if err != nil {
-		s.rdb.Del(context.WithoutCancel(ctx), indexedKey) // the next start tries again
 		return false, fmt.Errorf("index existing elicitations: %w", err)
 	}
-	if err := s.rdb.Set(ctx, indexedKey, indexDone, 0).Err(); err != nil {
-		return false, fmt.Errorf("index existing elicitations: %w", err)
-	}
-	return true, nil
+	return did, nil
 }
 
 // entryIDOfKey returns the ID at the end of the key of a record.

@@ -17,6 +17,7 @@ import (
 	"github.com/urlflow/urlflow/internal/every"
 	"github.com/urlflow/urlflow/internal/expiring"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
 )
@@ -53,6 +54,9 @@ type StoreOptions struct {
 	// StuckAfter are the thresholds past which a flow is stuck (List, Summarize);
 	// DefaultStuckAfter if zero.
 	StuckAfter StuckAfter
+	// Audit receives every change of state and every credential stored, written with the
+	// step; nothing is audited if nil.
+	Audit *audit.Trail
 }
 
 // Store keeps elicitations and their history in Redis, and stores the credential of a flow
@@ -67,6 +71,7 @@ type Store struct {
 	webhooks  func(service string) bool
 	// stuckAfter are the thresholds of stuck flows.
 	stuckAfter StuckAfter
+	audit      *audit.Trail
 	// cluster is set on a Redis Cluster, where a script cannot write the deadline index
 	// (outside).
 	cluster bool
@@ -114,7 +119,7 @@ func NewStore(rdb redis.UniversalClient, opts StoreOptions) *Store {
 	if s.retention <= 0 {
 		s.retention = DefaultRetention
 	}
-	s.stuckAfter = opts.StuckAfter
+	s.stuckAfter, s.audit = opts.StuckAfter, opts.Audit
 	if s.stuckAfter == (StuckAfter{}) {
 		s.stuckAfter = DefaultStuckAfter
 	}
@@ -233,6 +238,7 @@ func (s *Store) writeNew(ctx context.Context, b *batch, e *Elicitation, entry En
 		p.ZAdd(ctx, deadlinesKey, redis.Z{Score: float64(e.ExpiresAt.UnixMilli()), Member: e.ID})
 	})
 	s.queueIndex(ctx, b, e)
+	s.queueTransitionAudit(ctx, b, e, entry)
 	return s.queueServiceEvent(ctx, b, e, Created, "")
 }
 
@@ -767,15 +773,19 @@ func (s *Store) queueChange(ctx context.Context, p *batch, c Change, ev Event, a
 		now = s.now().UTC()
 	}
 	from := c.From
+	var transition *Entry // the entry that changed the state, when one did
 	if from != Expired && e.State == Expired && ev != DeadlinePassed {
 		// The deadline had passed before ev arrived: record the expiry first.
 		deadline := Entry{At: now, Event: DeadlinePassed, Actor: state.ActorSystem, From: from, To: Expired, Reason: "deadline passed"}
 		if err := s.appendHistory(ctx, p, e, deadline); err != nil {
 			return err
 		}
-		from = Expired
+		from, transition = Expired, &deadline
 	}
 	entry := Entry{At: now, Event: ev, Actor: actor, From: from, To: e.State, Reason: reason, By: cfg.by}
+	if transition == nil {
+		transition = &entry
+	}
 	if err := s.appendHistory(ctx, p, e, entry); err != nil {
 		return err
 	}
@@ -788,10 +798,12 @@ func (s *Store) queueChange(ctx context.Context, p *batch, c Change, ev Event, a
 	if err := s.queueServiceEvent(ctx, p, e, ev, c.From); err != nil {
 		return err
 	}
+	s.queueTransitionAudit(ctx, p, e, *transition)
 	if cfg.credential != nil && e.State == Complete {
-		if err := credentials.Queue(ctx, p, e.User, cfg.credential, cfg.replaced); err != nil {
+		if err := credentials.Queue(ctx, p, e.User, cfg.credential); err != nil {
 			return err
 		}
+		s.queueCredentialAudit(ctx, p, e, cfg.replaced)
 	}
 	if e.State.Terminal() {
 		if err := s.queueWebhook(ctx, p, e); err != nil {
