@@ -237,6 +237,9 @@ func TestServeSignsInRealUsersAndRefusesTheWrongOne(t *testing.T) {
 		t.Fatalf("Bob reading Alice's elicitation got %d", code)
 	}
 	requireNoCanary(t, p.rs, map[string]string{"MCP traffic": alice.Traffic.String(), "urlflow output": p.s.Output()})
+	// After a whole flow and a refusal, /metrics serves everything the alert rules and the
+	// dashboard use.
+	requireServedMetrics(t, p.metrics(t))
 }
 
 // A browser coming back from the provider with an answer that is not its own (replayed,

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/urlflow/urlflow/internal/expiring"
+	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/flow"
 )
@@ -37,6 +39,7 @@ const (
 type notifier struct {
 	store      *flow.Store
 	counters   *counters.Counters
+	metrics    *metrics.Process
 	sessions   *sessionRegistry
 	background *background
 	log        *slog.Logger
@@ -48,8 +51,8 @@ type notifier struct {
 	rechecked *expiring.Map[string, struct{}]
 }
 
-func newNotifier(store *flow.Store, c *counters.Counters, sessions *sessionRegistry, bg *background, log *slog.Logger) *notifier {
-	return &notifier{store: store, counters: c, sessions: sessions, background: bg, log: log, inflight: map[string]chan struct{}{},
+func newNotifier(store *flow.Store, c *counters.Counters, m *metrics.Process, sessions *sessionRegistry, bg *background, log *slog.Logger) *notifier {
+	return &notifier{store: store, counters: c, metrics: m, sessions: sessions, background: bg, log: log, inflight: map[string]chan struct{}{},
 		rechecked: expiring.New[string, struct{}](maxRechecked)}
 }
 
@@ -212,6 +215,7 @@ func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
 	if _, err := n.store.RecordDelivery(ctx, id, sendErr); err != nil {
 		n.log.WarnContext(ctx, "delivery not recorded", "elicitation_id", id, "err", err)
 	}
+	n.metrics.Delivered(sendErr == nil, n.store.Now().Sub(*e.Delivery.QueuedAt))
 	if sendErr != nil {
 		n.counters.Add(ctx, "urlflow_notification_attempts_total", "result", "not_written")
 		n.log.InfoContext(ctx, "completion notification not written; will retry", "elicitation_id", id,

@@ -30,6 +30,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/internal/signed"
+	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/proxy"
@@ -73,9 +74,11 @@ type Options struct {
 	Flows       *flow.Store
 	Credentials *credentials.Store
 	Counters    *counters.Counters
-	Hub         *flow.Hub
-	Vault       *vault.Vault
-	Slots       *slots.Catalog
+	// Metrics receive how long completion notifications wait; nothing is measured if nil.
+	Metrics *metrics.Process
+	Hub     *flow.Hub
+	Vault   *vault.Vault
+	Slots   *slots.Catalog
 	// Providers are the third-party OAuth providers of connect; Keeper keeps their tokens.
 	Providers *thirdparty.Providers
 	Keeper    *thirdparty.Keeper
@@ -180,7 +183,7 @@ func New(opts Options) *Server {
 	s.background = newBackground()
 	s.sessions = newSessionRegistry(opts.Flows, opts.Replica, opts.SessionsPerUser,
 		func() iter.Seq[*sdk.ServerSession] { return s.legacy.Sessions() }, log)
-	s.notifier = newNotifier(opts.Flows, opts.Counters, s.sessions, s.background, log)
+	s.notifier = newNotifier(opts.Flows, opts.Counters, opts.Metrics, s.sessions, s.background, log)
 	opts.Hub.OnNotice(s.notifier.onNotice)
 	opts.Hub.OnNotice(s.offerNewAttempt)
 	opts.Hub.OnNotice(s.sessions.closeEvicted)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/audit"
@@ -19,12 +20,18 @@ import (
 
 // refusedToken audits a bearer token refused by the bearer check, with why.
 func (s *Server) refusedToken(r *http.Request, why string) {
+	s.metrics.Refused(metrics.RefusedBearer)
 	s.opts.Audit.Repeated(r.Context(), audit.Event{Event: audit.IdentityRefused, Address: s.clientAddr(r), Reason: why})
 }
 
 // refusedIdentity audits a refused identity in the browser: user (the zero user when
 // nobody is signed in) refused for why, about elicitation (if any).
 func (s *Server) refusedIdentity(r *http.Request, user state.User, elicitation, why string) {
+	where := metrics.RefusedSignIn
+	if elicitation != "" {
+		where = metrics.RefusedLink
+	}
+	s.metrics.Refused(where)
 	s.opts.Audit.Repeated(r.Context(), audit.Event{Event: audit.IdentityRefused, Actor: state.ActorOther, Elicitation: elicitation,
 		Address: s.clientAddr(r), Reason: why}.About(user))
 }

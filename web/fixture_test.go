@@ -30,6 +30,7 @@ import (
 	"github.com/urlflow/urlflow/demoapi"
 	"github.com/urlflow/urlflow/internal/issuertest"
 	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
@@ -177,7 +178,9 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	count := counters.New(rdb, log)
 	serviceCatalog, serviceKeys := testServices(t, opts.provider != nil)
 	trail := audit.New(rdb, audit.Options{Now: clock.Now, Logger: log, Replica: "test-replica"})
-	store := flow.NewStore(rdb, flow.StoreOptions{Now: clock.Now, Logger: log, Counters: count, Webhooks: serviceCatalog.HasWebhook, Audit: trail})
+	instruments := metrics.New()
+	store := flow.NewStore(rdb, flow.StoreOptions{Now: clock.Now, Logger: log, Counters: count, Webhooks: serviceCatalog.HasWebhook,
+		Audit: trail, Metrics: instruments})
 	creds := credentials.NewStore(rdb, credentials.Options{Now: clock.Now, Logger: log, Audit: trail})
 	sessions := browsersession.NewStore(rdb)
 	hub := flow.NewHub(rdb, log)
@@ -269,7 +272,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	f.server = New(Options{
 		Services: f.services, ServiceUsers: serviceUsers,
 		PublicURL: publicURL, Flows: store, Hub: hub, Credentials: creds, Vault: vault, Keys: keys, Slots: catalog,
-		Sessions: sessions, Limiter: ratelimit.NewLimiter(rdb, clock.Now), Counters: count, Audit: trail,
+		Sessions: sessions, Limiter: ratelimit.NewLimiter(rdb, clock.Now), Counters: count, Audit: trail, Metrics: instruments,
 		Verifier: verifier, Operators: identity.NewOperators([]string{f.operatorToken}, []string{f.readOnlyToken}), Dev: f.dev, SignIn: signIn,
 		Issuer: issuer, RequiredScopes: opts.requiredScopes, MCP: f.mcp,
 		Upstream: upstream.New(nil), Providers: providers, Keeper: thirdparty.NewKeeper(creds, vault, count, log), DemoAPI: f.demoAPI(),

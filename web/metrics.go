@@ -4,16 +4,16 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state/counters"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // counterHelp describes the deployment-wide counters (package counters) for /metrics.
@@ -27,44 +27,20 @@ var counterHelp = map[string]string{
 	"urlflow_secret_in_request_total":       "call_api requests refused unsent because they carried the stored secret or access token, by kind of credential.",
 }
 
-// metrics is what /metrics shows: the deployment-wide counters, which every replica reads
-// from Redis (the same totals on each), and this process's own figures: HTTP requests, the
-// Go runtime and the process.
-type metrics struct {
-	registry *prometheus.Registry
-	requests *prometheus.HistogramVec
-}
-
-func newMetrics(c *counters.Counters, log *slog.Logger) *metrics {
-	m := &metrics{
-		registry: prometheus.NewRegistry(),
-		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "urlflow_http_request_duration_seconds",
-			Help:    "Time to answer an HTTP request, by route, method and status, in this process.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10, 60},
-		}, []string{"route", "method", "status"}),
+// newMetrics registers with proc's registry the deployment-wide figures /metrics shows
+// beside this process's own: the counters and the flows that need attention, which every
+// replica reads from Redis (the same figures on each).
+func newMetrics(proc *metrics.Process, c *counters.Counters, flows *flow.Store, log *slog.Logger) *metrics.Process {
+	if proc == nil {
+		proc = metrics.New()
 	}
-	m.registry.MustRegister(
-		countersCollector{counters: c, log: log},
-		m.requests,
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
-	return m
+	proc.Registry().MustRegister(countersCollector{counters: c, log: log}, flowsCollector{flows: flows, log: log})
+	return proc
 }
 
-// observe records one answered request. route is the pattern that matched (never the path
-// itself, which may hold an elicitation ID).
-func (m *metrics) observe(route, method string, status int, took time.Duration) {
-	if route == "" {
-		route = "unmatched"
-	}
-	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Observe(took.Seconds())
-}
-
-// handler serves the metrics in the Prometheus text format.
-func (m *metrics) handler(log *slog.Logger) http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{
+// handler serves the metrics of proc in the Prometheus text format.
+func metricsHandler(proc *metrics.Process, log *slog.Logger) http.Handler {
+	return promhttp.HandlerFor(proc.Registry(), promhttp.HandlerOpts{
 		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		ErrorHandling: promhttp.ContinueOnError,
 	})
@@ -123,6 +99,42 @@ func (s *Server) serveMetrics(c echo.Context) error {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="urlflow metrics"`)
 		return echo.NewHTTPError(http.StatusUnauthorized, "an operator token is required")
 	}
-	s.metrics.handler(s.log).ServeHTTP(c.Response(), c.Request())
+	metricsHandler(s.metrics, s.log).ServeHTTP(c.Response(), c.Request())
 	return nil
+}
+
+// flowsCollector reads, at every scrape, the running flows by state, the stuck ones by why
+// and the owed notifications of the whole deployment (flow.Store.Summarize). Every replica
+// shows the same figures: aggregate them with max(), never sum().
+type flowsCollector struct {
+	flows *flow.Store
+	log   *slog.Logger
+}
+
+var (
+	flowsNow = prometheus.NewDesc("urlflow_flows", "Running flows of the whole deployment now, by state (the same on every replica: aggregate with max()).",
+		[]string{"state"}, nil)
+	flowsStuck = prometheus.NewDesc("urlflow_flows_stuck", "Stuck flows of the whole deployment now, by why: the running state held too long, or notification (owed too long). Aggregate with max().",
+		[]string{"reason"}, nil)
+	notificationsOwed = prometheus.NewDesc("urlflow_notifications_owed", "Ended flows of the whole deployment whose completion notification is owed now. Aggregate with max().",
+		nil, nil)
+)
+
+func (flowsCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (fc flowsCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), countersTimeout)
+	defer cancel()
+	sum, err := fc.flows.Summarize(ctx, flow.Filter{})
+	if err != nil {
+		fc.log.Warn("flows not counted for /metrics", "err", err)
+		return // urlflow_counters_up says Redis is away
+	}
+	for st, n := range sum.Running {
+		ch <- prometheus.MustNewConstMetric(flowsNow, prometheus.GaugeValue, float64(n), string(st))
+	}
+	for why, n := range sum.Stuck {
+		ch <- prometheus.MustNewConstMetric(flowsStuck, prometheus.GaugeValue, float64(n), string(why))
+	}
+	ch <- prometheus.MustNewConstMetric(notificationsOwed, prometheus.GaugeValue, float64(sum.OwedNotifications))
 }

@@ -170,7 +170,7 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		r := c.Request()
 		took := time.Since(start)
-		s.metrics.observe(c.Path(), r.Method, c.Response().Status, took)
+		s.metrics.Request(c.Path(), r.Method, c.Response().Status, took)
 		s.log.InfoContext(r.Context(), "http request", "method", r.Method, "path", r.URL.Path,
 			"status", c.Response().Status, "duration_ms", took.Milliseconds())
 		return nil

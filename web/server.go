@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/urlflow/urlflow/internal/signed"
+	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/proxy"
@@ -51,6 +52,9 @@ type Options struct {
 	Sessions *browsersession.Store
 	Limiter  *ratelimit.Limiter
 	Counters *counters.Counters
+	// Metrics are this process's instruments, which /metrics shows with the deployment's
+	// figures; New makes its own if nil.
+	Metrics *metrics.Process
 	// Audit receives sign-ins, refused identities, rate-limit refusals and operators'
 	// actions; nothing is audited if nil.
 	Audit *audit.Trail
@@ -120,7 +124,7 @@ type Server struct {
 	echo         *echo.Echo
 	sessions     *sessionStore
 	csrf         csrfKey
-	metrics      *metrics
+	metrics      *metrics.Process
 	proxy        *proxy.Proxy
 	// serviceStates signs the requestState values given to services (serviceState).
 	serviceStates signed.Sealer
@@ -144,7 +148,7 @@ func New(opts Options) *Server {
 		sessions: newSessionStore(opts.Sessions, opts.Keys.Derive("session cookie"), opts.PublicURL.Scheme == "https"),
 		csrf:     csrfKey(opts.Keys.Derive("csrf")),
 		log:      log,
-		metrics:  newMetrics(opts.Counters, log),
+		metrics:  newMetrics(opts.Metrics, opts.Counters, opts.Flows, log),
 		proxy:    proxy.New(opts.Credentials, opts.Vault, opts.Keeper, opts.Upstream, opts.Counters, log),
 
 		serviceStates: signed.NewSealer(opts.Keys.Derive("service request state")),

@@ -20,6 +20,7 @@ import (
 	"github.com/urlflow/urlflow/demoapi"
 	"github.com/urlflow/urlflow/internal/embedded"
 	"github.com/urlflow/urlflow/mcp"
+	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/services"
@@ -209,16 +210,17 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	log = log.With("replica", replica)
 	count := counters.New(rdb, log)
 	limiter := ratelimit.NewLimiter(rdb, nil)
+	instruments := metrics.New()
 	trail := audit.New(rdb, audit.Options{Retention: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries, Replica: replica, Logger: log})
 	flows := flow.NewStore(rdb, flow.StoreOptions{Logger: log, Counters: count, IDKeys: cfg.Keys.DeriveAll("elicitation id"),
-		Webhooks: cfg.Services.HasWebhook, StuckAfter: cfg.StuckAfter, Audit: trail})
+		Webhooks: cfg.Services.HasWebhook, StuckAfter: cfg.StuckAfter, Audit: trail, Metrics: instruments})
 	creds := credentials.NewStore(rdb, credentials.Options{Logger: log, Audit: trail})
 	hub := flow.NewHub(rdb, log)
 	seals := vault.NewVault(cfg.Keys)
 	keeper := thirdparty.NewKeeper(creds, seals, count, log)
 	caller := upstream.New(nil)
 	mcpServer := mcp.New(mcp.Options{
-		Flows: flows, Credentials: creds, Counters: count, Hub: hub, Vault: seals,
+		Flows: flows, Credentials: creds, Counters: count, Metrics: instruments, Hub: hub, Vault: seals,
 		Upstream: caller, Slots: cfg.Slots, Providers: providers, Keeper: keeper,
 		PublicURL: cfg.PublicURL, Style: cfg.Style,
 		TTL: cfg.TTL, Replica: replica, Version: version(), Logger: log,
@@ -229,7 +231,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	})
 	webServer := web.New(web.Options{
 		PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
-		Sessions: browsersession.NewStore(rdb), Limiter: limiter, Counters: count, Audit: trail,
+		Sessions: browsersession.NewStore(rdb), Limiter: limiter, Counters: count, Audit: trail, Metrics: instruments,
 		Slots: cfg.Slots, Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens, cfg.OperatorReadOnlyTokens),
 		Services: cfg.Services, ServiceUsers: users, StatusWaitLimit: cfg.Waits.StatusLimit,
 		Dev: id.dev, DevServiceKeys: id.serviceKeys, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,

@@ -46,8 +46,9 @@ func (s *Store) MoveAuditLogs(ctx context.Context) (bool, error) {
 
 // moveAuditLog moves the audit log at key into the trail and deletes it.
 func (s *Store) moveAuditLog(ctx context.Context, key string) error {
-	userKey, ok := strings.CutPrefix(key, state.KeyPrefix+"{u:")
-	if userKey, ok = strings.CutSuffix(userKey, "}:audit"); !ok {
+	userKey, prefixed := strings.CutPrefix(key, state.KeyPrefix+"{u:")
+	userKey, suffixed := strings.CutSuffix(userKey, "}:audit")
+	if !prefixed || !suffixed {
 		return nil
 	}
 	lines, err := s.rdb.LRange(ctx, key, 0, -1).Result()

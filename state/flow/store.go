@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
 	"github.com/urlflow/urlflow/internal/every"
 	"github.com/urlflow/urlflow/internal/expiring"
+	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/counters"
@@ -54,6 +56,8 @@ type StoreOptions struct {
 	// StuckAfter are the thresholds past which a flow is stuck (List, Summarize);
 	// DefaultStuckAfter if zero.
 	StuckAfter StuckAfter
+	// Metrics receive how long each flow this store ends took; nothing is measured if nil.
+	Metrics *metrics.Process
 	// Audit receives every change of state and every credential stored, written with the
 	// step; nothing is audited if nil.
 	Audit *audit.Trail
@@ -72,6 +76,7 @@ type Store struct {
 	// stuckAfter are the thresholds of stuck flows.
 	stuckAfter StuckAfter
 	audit      *audit.Trail
+	metrics    *metrics.Process
 	// cluster is set on a Redis Cluster, where a script cannot write the deadline index
 	// (outside).
 	cluster bool
@@ -119,7 +124,7 @@ func NewStore(rdb redis.UniversalClient, opts StoreOptions) *Store {
 	if s.retention <= 0 {
 		s.retention = DefaultRetention
 	}
-	s.stuckAfter, s.audit = opts.StuckAfter, opts.Audit
+	s.stuckAfter, s.audit, s.metrics = opts.StuckAfter, opts.Audit, opts.Metrics
 	if s.stuckAfter == (StuckAfter{}) {
 		s.stuckAfter = DefaultStuckAfter
 	}
@@ -831,6 +836,9 @@ func (s *Store) logChange(ctx context.Context, c Change, ev Event, actor state.A
 	}
 	s.log.InfoContext(ctx, "elicitation transition", "elicitation_id", e.ID, "user", e.User.Key(),
 		"event", ev, "actor", actor, "from", c.From, "to", c.To)
+	if c.To.Terminal() {
+		s.metrics.FlowEnded(string(e.Kind), string(c.To), e.UpdatedAt.Sub(e.CreatedAt))
+	}
 	s.counters.Add(ctx, "urlflow_elicitation_transitions_total", "kind", string(e.Kind), "to", string(c.To))
 }
 
