@@ -193,7 +193,8 @@ func (s *Store) List(ctx context.Context, q ListQuery) (Page, error) {
 	limit = min(limit, MaxListLimit)
 	now := s.now()
 	keep := func(e *Elicitation) bool { return q.match(e, now, s.stuckAfter) }
-	if q.needsAttention() {
+	if q.needsAttention() && q.UserKey == "" {
+		// A user's own index is smaller than the deployment's running flows.
 		return s.listAttention(ctx, after, limit, keep)
 	}
 	var keys []string
@@ -216,6 +217,9 @@ func (s *Store) walk(ctx context.Context, keys []string, after string, limit int
 		entries, exhausted, err := s.nextEntries(ctx, keys, after, batch)
 		if err != nil {
 			return Page{}, err
+		}
+		if len(entries) == 0 {
+			return page, nil // nothing but members that are not entries: nothing to go on from
 		}
 		records, err := s.loadEntries(ctx, entries)
 		if err != nil {
@@ -342,6 +346,26 @@ func (s *Store) attention(ctx context.Context) ([]*Elicitation, error) {
 	return all, nil
 }
 
+// userAttention returns the running elicitations of the user whose key is userKey and
+// those that owe their notification, from the user's own index.
+func (s *Store) userAttention(ctx context.Context, userKey string) ([]*Elicitation, error) {
+	var all []*Elicitation
+	keep := func(e *Elicitation) bool { return !e.State.Terminal() || e.NotificationOwed() }
+	for cursor := ""; ; {
+		page, err := s.walk(ctx, []string{userFlowsKey(userKey)}, cursor, MaxListLimit, keep)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page.Elicitations...)
+		if page.Next == "" {
+			return all, nil
+		}
+		if cursor, err = decodeCursor(page.Next); err != nil {
+			return nil, err
+		}
+	}
+}
+
 // Summary counts the elicitations that need attention now.
 type Summary struct {
 	// Running counts the running elicitations by state (every running state is present).
@@ -359,7 +383,13 @@ type Summary struct {
 // Summarize counts the running elicitations, the owed notifications and the stuck ones
 // among those f selects (f.States and f.Stuck are ignored).
 func (s *Store) Summarize(ctx context.Context, f Filter) (Summary, error) {
-	all, err := s.attention(ctx)
+	var all []*Elicitation
+	var err error
+	if f.UserKey != "" {
+		all, err = s.userAttention(ctx, f.UserKey)
+	} else {
+		all, err = s.attention(ctx)
+	}
 	if err != nil {
 		return Summary{}, err
 	}
