@@ -223,6 +223,14 @@ func TestStuckFlowsFollowTheirThresholdsAndOwedNotifications(t *testing.T) {
 		if got := listAll(t, s, ListQuery{Filter: Filter{Stuck: true, Subject: "bob"}}, nil); !slices.Equal(got, []string{consented.ID}) {
 			t.Errorf("bob's stuck flows = %v, want %v", got, []string{consented.ID})
 		}
+		// A user's own listing and summary read the user's index, with the same answers.
+		if got := listAll(t, s, ListQuery{Filter: Filter{Stuck: true, UserKey: bob.Key()}}, nil); !slices.Equal(got, []string{consented.ID}) {
+			t.Errorf("bob's own stuck flows = %v, want %v", got, []string{consented.ID})
+		}
+		if sum, err := s.Summarize(ctx, Filter{UserKey: alice.Key()}); err != nil || sum.Running[Pending] != 1 ||
+			sum.OwedNotifications != 1 || sum.Stuck[StuckNotification] != 1 || sum.Running[Consented] != 0 {
+			t.Errorf("alice's summary = %+v, %v; want her pending flow and her owed notification", sum, err)
+		}
 
 		// A flow that moves on is no longer stuck; a written notification is owed no more.
 		mustApply(t, s, pending.ID, ClientAccept, state.ActorClient)
