@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The alert rules (deploy/prometheus/alerts.yml) and the Grafana dashboard
@@ -93,13 +94,25 @@ func referencedMetrics(t *testing.T) []string {
 	return slices.Compact(names)
 }
 
-// requireServedMetrics fails the test unless scrape, a /metrics page, has a series of every
-// metric the rules and the dashboard name.
-func requireServedMetrics(t *testing.T, scrape string) {
+// requireServedMetrics fails the test unless /metrics, as scrape reads it, comes to serve a
+// series of every metric the rules and the dashboard name. It scrapes again for a few
+// seconds: a delivery is measured just after the client has its notification.
+func requireServedMetrics(t *testing.T, scrape func() string) {
 	t.Helper()
-	for _, name := range referencedMetrics(t) {
-		if !regexp.MustCompile(`(?m)^` + name + `[{ ]`).MatchString(scrape) {
-			t.Errorf("the rules or the dashboard name %s, which /metrics does not serve", name)
+	var missing []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		page := scrape()
+		missing = missing[:0]
+		for _, name := range referencedMetrics(t) {
+			if !regexp.MustCompile(`(?m)^` + name + `[{ ]`).MatchString(page) {
+				missing = append(missing, name)
+			}
 		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, name := range missing {
+		t.Errorf("the rules or the dashboard name %s, which /metrics does not serve", name)
 	}
 }

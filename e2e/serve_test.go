@@ -239,7 +239,7 @@ func TestServeSignsInRealUsersAndRefusesTheWrongOne(t *testing.T) {
 	requireNoCanary(t, p.rs, map[string]string{"MCP traffic": alice.Traffic.String(), "urlflow output": p.s.Output()})
 	// After a whole flow and a refusal, /metrics serves everything the alert rules and the
 	// dashboard use.
-	requireServedMetrics(t, p.metrics(t))
+	requireServedMetrics(t, func() string { return p.metrics(t) })
 }
 
 // A browser coming back from the provider with an answer that is not its own (replayed,
