@@ -11,6 +11,7 @@ import (
 
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/audit"
 )
 
 // listAll pages through q with limit, and returns the IDs in the order listed.
@@ -389,6 +390,34 @@ func TestListingWhileFlowsAreCreatedConcurrentlyNeverRepeats(t *testing.T) {
 			if !seen[e.ID] {
 				t.Errorf("%s, created before the listing, was not listed", e.ID)
 			}
+		}
+	})
+}
+
+func TestEveryChangeOfStateIsAuditedByItsStep(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		trail := audit.New(b.Client, audit.Options{Logger: quiet})
+		s := NewStore(b.Client, StoreOptions{Logger: quiet, Audit: trail})
+		e := mustCreate(t, s, newElicitation(alice))
+		mustApply(t, s, e.ID, ClientAccept, state.ActorClient)
+		mustApply(t, s, e.ID, ClientAccept, state.ActorClient) // changes nothing: not audited
+		if _, err := s.Apply(t.Context(), e.ID, CancelRequested, state.ActorOperator, "ticket 42", By("token 0123abcd")); err != nil {
+			t.Fatal(err)
+		}
+		events, err := trail.Read(t.Context(), time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, ev := range events {
+			got = append(got, ev.From+"→"+ev.To+" "+ev.Cause+" "+string(ev.Actor)+" "+ev.By)
+			if ev.Event != audit.Transition || ev.Elicitation != e.ID || ev.UserKey != alice.Key() || ev.Client != "inspector" {
+				t.Errorf("event %+v", ev)
+			}
+		}
+		want := []string{"→pending created client ", "pending→consented client_accept client ", "consented→cancelled cancel operator token 0123abcd"}
+		if !slices.Equal(got, want) {
+			t.Errorf("audited %q, want %q", got, want)
 		}
 	})
 }
