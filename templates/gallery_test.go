@@ -89,7 +89,34 @@ func samples() []sample {
 		}},
 	}}
 
+	operator := templates.Page{SignedInAs: "operator", CSRF: "csrf-token-4", Dev: true}
+	stuckRow := templates.AdminRow{ID: "KIO7XZSIA5X6PFKSXKPXIK7OX44RAPSV6DK47QOEVEPZVZCFHY347YHNZNJL2I3E", State: "pending", Stuck: "pending",
+		User: "alice", Target: "demo_api_key", Client: "Claude Code", CreatedAt: now.Add(-3*time.Minute - 12*time.Second), UpdatedAt: now.Add(-3*time.Minute - 12*time.Second)}
+	doneRow := templates.AdminRow{ID: "UJQMYQWJ4PLDBJXXZCZVSF7I6HPLBHG5SJUNJXSJZJK2LSOROFPRIU7HPGGURHTU", State: "complete",
+		User: "alexandra.konstantinopoulou@research-infrastructure.example.org", Target: "demo_api_key", Service: "weather",
+		Client: "Visual Studio Code — Insiders", CreatedAt: now.Add(-time.Hour), UpdatedAt: now.Add(-55 * time.Minute)}
+	admin := templates.Admin{
+		Counts: []templates.AdminCount{{State: "pending", Label: "pending", Running: 2, Stuck: 1, After: "2m00s"},
+			{State: "consented", Label: "consented", Running: 0, After: "5m00s"}, {State: "", Label: "notification owed", After: "1m00s"}},
+		Stuck: []templates.AdminRow{stuckRow}, Rows: []templates.AdminRow{doneRow, stuckRow},
+		States: []string{"pending", "consented", "in_progress", "failed", "unknown", "complete", "declined", "cancelled", "expired"},
+		Filter: templates.AdminFilter{User: "alice"}, NextURL: "/admin?cursor=abc",
+	}
+	adminFlow := templates.AdminFlow{ID: stuckRow.ID, State: "pending", Stuck: "pending", Kind: "secret", Target: "demo_api_key",
+		User: "alice at urn:urlflow:dev", Client: "Claude Code", Era: "2025-11-25", Replica: "host-1234",
+		CreatedAt: stuckRow.CreatedAt, UpdatedAt: stuckRow.UpdatedAt, ExpiresAt: now.Add(7 * time.Minute),
+		Delivery: "none owed (the flow is running, or had no MCP session)", CSRF: "csrf-token-4",
+		History: []templates.AdminEntry{{At: stuckRow.CreatedAt, Event: "created", Actor: "client", To: "pending", Reason: "to list your demo projects"},
+			{At: now.Add(-time.Minute), Event: "other_user_opened", Actor: "other_user", From: "pending", To: "pending", Reason: "refused: opened by bob", Count: 3}},
+		Actions: []templates.AdminAction{{Name: "cancel", Label: "Cancel this flow", Explain: "Ends it as cancelled: the client is told, and the link stops working."}},
+	}
+
 	return []sample{
+		{"admin", templates.AdminPage(operator, admin)},
+		{"admin-empty", templates.AdminPage(operator, templates.Admin{Error: "olderThan: want a duration such as 10m or 2h"})},
+		{"admin-flow", templates.AdminFlowPage(operator, adminFlow)},
+		{"admin-confirm", templates.AdminConfirmPage(operator, templates.AdminConfirm{ID: stuckRow.ID, Action: "cancel", Label: "cancel this flow",
+			Explain: "Ends it as cancelled: the client is told, and the link stops working.", Reason: "the user asked on the helpdesk", CSRF: "csrf-token-4"})},
 		{"dev-sign-in", templates.DevSignInPage(templates.Page{Dev: true}, templates.DevSignIn{Next: "/e/el_7Hq2mXc9", CSRF: "csrf-token-0"})},
 		{"dev-sign-in-error", templates.DevSignInPage(templates.Page{Dev: true}, templates.DevSignIn{Next: "/e/el_7Hq2mXc9", CSRF: "csrf-token-0", Name: "Alice Smith!", Error: "Use letters, digits, dots, dashes or underscores only."})},
 		{"consent", templates.ConsentPage(signedIn, consent)},

@@ -23,6 +23,8 @@ type Page struct {
 	SignedInAs string
 	// CSRF is the token for the layout's sign-out form; the form is shown when SignedInAs is set.
 	CSRF string
+	// Wide gives the page's card the width of a table (the operators' pages).
+	Wide bool
 }
 
 // DevSignIn is the development sign-in page: the user types a name and becomes that
@@ -195,4 +197,70 @@ type ConnectionItem struct {
 	LastUsedAt     *time.Time
 	// Problem says why it does not work as it is (locked, to reconnect); empty otherwise.
 	Problem string
+}
+
+// Admin is the operators' overview (/admin).
+type Admin struct {
+	Counts []AdminCount
+	// Stuck are the stuck flows; Rows the flows that Filter selects, one page of them.
+	Stuck, Rows []AdminRow
+	Filter      AdminFilter
+	// States are the states the filter offers.
+	States []string
+	// NextURL continues the listing; empty at its end.
+	NextURL string
+	Notice  string
+	// Error says why the filters could not be applied.
+	Error string
+}
+
+// AdminCount is one running state (or the owed notifications) in the overview.
+type AdminCount struct {
+	State, Label   string
+	Running, Stuck int
+	// After is the threshold past which a flow is stuck, for people ("2m00s").
+	After string
+}
+
+// AdminFilter is what the overview's filter form holds.
+type AdminFilter struct {
+	State, User, OlderThan string
+	Stuck                  bool
+}
+
+// AdminRow is one flow in a table of the overview.
+type AdminRow struct {
+	ID, State, Stuck, User, Target, Service, Client string
+	CreatedAt, UpdatedAt                            time.Time
+}
+
+// AdminFlow is one flow for operators (/admin/flows/{id}).
+type AdminFlow struct {
+	ID, State, Stuck, Kind, Target, Service, User, Client, Era, Replica string
+	CreatedAt, UpdatedAt, ExpiresAt                                     time.Time
+	// Delivery says where its completion notification stands.
+	Delivery           string
+	RetryOf, RetriedBy string
+	History            []AdminEntry
+	// Actions are what an operator may do to it now; none for a read-only operator.
+	Actions []AdminAction
+	CSRF    string
+	Notice  string
+}
+
+// AdminEntry is one line of a flow's timeline.
+type AdminEntry struct {
+	At                                 time.Time
+	Event, Actor, By, From, To, Reason string
+	Count                              int
+}
+
+// AdminAction is an action on a flow: its path segment, its label and what it does.
+type AdminAction struct {
+	Name, Label, Explain string
+}
+
+// AdminConfirm asks to confirm Action on flow ID for Reason.
+type AdminConfirm struct {
+	ID, Action, Label, Explain, Reason, CSRF string
 }

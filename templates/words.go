@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/urlflow/urlflow/internal/ages"
 )
 
 // titled returns p with fallback as its title when it has none, so that every page has a
@@ -161,3 +163,15 @@ func capitalize(s string) string {
 	}
 	return string(s[0]-'a'+'A') + s[1:]
 }
+
+// shortID is the first 12 characters of an elicitation ID, enough to tell flows apart on a
+// page; links and titles carry the whole ID.
+func shortID(id string) string {
+	if len(id) <= 12 {
+		return id
+	}
+	return id[:12] + "…"
+}
+
+// age writes d for people (ages.Of).
+func age(d time.Duration) string { return ages.Of(d) }

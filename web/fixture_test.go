@@ -270,7 +270,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		}
 	}
 	f.server = New(Options{
-		Services: f.services, ServiceUsers: serviceUsers,
+		Services: f.services, ServiceUsers: serviceUsers, OperatorSubjects: []string{"operator"},
 		PublicURL: publicURL, Flows: store, Hub: hub, Credentials: creds, Vault: vault, Keys: keys, Slots: catalog,
 		Sessions: sessions, Limiter: ratelimit.NewLimiter(rdb, clock.Now), Counters: count, Audit: trail, Metrics: instruments,
 		Verifier: verifier, Operators: identity.NewOperators([]string{f.operatorToken}, []string{f.readOnlyToken}), Dev: f.dev, SignIn: signIn,

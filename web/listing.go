@@ -63,12 +63,12 @@ func scope(who identity.Caller) flow.Filter {
 }
 
 // listQuery reads the filters, cursor and limit of a listing from c's query, within
-// what who may see.
-func listQuery(c echo.Context, who identity.Caller) (flow.ListQuery, error) {
+// what who may see. Parameters named in also are let through and not read.
+func listQuery(c echo.Context, who identity.Caller, also ...string) (flow.ListQuery, error) {
 	q := flow.ListQuery{Filter: scope(who), Cursor: c.QueryParam("cursor")}
 	params := c.QueryParams()
 	for name := range params {
-		if !slices.Contains(listParams, name) {
+		if !slices.Contains(listParams, name) && !slices.Contains(also, name) {
 			return q, refuse(http.StatusBadRequest, "%s: not a filter of this listing (want %s)", name, strings.Join(listParams, ", "))
 		}
 	}

@@ -52,6 +52,9 @@ type Options struct {
 	Sessions *browsersession.Store
 	Limiter  *ratelimit.Limiter
 	Counters *counters.Counters
+	// OperatorSubjects are the subjects of the signed-in users who are operators in the
+	// browser (the /admin pages).
+	OperatorSubjects []string
 	// Metrics are this process's instruments, which /metrics shows with the deployment's
 	// figures; New makes its own if nil.
 	Metrics *metrics.Process
@@ -229,6 +232,9 @@ func (s *Server) routes() {
 	pages.POST("/auth/logout", s.signOut)
 	pages.GET("/auth/callback", s.signInCallback)
 	pages.GET("/connections", s.connectionsPage)
+	pages.GET("/admin", s.adminPage)
+	pages.GET("/admin/flows/:id", s.adminFlowPage)
+	pages.POST("/admin/flows/:id/:action", s.adminAct)
 	pages.POST("/connections/remove", s.removeConnection)
 
 	api := e.Group("/api/v1", apiBearer, s.limitServices, limitBody(apiBodyLimit))

@@ -54,6 +54,9 @@ type config struct {
 	OperatorReadOnlyTokens []string
 	// StuckAfter are the thresholds of stuck flows (operators.stuck_after in YAML).
 	StuckAfter flow.StuckAfter
+	// OperatorSubjects are the users who are operators in the browser (operators.subjects,
+	// and in urlflow dev the development operator, DevOperator).
+	OperatorSubjects []string
 	// AuditRetention and AuditMaxEntries bound the audit trail (URLFLOW_AUDIT_RETENTION,
 	// URLFLOW_AUDIT_MAX_ENTRIES).
 	AuditRetention  time.Duration
@@ -158,6 +161,9 @@ type fileConfig struct {
 
 // operatorsConfig is the operators: section of the YAML file.
 type operatorsConfig struct {
+	// Subjects are the users who are operators in the browser (the /admin pages): their
+	// subjects at the deployment's issuer.
+	Subjects []string `yaml:"subjects"`
 	// StuckAfter maps a running state, or "notification", to how long a flow may stay in
 	// it (or owe its notification) before it is stuck: a Go duration.
 	StuckAfter map[string]string `yaml:"stuck_after"`
@@ -207,6 +213,10 @@ func (e env) secret(name string) (string, bool, error) {
 	}
 	return v, ok, nil
 }
+
+// DevOperator is the name of urlflow dev's development operator: signed in with it, the
+// /admin pages are open.
+const DevOperator = "operator"
 
 // operatorTokens reads the comma-separated operator tokens of setting name (or its _FILE),
 // each at least 16 characters long, and reports problems through problem, never with a
@@ -311,6 +321,10 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 	cfg.OperatorReadOnlyTokens = getenv.operatorTokens("URLFLOW_OPERATOR_READONLY_TOKENS", problem)
 	var stuckProblems []error
 	cfg.StuckAfter, stuckProblems = file.Operators.stuckAfter()
+	cfg.OperatorSubjects = file.Operators.Subjects
+	if mode == "dev" {
+		cfg.OperatorSubjects = append(cfg.OperatorSubjects, DevOperator)
+	}
 	problems = append(problems, stuckProblems...)
 
 	for _, rl := range []struct {

@@ -518,6 +518,7 @@ func TestOperatorsSettingsSetStuckThresholdsAndReadOnlyTokens(t *testing.T) {
 	cfg, err := loadConfig("dev", nil, envOf(map[string]string{
 		"URLFLOW_CONFIG": writeFile(t, `
 operators:
+  subjects: [ops-oncall]
   stuck_after: {pending: 30s, notification: 5m}
 `),
 		"URLFLOW_OPERATOR_READONLY_TOKENS": "reader-one-0123456789, reader-two-0123456789",
@@ -529,6 +530,9 @@ operators:
 	want.Pending, want.Notification = 30*time.Second, 5*time.Minute
 	if cfg.StuckAfter != want {
 		t.Errorf("stuck thresholds %+v, want %+v", cfg.StuckAfter, want)
+	}
+	if !slices.Equal(cfg.OperatorSubjects, []string{"ops-oncall", DevOperator}) {
+		t.Errorf("operators in the browser %q, want the configured one and the development operator", cfg.OperatorSubjects)
 	}
 	if !slices.Equal(cfg.OperatorReadOnlyTokens, []string{"reader-one-0123456789", "reader-two-0123456789"}) {
 		t.Errorf("read-only tokens %q", cfg.OperatorReadOnlyTokens)

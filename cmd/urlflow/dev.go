@@ -231,7 +231,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	})
 	webServer := web.New(web.Options{
 		PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
-		Sessions: browsersession.NewStore(rdb), Limiter: limiter, Counters: count, Audit: trail, Metrics: instruments,
+		Sessions: browsersession.NewStore(rdb), Limiter: limiter, Counters: count, Audit: trail, Metrics: instruments, OperatorSubjects: cfg.OperatorSubjects,
 		Slots: cfg.Slots, Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens, cfg.OperatorReadOnlyTokens),
 		Services: cfg.Services, ServiceUsers: users, StatusWaitLimit: cfg.Waits.StatusLimit,
 		Dev: id.dev, DevServiceKeys: id.serviceKeys, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/urlflow/urlflow/internal/ages"
 	"github.com/urlflow/urlflow/internal/opsclient"
 	"github.com/urlflow/urlflow/state/flow"
 )
@@ -285,7 +286,7 @@ func (t *terminal) flowTable(items []opsclient.Listed, now time.Time) error {
 			stuck = t.paint(red, string(e.Stuck))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, t.paint(stateColour(e.State), string(e.State)),
-			Age(now.Sub(e.UpdatedAt)), Age(now.Sub(e.CreatedAt)), stuck, orDash(user), e.Kind, e.Target,
+			ages.Of(now.Sub(e.UpdatedAt)), ages.Of(now.Sub(e.CreatedAt)), stuck, orDash(user), e.Kind, e.Target,
 			orDash(e.Service), orDash(e.Client.Name))
 	}
 	return tw.Flush()
@@ -299,31 +300,31 @@ func (t *terminal) summary(s *opsclient.Summary) error {
 		if s.Stuck[st] > 0 {
 			stuck = t.paint(red, stuck)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", st, s.Running[flow.State(st)], stuck, Age(time.Duration(s.StuckAfterSeconds[st]*float64(time.Second))))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", st, s.Running[flow.State(st)], stuck, ages.Of(time.Duration(s.StuckAfterSeconds[st]*float64(time.Second))))
 	}
 	stuck := fmt.Sprint(s.Stuck["notification"])
 	if s.Stuck["notification"] > 0 {
 		stuck = t.paint(red, stuck)
 	}
 	fmt.Fprintf(tw, "notification owed\t%d\t%s\t%s\n", s.OwedNotifications, stuck,
-		Age(time.Duration(s.StuckAfterSeconds["notification"]*float64(time.Second))))
+		ages.Of(time.Duration(s.StuckAfterSeconds["notification"]*float64(time.Second))))
 	return tw.Flush()
 }
 
 func (t *terminal) timeline(e *opsclient.Elicitation, now time.Time) error {
 	tw := tabwriter.NewWriter(t.w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "ID\t%s\n", e.ID)
-	fmt.Fprintf(tw, "State\t%s (for %s)\n", t.paint(stateColour(e.State), string(e.State)), Age(now.Sub(e.UpdatedAt)))
+	fmt.Fprintf(tw, "State\t%s (for %s)\n", t.paint(stateColour(e.State), string(e.State)), ages.Of(now.Sub(e.UpdatedAt)))
 	fmt.Fprintf(tw, "Kind\t%s %s\n", e.Kind, e.Target)
 	if e.Service != "" {
 		fmt.Fprintf(tw, "Service\t%s\n", e.Service)
 	}
-	fmt.Fprintf(tw, "Created\t%s (%s ago)\n", e.CreatedAt.Format(time.RFC3339), Age(now.Sub(e.CreatedAt)))
+	fmt.Fprintf(tw, "Created\t%s (%s ago)\n", e.CreatedAt.Format(time.RFC3339), ages.Of(now.Sub(e.CreatedAt)))
 	fmt.Fprintf(tw, "Deadline\t%s\n", e.ExpiresAt.Format(time.RFC3339))
 	if e.URL != "" {
 		fmt.Fprintf(tw, "URL\t%s\n", e.URL)
 	}
-	fmt.Fprintf(tw, "Notification\t%s\n", describeDelivery(e.Delivery, now))
+	fmt.Fprintf(tw, "Notification\t%s\n", e.Delivery.Describe(now))
 	for _, link := range []struct{ name, id string }{{"Retry of", e.RetryOf}, {"Retried by", e.RetriedBy}} {
 		if link.id != "" {
 			fmt.Fprintf(tw, "%s\t%s\n", link.name, link.id)
@@ -355,41 +356,9 @@ func (t *terminal) timeline(e *opsclient.Elicitation, now time.Time) error {
 	return tw.Flush()
 }
 
-// describeDelivery says where the completion notification of a flow stands.
-func describeDelivery(d flow.Delivery, now time.Time) string {
-	switch {
-	case d.WrittenAt != nil:
-		return fmt.Sprintf("written %s ago (%d attempts)", Age(now.Sub(*d.WrittenAt)), d.Attempts)
-	case d.SkippedAt != nil:
-		return d.LastError
-	case d.QueuedAt != nil && d.LastError != "":
-		return fmt.Sprintf("owed for %s, %d attempts, last: %s", Age(now.Sub(*d.QueuedAt)), d.Attempts, d.LastError)
-	case d.QueuedAt != nil:
-		return fmt.Sprintf("owed for %s, %d attempts", Age(now.Sub(*d.QueuedAt)), d.Attempts)
-	}
-	return "none owed (the flow is running, or had no MCP session)"
-}
-
 func orDash(s string) string {
 	if s == "" {
 		return "-"
 	}
 	return s
-}
-
-// Age writes d for people, in at most two units: "45s", "3m12s", "2h5m", "3d4h".
-func Age(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	d = d.Truncate(time.Second)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
 }

@@ -1,8 +1,11 @@
 package flow
 
 import (
+	"fmt"
 	"net/url"
 	"time"
+
+	"github.com/urlflow/urlflow/internal/ages"
 
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
@@ -19,6 +22,22 @@ type Delivery struct {
 	SkippedAt *time.Time `json:"skippedAt,omitempty"`
 	Attempts  int        `json:"attempts"`
 	LastError string     `json:"lastError,omitempty"`
+}
+
+// Describe says where the notification stands at now, for people (the operators' pages
+// and command line).
+func (d Delivery) Describe(now time.Time) string {
+	switch {
+	case d.WrittenAt != nil:
+		return fmt.Sprintf("written %s ago (%d attempts)", ages.Of(now.Sub(*d.WrittenAt)), d.Attempts)
+	case d.SkippedAt != nil:
+		return d.LastError
+	case d.QueuedAt != nil && d.LastError != "":
+		return fmt.Sprintf("owed for %s, %d attempts, last: %s", ages.Of(now.Sub(*d.QueuedAt)), d.Attempts, d.LastError)
+	case d.QueuedAt != nil:
+		return fmt.Sprintf("owed for %s, %d attempts", ages.Of(now.Sub(*d.QueuedAt)), d.Attempts)
+	}
+	return "none owed (the flow is running, or had no MCP session)"
 }
 
 // Replaced is how a stored credential stood when a flow to replace it was created: the

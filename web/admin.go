@@ -1,0 +1,254 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/urlflow/urlflow/internal/ages"
+	"github.com/urlflow/urlflow/internal/display"
+	"github.com/urlflow/urlflow/oauth/identity"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/templates"
+)
+
+// The operators' pages under /admin: the flows that need attention, each flow's timeline,
+// and retry and cancel with a reason and a confirmation step. An operator in the browser is
+// a signed-in user whose subject Options.OperatorSubjects names; anyone else signed in gets
+// 403, and nobody signed in is sent to sign in. The pages need no JavaScript.
+
+// operatorVisitor returns the signed-in operator behind c, or the answer for anyone else.
+func (s *Server) operatorVisitor(c echo.Context) (*visitor, error) {
+	v, err := s.visitor(c)
+	if err != nil {
+		return nil, err
+	}
+	if !v.signedIn {
+		return nil, c.Redirect(http.StatusSeeOther, "/auth/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
+	}
+	if !slices.Contains(s.opts.OperatorSubjects, v.user.Subject) {
+		s.refusedIdentity(c.Request(), v.user, "", "not an operator: refused the operators' pages")
+		return nil, echo.NewHTTPError(http.StatusForbidden, "These pages are for urlflow's operators. Nothing was shown or changed.")
+	}
+	return v, nil
+}
+
+// operatorAs is the history's and the audit trail's name for operator v.
+func operatorAs(v *visitor) identity.Caller {
+	return identity.Caller{Operator: true, OperatorAs: identity.Operator{Name: "browser " + v.user.Subject}}
+}
+
+// adminPage is GET /admin.
+func (s *Server) adminPage(c echo.Context) error {
+	v, err := s.operatorVisitor(c)
+	if v == nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	sum, err := s.opts.Flows.Summarize(ctx, flow.Filter{})
+	if err != nil {
+		return err
+	}
+	view := templates.Admin{Notice: adminNotices[c.QueryParam("done")]}
+	for _, st := range flow.States {
+		if st.Terminal() {
+			continue
+		}
+		after, _ := s.opts.Flows.StuckAfter().For(st)
+		view.Counts = append(view.Counts, templates.AdminCount{State: string(st), Label: string(st), Running: sum.Running[st],
+			Stuck: sum.Stuck[flow.Stuck(st)], After: ages.Of(after)})
+	}
+	view.Counts = append(view.Counts, templates.AdminCount{State: "", Label: "notification owed", Running: sum.OwedNotifications,
+		Stuck: sum.Stuck[flow.StuckNotification], After: ages.Of(s.opts.Flows.StuckAfter().Notification)})
+	for _, st := range flow.States {
+		view.States = append(view.States, string(st))
+	}
+	stuck, err := s.opts.Flows.List(ctx, flow.ListQuery{Filter: flow.Filter{Stuck: true}, Limit: flow.MaxListLimit})
+	if err != nil {
+		return err
+	}
+	view.Stuck = s.adminRows(stuck.Elicitations)
+
+	// The filters are the API's, read from the same query parameters.
+	view.Filter = templates.AdminFilter{State: c.QueryParam("state"), User: c.QueryParam("user"),
+		OlderThan: c.QueryParam("olderThan"), Stuck: c.QueryParam("stuck") == "true"}
+	q, err := listQuery(c, operatorAs(v), "done")
+	var page flow.Page
+	if err == nil {
+		page, err = s.opts.Flows.List(ctx, q)
+	}
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &he):
+		view.Error = he.Message.(string)
+	case errors.Is(err, flow.ErrBadCursor):
+		view.Error = "This page's link is not one urlflow handed out: start again from the first page."
+	case err != nil:
+		return err
+	}
+	view.Rows = s.adminRows(page.Elicitations)
+	if page.Next != "" {
+		next := c.QueryParams()
+		next.Set("cursor", page.Next)
+		next.Del("done")
+		view.NextURL = "/admin?" + next.Encode()
+	}
+	p, err := s.page(c, v, "Flows")
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, templates.AdminPage(p, view))
+}
+
+func (s *Server) adminRows(es []*flow.Elicitation) []templates.AdminRow {
+	now := s.opts.Flows.Now()
+	rows := make([]templates.AdminRow, 0, len(es))
+	for _, e := range es {
+		rows = append(rows, templates.AdminRow{ID: e.ID, State: string(e.State), Stuck: string(s.opts.Flows.StuckAfter().Check(e, now)),
+			User: e.User.Subject, Target: e.Target, Service: e.Service, Client: e.Client.Name, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt})
+	}
+	return rows
+}
+
+// adminAction is what an operator can do to a flow from its page.
+type adminAction struct {
+	templates.AdminAction
+	// applies reports whether the action applies to e now.
+	applies func(e *flow.Elicitation) bool
+}
+
+var adminActions = []adminAction{
+	{templates.AdminAction{Name: "cancel", Label: "Cancel this flow",
+		Explain: "Ends it as cancelled: the client is told, and the link stops working."},
+		func(e *flow.Elicitation) bool { return !e.State.Terminal() }},
+	{templates.AdminAction{Name: "resend", Label: "Send the notification again",
+		Explain: "Asks the replica that holds the client's MCP session to write the completion notification again."},
+		func(e *flow.Elicitation) bool { return e.State.Terminal() && e.SessionID != "" }},
+	{templates.AdminAction{Name: "retry", Label: "Start a new attempt",
+		Explain: "Starts a new flow for the same user, purpose and session, linked to this one."},
+		func(e *flow.Elicitation) bool {
+			return e.State.Terminal() && e.State != flow.Complete && e.RetriedBy == ""
+		}},
+}
+
+// adminNotices are the notices a page shows after an action (?done=).
+var adminNotices = map[string]string{
+	"cancel": "The flow is cancelled.",
+	"resend": "The completion notification is asked for again; its delivery record says how it went.",
+	"retry":  "A new attempt started; this is it.",
+}
+
+// adminFlow reads the flow named in the path, or answers 404.
+func (s *Server) adminFlow(c echo.Context) (*flow.Elicitation, error) {
+	e, err := s.opts.Flows.Get(c.Request().Context(), c.Param("id"))
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, echo.NewHTTPError(http.StatusNotFound, "There is no such flow, or it is past its retention.")
+	}
+	return e, err
+}
+
+// adminFlowPage is GET /admin/flows/{id}.
+func (s *Server) adminFlowPage(c echo.Context) error {
+	v, err := s.operatorVisitor(c)
+	if v == nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	e, err := s.adminFlow(c)
+	if err != nil {
+		return err
+	}
+	history, err := s.opts.Flows.History(ctx, e.ID)
+	if err != nil {
+		return err
+	}
+	p, err := s.page(c, v, "Flow of "+e.User.Subject)
+	if err != nil {
+		return err
+	}
+	now := s.opts.Flows.Now()
+	view := templates.AdminFlow{ID: e.ID, State: string(e.State), Stuck: string(s.opts.Flows.StuckAfter().Check(e, now)),
+		Kind: string(e.Kind), Target: e.Target, Service: e.Service, User: e.User.String(), Client: e.Client.Name, Era: e.Era(),
+		Replica: e.Replica, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, ExpiresAt: e.ExpiresAt,
+		Delivery: e.Delivery.Describe(now), RetryOf: e.RetryOf, RetriedBy: e.RetriedBy, CSRF: p.CSRF,
+		Notice: adminNotices[c.QueryParam("done")]}
+	for _, h := range history {
+		view.History = append(view.History, templates.AdminEntry{At: h.At, Event: string(h.Event), Actor: string(h.Actor), By: h.By,
+			From: string(h.From), To: string(h.To), Reason: h.Reason, Count: h.Count})
+	}
+	for _, a := range adminActions {
+		if a.applies(e) {
+			view.Actions = append(view.Actions, a.AdminAction)
+		}
+	}
+	return s.render(c, http.StatusOK, templates.AdminFlowPage(p, view))
+}
+
+// adminAct is POST /admin/flows/{id}/{action}: with a reason, it asks to confirm; with
+// confirm=yes, it acts, records the operator and the reason, and shows the flow.
+func (s *Server) adminAct(c echo.Context) error {
+	v, err := s.operatorVisitor(c)
+	if v == nil {
+		return err
+	}
+	if err := s.checkCSRF(c, v); err != nil {
+		return err
+	}
+	i := slices.IndexFunc(adminActions, func(a adminAction) bool { return a.Name == c.Param("action") })
+	if i < 0 {
+		return echo.NewHTTPError(http.StatusNotFound, "There is no such action.")
+	}
+	action := adminActions[i]
+	ctx := c.Request().Context()
+	e, err := s.adminFlow(c)
+	if err != nil {
+		return err
+	}
+	reason := display.Clean(c.FormValue("reason"), ReasonLimit)
+	if strings.TrimSpace(reason) == "" {
+		return echo.NewHTTPError(http.StatusBadRequest, "Say why, in the reason field: it is kept in the flow's history. Nothing was changed.")
+	}
+	if !action.applies(e) {
+		return echo.NewHTTPError(http.StatusConflict, "This flow is "+string(e.State)+" now: "+strings.ToLower(action.Label)+
+			" no longer applies. Nothing was changed.")
+	}
+	if c.FormValue("confirm") != "yes" {
+		p, err := s.page(c, v, "Confirm")
+		if err != nil {
+			return err
+		}
+		return s.render(c, http.StatusOK, templates.AdminConfirmPage(p, templates.AdminConfirm{ID: e.ID, Action: action.Name,
+			Label: strings.ToLower(action.Label[:1]) + action.Label[1:], Explain: action.Explain, Reason: reason, CSRF: p.CSRF}))
+	}
+	who := operatorAs(v)
+	act := flow.Act{Actor: state.ActorOperator, By: who.OperatorAs.Name, Reason: reason}
+	target := e.ID
+	switch action.Name {
+	case "cancel":
+		change, err := s.opts.Flows.Apply(ctx, e.ID, flow.CancelRequested, act.Actor, act.Reason, flow.By(act.By))
+		if err != nil {
+			return err
+		}
+		e = change.Elicitation
+	case "resend":
+		if e, err = s.opts.Flows.Requeue(ctx, e.ID, act); err != nil {
+			return err
+		}
+	case "retry":
+		next, err := s.opts.Flows.Retry(ctx, e.ID, act, s.opts.TTL)
+		if errors.Is(err, flow.ErrConflict) {
+			return echo.NewHTTPError(http.StatusConflict, "This flow was retried already. Nothing was changed.")
+		}
+		if err != nil {
+			return err
+		}
+		target = next.ID
+	}
+	s.operatorAction(ctx, who, e, action.Name, act)
+	return c.Redirect(http.StatusSeeOther, "/admin/flows/"+target+"?done="+action.Name)
+}

@@ -1,0 +1,83 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
+)
+
+func TestAnOperatorFindsAStuckFlowAndCancelsItWithAReason(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	stuck := f.newFlow(t, "alice")
+	f.clock.Advance(flow.DefaultStuckAfter.Pending)
+	fresh := f.newFlow(t, "bob")
+
+	op := f.browser(t, "operator")
+	f.send(t, op.client, request{method: http.MethodGet, path: "/admin"}).want(t, http.StatusSeeOther)
+	op.signIn("/admin")
+	overview := op.get("/admin")
+	overview.want(t, http.StatusOK, "Stuck flows", "pending 2 1 2m00s", "All flows, oldest first")
+	stuckSection := overview.Text()[strings.Index(overview.Text(), "Stuck flows"):strings.Index(overview.Text(), "All flows")]
+	if !strings.Contains(overview.Body, "/admin/flows/"+stuck.ID) || strings.Contains(stuckSection, fresh.ID[:12]) {
+		t.Errorf("the stuck flow is not listed first, alone:\n%s", stuckSection)
+	}
+	op.get("/admin?user=bob").want(t, http.StatusOK, fresh.ID[:12])
+	op.get("/admin?olderThan=ten").want(t, http.StatusOK, "olderThan: want a duration")
+
+	page := op.get("/admin/flows/" + stuck.ID)
+	page.want(t, http.StatusOK, "Timeline", "created", "alice", "Cancel this flow")
+	path := "/admin/flows/" + stuck.ID + "/cancel"
+	before := f.snapshot(t, stuck.ID)
+	op.post(path, url.Values{"csrf": {page.csrf(t)}}).want(t, http.StatusBadRequest, "Say why")
+	op.post(path, url.Values{"reason": {"no CSRF"}}).want(t, http.StatusForbidden)
+	confirm := op.post(path, url.Values{"csrf": {page.csrf(t)}, "reason": {"the user asked on the helpdesk"}})
+	confirm.want(t, http.StatusOK, "cancel this flow?", "the user asked on the helpdesk", "No, go back")
+	f.wantUnchanged(t, stuck.ID, before)
+
+	done := op.post(path, url.Values{"csrf": {confirm.csrf(t)}, "reason": {"the user asked on the helpdesk"}, "confirm": {"yes"}})
+	if done.Status != http.StatusSeeOther || done.Location() != "/admin/flows/"+stuck.ID+"?done=cancel" {
+		t.Fatalf("the confirmed cancel answered %d to %q", done.Status, done.Location())
+	}
+	f.wantState(t, stuck.ID, flow.Cancelled)
+	last := f.lastEntry(t, stuck.ID)
+	if last.Actor != state.ActorOperator || last.By != "browser operator" || last.Reason != "the user asked on the helpdesk" {
+		t.Errorf("the cancel is recorded as %+v", last)
+	}
+	op.get(done.Location()).want(t, http.StatusOK, "The flow is cancelled.", "browser operator", "Start a new attempt")
+
+	// A new attempt of the cancelled flow, through the same two steps.
+	page = op.get("/admin/flows/" + stuck.ID)
+	retried := op.post("/admin/flows/"+stuck.ID+"/retry", url.Values{"csrf": {page.csrf(t)}, "reason": {"second try"}, "confirm": {"yes"}})
+	if retried.Status != http.StatusSeeOther || !strings.HasSuffix(retried.Location(), "?done=retry") {
+		t.Fatalf("the retry answered %d to %q", retried.Status, retried.Location())
+	}
+	if next := f.get(t, stuck.ID).RetriedBy; next == "" || !strings.Contains(retried.Location(), next) {
+		t.Errorf("the retry went to %q, the new attempt is %q", retried.Location(), next)
+	}
+	// An action that no longer applies changes nothing.
+	op.post(path, url.Values{"csrf": {page.csrf(t)}, "reason": {"again"}, "confirm": {"yes"}}).want(t, http.StatusConflict, "no longer applies")
+}
+
+func TestTheOperatorsPagesRefuseEveryoneElse(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "bob")
+	alice := f.browser(t, "alice")
+	alice.signIn("/connections")
+	alice.get("/admin").want(t, http.StatusForbidden, "for urlflow's operators")
+	alice.get("/admin/flows/"+e.ID).want(t, http.StatusForbidden, "for urlflow's operators")
+	page := alice.get("/connections")
+	before := f.snapshot(t, e.ID)
+	alice.post("/admin/flows/"+e.ID+"/cancel", url.Values{"csrf": {page.csrf(t)}, "reason": {"x"}, "confirm": {"yes"}}).
+		want(t, http.StatusForbidden, "Nothing was shown or changed")
+	f.wantUnchanged(t, e.ID, before)
+	if got := f.send(t, nil, request{method: http.MethodGet, path: "/admin/flows/" + e.ID}); got.Status != http.StatusSeeOther ||
+		!strings.HasPrefix(got.Location(), "/auth/login?next=") {
+		t.Errorf("signed out: %d %q, want a redirect to sign in", got.Status, got.Location())
+	}
+}
