@@ -19,8 +19,9 @@ import (
 
 // The operators' pages under /admin: the flows that need attention, each flow's timeline,
 // and retry and cancel with a reason and a confirmation step. An operator in the browser is
-// a signed-in user whose subject Options.OperatorSubjects names; anyone else signed in gets
-// 403, and nobody signed in is sent to sign in. The pages need no JavaScript.
+// a signed-in user whose subject Options.OperatorSubjects names, or whose ID token had the
+// operators' claim when they signed in (identity.BrowserSignIn.RecogniseOperators); anyone
+// else signed in gets 403, and nobody signed in is sent to sign in. The pages need no JavaScript.
 
 // operatorVisitor returns the signed-in operator behind c, or the answer for anyone else.
 func (s *Server) operatorVisitor(c echo.Context) (*visitor, error) {
@@ -31,7 +32,7 @@ func (s *Server) operatorVisitor(c echo.Context) (*visitor, error) {
 	if !v.signedIn {
 		return nil, c.Redirect(http.StatusSeeOther, "/auth/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
 	}
-	if !slices.Contains(s.opts.OperatorSubjects, v.user.Subject) {
+	if op, _ := v.sess.Values[valueOperator].(string); op != "1" && !slices.Contains(s.opts.OperatorSubjects, v.user.Subject) {
 		s.refusedIdentity(c.Request(), v.user, "", "not an operator: refused the operators' pages")
 		return nil, echo.NewHTTPError(http.StatusForbidden, "These pages are for urlflow's operators. Nothing was shown or changed.")
 	}

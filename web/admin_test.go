@@ -81,3 +81,14 @@ func TestTheOperatorsPagesRefuseEveryoneElse(t *testing.T) {
 		t.Errorf("signed out: %d %q, want a redirect to sign in", got.Status, got.Location())
 	}
 }
+
+func TestTheIssuersGroupClaimMakesAnOperator(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{oidc: true})
+	carol := f.browser(t, "carol") // in the group urlflow-operators at the issuer
+	carol.signIn("/admin")
+	carol.get("/admin").want(t, http.StatusOK, "Stuck flows")
+	dave := f.browser(t, "dave")
+	dave.signIn("/admin")
+	dave.get("/admin").want(t, http.StatusForbidden, "for urlflow's operators")
+}

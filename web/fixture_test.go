@@ -247,6 +247,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		verifier, issuer = rs, cmp.Or(issuer, f.issuer.URL)
 		signIn = identity.NewBrowserSignIn(discovered,
 			identity.ClientCredentials{ClientID: f.issuer.ClientID, ClientSecret: f.issuer.ClientSecret}, callback)
+		signIn.RecogniseOperators("groups", "urlflow-operators")
 	} else {
 		f.dev = identity.NewDev([]byte(rand.Text()), resource)
 		verifier = f.dev
@@ -1035,7 +1036,11 @@ func (b *browser) startSignIn(next string) string {
 // issuerUser is the answer of the issuer when user name signs in and consents there, naming
 // itself (RFC 9207).
 func (f *fixture) issuerUser(name string) issuertest.Answer {
-	return issuertest.Answer{User: issuertest.User{Subject: name, PreferredUsername: name}, Iss: f.issuer.URL}
+	user := issuertest.User{Subject: name, PreferredUsername: name}
+	if name == "carol" { // carol is in the operators' group
+		user.Groups = []string{"staff", "urlflow-operators"}
+	}
+	return issuertest.Answer{User: user, Iss: f.issuer.URL}
 }
 
 // atIssuer opens authURL at the issuer, which answers as a says, and returns the URL on

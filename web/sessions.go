@@ -242,6 +242,8 @@ const (
 	valueSubject  = "sub"
 	valueName     = "name"
 	valueSignedIn = "signed_in_at"
+	// valueOperator is "1" when the sign-in's ID token made the user an operator.
+	valueOperator = "operator"
 	// A sign-in in progress (production identity).
 	valueSignInState    = "signin_state"
 	valueSignInNonce    = "signin_nonce"

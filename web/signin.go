@@ -107,14 +107,15 @@ func (s *Server) signInCallback(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadGateway, "Signing you in failed at the last step. Nothing was changed. "+
 			"Open your link again to retry.")
 	}
-	if err := s.signInAs(c, v, who.User, who.Name); err != nil {
+	if err := s.signInAs(c, v, who.User, who.Name, who.Operator); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, safeNext(next))
 }
 
-// signInAs makes v's browser session the session of user, under a new session ID.
-func (s *Server) signInAs(c echo.Context, v *visitor, user state.User, name string) error {
+// signInAs makes v's browser session the session of user, under a new session ID;
+// operator says whether the issuer's ID token made the user an operator.
+func (s *Server) signInAs(c echo.Context, v *visitor, user state.User, name string, operator bool) error {
 	if err := s.sessions.rotate(c.Request(), v.sess); err != nil {
 		return err
 	}
@@ -122,6 +123,10 @@ func (s *Server) signInAs(c echo.Context, v *visitor, user state.User, name stri
 	v.sess.Values[valueSubject] = user.Subject
 	v.sess.Values[valueName] = name
 	v.sess.Values[valueSignedIn] = time.Now().UTC().Format(time.RFC3339)
+	delete(v.sess.Values, valueOperator)
+	if operator {
+		v.sess.Values[valueOperator] = "1"
+	}
 	if err := v.sess.Save(c.Request(), c.Response()); err != nil {
 		return err
 	}
@@ -163,7 +168,7 @@ func (s *Server) signIn(c echo.Context) error {
 		return s.renderDevSignIn(c, v, http.StatusUnprocessableEntity, next, "",
 			"Use 1 to 64 lower-case letters, digits, dots, dashes or underscores, for example alice.")
 	}
-	if err := s.signInAs(c, v, s.opts.Dev.User(name), name); err != nil {
+	if err := s.signInAs(c, v, s.opts.Dev.User(name), name, false); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, next)

@@ -57,6 +57,9 @@ type config struct {
 	// OperatorSubjects are the users who are operators in the browser (operators.subjects,
 	// and in urlflow dev the development operator, DevOperator).
 	OperatorSubjects []string
+	// OperatorClaim and OperatorClaimValue make operators in the browser by a claim of the
+	// ID token (operators.claim).
+	OperatorClaim, OperatorClaimValue string
 	// AuditRetention and AuditMaxEntries bound the audit trail (URLFLOW_AUDIT_RETENTION,
 	// URLFLOW_AUDIT_MAX_ENTRIES).
 	AuditRetention  time.Duration
@@ -164,6 +167,12 @@ type operatorsConfig struct {
 	// Subjects are the users who are operators in the browser (the /admin pages): their
 	// subjects at the deployment's issuer.
 	Subjects []string `yaml:"subjects"`
+	// Claim makes operators of the users whose ID token (urlflow serve's browser sign-in)
+	// has the claim Name with Value, or Value among its values (a group).
+	Claim struct {
+		Name  string `yaml:"name"`
+		Value string `yaml:"value"`
+	} `yaml:"claim"`
 	// StuckAfter maps a running state, or "notification", to how long a flow may stay in
 	// it (or owe its notification) before it is stuck: a Go duration.
 	StuckAfter map[string]string `yaml:"stuck_after"`
@@ -322,6 +331,10 @@ func loadConfig(mode string, args []string, getenv env, stderr io.Writer) (*conf
 	var stuckProblems []error
 	cfg.StuckAfter, stuckProblems = file.Operators.stuckAfter()
 	cfg.OperatorSubjects = file.Operators.Subjects
+	cfg.OperatorClaim, cfg.OperatorClaimValue = file.Operators.Claim.Name, file.Operators.Claim.Value
+	if (cfg.OperatorClaim == "") != (cfg.OperatorClaimValue == "") {
+		problem("operators.claim: set both name and value")
+	}
 	if mode == "dev" {
 		cfg.OperatorSubjects = append(cfg.OperatorSubjects, DevOperator)
 	}

@@ -42,6 +42,9 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return fmt.Errorf("URLFLOW_OIDC_INTROSPECTION: %w", err)
 	}
 	signIn := identity.NewBrowserSignIn(issuer, credentials, cfg.PublicURL.JoinPath("auth", "callback").String())
+	if cfg.OperatorClaim != "" {
+		signIn.RecogniseOperators(cfg.OperatorClaim, cfg.OperatorClaimValue)
+	}
 
 	listener, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

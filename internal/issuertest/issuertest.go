@@ -86,6 +86,8 @@ type User struct {
 	PreferredUsername string
 	Name              string
 	Email             string
+	// Groups, when set, is the groups claim of the ID token.
+	Groups []string
 }
 
 // Answer is how the authorization endpoint answers the authorization requests that follow
@@ -388,6 +390,9 @@ func (i *Issuer) serveToken(w http.ResponseWriter, r *http.Request) {
 		if v != "" {
 			idClaims[claim] = v
 		}
+	}
+	if len(g.user.Groups) > 0 {
+		idClaims["groups"] = g.user.Groups
 	}
 	accessToken, err1 := key.sign(access)
 	idToken, err2 := key.sign(idClaims)

@@ -21,6 +21,33 @@ type BrowserSignIn struct {
 	issuer   *oauth.Server
 	clientID string
 	config   oauth2.Config
+	// operatorClaim names the ID token claim, and operatorValue its value (or one of its
+	// values), that makes a user an operator (SignedIn.Operator); none if empty.
+	operatorClaim, operatorValue string
+}
+
+// RecogniseOperators makes the users whose ID token has claim with value (or, for a list,
+// among its values) operators: SignedIn.Operator.
+func (b *BrowserSignIn) RecogniseOperators(claim, value string) {
+	b.operatorClaim, b.operatorValue = claim, value
+}
+
+// hasOperatorClaim reports whether claims make their user an operator.
+func (b *BrowserSignIn) hasOperatorClaim(claims map[string]any) bool {
+	if b.operatorClaim == "" {
+		return false
+	}
+	switch v := claims[b.operatorClaim].(type) {
+	case string:
+		return v == b.operatorValue
+	case []any:
+		for _, item := range v {
+			if s, ok := item.(string); ok && s == b.operatorValue {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // NewBrowserSignIn returns a BrowserSignIn with issuer for the client urlflow is registered
@@ -101,7 +128,9 @@ func (b *BrowserSignIn) Finish(ctx context.Context, attempt SignInAttempt, query
 			name = n
 		}
 	}
-	return SignedIn{User: state.User{Issuer: b.issuer.URL, Subject: id.Subject}, Name: name}, nil
+	var all map[string]any
+	id.Claims(&all) // a failure makes nobody an operator
+	return SignedIn{User: state.User{Issuer: b.issuer.URL, Subject: id.Subject}, Name: name, Operator: b.hasOperatorClaim(all)}, nil
 }
 
 // SignedIn is the outcome of a browser sign-in.
@@ -109,4 +138,6 @@ type SignedIn struct {
 	User state.User
 	// Name is how to call the user on the pages (a username, an email, or the subject).
 	Name string
+	// Operator is set when the ID token has the operators' claim (RecogniseOperators).
+	Operator bool
 }
