@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/urlflow/urlflow/state/audit"
 )
 
 // casScript runs a batch of writes in one user's slot if what the caller read has not
@@ -83,6 +85,9 @@ type batch struct {
 	redis.Pipeliner
 	// after holds the writes outside the user's slot (outside), on a Cluster only.
 	after []func(redis.Pipeliner)
+	// audits holds the step's audit events on a Cluster, which go with the replica's next
+	// batch of them once the step has written (trail.go).
+	audits []audit.Event
 }
 
 func (s *Store) newBatch() *batch { return &batch{Pipeliner: s.rdb.Pipeline()} }
@@ -105,6 +110,9 @@ func (s *Store) outside(b *batch, fn func(redis.Pipeliner)) {
 // leave no trace. (Each write is idempotent but a service event, which a reader may then
 // see twice.)
 func (s *Store) writeAfter(ctx context.Context, b *batch) error {
+	for _, ev := range b.audits {
+		s.audit.Later(ctx, ev)
+	}
 	if len(b.after) == 0 {
 		return nil
 	}

@@ -394,6 +394,8 @@ func TestListingWhileFlowsAreCreatedConcurrentlyNeverRepeats(t *testing.T) {
 	})
 }
 
+// On one server the step's script appends its audit event; on a Cluster the step hands it
+// to the replica's next batch once it has written.
 func TestEveryChangeOfStateIsAuditedByItsStep(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		trail := audit.New(b.Client, audit.Options{Logger: quiet})
@@ -404,6 +406,7 @@ func TestEveryChangeOfStateIsAuditedByItsStep(t *testing.T) {
 		if _, err := s.Apply(t.Context(), e.ID, CancelRequested, state.ActorOperator, "ticket 42", By("token 0123abcd")); err != nil {
 			t.Fatal(err)
 		}
+		trail.Flush(t.Context()) // on a Cluster the events wait for the replica's next batch
 		events, err := trail.Read(t.Context(), time.Time{})
 		if err != nil {
 			t.Fatal(err)
