@@ -362,8 +362,9 @@ func (t *Trail) Run(ctx context.Context) {
 const exportBatch = 500
 
 // Export calls fn with every event appended from since to until (inclusive; a zero since
-// means from the first, a zero until to the last), ordered by time, until fn returns an
-// error. The times select by when the trail received the event (its position).
+// means from the first, a zero until to the last), in the order the trail received them
+// (eventHeap), until fn returns an error. The times select by when the trail received the
+// event (its position), as does the order; At is when it happened.
 func (t *Trail) Export(ctx context.Context, since, until time.Time, fn func(Event) error) error {
 	start, end := "-", "+"
 	if !since.IsZero() {
@@ -443,15 +444,34 @@ type heapItem struct {
 	r *bucketReader
 }
 
-// eventHeap orders the next event of each bucket by time, then position.
+// eventHeap orders the next event of each bucket by when the trail received it (the
+// millisecond of its position), then by when it happened. Each bucket's events come in
+// the order of their positions, so the export is in the order the trail received them:
+// events written in a batch (Later, Repeated) come when the batch came, after events that
+// happened after them.
 type eventHeap []heapItem
 
 func (h eventHeap) Len() int { return len(h) }
 func (h eventHeap) Less(i, j int) bool {
+	if mi, mj := ReceivedAt(h[i].e), ReceivedAt(h[j].e); mi != mj {
+		return mi < mj
+	}
 	if !h[i].e.At.Equal(h[j].e.At) {
 		return h[i].e.At.Before(h[j].e.At)
 	}
 	return h[i].e.ID < h[j].e.ID
+}
+
+// ReceivedAt returns when the trail received e, read from its position (ID), in Unix
+// milliseconds of Redis's clock; 0 for an event not read from the trail.
+func ReceivedAt(e Event) int64 {
+	i := strings.LastIndexByte(e.ID, '}')
+	if i < 0 {
+		return 0
+	}
+	ms, _, _ := strings.Cut(strings.TrimPrefix(e.ID[i+1:], "-"), "-")
+	n, _ := strconv.ParseInt(ms, 10, 64)
+	return n
 }
 func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *eventHeap) Push(x any)   { *h = append(*h, x.(heapItem)) }
@@ -462,8 +482,8 @@ func (h *eventHeap) Pop() any {
 	return x
 }
 
-// Read returns the events since since, ordered by time: Export into a slice, for short
-// spans.
+// Read returns the events since since, as Export orders them: Export into a slice, for
+// short spans.
 func (t *Trail) Read(ctx context.Context, since time.Time) ([]Event, error) {
 	var out []Event
 	err := t.Export(ctx, since, time.Time{}, func(e Event) error {
