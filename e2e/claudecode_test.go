@@ -34,9 +34,13 @@ type claudeCode struct {
 	hookLog string
 	stderr  *syncBuffer
 
+	writeMu   sync.Mutex
 	mu        sync.Mutex
 	responses map[string]chan claudeAnswer
 	next      int
+	// dialogs are the elicitations Claude Code asked its host to show the user.
+	dialogs     []map[string]any
+	formContent map[string]any
 }
 
 // claudeAnswer is Claude Code's answer to a control request: the tool's result or an error.
@@ -48,10 +52,34 @@ type claudeAnswer struct {
 }
 
 // startClaudeCode starts Claude Code in a home of its own, with urlflow s as its MCP server
-// (the token as a header, as the banner's `claude mcp add` line configures it) and an
-// Elicitation hook that records what it is given and answers action. It returns once
+// "urlflow" (the token as a header, as the banner's `claude mcp add` line configures it) and
+// an Elicitation hook that records what it is given and answers action. It returns once
 // Claude Code has answered its initialize.
 func startClaudeCode(t *testing.T, s *server, token, action string) *claudeCode {
+	t.Helper()
+	return startClaudeCodeWith(t, claudeSetup{
+		servers: map[string]any{"urlflow": map[string]any{"type": "http", "url": s.MCPURL, "headers": map[string]string{"Authorization": "Bearer " + token}}},
+		action:  action,
+	})
+}
+
+// claudeSetup is what a test gives a Claude Code process.
+type claudeSetup struct {
+	// servers are its MCP servers, by name, as --mcp-config takes them.
+	servers map[string]any
+	// action is the answer of the test's Elicitation hook to a URL-mode request: it stands
+	// for the user. A form goes to the user's dialog instead, which Claude Code asks its
+	// host (the test) for; the test answers accept with formContent.
+	action      string
+	formContent map[string]any
+	// prepare runs before Claude Code starts, with its home and the environment it will
+	// have (its configuration directory is home/.claude).
+	prepare func(home string, env []string)
+}
+
+// startClaudeCodeWith starts Claude Code as setup says, in a home of its own. It returns
+// once Claude Code has answered its initialize.
+func startClaudeCodeWith(t *testing.T, setup claudeSetup) *claudeCode {
 	t.Helper()
 	binary, err := filepath.Abs(claudeCodeBinary)
 	if err != nil {
@@ -63,24 +91,28 @@ func startClaudeCode(t *testing.T, s *server, token, action string) *claudeCode 
 	dir := t.TempDir()
 	c := &claudeCode{t: t, hookLog: filepath.Join(dir, "hook.log"), stderr: &syncBuffer{}, responses: map[string]chan claudeAnswer{}}
 	hook := filepath.Join(dir, "hook.sh")
-	answer := fmt.Sprintf(`{"hookSpecificOutput":{"hookEventName":"Elicitation","action":%q}}`, action)
-	script := "#!/bin/sh\n{ cat; echo; } >> '" + c.hookLog + "'\necho '" + answer + "'\n"
+	c.formContent = setup.formContent
+	answer := fmt.Sprintf(`{"hookSpecificOutput":{"hookEventName":"Elicitation","action":%q}}`, setup.action)
+	script := "#!/bin/sh\ninput=$(cat)\nprintf '%s\\n' \"$input\" >> '" + c.hookLog + "'\n" +
+		"case \"$input\" in *'\"mode\":\"url\"'*) echo '" + answer + "' ;; esac\n"
 	if err := os.WriteFile(hook, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	mcpConfig, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"urlflow": map[string]any{
-		"type": "http", "url": s.MCPURL, "headers": map[string]string{"Authorization": "Bearer " + token}}}})
+	mcpConfig, _ := json.Marshal(map[string]any{"mcpServers": setup.servers})
 	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"Elicitation": []any{map[string]any{
-		"matcher": "urlflow", "hooks": []any{map[string]any{"type": "command", "command": hook}}}}}})
+		"hooks": []any{map[string]any{"type": "command", "command": hook}}}}}})
 	c.cmd = exec.Command(binary, "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
 		"--mcp-config", string(mcpConfig), "--strict-mcp-config", "--settings", string(settings))
 	c.cmd.Dir = dir
 	c.cmd.Env = append(os.Environ(),
-		"HOME="+dir, "CLAUDE_CONFIG_DIR="+filepath.Join(dir, ".claude"),
+		"HOME="+dir, "CLAUDE_CONFIG_DIR="+filepath.Join(dir, ".claude"), "XDG_CONFIG_HOME="+filepath.Join(dir, ".config"),
 		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1",
 		// No model is asked anything; a dummy key, and a model API that refuses at once
 		// instead of a network that does not answer (startup would wait on it).
 		"ANTHROPIC_API_KEY=sk-ant-e2e-dummy", "ANTHROPIC_BASE_URL=http://127.0.0.1:9")
+	if setup.prepare != nil {
+		setup.prepare(dir, c.cmd.Env)
+	}
 	c.cmd.Stderr = c.stderr
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
@@ -109,10 +141,19 @@ func (c *claudeCode) read(stdout io.Reader) {
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var msg struct {
-			Type     string       `json:"type"`
-			Response claudeAnswer `json:"response"`
+			Type      string         `json:"type"`
+			Response  claudeAnswer   `json:"response"`
+			RequestID string         `json:"request_id"`
+			Request   map[string]any `json:"request"`
 		}
-		if json.Unmarshal(sc.Bytes(), &msg) != nil || msg.Type != "control_response" {
+		if json.Unmarshal(sc.Bytes(), &msg) != nil {
+			continue
+		}
+		if msg.Type == "control_request" && msg.Request["subtype"] == "elicitation" {
+			c.answerDialog(msg.RequestID, msg.Request)
+			continue
+		}
+		if msg.Type != "control_response" {
 			continue
 		}
 		c.mu.Lock()
@@ -122,6 +163,39 @@ func (c *claudeCode) read(stdout io.Reader) {
 			ch <- msg.Response
 		}
 	}
+}
+
+// answerDialog is the user at Claude Code's elicitation dialog: it accepts, with the
+// setup's formContent for the fields the form has.
+func (c *claudeCode) answerDialog(id string, req map[string]any) {
+	c.mu.Lock()
+	c.dialogs = append(c.dialogs, req)
+	c.mu.Unlock()
+	content := map[string]any{}
+	schema, _ := req["requested_schema"].(map[string]any)
+	properties, _ := schema["properties"].(map[string]any)
+	for name := range properties {
+		if v, ok := c.formContent[name]; ok {
+			content[name] = v
+		}
+	}
+	line, _ := json.Marshal(map[string]any{"type": "control_response", "response": map[string]any{
+		"subtype": "success", "request_id": id, "response": map[string]any{"action": "accept", "content": content}}})
+	c.write(line)
+}
+
+// shownDialogs returns the elicitations Claude Code showed the user in a dialog.
+func (c *claudeCode) shownDialogs() []map[string]any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]map[string]any(nil), c.dialogs...)
+}
+
+// write sends one line to Claude Code's standard input.
+func (c *claudeCode) write(line []byte) {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.stdin.Write(append(line, '\n'))
 }
 
 // claudeCodeWait bounds one control request: a tool call waits for the browser step.
@@ -137,9 +211,7 @@ func (c *claudeCode) request(req map[string]any) claudeAnswer {
 	c.responses[id] = ch
 	c.mu.Unlock()
 	line, _ := json.Marshal(map[string]any{"type": "control_request", "request_id": id, "request": req})
-	if _, err := c.stdin.Write(append(line, '\n')); err != nil {
-		c.t.Fatalf("write to Claude Code: %v", err)
-	}
+	c.write(line)
 	select {
 	case a := <-ch:
 		return a
@@ -153,13 +225,20 @@ func (c *claudeCode) request(req map[string]any) claudeAnswer {
 // structuredContent.
 func (c *claudeCode) call(tool string, args map[string]any) map[string]any {
 	c.t.Helper()
-	a := c.request(map[string]any{"subtype": "mcp_call", "tool": "mcp__urlflow__" + tool, "arguments": args})
+	return c.callOn("urlflow", tool, args)
+}
+
+// callOn makes Claude Code call the tool of its MCP server with args and returns the tool
+// result's structuredContent.
+func (c *claudeCode) callOn(server, tool string, args map[string]any) map[string]any {
+	c.t.Helper()
+	a := c.request(map[string]any{"subtype": "mcp_call", "tool": "mcp__" + server + "__" + tool, "arguments": args})
 	var res struct {
 		StructuredContent map[string]any `json:"structuredContent"`
 		IsError           bool           `json:"isError"`
 	}
 	if a.Subtype != "success" || json.Unmarshal(a.Response, &res) != nil || res.IsError || res.StructuredContent == nil {
-		c.t.Fatalf("Claude Code's call of %s: %s %s %s", tool, a.Subtype, a.Error, a.Response)
+		c.t.Fatalf("Claude Code's call of %s on %s: %s %s %s", tool, server, a.Subtype, a.Error, a.Response)
 	}
 	return res.StructuredContent
 }

@@ -7,6 +7,7 @@
 //	urlflow service-key   a new key for a delegating MCP server, and its keys_file line
 //	urlflow flows     find, read, cancel and retry flows of a running urlflow (operators)
 //	urlflow audit export  the audit trail of a running urlflow, as JSON Lines (operators)
+//	urlflow hook      the policy for Claude Code's Elicitation hooks, on a user's machine
 package main
 
 import (
@@ -27,8 +28,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
 	stop()
+	var status exitStatus
 	switch {
 	case err == nil:
+	case errors.As(err, &status):
+		os.Exit(int(status))
 	case errors.Is(err, flag.ErrHelp):
 		os.Exit(2)
 	default:
@@ -51,6 +55,8 @@ commands:
             urlflow ("urlflow flows" says more)
   audit export --since T [--until T]
             for operators: the audit trail of a running urlflow, as JSON Lines
+  hook      on a user's machine: the policy for Claude Code's Elicitation hooks that keeps
+            secrets out of form mode ("urlflow hook" says more)
 
 Run "urlflow dev -h" for the flags; every setting is also an environment variable (README).
 `
@@ -69,6 +75,8 @@ func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Write
 		return runFlows(ctx, args[1:], getenv, stdout, stderr)
 	case "audit":
 		return runAudit(ctx, args[1:], getenv, stdout, stderr)
+	case "hook":
+		return runHook(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
 	case "service-key":
 		return runServiceKey(args[1:], stdout)
 	case "version", "-version", "--version":

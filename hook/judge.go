@@ -1,0 +1,296 @@
+package hook
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Decision is what the policy decided about one hook input.
+type Decision string
+
+// The decisions.
+const (
+	// Allow lets the request reach the user, or the answer reach the server, unchanged.
+	Allow Decision = "allow"
+	// Refuse stops an Elicitation before the user sees it.
+	Refuse Decision = "refuse"
+	// Decline replaces an accepted answer with a decline, without its content.
+	Decline Decision = "decline"
+)
+
+// Entry is one decision as the audit log keeps it: what was asked, where, and why it was
+// decided so; for forms the field names and the lengths of the values, never a value.
+type Entry struct {
+	Time          time.Time `json:"time"`
+	Event         string    `json:"event"`
+	Server        string    `json:"server"`
+	Mode          string    `json:"mode"`
+	Origin        string    `json:"origin,omitempty"`
+	ElicitationID string    `json:"elicitation_id,omitempty"`
+	// Action is the user's answer, for an ElicitationResult.
+	Action   string   `json:"action,omitempty"`
+	Decision Decision `json:"decision"`
+	Reason   string   `json:"reason"`
+	Fields   []Field  `json:"fields,omitempty"`
+}
+
+// Refused reports whether the decision stops the request or the answer.
+func (e *Entry) Refused() bool { return e.Decision != Allow }
+
+// Field is a form field in an audit entry: its name, and for an answer the type and length
+// of its value.
+type Field struct {
+	Name   string `json:"name"`
+	Type   string `json:"type,omitempty"`
+	Length *int   `json:"length,omitempty"`
+}
+
+// ServerFinder finds the definitions of an MCP server in Claude Code's configuration;
+// ClaudeCodeConfig is one.
+type ServerFinder interface {
+	Definitions(name, dir string) ([]ServerDefinition, error)
+}
+
+// Options are what a Judge takes beside the policy file.
+type Options struct {
+	// AllowedOrigins are allowed beside the policy's (the origins `urlflow hook install
+	// --server` writes into the hook's command line).
+	AllowedOrigins []string
+	// Servers finds where Claude Code defines a server, for TrustedFormServers; no server
+	// is trusted without it.
+	Servers ServerFinder
+	// Now is the clock of the audit entries; time.Now when nil.
+	Now func() time.Time
+}
+
+// A Judge decides hook inputs by one policy.
+type Judge struct {
+	allowed []Origin
+	trusted map[string]string // server name → normalised URL
+	servers ServerFinder
+	phrases *phraseMatcher
+	now     func() time.Time
+}
+
+// NewJudge returns a Judge for the policy p. An allowed origin or trusted server that does
+// not parse is an error, all of them named at once.
+func NewJudge(p Policy, opts Options) (*Judge, error) {
+	j := &Judge{trusted: map[string]string{}, servers: opts.Servers, phrases: defaultMatcher, now: opts.Now}
+	if j.now == nil {
+		j.now = time.Now
+	}
+	var errs []error
+	for _, raw := range append(append([]string(nil), opts.AllowedOrigins...), p.AllowedOrigins...) {
+		o, err := allowedOrigin(raw)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		j.allowed = append(j.allowed, o)
+	}
+	for _, s := range p.TrustedFormServers {
+		u := serverURL(s.URL)
+		switch {
+		case s.Name == "":
+			errs = append(errs, errors.New("a trusted form server needs a name"))
+		case u == "":
+			errs = append(errs, fmt.Errorf("trusted form server %q: url %q is not an http or https URL", s.Name, s.URL))
+		default:
+			j.trusted[s.Name] = u
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("the hook policy: %w", err)
+	}
+	return j, nil
+}
+
+// maxInput bounds a hook's input: an elicitation is a message and a small flat schema.
+const maxInput = 1 << 20
+
+// ReadInput reads one hook input, at most 1 MiB of JSON.
+func ReadInput(r io.Reader) (*Input, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("read the hook's input: %w", err)
+	}
+	if len(data) > maxInput {
+		return nil, errors.New("the hook's input is larger than 1 MiB")
+	}
+	var in Input
+	if err := json.Unmarshal(data, &in); err != nil {
+		return nil, fmt.Errorf("the hook's input is not a JSON object: %w", err)
+	}
+	return &in, nil
+}
+
+// Decide decides in as the event its hook_event_name says.
+func (j *Judge) Decide(in *Input) Entry {
+	e := Entry{Time: j.now().UTC(), Event: in.HookEventName, Server: in.MCPServerName, Mode: in.mode(),
+		ElicitationID: in.ElicitationID}
+	if in.URL != "" {
+		if o, err := ParseOrigin(in.URL); err == nil {
+			e.Origin = o.String()
+		}
+	}
+	switch in.HookEventName {
+	case EventElicitation:
+		j.decideRequest(in, &e)
+	case EventElicitationResult:
+		e.Action = in.Action
+		j.decideAnswer(in, &e)
+	default:
+		e.Decision, e.Reason = Refuse, fmt.Sprintf("not an elicitation hook's input (hook_event_name %q)", in.HookEventName)
+	}
+	return e
+}
+
+// decideRequest decides an Elicitation: the origin of a URL, the questions of a form.
+func (j *Judge) decideRequest(in *Input, e *Entry) {
+	switch e.Mode {
+	case ModeURL:
+		e.Decision, e.Reason = j.judgeURL(in.URL)
+	case ModeForm:
+		reason, fields, err := formAsksForSecret(j.phrases, in.Message, in.RequestedSchema)
+		for _, f := range fields {
+			e.Fields = append(e.Fields, Field{Name: f})
+		}
+		switch {
+		case err != nil:
+			e.Decision, e.Reason = Refuse, err.Error()
+		case reason == "":
+			e.Decision, e.Reason = Allow, "the form asks for no secret"
+		default:
+			if trusted, why := j.trustedServer(in); trusted {
+				e.Decision, e.Reason = Allow, reason+"; "+why
+			} else {
+				e.Decision, e.Reason = Refuse, reason+"; secrets go through URL mode"+suffix(why)
+			}
+		}
+	default:
+		e.Decision, e.Reason = Refuse, fmt.Sprintf("unknown mode %q", e.Mode)
+	}
+}
+
+func suffix(why string) string {
+	if why == "" {
+		return ""
+	}
+	return " (" + why + ")"
+}
+
+// judgeURL decides a URL-mode request by its URL's origin.
+func (j *Judge) judgeURL(raw string) (Decision, string) {
+	if raw == "" {
+		return Refuse, "a URL-mode request without a URL"
+	}
+	o, err := ParseOrigin(raw)
+	if err != nil {
+		return Refuse, "the URL is " + err.Error()
+	}
+	if o.Scheme != "https" && !o.Loopback() {
+		return Refuse, fmt.Sprintf("%s is plain http: only https, or http on loopback", o)
+	}
+	for _, a := range j.allowed {
+		if a == o {
+			return Allow, fmt.Sprintf("origin %s is allowed", o)
+		}
+	}
+	return Refuse, fmt.Sprintf("origin %s is not an allowed origin", o)
+}
+
+// trustedServer reports whether the policy trusts in's server to ask for secrets: its name
+// is trusted, and every definition of that name in Claude Code's configuration has the
+// trusted URL. why says which, or why not when the name is trusted but a definition differs.
+func (j *Judge) trustedServer(in *Input) (trusted bool, why string) {
+	want, ok := j.trusted[in.MCPServerName]
+	if !ok {
+		return false, ""
+	}
+	if j.servers == nil {
+		return false, fmt.Sprintf("server %q is trusted by name, but its URL cannot be checked", in.MCPServerName)
+	}
+	defs, err := j.servers.Definitions(in.MCPServerName, in.CWD)
+	if err != nil {
+		return false, fmt.Sprintf("server %q is trusted by name, but its definition cannot be read: %v", in.MCPServerName, err)
+	}
+	if len(defs) == 0 {
+		return false, fmt.Sprintf("server %q is trusted by name, but Claude Code's configuration files do not define it", in.MCPServerName)
+	}
+	for _, d := range defs {
+		if serverURL(d.URL) != want {
+			return false, fmt.Sprintf("server %q is trusted by name, but %s defines it with another URL", in.MCPServerName, d.Source)
+		}
+	}
+	return true, fmt.Sprintf("server %q is trusted at %s", in.MCPServerName, want)
+}
+
+// decideAnswer decides an ElicitationResult: an accepted answer whose values look like a
+// secret is declined.
+func (j *Judge) decideAnswer(in *Input, e *Entry) {
+	names := make([]string, 0, len(in.Content))
+	for name := range in.Content {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var reason string
+	for _, name := range names {
+		f, kind := judgeValue(name, in.Content[name])
+		e.Fields = append(e.Fields, f)
+		if reason == "" && kind != "" {
+			reason = fmt.Sprintf("field %q holds what looks like %s", name, kind)
+		}
+	}
+	switch {
+	case in.Action != "accept":
+		e.Decision, e.Reason = Allow, "the user did not accept: no answer leaves"
+	case reason == "":
+		e.Decision, e.Reason = Allow, "no value looks like a secret"
+	default:
+		if trusted, why := j.trustedServer(in); trusted {
+			e.Decision, e.Reason = Allow, reason+"; "+why
+		} else {
+			e.Decision, e.Reason = Decline, reason+"; secrets go through URL mode"+suffix(why)
+		}
+	}
+}
+
+// judgeValue describes a field of an answer for the audit log and says what kind of secret
+// its value looks like, if any.
+func judgeValue(name string, raw json.RawMessage) (Field, string) {
+	f := Field{Name: name}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		f.Type = "invalid"
+		return f, ""
+	}
+	var kind string
+	switch v := v.(type) {
+	case string:
+		n := utf8.RuneCountInString(v)
+		f.Type, f.Length = "string", &n
+		kind = secretShaped(v)
+	case float64:
+		f.Type = "number"
+		kind = secretShaped(strings.TrimSpace(string(raw)))
+	case bool:
+		f.Type = "boolean"
+	case []any:
+		n := len(v)
+		f.Type, f.Length = "array", &n
+		for _, item := range v {
+			if s, ok := item.(string); ok && kind == "" {
+				kind = secretShaped(s)
+			}
+		}
+	default:
+		f.Type = "object"
+	}
+	return f, kind
+}
