@@ -75,6 +75,8 @@ type claudeSetup struct {
 	// prepare runs before Claude Code starts, with its home and the environment it will
 	// have (its configuration directory is home/.claude).
 	prepare func(home string, env []string)
+	// env is added to its environment.
+	env []string
 }
 
 // startClaudeCodeWith starts Claude Code as setup says, in a home of its own. It returns
@@ -110,6 +112,7 @@ func startClaudeCodeWith(t *testing.T, setup claudeSetup) *claudeCode {
 		// No model is asked anything; a dummy key, and a model API that refuses at once
 		// instead of a network that does not answer (startup would wait on it).
 		"ANTHROPIC_API_KEY=sk-ant-e2e-dummy", "ANTHROPIC_BASE_URL=http://127.0.0.1:9")
+	c.cmd.Env = append(c.cmd.Env, setup.env...)
 	if setup.prepare != nil {
 		setup.prepare(dir, c.cmd.Env)
 	}

@@ -3,14 +3,17 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -166,5 +169,92 @@ func TestClaudeCodeWithTheHookKeepsSecretsInURLMode(t *testing.T) {
 		if !found {
 			t.Errorf("no audit line %q in %q", w, decisions)
 		}
+	}
+}
+
+// TestClaudeCodeWithTheHTTPHook: `urlflow hook serve` as Claude Code's http Elicitation hook
+// refuses a look-alike URL and a form that asks for a key: Claude Code reads its answer as
+// a decline.
+func TestClaudeCodeWithTheHTTPHook(t *testing.T) {
+	t.Parallel()
+	const token = "e2e-hook-token-0123456789"
+	logPath := filepath.Join(t.TempDir(), "hook-audit.jsonl")
+	policy := filepath.Join(t.TempDir(), "hook.yaml")
+	if err := os.WriteFile(policy, []byte("allowed_origins: [https://auth.example.com]\naudit_log: "+logPath+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serve := exec.Command(binary, "hook", "serve", "--listen", "127.0.0.1:0", "--policy", policy)
+	serve.Env = append(os.Environ(), "URLFLOW_HOOK_TOKEN="+token)
+	var out syncBuffer
+	serve.Stdout, serve.Stderr = &out, &out
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
+	listening := regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/elicitation`)
+	var addr string
+	eventually(t, 10*time.Second, "urlflow hook serve to listen", func() bool {
+		if m := listening.FindStringSubmatch(out.String()); m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	})
+
+	asking := askingServer(t, "unused")
+	cc := startClaudeCodeWith(t, claudeSetup{
+		servers: map[string]any{"asking": map[string]any{"type": "http", "url": asking.URL}},
+		action:  "accept",
+		prepare: func(home string, env []string) {
+			settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"Elicitation": []any{map[string]any{
+				"hooks": []any{map[string]any{"type": "http", "url": "http://" + addr + "/elicitation",
+					"headers":        map[string]string{"Authorization": "Bearer $URLFLOW_HOOK_TOKEN"},
+					"allowedEnvVars": []string{"URLFLOW_HOOK_TOKEN"}}}}}}})
+			os.MkdirAll(filepath.Join(home, ".claude"), 0o700)
+			if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), settings, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+		env: []string{"URLFLOW_HOOK_TOKEN=" + token},
+	})
+	for _, what := range []string{"url", "api_key"} {
+		if res := cc.callOn("asking", "ask", map[string]any{"what": what}); res["action"] != "decline" {
+			t.Fatalf("%s through the http hook reached the server as %v\n%s", what, res, out.String())
+		}
+	}
+	if n := len(cc.shownDialogs()); n != 0 {
+		t.Fatalf("a refused form was shown to the user (%d dialogs)", n)
+	}
+	lines := auditLines(t, logPath)
+	if len(lines) != 2 || lines[0]["decision"] != "refuse" || lines[1]["decision"] != "refuse" {
+		t.Fatalf("the server's audit log: %v", lines)
+	}
+}
+
+// TestClaudeCodesHTTPHookFailsOpen: with its http hook unreachable, Claude Code lets a
+// look-alike URL through to the user (here the test's hook, which accepts): why the README
+// recommends the command hook where the policy must hold.
+func TestClaudeCodesHTTPHookFailsOpen(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	asking := askingServer(t, "unused")
+	cc := startClaudeCodeWith(t, claudeSetup{
+		servers: map[string]any{"asking": map[string]any{"type": "http", "url": asking.URL}},
+		action:  "accept",
+		prepare: func(home string, env []string) {
+			settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"Elicitation": []any{map[string]any{
+				"hooks": []any{map[string]any{"type": "http", "url": "http://" + dead + "/elicitation"}}}}}})
+			os.MkdirAll(filepath.Join(home, ".claude"), 0o700)
+			if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), settings, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+	if res := cc.callOn("asking", "ask", map[string]any{"what": "url"}); res["action"] != "accept" {
+		t.Fatalf("with the http hook unreachable the look-alike reached the server as %v; if Claude Code now fails closed, the README should say so", res)
 	}
 }
