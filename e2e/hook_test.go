@@ -172,6 +172,26 @@ func TestClaudeCodeWithTheHookKeepsSecretsInURLMode(t *testing.T) {
 	}
 }
 
+// claudeCodeWithHTTPHook starts Claude Code with the asking server and hook, an http hook,
+// as the Elicitation hook of its user settings, and env in its environment.
+func claudeCodeWithHTTPHook(t *testing.T, hook map[string]any, env ...string) *claudeCode {
+	t.Helper()
+	asking := askingServer(t, "unused")
+	return startClaudeCodeWith(t, claudeSetup{
+		servers: map[string]any{"asking": map[string]any{"type": "http", "url": asking.URL}},
+		action:  "accept",
+		prepare: func(home string, _ []string) {
+			settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"Elicitation": []any{
+				map[string]any{"hooks": []any{hook}}}}})
+			os.MkdirAll(filepath.Join(home, ".claude"), 0o700)
+			if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), settings, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+		env: env,
+	})
+}
+
 // TestClaudeCodeWithTheHTTPHook: `urlflow hook serve` as Claude Code's http Elicitation hook
 // refuses a look-alike URL and a form that asks for a key: Claude Code reads its answer as
 // a decline.
@@ -200,22 +220,9 @@ func TestClaudeCodeWithTheHTTPHook(t *testing.T) {
 		return addr != ""
 	})
 
-	asking := askingServer(t, "unused")
-	cc := startClaudeCodeWith(t, claudeSetup{
-		servers: map[string]any{"asking": map[string]any{"type": "http", "url": asking.URL}},
-		action:  "accept",
-		prepare: func(home string, env []string) {
-			settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"Elicitation": []any{map[string]any{
-				"hooks": []any{map[string]any{"type": "http", "url": "http://" + addr + "/elicitation",
-					"headers":        map[string]string{"Authorization": "Bearer $URLFLOW_HOOK_TOKEN"},
-					"allowedEnvVars": []string{"URLFLOW_HOOK_TOKEN"}}}}}}})
-			os.MkdirAll(filepath.Join(home, ".claude"), 0o700)
-			if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), settings, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		},
-		env: []string{"URLFLOW_HOOK_TOKEN=" + token},
-	})
+	cc := claudeCodeWithHTTPHook(t, map[string]any{"type": "http", "url": "http://" + addr + "/elicitation",
+		"headers":        map[string]string{"Authorization": "Bearer $URLFLOW_HOOK_TOKEN"},
+		"allowedEnvVars": []string{"URLFLOW_HOOK_TOKEN"}}, "URLFLOW_HOOK_TOKEN="+token)
 	for _, what := range []string{"url", "api_key"} {
 		if res := cc.callOn("asking", "ask", map[string]any{"what": what}); res["action"] != "decline" {
 			t.Fatalf("%s through the http hook reached the server as %v\n%s", what, res, out.String())
@@ -241,19 +248,7 @@ func TestClaudeCodesHTTPHookFailsOpen(t *testing.T) {
 	}
 	dead := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	asking := askingServer(t, "unused")
-	cc := startClaudeCodeWith(t, claudeSetup{
-		servers: map[string]any{"asking": map[string]any{"type": "http", "url": asking.URL}},
-		action:  "accept",
-		prepare: func(home string, env []string) {
-			settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"Elicitation": []any{map[string]any{
-				"hooks": []any{map[string]any{"type": "http", "url": "http://" + dead + "/elicitation"}}}}}})
-			os.MkdirAll(filepath.Join(home, ".claude"), 0o700)
-			if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), settings, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		},
-	})
+	cc := claudeCodeWithHTTPHook(t, map[string]any{"type": "http", "url": "http://" + dead + "/elicitation"})
 	if res := cc.callOn("asking", "ask", map[string]any{"what": "url"}); res["action"] != "accept" {
 		t.Fatalf("with the http hook unreachable the look-alike reached the server as %v; if Claude Code now fails closed, the README should say so", res)
 	}

@@ -167,11 +167,7 @@ func (j *Judge) decideRequest(in *Input, e *Entry) {
 		case reason == "":
 			e.Decision, e.Reason = Allow, "the form asks for no secret"
 		default:
-			if trusted, why := j.trustedServer(in); trusted {
-				e.Decision, e.Reason = Allow, reason+"; "+why
-			} else {
-				e.Decision, e.Reason = Refuse, reason+"; secrets go through URL mode"+suffix(why)
-			}
+			j.refuseUnlessTrusted(in, e, reason, Refuse)
 		}
 	default:
 		e.Decision, e.Reason = Refuse, fmt.Sprintf("unknown mode %q", e.Mode)
@@ -253,12 +249,19 @@ func (j *Judge) decideAnswer(in *Input, e *Entry) {
 	case reason == "":
 		e.Decision, e.Reason = Allow, "no value looks like a secret"
 	default:
-		if trusted, why := j.trustedServer(in); trusted {
-			e.Decision, e.Reason = Allow, reason+"; "+why
-		} else {
-			e.Decision, e.Reason = Decline, reason+"; secrets go through URL mode"+suffix(why)
-		}
+		j.refuseUnlessTrusted(in, e, reason, Decline)
 	}
+}
+
+// refuseUnlessTrusted decides with refusal, because of reason, unless the policy trusts
+// in's server to deal in secrets.
+func (j *Judge) refuseUnlessTrusted(in *Input, e *Entry, reason string, refusal Decision) {
+	trusted, why := j.trustedServer(in)
+	if trusted {
+		e.Decision, e.Reason = Allow, reason+"; "+why
+		return
+	}
+	e.Decision, e.Reason = refusal, reason+"; secrets go through URL mode"+suffix(why)
 }
 
 // judgeValue describes a field of an answer for the audit log and says what kind of secret

@@ -24,8 +24,8 @@ type Policy struct {
 	// Claude Code's configuration defines its name with this URL, and only that URL, in
 	// every place that defines it.
 	TrustedFormServers []TrustedServer `yaml:"trusted_form_servers"`
-	// AuditLog is the JSON Lines file every decision is appended to; DefaultAuditLog when
-	// empty.
+	// AuditLog is the JSON Lines file every decision is appended to: a path relative to
+	// the policy file's directory, or starting with ~/; DefaultAuditLog when empty.
 	AuditLog string `yaml:"audit_log"`
 }
 

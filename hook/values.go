@@ -14,7 +14,7 @@ type keyPrefix struct {
 	min    int
 }
 
-// KeyPrefixes lists the published prefixes of API keys and tokens that mark a value as a
+// keyPrefixes lists the published prefixes of API keys and tokens that mark a value as a
 // secret, with the issuer's name.
 var keyPrefixes = []keyPrefix{
 	{"sk-ant-", "Anthropic key", 20},

@@ -111,10 +111,14 @@ func (p *policyFlags) judge(getenv env) (*hook.Judge, *hook.Log, error) {
 		return nil, nil, err
 	}
 	logPath := policy.AuditLog
-	if logPath == "" {
+	switch {
+	case logPath == "":
 		if logPath, err = hook.DefaultAuditLog(); err != nil {
 			return nil, nil, err
 		}
+	case !filepath.IsAbs(logPath) && !strings.HasPrefix(logPath, "~/"):
+		// Relative to the policy file, not to wherever Claude Code runs the hook.
+		logPath = filepath.Join(filepath.Dir(path), logPath)
 	}
 	log, err := hook.NewLog(logPath)
 	return j, log, err
