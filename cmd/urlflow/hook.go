@@ -258,6 +258,11 @@ func runHookInstall(cmd string, args []string, getenv env, stdout, stderr io.Wri
 		fmt.Fprintf(stdout, "removed urlflow's hooks from %s\n", path)
 		return nil
 	}
+	if *scope == "managed" && *file == "" && *policy == "" {
+		// The default policy file is the user's own: in managed settings it would let every
+		// user widen what the organisation enforces.
+		return errors.New("--scope managed needs --policy FILE, a policy file users cannot change (it may be empty)")
+	}
 	binary := *command
 	if binary == "" {
 		var err error

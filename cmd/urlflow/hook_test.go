@@ -156,6 +156,9 @@ func TestHookInstallWritesTheScopesFile(t *testing.T) {
 	if err := runHook(context.Background(), []string{"install", "--server", "http://urlflow.example.com"}, f.env, nil, io.Discard, io.Discard); err == nil {
 		t.Fatal("a plain-http server away from loopback was installed")
 	}
+	if err := runHook(context.Background(), []string{"install", "--scope", "managed", "--command", "/opt/urlflow"}, f.env, nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--policy") {
+		t.Fatalf("a managed install with the user's own policy file: %v", err)
+	}
 	if err := runHook(context.Background(), []string{"uninstall"}, f.env, nil, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
