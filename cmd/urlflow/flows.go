@@ -71,7 +71,11 @@ func runFlows(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		if *stuck {
 			q.Set("stuck", "true")
 		}
-		items, err := conn.client().List(ctx, q)
+		cl, err := conn.client()
+		if err != nil {
+			return err
+		}
+		items, err := cl.List(ctx, q)
 		if err != nil {
 			return err
 		}
@@ -83,7 +87,11 @@ func runFlows(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		if _, err := parseFlags(fs, args, 0); err != nil {
 			return err
 		}
-		sum, err := conn.client().Summary(ctx)
+		cl, err := conn.client()
+		if err != nil {
+			return err
+		}
+		sum, err := cl.Summary(ctx)
 		if err != nil {
 			return err
 		}
@@ -96,7 +104,11 @@ func runFlows(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		if err != nil {
 			return err
 		}
-		e, err := conn.client().Get(ctx, id[0])
+		cl, err := conn.client()
+		if err != nil {
+			return err
+		}
+		e, err := cl.Get(ctx, id[0])
 		if err != nil {
 			return err
 		}
@@ -117,11 +129,15 @@ func runFlows(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		if strings.TrimSpace(*reason) == "" {
 			return errors.New("--reason is required: say why, for the flow's history")
 		}
+		cl, err := conn.client()
+		if err != nil {
+			return err
+		}
 		var e *opsclient.Elicitation
 		if cmd == "cancel" {
-			e, err = conn.client().Cancel(ctx, id[0], *reason)
+			e, err = cl.Cancel(ctx, id[0], *reason)
 		} else {
-			e, err = conn.client().Retry(ctx, id[0], newAttempt, *reason)
+			e, err = cl.Retry(ctx, id[0], newAttempt, *reason)
 		}
 		if err != nil {
 			return err
@@ -165,7 +181,11 @@ func runAudit(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if *since == "" {
 		return errors.New("--since is required: a time (2026-12-01T00:00:00Z) or a duration before now (24h)")
 	}
-	return conn.client().ExportAudit(ctx, *since, *until, stdout)
+	cl, err := conn.client()
+	if err != nil {
+		return err
+	}
+	return cl.ExportAudit(ctx, *since, *until, stdout)
 }
 
 // connection is where the commands for operators send their requests, and with what token.
@@ -188,12 +208,17 @@ func connectionFlags(fs *flag.FlagSet, getenv env) *connection {
 	}
 }
 
-func (c *connection) client() *opsclient.Client {
+// client returns the client of the connection, with the token of --token, or else of
+// URLFLOW_TOKEN (or the file URLFLOW_TOKEN_FILE names).
+func (c *connection) client() (*opsclient.Client, error) {
 	token := *c.token
 	if token == "" {
-		token, _, _ = c.getenv.secret("URLFLOW_TOKEN")
+		var err error
+		if token, _, err = c.getenv.secret("URLFLOW_TOKEN"); err != nil {
+			return nil, err
+		}
 	}
-	return opsclient.New(*c.server, token)
+	return opsclient.New(*c.server, token), nil
 }
 
 // parseFlags parses args into fs, flags and arguments in any order, and returns the

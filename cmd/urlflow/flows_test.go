@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -154,5 +156,22 @@ func TestTheFlowsCommandsWorkAgainstARunningServer(t *testing.T) {
 	}
 	if err := run(t.Context(), []string{"audit", "export"}, env, &out2, &errOut); err == nil || !strings.Contains(err.Error(), "--since") {
 		t.Errorf("audit export without --since: %v", err)
+	}
+}
+
+// TestTheFlowsCommandsSayWhyTheTokenCannotBeRead: a token file that cannot be read, or a
+// token set twice, is the error, not "no token".
+func TestTheFlowsCommandsSayWhyTheTokenCannotBeRead(t *testing.T) {
+	for _, tt := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"URLFLOW_TOKEN_FILE": filepath.Join(t.TempDir(), "missing")}, "URLFLOW_TOKEN_FILE"},
+		{map[string]string{"URLFLOW_TOKEN": "uf_op_x", "URLFLOW_TOKEN_FILE": "/dev/null"}, "both set"},
+	} {
+		err := run(context.Background(), []string{"flows", "summary", "--server", "http://127.0.0.1:1"}, envOf(tt.env), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("with %v: %v", tt.env, err)
+		}
 	}
 }

@@ -175,14 +175,12 @@ func runHookTest(args []string, getenv env, stdin io.Reader, stdout, stderr io.W
 	fs.SetOutput(stderr)
 	var pf policyFlags
 	pf.register(fs)
-	if err := parseInterspersed(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return errors.New("hook test takes one file, the hook's input (- for standard input)")
+	file, err := parseFlags(fs, args, 1)
+	if err != nil {
+		return fmt.Errorf("hook test takes one file, the hook's input (- for standard input): %w", err)
 	}
 	r := stdin
-	if name := fs.Arg(0); name != "-" {
+	if name := file[0]; name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
 			return err
@@ -207,22 +205,6 @@ func runHookTest(args []string, getenv env, stdin io.Reader, stdout, stderr io.W
 	line, _ := json.Marshal(e)
 	fmt.Fprintf(stdout, "audit line: %s\n", line)
 	return nil
-}
-
-// parseInterspersed parses flags before and after the positional arguments.
-func parseInterspersed(fs *flag.FlagSet, args []string) error {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	return fs.Parse(append([]string{"--"}, positional...))
 }
 
 // runHookInstall adds urlflow's two hooks to a Claude Code settings file, or removes them.

@@ -44,8 +44,10 @@ const maxPages = 2000
 // Client sends requests to one urlflow with one token.
 type Client struct {
 	server string
-	token  string
-	http   *http.Client
+	// shown is the server's URL as errors name it, without a password it may hold.
+	shown string
+	token string
+	http  *http.Client
 }
 
 // requestTimeout bounds a request but an audit export, which takes as long as it takes.
@@ -53,7 +55,12 @@ const requestTimeout = time.Minute
 
 // New returns a client of the urlflow whose public URL is server, with token.
 func New(server, token string) *Client {
-	return &Client{server: strings.TrimRight(server, "/"), token: token, http: &http.Client{}}
+	server = strings.TrimRight(server, "/")
+	shown := "the --server URL"
+	if u, err := url.Parse(server); err == nil {
+		shown = u.Redacted()
+	}
+	return &Client{server: server, shown: shown, token: token, http: &http.Client{}}
 }
 
 // List returns every elicitation that the filters of query select, oldest first, reading
@@ -114,7 +121,7 @@ func (c *Client) ExportAudit(ctx context.Context, since, until string, w io.Writ
 	}
 	defer resp.Body.Close()
 	if _, err := io.Copy(w, resp.Body); err != nil {
-		return fmt.Errorf("read the audit trail from %s: %w", c.server, err)
+		return fmt.Errorf("read the audit trail from %s: %w", c.shown, err)
 	}
 	return nil
 }
@@ -140,10 +147,10 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return fmt.Errorf("read the answer of %s: %w", c.server, err)
+		return fmt.Errorf("read the answer of %s: %w", c.shown, err)
 	}
 	if err := json.Unmarshal(answer, out); err != nil {
-		return fmt.Errorf("the answer of %s is not what urlflow answers: %w", c.server, err)
+		return fmt.Errorf("the answer of %s is not what urlflow answers: %w", c.shown, err)
 	}
 	return nil
 }
@@ -164,7 +171,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.server+path, reader)
 	if err != nil {
-		return nil, fmt.Errorf("server %q: %w", c.server, err)
+		return nil, fmt.Errorf("server %s is not a URL urlflow can be reached at", c.shown) // err would quote it whole
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	if body != nil {
@@ -172,7 +179,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach urlflow at %s: %w", c.server, errors.Unwrap(err))
+		return nil, fmt.Errorf("cannot reach urlflow at %s: %w", c.shown, errors.Unwrap(err))
 	}
 	if resp.StatusCode < 300 {
 		return resp, nil
