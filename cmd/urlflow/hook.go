@@ -113,9 +113,8 @@ func (p *policyFlags) judge(getenv env) (*hook.Judge, *hook.Log, error) {
 	logPath := policy.AuditLog
 	switch {
 	case logPath == "":
-		if logPath, err = hook.DefaultAuditLog(); err != nil {
-			return nil, nil, err
-		}
+		log, err := defaultAuditLog()
+		return j, log, err
 	case !filepath.IsAbs(logPath) && !strings.HasPrefix(logPath, "~/"):
 		// Relative to the policy file, not to wherever Claude Code runs the hook.
 		logPath = filepath.Join(filepath.Dir(path), logPath)
@@ -142,11 +141,10 @@ func runHookEvent(cmd string, args []string, getenv env, stdin io.Reader, stderr
 		event = hook.EventElicitationResult
 	}
 	j, log, err := pf.judge(getenv)
-	if err != nil {
-		fmt.Fprintf(stderr, "urlflow hook: refused: %v\n", err)
-		return refusedStatus
+	var in *hook.Input
+	if err == nil {
+		in, err = hook.ReadInput(stdin)
 	}
-	in, err := hook.ReadInput(stdin)
 	if err == nil && in.HookEventName != event {
 		err = fmt.Errorf("the hook for %s was given %q's input", event, in.HookEventName)
 	}
@@ -159,6 +157,14 @@ func runHookEvent(cmd string, args []string, getenv env, stdin io.Reader, stderr
 	} else {
 		e = j.Decide(in)
 	}
+	if log == nil {
+		// The policy could not be read: the refusal goes to the default log.
+		if log, err = defaultAuditLog(); err != nil {
+			fmt.Fprintf(stderr, "urlflow hook: %v\n", err)
+			fmt.Fprintf(stderr, "urlflow hook: %s: %s\n", e.Decision, e.Reason)
+			return refusedStatus
+		}
+	}
 	if err := log.Append(e); err != nil {
 		fmt.Fprintf(stderr, "urlflow hook: %v\n", err)
 	}
@@ -167,6 +173,15 @@ func runHookEvent(cmd string, args []string, getenv env, stdin io.Reader, stderr
 		return refusedStatus
 	}
 	return nil
+}
+
+// defaultAuditLog returns the audit log at its default place.
+func defaultAuditLog() (*hook.Log, error) {
+	path, err := hook.DefaultAuditLog()
+	if err != nil {
+		return nil, err
+	}
+	return hook.NewLog(path)
 }
 
 // runHookTest prints the decision for a hook input, and what the hook would answer.

@@ -96,10 +96,17 @@ func TestHookCommandsExitAsClaudeCodeExpects(t *testing.T) {
 // rule refuses every request instead of letting it through.
 func TestHookRefusesWithABrokenPolicy(t *testing.T) {
 	f := newHookFixture(t)
+	config := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", config) // where the default audit log is
 	os.WriteFile(f.policy, []byte("allowed_origin: [https://tools.example.com]\n"), 0o600)
 	status, _, stderr := f.run(t, "elicitation", `{"hook_event_name":"Elicitation","mcp_server_name":"urlflow","mode":"url","url":"http://127.0.0.1:8080/e/x"}`)
 	if status != 2 || !strings.Contains(stderr, "allowed_origin") {
 		t.Fatalf("with a misspelt policy: status %d, %s", status, stderr)
+	}
+	// The policy names no log that can be trusted: the refusal is explained in the default one.
+	data, err := os.ReadFile(filepath.Join(config, "urlflow", "hook-audit.jsonl"))
+	if err != nil || !strings.Contains(string(data), `"decision":"refuse"`) || !strings.Contains(string(data), "allowed_origin") {
+		t.Fatalf("the default audit log: %s %v", data, err)
 	}
 }
 
