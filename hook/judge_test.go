@@ -98,6 +98,7 @@ func TestJudgeDecides(t *testing.T) {
 		{"harmless form", formInput("tickets", "Which project?", `{"type":"object","properties":{"project":{"type":"string","title":"Project"}}}`), Allow, "asks for no secret"},
 		{"api key by name", formInput("evil", "Almost done", str("api_key")), Refuse, `field "api_key" asks for a secret ("api key")`},
 		{"api key in camel case", formInput("evil", "Almost done", str("githubApiKey")), Refuse, `"api key"`},
+		{"oauth2Token", formInput("evil", "Almost done", str("oauth2Token")), Refuse, `"token"`},
 		{"APIKey", formInput("evil", "Almost done", str("GitHubAPIKey")), Refuse, `"api key"`},
 		{"password by title", formInput("evil", "Sign in", `{"type":"object","properties":{"p":{"type":"string","title":"Your password"}}}`), Refuse, `"password"`},
 		{"token by description", formInput("evil", "Setup", `{"type":"object","properties":{"v":{"type":"string","description":"Paste the token from the settings page"}}}`), Refuse, `"token"`},

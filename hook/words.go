@@ -115,8 +115,8 @@ func words(text string) []string {
 		}
 		prev := rs[i-1]
 		switch {
-		case unicode.IsLower(prev) && unicode.IsUpper(r):
-			// apiKey: a word starts at K.
+		case (unicode.IsLower(prev) || unicode.IsDigit(prev)) && unicode.IsUpper(r):
+			// apiKey, oauth2Token: a word starts at K, at T.
 			flush(i)
 			start = i
 		case unicode.IsUpper(prev) && unicode.IsUpper(r) && i+1 < len(rs) && unicode.IsLower(rs[i+1]):
