@@ -179,3 +179,16 @@ func TestPushWithAProgressTokenWaitsPastPushWaitWithProgress(t *testing.T) {
 		t.Fatalf("result: %v %v", out.err, out.res)
 	}
 }
+
+// TestThePushWaitIsFiftySecondsByDefault: many clients give up on a request after about 60
+// seconds, so the push-style call answers "still waiting" before that unless configured.
+func TestThePushWaitIsFiftySecondsByDefault(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, withPushWait(0), withProgressInterval(0))
+	if got := f.server.opts.PushWait; got != 50*time.Second {
+		t.Fatalf("the default push wait is %s, want 50s", got)
+	}
+	if got := f.server.opts.ProgressInterval; got != 15*time.Second {
+		t.Fatalf("the default progress interval is %s, want 15s", got)
+	}
+}
