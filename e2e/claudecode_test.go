@@ -184,7 +184,7 @@ func (c *claudeCode) answerDialog(id string, req map[string]any) {
 	}
 	line, _ := json.Marshal(map[string]any{"type": "control_response", "response": map[string]any{
 		"subtype": "success", "request_id": id, "response": map[string]any{"action": "accept", "content": content}}})
-	c.write(line)
+	c.write(line) // a Claude Code that is gone asks for nothing more; its request's wait says so
 }
 
 // shownDialogs returns the elicitations Claude Code showed the user in a dialog.
@@ -195,10 +195,11 @@ func (c *claudeCode) shownDialogs() []map[string]any {
 }
 
 // write sends one line to Claude Code's standard input.
-func (c *claudeCode) write(line []byte) {
+func (c *claudeCode) write(line []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	c.stdin.Write(append(line, '\n'))
+	_, err := c.stdin.Write(append(line, '\n'))
+	return err
 }
 
 // claudeCodeWait bounds one control request: a tool call waits for the browser step.
@@ -214,7 +215,9 @@ func (c *claudeCode) request(req map[string]any) claudeAnswer {
 	c.responses[id] = ch
 	c.mu.Unlock()
 	line, _ := json.Marshal(map[string]any{"type": "control_request", "request_id": id, "request": req})
-	c.write(line)
+	if err := c.write(line); err != nil {
+		c.t.Fatalf("write to Claude Code: %v", err)
+	}
 	select {
 	case a := <-ch:
 		return a
