@@ -51,7 +51,7 @@ func (s *Server) adminPage(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	sum, err := s.opts.Flows.Summarize(ctx, flow.Filter{})
+	sum, stuck, err := s.opts.Flows.Overview(ctx, flow.MaxListLimit)
 	if err != nil {
 		return err
 	}
@@ -69,11 +69,7 @@ func (s *Server) adminPage(c echo.Context) error {
 	for _, st := range flow.States {
 		view.States = append(view.States, string(st))
 	}
-	stuck, err := s.opts.Flows.List(ctx, flow.ListQuery{Filter: flow.Filter{Stuck: true}, Limit: flow.MaxListLimit})
-	if err != nil {
-		return err
-	}
-	view.Stuck = s.adminRows(stuck.Elicitations)
+	view.Stuck = s.adminRows(stuck)
 
 	// The filters are the API's, read from the same query parameters.
 	view.Filter = templates.AdminFilter{State: c.QueryParam("state"), User: c.QueryParam("user"),

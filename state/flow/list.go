@@ -393,8 +393,31 @@ func (s *Store) Summarize(ctx context.Context, f Filter) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	f.States, f.Stuck = nil, false
+	return s.summarize(all, f, s.now()), nil
+}
+
+// Overview returns the Summary of every elicitation and the stuck ones, oldest first and at
+// most limit of them, from one read of those that need attention: the top of the
+// operators' page.
+func (s *Store) Overview(ctx context.Context, limit int) (Summary, []*Elicitation, error) {
+	all, err := s.attention(ctx)
+	if err != nil {
+		return Summary{}, nil, err
+	}
 	now := s.now()
+	var stuck []*Elicitation
+	for _, e := range all {
+		if len(stuck) < limit && s.stuckAfter.Check(e, now) != "" {
+			stuck = append(stuck, e)
+		}
+	}
+	return s.summarize(all, Filter{}, now), stuck, nil
+}
+
+// summarize counts, at now, the elicitations of all (running ones and those that owe their
+// notification) that f selects, ignoring f.States and f.Stuck.
+func (s *Store) summarize(all []*Elicitation, f Filter, now time.Time) Summary {
+	f.States, f.Stuck = nil, false
 	sum := Summary{Running: map[State]int{}, Stuck: map[Stuck]int{StuckNotification: 0}, At: now.UTC(),
 		StuckAfterSeconds: map[Stuck]float64{StuckNotification: s.stuckAfter.Notification.Seconds()}}
 	for _, st := range States {
@@ -416,7 +439,7 @@ func (s *Store) Summarize(ctx context.Context, f Filter) (Summary, error) {
 			sum.Stuck[why]++
 		}
 	}
-	return sum, nil
+	return sum
 }
 
 // StuckAfter returns the store's thresholds.

@@ -3,6 +3,7 @@ package flow
 import (
 	"errors"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -188,12 +189,31 @@ func TestStuckFlowsFollowTheirThresholdsAndOwedNotifications(t *testing.T) {
 		endedQuietly := mustCreate(t, s, quiet)
 		mustApply(t, s, endedQuietly.ID, CancelRequested, state.ActorUser) // owes nothing
 
-		stuck := func() []string { return listAll(t, s, ListQuery{Filter: Filter{Stuck: true}}, nil) }
+		// Overview, read once, agrees with the stuck listing and Summarize.
+		overview := func() (Summary, []string) {
+			t.Helper()
+			sum, stuck, err := s.Overview(ctx, MaxListLimit)
+			if err != nil {
+				t.Fatalf("Overview: %v", err)
+			}
+			return sum, ids(stuck...)
+		}
+		stuck := func() []string {
+			t.Helper()
+			got := listAll(t, s, ListQuery{Filter: Filter{Stuck: true}}, nil)
+			if _, over := overview(); !slices.Equal(over, got) {
+				t.Errorf("Overview's stuck flows %v, the listing's %v", over, got)
+			}
+			return got
+		}
 		summary := func() Summary {
 			t.Helper()
 			sum, err := s.Summarize(ctx, Filter{})
 			if err != nil {
 				t.Fatalf("Summarize: %v", err)
+			}
+			if over, _ := overview(); !reflect.DeepEqual(over, sum) {
+				t.Errorf("Overview's summary %+v, Summarize's %+v", over, sum)
 			}
 			return sum
 		}
