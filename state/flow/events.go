@@ -145,9 +145,18 @@ func (h *Hub) subscribeOnce(ctx context.Context, subscribed func()) error {
 	ps := h.rdb.Subscribe(ctx, EventsChannel)
 	defer ps.Close()
 	// Receive does not return when ctx ends (go-redis only applies its deadline), so
-	// closing the subscription is what ends a Run whose ctx is done.
-	stop := context.AfterFunc(ctx, func() { ps.Close() })
-	defer stop()
+	// closing the subscription is what ends a Run whose ctx is done. Once that close has
+	// started, it is waited for: Run must not return with it still running.
+	closed := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(closed)
+		ps.Close()
+	})
+	defer func() {
+		if !stop() {
+			<-closed
+		}
+	}()
 	for {
 		msg, err := ps.Receive(ctx)
 		if err != nil {
