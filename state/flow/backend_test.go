@@ -66,16 +66,10 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// startHub runs a Hub on b until the test ends and returns it once it has subscribed and
-// woken the waiters of that subscription, so that a waiter registered afterwards wakes
-// only for a notice or a later subscription. Register listeners in setup, which runs
-// before the hub starts.
-func startHub(t *testing.T, b *redistest.Backend, setup func(h *Hub)) *Hub {
+// runHub runs h until the returned stop is called, which returns once Run has returned;
+// runHub returns once h has subscribed and woken the waiters of that subscription.
+func runHub(t *testing.T, h *Hub) (stop func()) {
 	t.Helper()
-	h := NewHub(b.Client, quiet)
-	if setup != nil {
-		setup(h)
-	}
 	// OnConnect functions run after the waiters are woken.
 	subscribed := make(chan struct{}, 1)
 	h.OnConnect(func(context.Context) {
@@ -90,11 +84,24 @@ func startHub(t *testing.T, b *redistest.Backend, setup func(h *Hub)) *Hub {
 		defer close(done)
 		h.Run(ctx)
 	}()
-	t.Cleanup(func() {
+	receive(t, subscribed, "first subscription of the hub")
+	return func() {
 		cancel()
 		<-done
-	})
-	receive(t, subscribed, "first subscription of the hub")
+	}
+}
+
+// startHub runs a Hub on b until the test ends and returns it once it has subscribed and
+// woken the waiters of that subscription, so that a waiter registered afterwards wakes
+// only for a notice or a later subscription. Register listeners in setup, which runs
+// before the hub starts.
+func startHub(t *testing.T, b *redistest.Backend, setup func(h *Hub)) *Hub {
+	t.Helper()
+	h := NewHub(b.Client, quiet)
+	if setup != nil {
+		setup(h)
+	}
+	t.Cleanup(runHub(t, h))
 	receive(t, h.Connected(), "Connected after the first subscription")
 	return h
 }

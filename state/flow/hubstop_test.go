@@ -1,7 +1,6 @@
 package flow
 
 import (
-	"context"
 	"runtime"
 	"strings"
 	"testing"
@@ -16,23 +15,7 @@ import (
 func TestHubRunReturnsAfterItsSubscriptionIsClosed(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	for range 300 {
-		h := NewHub(rdb, quiet)
-		subscribed := make(chan struct{}, 1)
-		h.OnConnect(func(context.Context) {
-			select {
-			case subscribed <- struct{}{}:
-			default:
-			}
-		})
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			h.Run(ctx)
-		}()
-		receive(t, subscribed, "the hub's subscription")
-		cancel()
-		<-done
+		runHub(t, NewHub(rdb, quiet))()
 		buf := make([]byte, 1<<20)
 		buf = buf[:runtime.Stack(buf, true)]
 		for _, g := range strings.Split(string(buf), "\n\n") {
