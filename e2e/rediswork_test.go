@@ -25,7 +25,10 @@ import (
 // each command by name, and round trips (a batch of commands written after an answer, or
 // on a new connection, begins one, however many commands it pipelines). Commands that a
 // server-side script runs are not sent, so they do not count, and neither do the batches of
-// once-a-second background work (allBackground). It forwards every byte as is.
+// once-a-second background work (allBackground); the batches of a Cluster's index writes
+// and audit events, which a replica sends for all its flows at once (queuedKinds), are
+// counted apart. It
+// forwards every byte as is.
 type redisProxy struct {
 	addr string
 	// delay, when set before use, holds each batch back that long before it is forwarded:
@@ -35,6 +38,8 @@ type redisProxy struct {
 	mu       sync.Mutex
 	commands map[string]int64
 	trips    int64
+	// queued counts the batches of queued writes by queue (queuedKinds).
+	queued map[string]int64
 	// trace, while tracing, lists each command sent with the key it names (never a value).
 	tracing bool
 	trace   []string
@@ -46,7 +51,7 @@ func startRedisProxy(t testing.TB, target string) *redisProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &redisProxy{addr: ln.Addr().String(), commands: map[string]int64{}}
+	p := &redisProxy{addr: ln.Addr().String(), commands: map[string]int64{}, queued: map[string]int64{}}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -78,7 +83,7 @@ func (p *redisProxy) stopTrace() []string {
 func (p *redisProxy) snapshot() redisWork {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return redisWork{commands: maps.Clone(p.commands), trips: p.trips}
+	return redisWork{commands: maps.Clone(p.commands), trips: p.trips, queued: maps.Clone(p.queued)}
 }
 
 func (p *redisProxy) serve(client net.Conn, target string) {
@@ -126,7 +131,11 @@ func (p *redisProxy) serve(client net.Conn, target string) {
 		}
 		p.mu.Lock()
 		newTrip := answered.Swap(false)
-		if allBackground(names, keys) { // not counted
+		kinds := queuedKinds(names, keys)
+		for _, k := range kinds {
+			p.queued[k]++
+		}
+		if allBackground(names, keys) || kinds != nil { // not counted as a flow's
 			p.mu.Unlock()
 			if _, err := server.Write(batch); err != nil {
 				return
@@ -153,15 +162,44 @@ func (p *redisProxy) serve(client net.Conn, target string) {
 	}
 }
 
+// queuedKinds returns the queues a batch comes from, "index" (writes of the
+// deployment-wide indexes) or "audit" (audit events) or both, or nil when it holds anything
+// else. On a Redis Cluster, where a step's script cannot write those keys, a replica queues
+// the writes and sends them for all its flows together, once a second (flow.indexQueue,
+// audit.Trail.Later).
+func queuedKinds(names, keys []string) []string {
+	var index, audit bool
+	for i, n := range names {
+		k := keys[i]
+		switch {
+		case (n == "zadd" || n == "zrem") && (k == "urlflow:deadlines" || strings.HasPrefix(k, "urlflow:{flows:")):
+			index = true
+		case n == "xadd" && strings.HasPrefix(k, "urlflow:{audit:"):
+			audit = true
+		default:
+			return nil
+		}
+	}
+	var kinds []string
+	if index {
+		kinds = append(kinds, "index")
+	}
+	if audit {
+		kinds = append(kinds, "audit")
+	}
+	return kinds
+}
+
 // allBackground reports whether a batch is only urlflow's once-a-second work, whatever the
-// number of flows: the sweeper's scan of the deadline index, the counters written for
+// number of flows: the sweeper's scan of the deadline index, the webhook sender's of the
+// due webhooks, the counters written for
 // /metrics, the rate-limit counts shared between replicas, a new connection's set-up, and a
 // Cluster client's reading of the slot map.
 func allBackground(names, keys []string) bool {
 	for i, n := range names {
 		k := keys[i]
 		switch {
-		case n == "zrangebyscore" && k == "urlflow:deadlines":
+		case n == "zrangebyscore" && (k == "urlflow:deadlines" || k == "urlflow:wh:due"):
 		case n == "hincrby" && k == "urlflow:counters":
 		case (n == "evalsha" || n == "eval") && strings.Contains(k, "}:rl:"):
 		case n == "script" || n == "hello" || n == "client" || n == "ping" || n == "cluster" || n == "readonly":
@@ -217,6 +255,7 @@ func readCommand(r *bufio.Reader) (raw []byte, name, key string, err error) {
 type redisWork struct {
 	commands map[string]int64
 	trips    int64
+	queued   map[string]int64
 }
 
 func (w redisWork) total() int64 {
@@ -276,15 +315,23 @@ func measureEach(ps []*redisProxy, step func()) []redisWork {
 	}
 	work := make([]redisWork, len(ps))
 	for i, p := range ps {
-		after := p.snapshot()
-		work[i] = redisWork{commands: map[string]int64{}, trips: after.trips - before[i].trips}
-		for name, n := range after.commands {
-			if d := n - before[i].commands[name]; d > 0 {
-				work[i].commands[name] = d
-			}
-		}
+		work[i] = p.snapshot().since(before[i])
 	}
 	return work
+}
+
+// since returns the work of w, a snapshot, since snapshot before.
+func (w redisWork) since(before redisWork) redisWork {
+	d := redisWork{commands: map[string]int64{}, trips: w.trips - before.trips, queued: map[string]int64{}}
+	for name, n := range w.commands {
+		if c := n - before.commands[name]; c > 0 {
+			d.commands[name] = c
+		}
+	}
+	for kind, n := range w.queued {
+		d.queued[kind] = n - before.queued[kind]
+	}
+	return d
 }
 
 // redisWorkBudget is the most Redis commands and round trips one whole secret flow may

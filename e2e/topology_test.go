@@ -10,7 +10,8 @@ import (
 
 // TestAFlowOnEveryRedisTopology runs urlflow on a Redis Cluster and on a primary behind
 // Sentinel, and completes a flow on each: the elicitation, the pages, the completion
-// notification (through Redis pub/sub), and call_api with the stored key.
+// notification (through Redis pub/sub), call_api with the stored key, and the operators'
+// listing of every user's flows (on a Cluster, its index writes are queued by the replica).
 func TestAFlowOnEveryRedisTopology(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -40,6 +41,9 @@ func TestAFlowOnEveryRedisTopology(t *testing.T) {
 			}
 			if words, sc := whoami(t, c); sc["status"] != float64(http.StatusOK) || !strings.Contains(words, `"account":"demo-`) {
 				t.Fatalf("whoami: %s %v", words, sc)
+			}
+			if list := s.api(http.MethodGet, "/api/v1/elicitations?state=complete", s.OperatorToken, ""); list.status != http.StatusOK || !strings.Contains(string(list.body), id) {
+				t.Errorf("the operators' listing of complete flows: %d, without %s:\n%s", list.status, id, list.body)
 			}
 		})
 	}

@@ -85,6 +85,9 @@ type batch struct {
 	redis.Pipeliner
 	// after holds the writes outside the user's slot (outside), on a Cluster only.
 	after []func(redis.Pipeliner)
+	// indexes holds the step's writes of the deployment-wide indexes (writeIndex), on a
+	// Cluster only.
+	indexes []indexWrite
 	// audits holds the step's audit events on a Cluster, which go with the replica's next
 	// batch of them once the step has written (trail.go).
 	audits []audit.Event
@@ -92,8 +95,8 @@ type batch struct {
 
 func (s *Store) newBatch() *batch { return &batch{Pipeliner: s.rdb.Pipeline()} }
 
-// outside queues the writes of fn, to keys outside the user's slot (the deadline index).
-// On one server or behind Sentinel they go in the step's script; on a Cluster, where a
+// outside queues the writes of fn, to keys outside the user's slot (a service's event
+// stream, its webhook). On one server or behind Sentinel they go in the step's script; on a Cluster, where a
 // script stays in one slot, writeAfter sends them in a round trip of their own to the node
 // that holds them, once the script has written.
 func (s *Store) outside(b *batch, fn func(redis.Pipeliner)) {
@@ -102,6 +105,22 @@ func (s *Store) outside(b *batch, fn func(redis.Pipeliner)) {
 		return
 	}
 	fn(b)
+}
+
+// writeIndex queues w, a write of a deployment-wide index. On one server or behind Sentinel
+// it goes in the step's script; on a Cluster, once the script has written (writeAfter), it
+// goes into the replica's index queue, which sends the writes of all its flows together
+// (indexQueue): the index's node then sees a round trip a second, not one per step.
+func (s *Store) writeIndex(ctx context.Context, b *batch, w indexWrite) {
+	if s.cluster {
+		b.indexes = append(b.indexes, w)
+		return
+	}
+	if w.remove {
+		b.ZRem(ctx, w.key, w.member)
+		return
+	}
+	b.ZAdd(ctx, w.key, redis.Z{Score: w.score, Member: w.member})
 }
 
 // writeAfter sends the writes that outside kept for after the script (on a Cluster). The
@@ -113,6 +132,7 @@ func (s *Store) writeAfter(ctx context.Context, b *batch) error {
 	for _, ev := range b.audits {
 		s.audit.Later(ctx, ev)
 	}
+	s.indexes.add(b.indexes...)
 	if len(b.after) == 0 {
 		return nil
 	}

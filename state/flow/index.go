@@ -90,9 +90,7 @@ func (s *Store) queueIndex(ctx context.Context, b *batch, e *Elicitation) {
 	uk := e.User.Key()
 	b.ZAdd(ctx, userFlowsKey(uk), redis.Z{Member: entry})
 	b.PExpire(ctx, userFlowsKey(uk), s.keepIndex(e))
-	s.outside(b, func(p redis.Pipeliner) {
-		p.ZAdd(ctx, flowsKey(bucketOf(e.ID)), redis.Z{Member: entry})
-	})
+	s.writeIndex(ctx, b, indexWrite{key: flowsKey(bucketOf(e.ID)), member: entry})
 }
 
 // keepIndex is how long a user's index lives from the creation of e: as long as e's keys
@@ -104,14 +102,19 @@ func (s *Store) keepIndex(e *Elicitation) time.Duration { return s.keep(e) + s.r
 // queueOwed queues e's entry in the owed index when its notification is owed, and its
 // removal when not.
 func (s *Store) queueOwed(ctx context.Context, b *batch, e *Elicitation) {
-	key := owedKey(bucketOf(e.ID))
-	if e.NotificationOwed() {
-		s.outside(b, func(p redis.Pipeliner) {
-			p.ZAdd(ctx, key, redis.Z{Score: float64(e.Delivery.QueuedAt.UnixMilli()), Member: e.ID})
-		})
-		return
+	w := indexWrite{key: owedKey(bucketOf(e.ID)), member: e.ID, remove: !e.NotificationOwed()}
+	if !w.remove {
+		w.score = float64(e.Delivery.QueuedAt.UnixMilli())
 	}
-	s.outside(b, func(p redis.Pipeliner) { p.ZRem(ctx, key, e.ID) })
+	s.writeIndex(ctx, b, w)
+}
+
+// flushIndexes sends this replica's queued index writes (on a Cluster), so that its own
+// listings show every flow it has written. A failure leaves them queued for the next try.
+func (s *Store) flushIndexes(ctx context.Context) {
+	if s.cluster {
+		s.indexes.send(ctx, s.rdb, s.log)
+	}
 }
 
 // indexTrimBatch bounds how many old entries of one bucket a trim looks at.
@@ -123,6 +126,7 @@ const indexTrimBatch = 200
 // and take out such entries too: this only keeps the indexes from growing while nobody
 // lists.
 func (s *Store) TrimIndexes(ctx context.Context) (int, error) {
+	s.flushIndexes(ctx)
 	cutoff := fmt.Sprintf("(%013d", s.now().Add(-s.retention).UnixMilli())
 	removed := 0
 	for bucket := range IndexBuckets {

@@ -197,6 +197,7 @@ func (s *Store) List(ctx context.Context, q ListQuery) (Page, error) {
 		// A user's own index is smaller than the deployment's running flows.
 		return s.listAttention(ctx, after, limit, keep)
 	}
+	s.flushIndexes(ctx)
 	var keys []string
 	if q.UserKey != "" {
 		keys = []string{userFlowsKey(q.UserKey)}
@@ -310,6 +311,7 @@ func (s *Store) listAttention(ctx context.Context, after string, limit int, keep
 // attention returns every running elicitation and every ended one that owes its
 // notification, ordered by (createdAt, ID).
 func (s *Store) attention(ctx context.Context) ([]*Elicitation, error) {
+	s.flushIndexes(ctx)
 	running := s.rdb.ZRange(ctx, deadlinesKey, 0, -1)
 	if err := running.Err(); err != nil {
 		return nil, fmt.Errorf("read running elicitations: %w", err)

@@ -306,7 +306,9 @@ func TestIndexExistingAddsFlowsWrittenBeforeTheIndexesOnce(t *testing.T) {
 			}
 			want = append(want, e)
 		}
-		// The layout before the indexes: none of their keys.
+		// The layout before the indexes: none of their keys (nor any write of them still
+		// queued on a Cluster).
+		s.flushIndexes(ctx)
 		forget := []string{userFlowsKey(alice.Key()), userFlowsKey(bob.Key())}
 		for bucket := range IndexBuckets {
 			forget = append(forget, flowsKey(bucket), owedKey(bucket))

@@ -77,9 +77,11 @@ type Store struct {
 	stuckAfter StuckAfter
 	audit      *audit.Trail
 	metrics    *metrics.Process
-	// cluster is set on a Redis Cluster, where a script cannot write the deadline index
-	// (outside).
+	// cluster is set on a Redis Cluster, where a script cannot write outside its user's
+	// slot (outside, writeIndex).
 	cluster bool
+	// indexes queues the writes of the deployment-wide indexes on a Cluster (writeIndex).
+	indexes *indexQueue
 
 	// owners remembers whose elicitation each recently seen ID of the legacy form is (IDs
 	// made before IDs carried their user): an ID never changes user, so a replica reads the
@@ -116,7 +118,7 @@ func NewStore(rdb redis.UniversalClient, opts StoreOptions) *Store {
 	}
 	s := &Store{rdb: rdb, now: opts.Now, retention: opts.Retention, log: opts.Logger, counters: opts.Counters, ids: ids, webhooks: opts.Webhooks,
 		owners: expiring.New[string, string](ownersSize), seen: expiring.New[string, seenRecordEntry](seenSize),
-		ending: map[string]chan struct{}{}}
+		ending: map[string]chan struct{}{}, indexes: newIndexQueue()}
 	_, s.cluster = rdb.(*redis.ClusterClient)
 	if s.now == nil {
 		s.now = time.Now
@@ -195,7 +197,7 @@ func (s *Store) create(ctx context.Context, n NewElicitation, checks []check) (*
 		return e, false, nil
 	}
 	if err := s.writeAfter(ctx, b); err != nil {
-		return nil, false, fmt.Errorf("index elicitation %s: %w", e.ID, err)
+		return nil, false, fmt.Errorf("write the service event of elicitation %s: %w", e.ID, err)
 	}
 	s.created(ctx, e)
 	return e, true, nil
@@ -239,9 +241,7 @@ func (s *Store) writeNew(ctx context.Context, b *batch, e *Elicitation, entry En
 		return err
 	}
 	b.Set(ctx, openKey(uk, e.Kind, e.CredentialName(), e.SessionID), e.ID, e.ExpiresAt.Sub(e.CreatedAt))
-	s.outside(b, func(p redis.Pipeliner) {
-		p.ZAdd(ctx, deadlinesKey, redis.Z{Score: float64(e.ExpiresAt.UnixMilli()), Member: e.ID})
-	})
+	s.writeIndex(ctx, b, indexWrite{key: deadlinesKey, member: e.ID, score: float64(e.ExpiresAt.UnixMilli())})
 	s.queueIndex(ctx, b, e)
 	s.queueTransitionAudit(ctx, b, e, entry)
 	return s.queueServiceEvent(ctx, b, e, Created, "")
@@ -719,7 +719,7 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Acto
 				return Change{}, err
 			}
 			if change.To.Terminal() {
-				s.outside(b, func(p redis.Pipeliner) { p.ZRem(ctx, deadlinesKey, id) })
+				s.writeIndex(ctx, b, indexWrite{key: deadlinesKey, member: id, remove: true})
 			}
 		}
 		done := func() {}
@@ -1001,7 +1001,7 @@ func (s *Store) Retry(ctx context.Context, id string, act Act, ttl time.Duration
 		}
 		s.seeWritten(old)
 		if err := s.writeAfter(ctx, b); err != nil {
-			return nil, fmt.Errorf("index elicitation %s: %w", next.ID, err)
+			return nil, fmt.Errorf("write the service event of elicitation %s: %w", next.ID, err)
 		}
 		s.log.InfoContext(ctx, "elicitation retried", "elicitation_id", next.ID, "retry_of", id, "user", uk)
 		return next, nil
@@ -1047,9 +1047,14 @@ const trimInterval = 5 * time.Minute
 
 // RunSweeper calls Sweep every interval and TrimIndexes every trimInterval until ctx ends,
 // and meanwhile adds the elicitations written before the listing indexes existed to them
-// (IndexExisting). It returns once all of that has stopped.
+// (IndexExisting). On a Redis Cluster it also sends the replica's queued index writes every
+// second (writeIndex), and once more when ctx ends. It returns once all of that has
+// stopped.
 func (s *Store) RunSweeper(ctx context.Context, interval time.Duration) {
 	var wg sync.WaitGroup
+	if s.cluster {
+		wg.Go(func() { s.indexes.run(ctx, s.rdb, s.log) })
+	}
 	wg.Go(func() {
 		if did, err := s.IndexExisting(ctx); err != nil && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "indexing existing elicitations failed; the next start tries again", "err", err)

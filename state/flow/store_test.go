@@ -312,8 +312,8 @@ func TestDeadlineExpiresAFlowNobodyReads(t *testing.T) {
 		if last.At.Before(e.ExpiresAt) {
 			t.Errorf("expired at %v, before the deadline %v", last.At, e.ExpiresAt)
 		}
-		// On a Cluster the index lives in a slot of its own: the step tidies it in the round
-		// trip after its script, which published the notice already.
+		// On a Cluster the index lives in a slot of its own: the replica's index queue sends
+		// the step's tidy-up within a second of its script, which published the notice.
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 			err := b.Client.ZScore(t.Context(), deadlinesKey, e.ID).Err()
 			if errors.Is(err, redis.Nil) {
