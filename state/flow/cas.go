@@ -96,9 +96,9 @@ type batch struct {
 func (s *Store) newBatch() *batch { return &batch{Pipeliner: s.rdb.Pipeline()} }
 
 // outside queues the writes of fn, to keys outside the user's slot (a service's event
-// stream, its webhook). On one server or behind Sentinel they go in the step's script; on a Cluster, where a
-// script stays in one slot, writeAfter sends them in a round trip of their own to the node
-// that holds them, once the script has written.
+// stream, its webhook). On one server or behind Sentinel they go in the step's script; on a
+// Cluster, where a script stays in one slot, writeAfter sends them in a round trip of their
+// own to the node that holds them, once the script has written.
 func (s *Store) outside(b *batch, fn func(redis.Pipeliner)) {
 	if s.cluster {
 		b.after = append(b.after, fn)
@@ -148,6 +148,14 @@ func (s *Store) writeAfter(ctx context.Context, b *batch) error {
 			return err
 		}
 		time.Sleep(writeAfterPause)
+	}
+}
+
+// writeAfterOrLog is writeAfter for a step that has changed elicitation id already: the
+// record is the truth, so a failure is logged, not returned.
+func (s *Store) writeAfterOrLog(ctx context.Context, b *batch, id string) {
+	if err := s.writeAfter(ctx, b); err != nil {
+		s.log.WarnContext(ctx, "service event or webhook of a step not written", "elicitation_id", id, "err", err)
 	}
 }
 

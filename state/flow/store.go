@@ -740,10 +740,7 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Acto
 		case ran != ranWrote:
 			continue // changed since it was read: read it again
 		}
-		if err := s.writeAfter(ctx, b); err != nil {
-			// The record is the truth; the sweeper tidies the index.
-			s.log.WarnContext(ctx, "deadline index not tidied", "elicitation_id", id, "err", err)
-		}
+		s.writeAfterOrLog(ctx, b, id)
 		s.logChange(ctx, change, ev, actor)
 		return change, applyErr
 	}
@@ -883,10 +880,7 @@ func (s *Store) update(ctx context.Context, id string, what NoticeKind, fn func(
 			if write {
 				s.seeWritten(e)
 			}
-			if err := s.writeAfter(ctx, b); err != nil {
-				// The record is the truth; the index trim tidies the owed index.
-				s.log.WarnContext(ctx, "owed-notification index not tidied", "elicitation_id", id, "err", err)
-			}
+			s.writeAfterOrLog(ctx, b, id)
 			return e, nil
 		}
 	}
