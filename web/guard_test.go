@@ -165,6 +165,9 @@ func TestPagesCarryTheSecurityHeaders(t *testing.T) {
 		{"refused form", func() answer { return b.post("/e/"+e.ID+"/decline", url.Values{}) }},
 		{"not found", func() answer { return b.get("/e/not-an-id") }},
 		{"API", func() answer { return f.api(t, http.MethodGet, "/api/v1/elicitations/"+e.ID, "", "") }},
+		{"MCP endpoint", func() answer {
+			return f.send(t, nil, request{method: http.MethodPost, path: "/mcp", token: f.token(t, "alice"), body: strings.NewReader("{}")})
+		}},
 	} {
 		got := page.get()
 		for header, value := range want {
@@ -224,7 +227,7 @@ func TestADevelopmentServerAnswersOnlyToLoopbackHostNames(t *testing.T) {
 		{"localhost.evil.example", http.StatusMisdirectedRequest},
 		{"10.0.0.1:" + port, http.StatusMisdirectedRequest},
 	} {
-		for _, path := range []string{"/healthz", "/auth/login", "/api/v1/elicitations/x", "/dev/token?user=alice"} {
+		for _, path := range []string{"/healthz", "/auth/login", "/api/v1/elicitations/x", "/dev/token?user=alice", "/mcp"} {
 			page := f.send(t, nil, request{method: http.MethodGet, path: path, host: tc.host})
 			if tc.status == http.StatusOK && page.Status == http.StatusMisdirectedRequest ||
 				tc.status != http.StatusOK && page.Status != tc.status {
@@ -278,5 +281,8 @@ func TestAPanicIsAnsweredWithAnErrorPage(t *testing.T) {
 	page.want(t, http.StatusInternalServerError, "Something went wrong")
 	if !strings.Contains(f.logs.String(), "panic serving request") {
 		t.Error("the panic was not logged")
+	}
+	if !strings.Contains(f.logs.String(), "msg=\"http request\" method=POST path=/mcp status=500") {
+		t.Errorf("the request was not logged with its status:\n%s", f.logs.String())
 	}
 }

@@ -35,22 +35,27 @@ func contentSecurityPolicyWithFormTarget(origin string) string {
 func securityHeaders(https bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			h := c.Response().Header()
-			h.Set("Content-Security-Policy", contentSecurityPolicy)
-			h.Set("X-Frame-Options", "DENY")
-			h.Set("X-Content-Type-Options", "nosniff")
-			h.Set("Referrer-Policy", "no-referrer")
-			h.Set("Cross-Origin-Opener-Policy", "same-origin")
-			h.Set("Cross-Origin-Resource-Policy", "same-origin")
-			h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()")
-			if !strings.HasPrefix(c.Request().URL.Path, "/static/") {
-				h.Set("Cache-Control", "no-store")
-			}
-			if https {
-				h.Set("Strict-Transport-Security", "max-age=63072000")
-			}
+			setSecurityHeaders(c.Response().Header(), c.Request().URL.Path, https)
 			return next(c)
 		}
+	}
+}
+
+// setSecurityHeaders sets on h, the header of the answer to a request for path, the
+// headers every answer carries.
+func setSecurityHeaders(h http.Header, path string, https bool) {
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()")
+	if !strings.HasPrefix(path, "/static/") {
+		h.Set("Cache-Control", "no-store")
+	}
+	if https {
+		h.Set("Strict-Transport-Security", "max-age=63072000")
 	}
 }
 
@@ -59,12 +64,14 @@ func securityHeaders(https bool) echo.MiddlewareFunc {
 func loopbackHostOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if !isLoopbackHost(c.Request().Host) {
-			return echo.NewHTTPError(http.StatusMisdirectedRequest,
-				"this development server answers only to a loopback host name (127.0.0.1, [::1] or localhost)")
+			return errNotLoopback
 		}
 		return next(c)
 	}
 }
+
+var errNotLoopback = echo.NewHTTPError(http.StatusMisdirectedRequest,
+	"this development server answers only to a loopback host name (127.0.0.1, [::1] or localhost)")
 
 func isLoopbackHost(hostport string) bool {
 	host := hostport
@@ -122,12 +129,17 @@ var (
 func bodyReadDeadline(d time.Duration) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if r := c.Request(); r.Body != nil && r.Body != http.NoBody {
-				// An error means a ResponseWriter without deadlines, such as a test's recorder.
-				http.NewResponseController(c.Response()).SetReadDeadline(time.Now().Add(d))
-			}
+			setBodyReadDeadline(c.Response(), c.Request(), d)
 			return next(c)
 		}
+	}
+}
+
+// setBodyReadDeadline gives r d to deliver its body, if it has one (bodyReadDeadline).
+func setBodyReadDeadline(w http.ResponseWriter, r *http.Request, d time.Duration) {
+	if r.Body != nil && r.Body != http.NoBody {
+		// An error means a ResponseWriter without deadlines, such as a test's recorder.
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(d))
 	}
 }
 
@@ -147,16 +159,21 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		defer func() {
 			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
-					panic(p)
-				}
-				s.log.ErrorContext(c.Request().Context(), "panic serving request",
-					"path", c.Request().URL.Path, "panic", fmt.Sprint(p))
+				s.logPanic(c.Request(), p)
 				err = echo.NewHTTPError(http.StatusInternalServerError)
 			}
 		}()
 		return next(c)
 	}
+}
+
+// logPanic logs p, recovered from serving r; it panics again with http.ErrAbortHandler,
+// which net/http uses to abort an answer without a log.
+func (s *Server) logPanic(r *http.Request, p any) {
+	if p == http.ErrAbortHandler {
+		panic(p)
+	}
+	s.log.ErrorContext(r.Context(), "panic serving request", "path", r.URL.Path, "panic", fmt.Sprint(p))
 }
 
 // logRequests logs every request (method, path but never the query, status, duration) and
@@ -168,14 +185,21 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			c.Error(err)
 		}
-		r := c.Request()
-		took := time.Since(start)
-		s.metrics.Request(c.Path(), r.Method, c.Response().Status, took)
-		s.log.InfoContext(r.Context(), "http request", "method", r.Method, "path", r.URL.Path,
-			"status", c.Response().Status, "duration_ms", took.Milliseconds())
+		s.logRequest(c.Request(), c.Path(), c.Response().Status, time.Since(start))
 		return nil
 	}
 }
+
+// logRequest logs request r (method, path but never the query, status, duration) and
+// counts it in the metrics under route.
+func (s *Server) logRequest(r *http.Request, route string, status int, took time.Duration) {
+	s.metrics.Request(route, r.Method, status, took)
+	s.log.InfoContext(r.Context(), "http request", "method", r.Method, "path", r.URL.Path,
+		"status", status, "duration_ms", took.Milliseconds())
+}
+
+// somethingWentWrong is the answer to a request that failed on urlflow's side.
+const somethingWentWrong = "Something went wrong on our side. Nothing was changed. Please try again in a moment."
 
 // handleError answers an error in the form the caller reads: JSON for the API, a page
 // for browsers.
@@ -184,7 +208,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	status := http.StatusInternalServerError
-	message := "Something went wrong on our side. Nothing was changed. Please try again in a moment."
+	message := somethingWentWrong
 	var he *echo.HTTPError
 	var maxBytes *http.MaxBytesError
 	var netErr net.Error

@@ -57,24 +57,34 @@ func (s *Server) allow(ctx context.Context, user state.User, what string, l rate
 // limitMCP wraps the MCP endpoint, behind bearer authentication, with the MCP rate limit
 // of the token's user: over it, 429 with Retry-After, and the request is not served.
 func (s *Server) limitMCP(next http.Handler) http.Handler {
-	l := s.opts.RateLimits.MCP
+	// This handler stays small, as identity.RequireBearer's does: it is on the stack of
+	// every open MCP stream.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		who, ok := identity.CallerFrom(r.Context())
-		if !ok || who.Operator {
+		if s.mcpAllowed(w, r) {
 			next.ServeHTTP(w, r)
-			return
 		}
-		if d := s.allow(r.Context(), who.Claims.User, "mcp", l); d != nil {
-			retry := retryAfterSeconds(d.RetryAfter)
-			w.Header().Set("Retry-After", retry)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusTooManyRequests)
-			fmt.Fprintf(w, `{"error":"rate_limited","error_description":"too many requests for this user (at most %d per %s); try again in %s seconds"}`+"\n",
-				l.Events, l.Window, retry)
-			return
-		}
-		next.ServeHTTP(w, r)
 	})
+}
+
+// mcpAllowed reports whether r is within its user's MCP rate limit; over it, it answers r
+// with 429 and Retry-After.
+func (s *Server) mcpAllowed(w http.ResponseWriter, r *http.Request) bool {
+	who, ok := identity.CallerFrom(r.Context())
+	if !ok || who.Operator {
+		return true
+	}
+	l := s.opts.RateLimits.MCP
+	d := s.allow(r.Context(), who.Claims.User, "mcp", l)
+	if d == nil {
+		return true
+	}
+	retry := retryAfterSeconds(d.RetryAfter)
+	w.Header().Set("Retry-After", retry)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusTooManyRequests)
+	fmt.Fprintf(w, `{"error":"rate_limited","error_description":"too many requests for this user (at most %d per %s); try again in %s seconds"}`+"\n",
+		l.Events, l.Window, retry)
+	return false
 }
 
 // allowForm counts a secret-form or connect post of user. Over the limit it returns a 429

@@ -1,6 +1,7 @@
 // Package web serves urlflow over HTTP with echo: the elicitation pages a user opens from an
 // MCP client, urlflow's own browser sign-in, the recovery API, health checks, and the MCP
-// endpoint behind bearer authentication.
+// endpoint behind bearer authentication (served beside echo, with the same headers, log and
+// limits: serveMCPOutsideEcho).
 //
 // The one idea to hold: every page checks who is signed in against the elicitation's user
 // before it shows or changes anything, and every state change is asked of package state,
@@ -125,10 +126,12 @@ type Server struct {
 	// (identity.Remember): a service forwards its user's token with every proxy call.
 	serviceUsers map[string]identity.Verifier
 	echo         *echo.Echo
-	sessions     *sessionStore
-	csrf         csrfKey
-	metrics      *metrics.Process
-	proxy        *proxy.Proxy
+	// handler serves /mcp itself and the rest through echo (serveMCPOutsideEcho).
+	handler  http.Handler
+	sessions *sessionStore
+	csrf     csrfKey
+	metrics  *metrics.Process
+	proxy    *proxy.Proxy
 	// serviceStates signs the requestState values given to services (serviceState).
 	serviceStates signed.Sealer
 	// eventStreams counts the services' open event streams.
@@ -166,7 +169,7 @@ func New(opts Options) *Server {
 }
 
 // Handler returns the http.Handler to serve.
-func (s *Server) Handler() http.Handler { return s.echo }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // URL returns the public URL of path.
 func (s *Server) URL(path string) string { return s.opts.PublicURL.JoinPath(path).String() }
@@ -181,7 +184,8 @@ func (s *Server) routes() {
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Pre(bodyReadDeadline(cmp.Or(s.opts.BodyReadTimeout, DefaultBodyReadTimeout)))
+	bodyTimeout := cmp.Or(s.opts.BodyReadTimeout, DefaultBodyReadTimeout)
+	e.Pre(bodyReadDeadline(bodyTimeout))
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders(s.opts.PublicURL.Scheme == "https"))
 	if s.opts.Dev != nil {
 		e.Use(loopbackHostOnly)
@@ -212,7 +216,7 @@ func (s *Server) routes() {
 		BadTokens: badTokens, Refused: s.refusedToken, Logger: s.log}
 	verifier := s.verifier
 	mcp := identity.RequireBearer(verifier, bearer)(s.limitMCP(identity.ForSDK(s.opts.MCP)))
-	e.Any("/mcp", echo.WrapHandler(mcp))
+	s.handler = s.serveMCPOutsideEcho(mcp, bodyTimeout)
 	bearer.Operators = s.opts.Operators
 	if s.opts.Services != nil {
 		bearer.Services = s.opts.Services

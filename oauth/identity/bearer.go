@@ -92,87 +92,106 @@ func CallerFrom(ctx context.Context) (Caller, bool) {
 //
 // Bodies are JSON: {"error": "..."}.
 func RequireBearer(v Verifier, opts BearerOptions) func(http.Handler) http.Handler {
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
+	b := &bearerCheck{v: v, opts: opts}
 	return func(next http.Handler) http.Handler {
+		// This handler stays small: it is on the stack of every open MCP stream for as long
+		// as the stream lasts, and a smaller stack lets the runtime shrink the goroutine's.
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			token, ok := BearerToken(r)
-			if !ok {
-				refuse(w, http.StatusUnauthorized, opts.challenge(""), "a bearer token is required")
-				return
+			if r := b.admit(w, r); r != nil {
+				next.ServeHTTP(w, r)
 			}
-			if op, ok := opts.Operators.Match(token); ok {
-				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, Caller{Operator: true, OperatorAs: op})))
-				return
-			}
-			if opts.Services != nil {
-				if name, ok := opts.Services.ServiceOf(token); ok {
-					next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, Caller{Service: name})))
-					return
-				}
-			}
-			if no, refused := opts.BadTokens.check(r, token); refused {
-				if no.first {
-					log.WarnContext(r.Context(), "bearer tokens of a client not checked: too many did not verify",
-						"client", no.client.String(), "limit", opts.BadTokens.limit.Failures, "window", opts.BadTokens.limit.Window.String())
-				}
-				opts.refused(r, "bearer token not checked: too many that did not verify came from this address")
-				retry := retryAfterSeconds(no.retryAfter)
-				w.Header().Set("Retry-After", retry)
-				refuse(w, http.StatusTooManyRequests, "",
-					"too many bearer tokens that are not valid came from this address; try again in "+retry+" seconds")
-				return
-			}
-			claims, err := v.Verify(r.Context(), token)
-			switch {
-			case errors.Is(err, ErrInvalidToken):
-				opts.BadTokens.failed(r)
-				reason := strings.TrimPrefix(err.Error(), ErrInvalidToken.Error()+": ")
-				opts.refused(r, "bearer token not valid: "+reason)
-				refuse(w, http.StatusUnauthorized, opts.challenge(`error="invalid_token", error_description=`+quote(reason)),
-					"the bearer token is not valid: "+reason)
-				return
-			case err != nil:
-				log.ErrorContext(r.Context(), "bearer token not checked", "err", err)
-				refuse(w, http.StatusServiceUnavailable, "", "urlflow cannot check tokens right now; please try again in a moment")
-				return
-			}
-			opts.BadTokens.verified(token, claims.Expiry)
-			switch {
-			case claims.Actor != "":
-				// Exchanged for another party (RFC 8693), which holds it: evidence of the user
-				// that a delegating service may send (web: Urlflow-User-Token), never its own
-				// authentication.
-				opts.refused(r, "bearer token exchanged for another party (act)")
-				refuse(w, http.StatusUnauthorized, opts.challenge(`error="invalid_token", error_description="a token exchanged for another party (act) is not accepted here"`),
-					"the bearer token is not valid: a token exchanged for another party (act) is not accepted here")
-				return
-			case claims.ClientOnly():
-				service, ok := "", false
-				if opts.Services != nil {
-					service, ok = opts.Services.ServiceOfClient(claims.ClientID)
-				}
-				if !ok {
-					opts.refused(r, "a client's own token, of no service")
-					refuse(w, http.StatusUnauthorized, opts.challenge(`error="invalid_token", error_description="a client's own token names no user"`),
-						"the bearer token is not valid: a client's own token (client credentials) names no user")
-					return
-				}
-				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, Caller{Service: service})))
-				return
-			}
-			if missing := missingScopes(claims.Scopes, opts.Scopes); len(missing) > 0 {
-				opts.refused(r, "bearer token lacks the scopes "+strings.Join(missing, ", "))
-				refuse(w, http.StatusForbidden,
-					opts.challenge(`error="insufficient_scope", scope=`+quote(strings.Join(opts.Scopes, " "))),
-					"the token lacks the scopes "+strings.Join(missing, ", "))
-				return
-			}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, Caller{Claims: claims})))
 		})
 	}
+}
+
+// bearerCheck decides who sends a request (RequireBearer).
+type bearerCheck struct {
+	v    Verifier
+	opts BearerOptions
+}
+
+// admit returns r with its Caller in its context, or answers r with the refusal and
+// returns nil.
+func (b *bearerCheck) admit(w http.ResponseWriter, r *http.Request) *http.Request {
+	opts, log := b.opts, b.opts.Logger
+	token, ok := BearerToken(r)
+	if !ok {
+		refuse(w, http.StatusUnauthorized, opts.challenge(""), "a bearer token is required")
+		return nil
+	}
+	if op, ok := opts.Operators.Match(token); ok {
+		return withCaller(r, Caller{Operator: true, OperatorAs: op})
+	}
+	if opts.Services != nil {
+		if name, ok := opts.Services.ServiceOf(token); ok {
+			return withCaller(r, Caller{Service: name})
+		}
+	}
+	if no, refused := opts.BadTokens.check(r, token); refused {
+		if no.first {
+			log.WarnContext(r.Context(), "bearer tokens of a client not checked: too many did not verify",
+				"client", no.client.String(), "limit", opts.BadTokens.limit.Failures, "window", opts.BadTokens.limit.Window.String())
+		}
+		opts.refused(r, "bearer token not checked: too many that did not verify came from this address")
+		retry := retryAfterSeconds(no.retryAfter)
+		w.Header().Set("Retry-After", retry)
+		refuse(w, http.StatusTooManyRequests, "",
+			"too many bearer tokens that are not valid came from this address; try again in "+retry+" seconds")
+		return nil
+	}
+	claims, err := b.v.Verify(r.Context(), token)
+	switch {
+	case errors.Is(err, ErrInvalidToken):
+		opts.BadTokens.failed(r)
+		reason := strings.TrimPrefix(err.Error(), ErrInvalidToken.Error()+": ")
+		opts.refused(r, "bearer token not valid: "+reason)
+		refuse(w, http.StatusUnauthorized, opts.challenge(`error="invalid_token", error_description=`+quote(reason)),
+			"the bearer token is not valid: "+reason)
+		return nil
+	case err != nil:
+		log.ErrorContext(r.Context(), "bearer token not checked", "err", err)
+		refuse(w, http.StatusServiceUnavailable, "", "urlflow cannot check tokens right now; please try again in a moment")
+		return nil
+	}
+	opts.BadTokens.verified(token, claims.Expiry)
+	switch {
+	case claims.Actor != "":
+		// Exchanged for another party (RFC 8693), which holds it: evidence of the user
+		// that a delegating service may send (web: Urlflow-User-Token), never its own
+		// authentication.
+		opts.refused(r, "bearer token exchanged for another party (act)")
+		refuse(w, http.StatusUnauthorized, opts.challenge(`error="invalid_token", error_description="a token exchanged for another party (act) is not accepted here"`),
+			"the bearer token is not valid: a token exchanged for another party (act) is not accepted here")
+		return nil
+	case claims.ClientOnly():
+		service, ok := "", false
+		if opts.Services != nil {
+			service, ok = opts.Services.ServiceOfClient(claims.ClientID)
+		}
+		if !ok {
+			opts.refused(r, "a client's own token, of no service")
+			refuse(w, http.StatusUnauthorized, opts.challenge(`error="invalid_token", error_description="a client's own token names no user"`),
+				"the bearer token is not valid: a client's own token (client credentials) names no user")
+			return nil
+		}
+		return withCaller(r, Caller{Service: service})
+	}
+	if missing := missingScopes(claims.Scopes, opts.Scopes); len(missing) > 0 {
+		opts.refused(r, "bearer token lacks the scopes "+strings.Join(missing, ", "))
+		refuse(w, http.StatusForbidden,
+			opts.challenge(`error="insufficient_scope", scope=`+quote(strings.Join(opts.Scopes, " "))),
+			"the token lacks the scopes "+strings.Join(missing, ", "))
+		return nil
+	}
+	return withCaller(r, Caller{Claims: claims})
+}
+
+// withCaller returns r with c as its Caller.
+func withCaller(r *http.Request, c Caller) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
 }
 
 // BearerToken returns the token of r's "Authorization: Bearer TOKEN" header.
