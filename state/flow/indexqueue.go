@@ -36,6 +36,9 @@ type indexSlot struct{ key, member string }
 // its script always could be: the sweeper, the index trim and reads of a record tidy up
 // after it (docs/design.md, "Redis key layout").
 type indexQueue struct {
+	// sending is held for the whole of a flush: two flushes at once (a listing's and the
+	// tick's) could otherwise land out of order, an older write of a member after a newer.
+	sending sync.Mutex
 	mu      sync.Mutex
 	pending map[indexSlot]indexWrite // the last write of each slot wins
 	// full is signalled when pending reaches indexQueueSoon, to send it before the tick.
@@ -79,6 +82,8 @@ func (q *indexQueue) add(writes ...indexWrite) {
 // newer write of the same member was queued meanwhile, and the queue keeps at most
 // indexQueueMax of them; it reports how many it dropped to make room.
 func (q *indexQueue) flush(ctx context.Context, rdb redis.UniversalClient) (dropped int, err error) {
+	q.sending.Lock()
+	defer q.sending.Unlock()
 	q.mu.Lock()
 	taken := q.pending
 	if len(taken) == 0 {

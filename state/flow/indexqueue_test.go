@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -112,5 +114,54 @@ func TestIndexQueueIsBoundedWhileRedisRefusesItsWrites(t *testing.T) {
 	}
 	if _, ok := q.pending[indexSlot{key, "newer"}]; !ok {
 		t.Error("the write queued during the failed flush was dropped; the older ones should make room")
+	}
+}
+
+// pipelineHook calls before ahead of the first pipeline of a client.
+type pipelineHook struct{ before func() }
+
+func (pipelineHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (pipelineHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h pipelineHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.before()
+		return next(ctx, cmds)
+	}
+}
+
+func TestIndexQueueFlushesOneAtATime(t *testing.T) {
+	b := redistest.StartEmbedded(t)
+	key := deadlinesKey
+	q := newIndexQueue()
+	q.add(indexWrite{key: key, member: "x", score: 1})
+
+	rdb := redis.NewClient(&redis.Options{Addr: b.Client.(*redis.Client).Options().Addr})
+	t.Cleanup(func() { rdb.Close() })
+	second := make(chan error, 1)
+	var first atomic.Bool
+	// While the first flush (which adds x) is on its way, the flow ends (x is taken out)
+	// and a listing flushes too. Its removal must not land before the first flush's add.
+	rdb.AddHook(pipelineHook{before: func() {
+		if first.CompareAndSwap(false, true) {
+			q.add(indexWrite{key: key, member: "x", remove: true})
+			go func() {
+				_, err := q.flush(context.Background(), rdb)
+				second <- err
+			}()
+			select {
+			case err := <-second:
+				second <- err
+			case <-time.After(200 * time.Millisecond): // waiting for the first, as it should
+			}
+		}
+	}})
+	if _, err := q.flush(t.Context(), rdb); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if got := zset(t, b.Client, key); len(got) != 0 {
+		t.Errorf("%s = %v after the add and then the removal of x, want it empty", key, got)
 	}
 }
