@@ -74,13 +74,17 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// Flush sends what was written so far, as the SDK's event streams need.
-func (w *statusWriter) Flush() {
+// FlushError sends what was written so far, as the SDK's event streams need, and reports
+// a connection that failed (http.ResponseController.Flush).
+func (w *statusWriter) FlushError() error {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	http.NewResponseController(w.ResponseWriter).Flush()
+	return http.NewResponseController(w.ResponseWriter).Flush()
 }
+
+// Flush is FlushError for callers that want an http.Flusher.
+func (w *statusWriter) Flush() { w.FlushError() }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 

@@ -116,7 +116,7 @@ type bearerCheck struct {
 // admit returns r with its Caller in its context, or answers r with the refusal and
 // returns nil.
 func (b *bearerCheck) admit(w http.ResponseWriter, r *http.Request) *http.Request {
-	opts, log := b.opts, b.opts.Logger
+	opts, log := &b.opts, b.opts.Logger
 	token, ok := BearerToken(r)
 	if !ok {
 		refuse(w, http.StatusUnauthorized, opts.challenge(""), "a bearer token is required")
