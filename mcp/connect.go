@@ -63,7 +63,7 @@ func (s *Server) askConnect(ctx context.Context, t turn, p *thirdparty.Provider,
 	if len(scopes) == 0 {
 		scopes = p.DefaultScopes()
 	}
-	return s.askFor(ctx, t, ask{kind: state.KindOAuth, target: p.Name, label: p.Label + " account", purpose: purpose, scopes: scopes})
+	return s.askFor(ctx, t, ask{kind: state.KindOAuth, target: p.Name, purpose: purpose, scopes: scopes})
 }
 
 func connected(p *thirdparty.Provider, account, message string) *sdk.CallToolResult {

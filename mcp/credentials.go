@@ -63,7 +63,7 @@ func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.Ca
 	cred, err := s.opts.Credentials.Get(ctx, t.user, slot.Name)
 	if errors.Is(err, state.ErrNotFound) || (err == nil && cred.Locked()) {
 		// Ask for it first, the way set_secret does; the call goes on once it is stored.
-		a := ask{target: slot.Name, label: slot.Label,
+		a := ask{target: slot.Name,
 			purpose: "Enter your " + slot.Label + " so that urlflow can call its API for you."}
 		if err == nil {
 			a = s.reentry(slot, cred, false)
@@ -114,7 +114,7 @@ func (a callAPIArgs) request() upstream.Request {
 // reentry is the request to replace cred (nil if none is stored), saying why when it is
 // locked or weak.
 func (s *Server) reentry(slot *slots.Slot, cred *credentials.Credential, weak bool) ask {
-	a := ask{target: slot.Name, label: slot.Label, replace: true, replaced: &flow.Replaced{Weak: weak},
+	a := ask{target: slot.Name, replace: true, replaced: &flow.Replaced{Weak: weak},
 		purpose: "Enter a new " + slot.Label + " to replace the one urlflow keeps for you."}
 	switch {
 	case cred.Locked():

@@ -785,3 +785,27 @@ func (h *recordingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 }
 
 func (h *recordingHandler) WithGroup(string) slog.Handler { return h }
+
+// markSessionStream sends a progress notification with the token "marker" on the own
+// stream (GET) of c's session, and waits until c has received it: what the server wrote on
+// that stream before has reached c by then.
+func (c *testClient) markSessionStream(f *fixture) {
+	c.t.Helper()
+	var ss *sdk.ServerSession
+	for s := range f.server.legacy.Sessions() {
+		if s.ID() == c.sessionID {
+			ss = s
+		}
+	}
+	if ss == nil {
+		c.t.Fatalf("no server session %s", c.sessionID)
+	}
+	eventually(c.t, "the marker written on the session's stream", func() bool {
+		return ss.NotifyProgress(c.t.Context(), &sdk.ProgressNotificationParams{ProgressToken: "marker", Progress: 1}) == nil
+	})
+	for {
+		if p := receive(c.t, c.progress, "the marker"); p.ProgressToken == "marker" {
+			return
+		}
+	}
+}

@@ -13,11 +13,11 @@ import (
 // ask describes what a tool asks the user for: a secret slot, how people call it, the
 // reason shown on the pages, and whether it replaces a stored one.
 type ask struct {
-	kind                   state.Kind // KindSecret if empty
-	target, label, purpose string
-	replace                bool
-	replaced               *flow.Replaced // how the stored one stands, when replace is set
-	scopes                 []string       // of a third-party connection
+	kind            state.Kind // KindSecret if empty
+	target, purpose string
+	replace         bool
+	replaced        *flow.Replaced // how the stored one stands, when replace is set
+	scopes          []string       // of a third-party connection
 }
 
 // askFor takes the user through an elicitation for a, in the way the call's era and client
@@ -33,11 +33,11 @@ func (s *Server) askFor(ctx context.Context, t turn, a ask) (*flow.Elicitation, 
 	}
 	switch {
 	case !t.urlMode():
-		return e, s.userActionRequired(e, a.label), nil
+		return e, s.userActionRequired(e), nil
 	case s.opts.Style == StyleError:
-		return e, nil, sdk.URLElicitationRequiredError([]*sdk.ElicitParams{s.elicitParams(e, a.label, true)})
+		return e, nil, sdk.URLElicitationRequiredError([]*sdk.ElicitParams{s.elicitParams(e, true)})
 	}
-	res, err := s.push(ctx, t, e, created, a.label)
+	res, err := s.push(ctx, t, e, created)
 	return e, res, err
 }
 
@@ -56,12 +56,11 @@ func (s *Server) openElicitation(ctx context.Context, t turn, a ask) (*flow.Elic
 
 // elicitParams is the URL-mode elicitation for e. The 2026-07-28 input request carries no
 // elicitation ID; the 2025-11-25 elicitation/create and −32042 do.
-func (s *Server) elicitParams(e *flow.Elicitation, label string, withID bool) *sdk.ElicitParams {
+func (s *Server) elicitParams(e *flow.Elicitation, withID bool) *sdk.ElicitParams {
 	p := &sdk.ElicitParams{
-		Mode: "url",
-		URL:  flow.ElicitationURL(s.opts.PublicURL, e.ID),
-		Message: "urlflow needs your " + label + ". Open the link to enter it in your browser; " +
-			"it is never shared with this conversation.",
+		Mode:    "url",
+		URL:     flow.ElicitationURL(s.opts.PublicURL, e.ID),
+		Message: s.asked(e).message(),
 	}
 	if withID {
 		p.ElicitationID = e.ID
@@ -80,11 +79,14 @@ type clientAnswer struct {
 // which it answers honestly that the flow is still running. The
 // client's accept is recorded as consent and nothing more; its decline or cancel ends the
 // flow. A cancelled tool call leaves the elicitation running: the user may still finish in
-// the browser.
-func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, created bool, label string) (*sdk.CallToolResult, error) {
+// the browser. When the flow has ended, its completion notification goes on the call's own
+// stream just before the result, and that is its delivery (carriedNotice).
+func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, created bool) (*sdk.CallToolResult, error) {
 	req := t.req
 	wake, stop := s.opts.Hub.Wait(e.ID)
 	defer stop()
+	notice := s.notifier.carry(e.ID)
+	defer notice.release(ctx)
 
 	var answers chan clientAnswer
 	elicitCtx, cancelElicit := context.WithCancel(ctx)
@@ -92,7 +94,7 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, created 
 	if e.State == flow.Pending || e.State == flow.Unknown {
 		// Not yet answered by the client: ask (again). Otherwise the client already agreed.
 		answers = make(chan clientAnswer, 1)
-		params := s.elicitParams(e, label, true)
+		params := s.elicitParams(e, true)
 		go func() {
 			res, err := req.Session.Elicit(elicitCtx, params)
 			answers <- clientAnswer{res, err}
@@ -116,7 +118,8 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, created 
 				return nil, s.unavailable(ctx, err)
 			}
 			if cur.State.Terminal() {
-				return s.pushAnswer(ctx, req, cur, label), nil
+				notice.write(ctx, req.Session, cur)
+				return s.outcome(cur), nil
 			}
 		}
 		read = false
@@ -141,30 +144,11 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, created 
 			if err != nil {
 				return nil, s.unavailable(ctx, err)
 			}
-			return s.pushAnswer(ctx, req, cur, label), nil
+			notice.write(ctx, req.Session, cur)
+			return s.outcome(cur), nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-	}
-}
-
-// pushAnswer is the result of the push-style call req, whose flow reads as e: for a flow
-// that has ended, the completion notification goes first on the call's own stream.
-func (s *Server) pushAnswer(ctx context.Context, req *sdk.CallToolRequest, e *flow.Elicitation, label string) *sdk.CallToolResult {
-	if e.State.Terminal() {
-		s.notifyOnCall(ctx, req, e)
-	}
-	return s.outcome(e, label)
-}
-
-// notifyOnCall writes the completion notification of the ended flow e on the response
-// stream of the tool call req, ahead of its result, so that a client that closes its "open
-// this link" prompt on the notification sees it before the result: one connection keeps
-// the order. The notifier still writes it on the session's stream (a duplicate the client
-// ignores) and records that delivery; a failure here is only logged.
-func (s *Server) notifyOnCall(ctx context.Context, req *sdk.CallToolRequest, e *flow.Elicitation) {
-	if err := req.Session.NotifyElicitationComplete(ctx, &sdk.ElicitationCompleteParams{ElicitationID: e.ID}); err != nil {
-		s.log.InfoContext(ctx, "completion notification not written on the tool call's stream", "elicitation_id", e.ID, "err", err)
 	}
 }
 
@@ -194,7 +178,7 @@ func (s *Server) offerNewAttempt(ctx context.Context, n flow.Notice) {
 		}
 		ctx, cancel := context.WithDeadline(ctx, e.ExpiresAt)
 		defer cancel()
-		res, err := ls.ss.Elicit(ctx, s.elicitParams(e, s.label(e), true))
+		res, err := ls.ss.Elicit(ctx, s.elicitParams(e, true))
 		if _, err := s.recordAnswer(ctx, e.ID, clientAnswer{res, err}); err != nil {
 			s.log.WarnContext(ctx, "answer to a new attempt not recorded", "elicitation_id", e.ID, "err", err)
 		}

@@ -91,9 +91,9 @@ func (s *Server) multiRoundTrip(ctx context.Context, t turn, a ask) (*flow.Elici
 	case e.State == flow.Complete:
 		return e, nil, nil
 	case e.State.Terminal():
-		return e, s.outcome(e, a.label), nil
+		return e, s.outcome(e), nil
 	}
-	return e, s.inputRequired(t, e, a.label, digest), nil
+	return e, s.inputRequired(t, e, digest), nil
 }
 
 // firstRound opens the elicitation for a and asks the client to show it: input_required,
@@ -104,16 +104,16 @@ func (s *Server) firstRound(ctx context.Context, t turn, a ask, digest string) (
 		return nil, nil, s.unavailable(ctx, err)
 	}
 	if !t.urlMode() {
-		return e, s.userActionRequired(e, a.label), nil
+		return e, s.userActionRequired(e), nil
 	}
-	return e, s.inputRequired(t, e, a.label, digest), nil
+	return e, s.inputRequired(t, e, digest), nil
 }
 
 // inputRequired is the multi round-trip result that asks the client to show e's URL and
 // call again with the signed requestState.
-func (s *Server) inputRequired(t turn, e *flow.Elicitation, label, digest string) *sdk.CallToolResult {
+func (s *Server) inputRequired(t turn, e *flow.Elicitation, digest string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{
-		InputRequests: sdk.InputRequestMap{inputKey: s.elicitParams(e, label, false)},
+		InputRequests: sdk.InputRequestMap{inputKey: s.elicitParams(e, false)},
 		RequestState: s.states.seal(requestState{
 			User: t.user.Key(), Tool: t.req.Params.Name, Arguments: digest,
 			ElicitationID: e.ID, Expires: e.ExpiresAt.Add(requestStateGrace).Unix(),

@@ -46,6 +46,10 @@ type notifier struct {
 
 	mu       sync.Mutex
 	inflight map[string]chan struct{} // elicitation ID → wakes its delivery loop
+	// carried holds the elicitations whose notification a push-style tool call waiting for
+	// them writes on its own stream (carry): the notifier leaves those alone until the call
+	// lets go.
+	carried map[string]struct{}
 	// rechecked holds, per session, when a reopened stream last made it read the session's
 	// undelivered set.
 	rechecked *expiring.Map[string, struct{}]
@@ -53,7 +57,7 @@ type notifier struct {
 
 func newNotifier(store *flow.Store, c *counters.Counters, m *metrics.Process, sessions *sessionRegistry, bg *background, log *slog.Logger) *notifier {
 	return &notifier{store: store, counters: c, metrics: m, sessions: sessions, background: bg, log: log, inflight: map[string]chan struct{}{},
-		rechecked: expiring.New[string, struct{}](maxRechecked)}
+		carried: map[string]struct{}{}, rechecked: expiring.New[string, struct{}](maxRechecked)}
 }
 
 // maxRechecked bounds notifier.rechecked (a session past it is rechecked again sooner).
@@ -141,9 +145,14 @@ func (n *notifier) recheck(ctx context.Context, sessionID string, ls *liveSessio
 }
 
 // deliver starts the delivery loop of elicitation id in the background, or wakes it if it
-// is waiting. ctx bounds only the hand-over to the background.
+// is waiting, unless a tool call carries its notification. ctx bounds only the hand-over
+// to the background.
 func (n *notifier) deliver(ctx context.Context, id string) {
 	n.mu.Lock()
+	if _, ok := n.carried[id]; ok {
+		n.mu.Unlock()
+		return
+	}
 	if wake, ok := n.inflight[id]; ok {
 		n.mu.Unlock()
 		nudge(wake)
@@ -182,7 +191,7 @@ func (n *notifier) deliveryLoop(ctx context.Context, id string, wake chan struct
 }
 
 // attempt makes one delivery attempt and reports whether the loop is done: written, no
-// longer owed, or its session is gone.
+// longer owed, carried by a tool call, or its session is gone.
 func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
 	e, err := n.store.ForDelivery(ctx, id)
 	if err != nil {
@@ -190,7 +199,7 @@ func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
 		return false
 	}
 	ls, ok := n.sessions.get(e.SessionID)
-	if !ok || !e.State.Terminal() {
+	if !ok || !e.State.Terminal() || n.isCarried(id) {
 		return true
 	}
 	if ls.user != e.User {
@@ -212,17 +221,82 @@ func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
 	sendCtx, cancel := context.WithTimeout(ctx, deliveryTimeout)
 	sendErr := ls.ss.NotifyElicitationComplete(sendCtx, &sdk.ElicitationCompleteParams{ElicitationID: id})
 	cancel()
-	if _, err := n.store.RecordDelivery(ctx, id, sendErr); err != nil {
-		n.log.WarnContext(ctx, "delivery not recorded", "elicitation_id", id, "err", err)
+	n.record(ctx, e, flow.SessionStream, sendErr)
+	return sendErr == nil
+}
+
+// record records an attempt to write the notification of e on stream via, which failed
+// with sendErr (nil: written), and counts, measures and logs it. It reports whether the
+// record now says written.
+func (n *notifier) record(ctx context.Context, e *flow.Elicitation, via flow.Stream, sendErr error) bool {
+	_, err := n.store.RecordDelivery(ctx, e.ID, via, sendErr)
+	if err != nil {
+		n.log.WarnContext(ctx, "delivery not recorded", "elicitation_id", e.ID, "err", err)
 	}
 	n.metrics.Delivered(sendErr == nil, n.store.Now().Sub(*e.Delivery.QueuedAt))
 	if sendErr != nil {
 		n.counters.Add(ctx, "urlflow_notification_attempts_total", "result", "not_written")
-		n.log.InfoContext(ctx, "completion notification not written; will retry", "elicitation_id", id,
-			"session", e.SessionID, "attempt", e.Delivery.Attempts+1, "err", sendErr)
+		n.log.InfoContext(ctx, "completion notification not written; will retry", "elicitation_id", e.ID,
+			"session", e.SessionID, "stream", string(via), "attempt", e.Delivery.Attempts+1, "err", sendErr)
 		return false
 	}
 	n.counters.Add(ctx, "urlflow_notification_attempts_total", "result", "written")
-	n.log.InfoContext(ctx, "completion notification written", "elicitation_id", id, "session", e.SessionID, "state", e.State)
-	return true
+	n.log.InfoContext(ctx, "completion notification written", "elicitation_id", e.ID, "session", e.SessionID,
+		"stream", string(via), "state", e.State)
+	return err == nil
+}
+
+// isCarried reports whether a tool call carries the notification of elicitation id.
+func (n *notifier) isCarried(id string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.carried[id]
+	return ok
+}
+
+// A carriedNotice is a push-style tool call's hold on the completion notification of the
+// flow it waits for: the call writes it on its own response stream, just before its result
+// (one stream keeps the order, so the client sees the notification first), and that write
+// is the delivery. Only when the call could not write it, or ends before the flow, does
+// the notifier take over (on the session's stream), so that a client receives one copy,
+// and none is lost.
+type carriedNotice struct {
+	n       *notifier
+	id      string
+	written bool
+}
+
+// carry holds the notification of elicitation id for the calling tool call until release.
+// Two calls of one session never wait for the same flow at once, but if they do, the
+// second holds it as well and the first release hands it back.
+func (n *notifier) carry(id string) *carriedNotice {
+	n.mu.Lock()
+	n.carried[id] = struct{}{}
+	n.mu.Unlock()
+	return &carriedNotice{n: n, id: id}
+}
+
+// write writes the notification of the ended flow e on the stream of the tool call whose
+// session is ss and whose context is ctx, when it is owed, and records that delivery.
+func (c *carriedNotice) write(ctx context.Context, ss *sdk.ServerSession, e *flow.Elicitation) {
+	if !e.NotificationOwed() || c.written {
+		return
+	}
+	err := ss.NotifyElicitationComplete(ctx, &sdk.ElicitationCompleteParams{ElicitationID: e.ID})
+	c.written = c.n.record(ctx, e, flow.CallStream, err)
+}
+
+// release lets go of the notification when the tool call ends. Unless the call wrote it,
+// the notifier delivers it if it is owed (the flow may also have ended while the call was
+// on its way out, unseen by it).
+func (c *carriedNotice) release(ctx context.Context) {
+	c.n.mu.Lock()
+	delete(c.n.carried, c.id)
+	c.n.mu.Unlock()
+	if c.written {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deliveryTimeout)
+	defer cancel()
+	c.n.deliver(ctx, c.id)
 }

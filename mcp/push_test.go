@@ -192,3 +192,43 @@ func TestThePushWaitIsFiftySecondsByDefault(t *testing.T) {
 		t.Fatalf("the default progress interval is %s, want 15s", got)
 	}
 }
+
+// TestPushNotifiesEachFlowOnceOnTheSessionsStreams runs several push-style flows in one
+// session of a go-sdk client over HTTP, with its own stream (GET) open, and counts the
+// completion notifications that reach the client on both streams: the one written on the
+// tool call's stream is the delivery, so none follows on the session's stream.
+func TestPushNotifiesEachFlowOnceOnTheSessionsStreams(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	endpoint, token := f.serveHTTP()
+	c := f.connectHTTP(endpoint, token("dev"), "2025-11-25", clientConfig{urlMode: true}, true)
+
+	var ids []string
+	for range 3 {
+		call := c.start(&sdk.CallToolParams{Name: "set_secret", Arguments: map[string]any{"name": demoSlot, "replace": true}})
+		asked := receive(t, c.elicitations, "elicitation/create")
+		f.browserCompletes(asked.ElicitationID, demoKey)
+		if out := receive(t, call, "result"); out.err != nil || flowOf(t, out.res).Status != "stored" {
+			t.Fatalf("flow %d: %v %+v", len(ids)+1, out.err, out.res)
+		}
+		ids = append(ids, asked.ElicitationID)
+	}
+	for _, id := range ids {
+		e := f.waitFor(id, "delivery recorded", func(e *flow.Elicitation) bool { return e.Delivery.WrittenAt != nil })
+		if e.Delivery.Attempts != 1 {
+			t.Errorf("%s: %d delivery attempts, want 1 (on the call's stream): %+v", id, e.Delivery.Attempts, e.Delivery)
+		}
+	}
+	// Whatever the notifier wrote on the session's stream came before this marker there.
+	c.markSessionStream(f)
+
+	got := map[string]int{}
+	for len(c.completions) > 0 {
+		got[<-c.completions]++
+	}
+	for _, id := range ids {
+		if got[id] != 1 {
+			t.Errorf("%s: %d completion notifications, want 1", id, got[id])
+		}
+	}
+}

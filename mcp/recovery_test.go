@@ -182,9 +182,10 @@ func TestElicitationStatusSaysWhereEveryStateStands(t *testing.T) {
 		{state.KindSecret, demoSlot, []flow.Event{flow.BrowserOpen, flow.VerifyFailed}, flow.Failed, "The last attempt for your Demo API key failed; you can try again at https://urlflow.test/e/"},
 		{state.KindSecret, demoSlot, []flow.Event{flow.ClientDecline}, flow.Declined, "The request for your Demo API key was declined; nothing was stored."},
 		{state.KindSecret, demoSlot, []flow.Event{flow.CancelRequested}, flow.Cancelled, "The request for your Demo API key was cancelled; nothing was stored."},
-		{state.KindOAuth, acme, []flow.Event{flow.ClientCancel}, flow.Cancelled, "The request for your Acme account was cancelled"},
+		{state.KindOAuth, acme, []flow.Event{flow.ClientCancel}, flow.Cancelled, "The request to connect your Acme account was cancelled; nothing was connected."},
+		{state.KindOAuth, acme, []flow.Event{flow.BrowserOpen}, flow.InProgress, "The page to connect your Acme account is open in your browser"},
 		{state.KindSecret, "retired_slot", []flow.Event{flow.ClientDecline}, flow.Declined, "The request for your retired_slot was declined"},
-		{state.KindOAuth, "retired_provider", []flow.Event{flow.ClientDecline}, flow.Declined, "The request for your retired_provider account was declined"},
+		{state.KindOAuth, "retired_provider", []flow.Event{flow.ClientDecline}, flow.Declined, "The request to connect your retired_provider account was declined"},
 	}
 	for _, tt := range tests {
 		e := f.create(alice, tt.kind, tt.target)

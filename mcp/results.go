@@ -2,9 +2,12 @@ package mcp
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 )
 
@@ -67,47 +70,149 @@ func humanDuration(d time.Duration) string {
 	}
 }
 
+// asked is what a flow asks the user for, as the words of results speak of it: a secret
+// the user enters on urlflow's page (set_secret asks again), or an account the user
+// connects by approving access at its provider (connect asks again). The texts tell a
+// model which tool fits, so they must never send it to set_secret for an account.
+type asked struct {
+	oauth bool
+	// target is the slot or provider name; name how people call it (the slot's label, or
+	// the provider's).
+	target, name string
+}
+
+// asked returns what e asks for.
+func (s *Server) asked(e *flow.Elicitation) asked {
+	if e.Kind == state.KindOAuth {
+		if p, ok := s.opts.Providers.Lookup(e.Target); ok {
+			return asked{oauth: true, target: e.Target, name: p.Label}
+		}
+		return asked{oauth: true, target: e.Target, name: e.Target}
+	}
+	if slot, ok := s.opts.Slots.Lookup(e.Target); ok {
+		return asked{target: e.Target, name: slot.Label}
+	}
+	return asked{target: e.Target, name: e.Target}
+}
+
+// yours is "your Demo API key" or "your Acme account".
+func (a asked) yours() string {
+	if a.oauth {
+		return "your " + a.name + " account"
+	}
+	return "your " + a.name
+}
+
+// about is what a request or a link is about: "for your Demo API key", "to connect your
+// Acme account".
+func (a asked) about() string {
+	if a.oauth {
+		return "to connect " + a.yours()
+	}
+	return "for " + a.yours()
+}
+
+// request is how a sentence about the request starts.
+func (a asked) request() string { return "The request " + a.about() }
+
+// link is how a sentence about the link starts.
+func (a asked) link() string { return "The link " + a.about() }
+
+// action is what the user does on the page.
+func (a asked) action() string {
+	if a.oauth {
+		return "connect " + a.yours()
+	}
+	return "enter " + a.yours()
+}
+
+// done is what the page says once the flow is complete: "stored" or "connected".
+func (a asked) done() string {
+	if a.oauth {
+		return "connected"
+	}
+	return "stored"
+}
+
+// nothing says that nothing came of an ended flow.
+func (a asked) nothing() string { return "Nothing was " + a.done() + "." }
+
+// again names the call that asks again.
+func (a asked) again() string {
+	if a.oauth {
+		return "call connect with provider " + a.target + " again"
+	}
+	return "call set_secret again"
+}
+
+// message is the message of the URL-mode elicitation, shown with its link.
+func (a asked) message() string {
+	if a.oauth {
+		return "urlflow needs access to " + a.yours() + ". Open the link to approve it at " + a.name +
+			" in your browser; no password or token passes through this conversation."
+	}
+	return "urlflow needs " + a.yours() + ". Open the link to enter it in your browser; " +
+		"it is never shared with this conversation."
+}
+
+// onThePage says what the user does on urlflow's page and what urlflow keeps.
+func (a asked) onThePage() string {
+	if a.oauth {
+		return "Sign in there and connect " + a.yours() + ": urlflow's page sends you to " + a.name +
+			" to approve access. urlflow keeps the access it is given encrypted; it never passes through " +
+			"this conversation, and the link by itself gives no one access."
+	}
+	return "Sign in there and enter " + a.yours() + " on urlflow's page. urlflow keeps it encrypted; " +
+		"it never passes through this conversation, and the link by itself gives no one access."
+}
+
 // userActionRequired is the result for a client that cannot open a URL-mode elicitation:
 // the user opens the link themselves, and the same call succeeds afterwards.
-func (s *Server) userActionRequired(e *flow.Elicitation, label string) *sdk.CallToolResult {
+func (s *Server) userActionRequired(e *flow.Elicitation) *sdk.CallToolResult {
+	a := s.asked(e)
 	url := flow.ElicitationURL(s.opts.PublicURL, e.ID)
 	expires := e.ExpiresAt
 	return result(flowResult{
 		Status: "user_action_required", Name: e.Target, ElicitationID: e.ID, State: e.State,
 		URL: url, ExpiresAt: &expires,
-		Message: fmt.Sprintf("To continue, please open this link in your browser:\n\n%s\n\n"+
-			"Sign in there and enter your %s on urlflow's page. urlflow keeps it encrypted; "+
-			"it never passes through this conversation, and the link by itself gives no one access.\n\n"+
-			"When the page says it is stored, ask me to continue: the same request will then succeed. "+
-			"The link works until %s.", url, label, when(e.ExpiresAt)),
+		Message: fmt.Sprintf("To continue, please open this link in your browser:\n\n%s\n\n%s\n\n"+
+			"When the page says it is %s, ask me to continue: the same request will then succeed. "+
+			"The link works until %s.", url, a.onThePage(), a.done(), when(e.ExpiresAt)),
 	})
 }
 
 // outcome is the result for e after waiting: nil when complete (the tool goes on), the
-// honest end otherwise, or "still waiting" while it runs.
-func (s *Server) outcome(e *flow.Elicitation, label string) *sdk.CallToolResult {
+// honest end otherwise, or "still waiting" while it runs. Each end names the call that
+// fits what was asked for.
+func (s *Server) outcome(e *flow.Elicitation) *sdk.CallToolResult {
+	a := s.asked(e)
 	r := flowResult{Status: string(e.State), Name: e.Target, ElicitationID: e.ID, State: e.State}
 	switch e.State {
 	case flow.Complete:
 		return nil
 	case flow.Declined:
-		r.Message = fmt.Sprintf("The request for your %s was declined. Nothing was stored. "+
-			"If that was a mistake, call set_secret again for a new link.", label)
+		r.Message = fmt.Sprintf("%s was declined. %s If that was a mistake, %s for a new link.", a.request(), a.nothing(), a.again())
 	case flow.Cancelled:
-		r.Message = fmt.Sprintf("The request for your %s was cancelled. Nothing was stored. "+
-			"Call set_secret again to start over.", label)
+		r.Message = fmt.Sprintf("%s was cancelled. %s %s to start over.", a.request(), a.nothing(), capitalized(a.again()))
 	case flow.Expired:
-		r.Message = fmt.Sprintf("The link for your %s expired before it was used. Nothing was stored. "+
-			"Call set_secret again for a new link.", label)
+		r.Message = fmt.Sprintf("%s expired before it was used. %s %s for a new link.", a.link(), a.nothing(), capitalized(a.again()))
 	default:
 		url := flow.ElicitationURL(s.opts.PublicURL, e.ID)
 		expires := e.ExpiresAt
 		r.Status, r.URL, r.ExpiresAt = "waiting", url, &expires
-		r.Message = fmt.Sprintf("Still waiting for you to enter your %s at %s . "+
-			"The link works until %s. When the page says it is stored, call set_secret again "+
-			"(or elicitation_status with elicitationId %s) to continue.", label, url, when(e.ExpiresAt), e.ID)
+		r.Message = fmt.Sprintf("Still waiting for you to %s at %s . The link works until %s. "+
+			"When the page says it is %s, %s (or elicitation_status with elicitationId %s) to continue.",
+			a.action(), url, when(e.ExpiresAt), a.done(), a.again(), e.ID)
 	}
 	return result(r)
+}
+
+// capitalized returns s with its first letter in upper case (s starts with ASCII).
+func capitalized(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func unknownElicitation(id string) *sdk.CallToolResult {
@@ -118,25 +223,27 @@ func unknownElicitation(id string) *sdk.CallToolResult {
 	}
 }
 
-// describe says in a sentence where e stands.
-func describe(e *flow.Elicitation, label, url string) string {
+// describe says in a sentence where e, which asks for a, stands.
+func describe(e *flow.Elicitation, a asked, url string) string {
+	nothing := strings.ToLower(a.nothing())
 	switch e.State {
 	case flow.Complete:
-		return fmt.Sprintf("The request for your %s is complete: it is stored.", label)
+		return fmt.Sprintf("%s is complete: it is %s.", a.request(), a.done())
 	case flow.Declined:
-		return fmt.Sprintf("The request for your %s was declined; nothing was stored.", label)
+		return fmt.Sprintf("%s was declined; %s", a.request(), nothing)
 	case flow.Cancelled:
-		return fmt.Sprintf("The request for your %s was cancelled; nothing was stored.", label)
+		return fmt.Sprintf("%s was cancelled; %s", a.request(), nothing)
 	case flow.Expired:
-		return fmt.Sprintf("The request for your %s expired; nothing was stored.", label)
+		return fmt.Sprintf("%s expired; %s", a.request(), nothing)
 	case flow.Pending, flow.Unknown:
-		return fmt.Sprintf("The request for your %s is waiting for you to open %s (until %s).", label, url, when(e.ExpiresAt))
+		return fmt.Sprintf("%s is waiting for you to open %s (until %s).", a.request(), url, when(e.ExpiresAt))
 	case flow.Consented:
-		return fmt.Sprintf("You agreed in your client; the request for your %s is waiting for you to open %s (until %s).", label, url, when(e.ExpiresAt))
+		return fmt.Sprintf("You agreed in your client; the request %s is waiting for you to open %s (until %s).",
+			a.about(), url, when(e.ExpiresAt))
 	case flow.InProgress:
-		return fmt.Sprintf("The page for your %s is open in your browser; waiting for you to finish there (until %s).", label, when(e.ExpiresAt))
+		return fmt.Sprintf("The page %s is open in your browser; waiting for you to finish there (until %s).", a.about(), when(e.ExpiresAt))
 	case flow.Failed:
-		return fmt.Sprintf("The last attempt for your %s failed; you can try again at %s (until %s).", label, url, when(e.ExpiresAt))
+		return fmt.Sprintf("The last attempt %s failed; you can try again at %s (until %s).", a.about(), url, when(e.ExpiresAt))
 	}
 	return "The request is " + string(e.State) + "."
 }

@@ -147,7 +147,7 @@ func (s *Server) setSecret(ctx context.Context, t turn, args setSecretArgs) (*sd
 	case err != nil:
 		return nil, s.unavailable(ctx, err)
 	}
-	a := ask{target: slot.Name, label: slot.Label, purpose: "Enter your " + slot.Label + " so that urlflow can use it for you."}
+	a := ask{target: slot.Name, purpose: "Enter your " + slot.Label + " so that urlflow can use it for you."}
 	switch {
 	case args.Replace || existing.Locked():
 		a = s.reentry(slot, existing, s.weakStored(ctx, t.user, slot, existing))
@@ -248,7 +248,7 @@ func (s *Server) statusResult(ctx context.Context, e *flow.Elicitation, notCance
 		return nil, s.unavailable(ctx, err)
 	}
 	view := e.View(flow.ElicitationURL(s.opts.PublicURL, e.ID), history)
-	text := describe(e, s.label(e), view.URL)
+	text := describe(e, s.asked(e), view.URL)
 	if notCancelled {
 		text = "Nothing was cancelled: this request had already ended. " + text
 	}
@@ -257,18 +257,4 @@ func (s *Server) statusResult(ctx context.Context, e *flow.Elicitation, notCance
 		StructuredContent: view,
 		IsError:           notCancelled,
 	}, nil
-}
-
-// label is how people call e's target.
-func (s *Server) label(e *flow.Elicitation) string {
-	if e.Kind == state.KindOAuth {
-		if p, ok := s.opts.Providers.Lookup(e.Target); ok {
-			return p.Label + " account"
-		}
-		return e.Target + " account"
-	}
-	if slot, ok := s.opts.Slots.Lookup(e.Target); ok {
-		return slot.Label
-	}
-	return e.Target
 }

@@ -7,10 +7,23 @@ import (
 	"github.com/urlflow/urlflow/state"
 )
 
+// Stream names the stream of an MCP session that carried a completion notification.
+type Stream string
+
+// The streams a completion notification goes on.
+const (
+	// CallStream is the response stream of the push-style tool call that waited for the
+	// flow: the notification goes just before the call's result, in order.
+	CallStream Stream = "the tool call's stream"
+	// SessionStream is the session's own stream (the client's GET), for a flow that ended
+	// while no call of the session waited for it, or whose call could not carry it.
+	SessionStream Stream = "the session's stream"
+)
+
 // RecordDelivery records one attempt to write the completion notification of elicitation
-// id to its MCP session: attemptErr nil means it was written to the client's stream. A
-// written notification leaves the session's undelivered set.
-func (s *Store) RecordDelivery(ctx context.Context, id string, attemptErr error) (*Elicitation, error) {
+// id to its MCP session on stream via: attemptErr nil means it was written to the client's
+// stream. A written notification leaves the session's undelivered set.
+func (s *Store) RecordDelivery(ctx context.Context, id string, via Stream, attemptErr error) (*Elicitation, error) {
 	return s.update(ctx, id, NoticeDelivery, func(e *Elicitation, p *batch) (bool, *Entry, error) {
 		now := s.now().UTC()
 		e.Delivery.Attempts++
@@ -23,7 +36,7 @@ func (s *Store) RecordDelivery(ctx context.Context, id string, attemptErr error)
 		p.SRem(ctx, undeliveredKey(e.User.Key(), e.SessionID), e.ID)
 		s.queueOwed(ctx, p, e)
 		return true, &Entry{At: now, Event: Notified, Actor: state.ActorSystem, From: e.State, To: e.State,
-			Reason: "completion notification written to the session's stream"}, nil
+			Reason: "completion notification written on " + string(via)}, nil
 	})
 }
 

@@ -255,7 +255,7 @@ func TestStuckFlowsFollowTheirThresholdsAndOwedNotifications(t *testing.T) {
 
 		// A flow that moves on is no longer stuck; a written notification is owed no more.
 		mustApply(t, s, pending.ID, ClientAccept, state.ActorClient)
-		if _, err := s.RecordDelivery(ctx, ended.ID, nil); err != nil {
+		if _, err := s.RecordDelivery(ctx, ended.ID, SessionStream, nil); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := stuck(), []string{consented.ID}; !slices.Equal(got, want) {

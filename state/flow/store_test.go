@@ -652,7 +652,7 @@ func TestRecordDeliveryCountsAttemptsUntilWritten(t *testing.T) {
 		}
 
 		clk.Advance(time.Second)
-		failed, err := s.RecordDelivery(t.Context(), e.ID, errors.New("stream not connected"))
+		failed, err := s.RecordDelivery(t.Context(), e.ID, SessionStream, errors.New("stream not connected"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -668,7 +668,7 @@ func TestRecordDeliveryCountsAttemptsUntilWritten(t *testing.T) {
 		}
 
 		clk.Advance(time.Second)
-		written, err := s.RecordDelivery(t.Context(), e.ID, nil)
+		written, err := s.RecordDelivery(t.Context(), e.ID, SessionStream, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -697,7 +697,7 @@ func TestRequeueAsksForTheNotificationAgain(t *testing.T) {
 		var notices <-chan Notice
 		startHub(t, b, func(h *Hub) { notices = noticeListener(h) })
 		e := reach(t, s, clk, newElicitation(alice), Complete)
-		if _, err := s.RecordDelivery(t.Context(), e.ID, nil); err != nil {
+		if _, err := s.RecordDelivery(t.Context(), e.ID, SessionStream, nil); err != nil {
 			t.Fatal(err)
 		}
 
@@ -797,7 +797,7 @@ func TestMalformedAndUnknownIDsAreNotFound(t *testing.T) {
 			},
 			"Retry":          func(id string) error { _, err := s.Retry(ctx, id, Act{Actor: state.ActorUser}, time.Hour); return err },
 			"Requeue":        func(id string) error { _, err := s.Requeue(ctx, id, Act{Actor: state.ActorOperator}); return err },
-			"RecordDelivery": func(id string) error { _, err := s.RecordDelivery(ctx, id, nil); return err },
+			"RecordDelivery": func(id string) error { _, err := s.RecordDelivery(ctx, id, SessionStream, nil); return err },
 		}
 		for name, op := range ops {
 			for _, id := range ids {
@@ -979,7 +979,7 @@ func TestForDeliveryNeverMissesANotificationRequeuedElsewhere(t *testing.T) {
 		if got, err := here.ForDelivery(ctx, e.ID); err != nil || !got.NotificationOwed() {
 			t.Fatalf("ForDelivery of a flow that just completed = %+v, %v; want it owed", got, err)
 		}
-		if _, err := here.RecordDelivery(ctx, e.ID, nil); err != nil {
+		if _, err := here.RecordDelivery(ctx, e.ID, SessionStream, nil); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := here.ForDelivery(ctx, e.ID); err != nil || got.NotificationOwed() {
