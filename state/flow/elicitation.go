@@ -132,6 +132,11 @@ type Elicitation struct {
 	Delivery  Delivery  `json:"delivery"`
 	RetryOf   string    `json:"retryOf,omitempty"`
 	RetriedBy string    `json:"retriedBy,omitempty"`
+	// Revision counts the writes of the record: every write adds one (writeRecord), and a
+	// step writes only over the record it read, so a later write always has a higher
+	// revision. A replica keeps the copy with the highest it has seen (Store.see). Zero in
+	// records written before urlflow counted them.
+	Revision uint64 `json:"rev,omitempty"`
 }
 
 // CredentialName is the name the credential of e is stored under: its target in its

@@ -252,7 +252,9 @@ func (s *Store) keep(e *Elicitation) time.Duration {
 	return e.ExpiresAt.Sub(s.now()) + s.retention
 }
 
+// writeRecord queues the write of e, one revision on from the record it was read as.
 func (s *Store) writeRecord(ctx context.Context, p redis.Pipeliner, e *Elicitation) error {
+	e.Revision++
 	doc, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("encode elicitation %s: %w", e.ID, err)
@@ -297,42 +299,33 @@ func (s *Store) rememberOwner(id, uk string) {
 
 // load reads elicitation id of user key uk, and remembers it as seen.
 func (s *Store) load(ctx context.Context, uk, id string) (*Elicitation, error) {
-	started := time.Now()
 	e, doc, err := decodeRecord(id, s.rdb.Get(ctx, elicitationKey(uk, id)))
 	if err == nil {
-		s.seeRead(e, doc, started)
+		s.see(e, doc)
 	}
 	return e, err
 }
 
-// seenRecordEntry is a record as this replica last saw it: as stored, and decoded, and
-// when it was kept (on the monotonic clock, whatever the store's clock says).
+// seenRecordEntry is a record as this replica last saw it: as stored, and decoded.
 type seenRecordEntry struct {
 	doc []byte
 	e   Elicitation
-	at  time.Time
 }
 
 // see remembers e, stored as doc, as the record of its elicitation as this replica just
-// wrote it.
+// read or wrote it, unless the copy kept is of a later revision: a read that was on its way
+// while this replica wrote the record, or the answer of a step that wrote before another
+// step whose answer came first, brings an older record, which must not replace the newer
+// copy. (An older copy once sent a browser that had moved a flow on back to its consent
+// page.) Records of revision zero, written before revisions, replace each other.
 func (s *Store) see(e *Elicitation, doc []byte) {
-	s.seeRead(e, doc, time.Time{})
-}
-
-// seeRead remembers e, stored as doc, as the record of its elicitation as read by a round
-// trip that began at started (the zero time for a write), unless a copy was kept after
-// that: a read that was on its way while this replica wrote the record may bring an older
-// record, and must not replace the newer copy. (A slow read once put an elicitation back
-// to pending here after its consent page had moved it on, and the Continue post that
-// started from the copy sent the browser back to the consent page.)
-func (s *Store) seeRead(e *Elicitation, doc []byte, started time.Time) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur, ok := s.seen.Get(e.ID, now); ok && !started.IsZero() && cur.at.After(started) {
+	if cur, ok := s.seen.Get(e.ID, now); ok && e.Revision <= cur.e.Revision && cur.e.Revision > 0 {
 		return
 	}
-	s.seen.Set(e.ID, seenRecordEntry{doc: doc, e: *e, at: time.Now()}, now.Add(seenTTL), now)
+	s.seen.Set(e.ID, seenRecordEntry{doc: doc, e: *e}, now.Add(seenTTL), now)
 }
 
 // waitEnding waits, when this replica is writing a transition that ends elicitation id,
@@ -418,7 +411,6 @@ func decodeDoc(id string, doc []byte) (*Elicitation, error) {
 func (s *Store) read(ctx context.Context, uk, id, other string) (*Elicitation, []byte, bool, error) {
 	var get *redis.StringCmd
 	var exists *redis.IntCmd
-	started := time.Now()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		get = p.Get(ctx, elicitationKey(uk, id))
 		if other != "" {
@@ -433,7 +425,7 @@ func (s *Store) read(ctx context.Context, uk, id, other string) (*Elicitation, [
 	if err != nil {
 		return nil, nil, false, err
 	}
-	s.seeRead(e, doc, started)
+	s.see(e, doc)
 	return e, doc, exists != nil && exists.Val() > 0, nil
 }
 
@@ -535,7 +527,6 @@ func (s *Store) GetAlong(ctx context.Context, id, other string) (*Elicitation, [
 	var record, val *redis.StringCmd
 	var both *redis.SliceCmd
 	key := elicitationKey(uk, id)
-	started := time.Now()
 	if strings.HasPrefix(other, state.UserTag(uk)) {
 		both = s.rdb.MGet(ctx, key, other)
 		err = both.Err()
@@ -578,7 +569,7 @@ func (s *Store) GetAlong(ctx context.Context, id, other string) (*Elicitation, [
 	if err != nil {
 		return nil, otherVal, err
 	}
-	s.seeRead(e, doc, started)
+	s.see(e, doc)
 	e, _, err = s.current(ctx, e)
 	return e, otherVal, err
 }

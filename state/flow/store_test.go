@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -36,7 +37,7 @@ func TestCreateStoresAPendingElicitationWithItsFirstHistoryEntry(t *testing.T) {
 		want := &Elicitation{
 			ID: e.ID, User: alice, Kind: state.KindSecret, Target: "demo_api_key", State: Pending,
 			Purpose: n.Purpose, Replace: true, Client: n.Client, SessionID: "session-1",
-			Replica: "replica-a", CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(testTTL),
+			Replica: "replica-a", CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(testTTL), Revision: 1,
 		}
 		if !reflect.DeepEqual(e, want) {
 			t.Errorf("Create returned\n%+v\nwant\n%+v", e, want)
@@ -498,7 +499,7 @@ func checkRetry(t *testing.T, s *Store, clk *clock, old, next *Elicitation) {
 	want := &Elicitation{
 		ID: next.ID, User: old.User, Kind: old.Kind, Target: old.Target, State: Pending,
 		Purpose: old.Purpose, Client: old.Client, SessionID: old.SessionID, Replica: old.Replica,
-		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour), RetryOf: old.ID,
+		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour), RetryOf: old.ID, Revision: 1,
 	}
 	if got := mustGet(t, s, next.ID); !reflect.DeepEqual(got, want) {
 		t.Errorf("new attempt =\n%+v\nwant\n%+v", got, want)
@@ -995,9 +996,10 @@ func TestForDeliveryNeverMissesANotificationRequeuedElsewhere(t *testing.T) {
 	})
 }
 
-// slowReply holds the reply of the first GET after armed is set until release is closed,
-// and says so on held: a read whose answer is still on its way.
+// slowReply holds the reply of the first command named command (a GET if empty) after
+// armed is set until release is closed, and says so on held: an answer still on its way.
 type slowReply struct {
+	command       string
 	armed         *atomic.Bool
 	held, release chan struct{}
 }
@@ -1009,7 +1011,7 @@ func (h slowReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 func (h slowReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if cmd.Name() == "get" && h.armed.CompareAndSwap(true, false) {
+		if cmd.Name() == cmp.Or(h.command, "get") && h.armed.CompareAndSwap(true, false) {
 			h.held <- struct{}{}
 			<-h.release
 		}
@@ -1038,5 +1040,67 @@ func TestASlowReadDoesNotPutBackAnOlderCopyThanThisReplicaWrote(t *testing.T) {
 	}
 	if seen, ok := s.Seen(e.ID); !ok || seen.State != InProgress {
 		t.Errorf("this replica's copy says %s, want in_progress as it wrote", seen.State)
+	}
+}
+
+func TestALateAnswerOfAnEarlierStepDoesNotPutBackAnOlderCopy(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	hook := slowReply{command: "evalsha", armed: &atomic.Bool{}, held: make(chan struct{}), release: make(chan struct{})}
+	rdb.AddHook(hook)
+	s := NewStore(rdb, StoreOptions{Logger: quiet})
+	e := mustCreate(t, s, newElicitation(alice))
+
+	hook.armed.Store(true)
+	accepted := make(chan error, 1)
+	go func() {
+		_, err := s.Apply(context.Background(), e.ID, ClientAccept, state.ActorClient, "accept")
+		accepted <- err
+	}()
+	<-hook.held // the accept has written consented, and its answer is on its way
+	if c := mustApply(t, s, e.ID, BrowserOpen, state.ActorUser); c.To != InProgress {
+		t.Fatalf("the browser's step moved the flow to %s, want in_progress", c.To)
+	}
+	close(hook.release)
+	if err := <-accepted; err != nil {
+		t.Fatal(err)
+	}
+	if seen, ok := s.Seen(e.ID); !ok || seen.State != InProgress {
+		t.Errorf("this replica's copy says %s after the accept's late answer, want in_progress as its last step wrote", seen.State)
+	}
+}
+
+// TestRacingStepsNeverLeaveAnOlderCopy races a client's accept, a browser's open and a
+// page's continue on one flow, on one replica, many times: whatever order they land in,
+// the replica's copy is the record as Redis holds it once all have answered.
+func TestRacingStepsNeverLeaveAnOlderCopy(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := NewStore(srv.Client(t), StoreOptions{Logger: quiet})
+	ctx := t.Context()
+	iterations := 2000
+	if testing.Short() {
+		iterations = 200
+	}
+	for i := range iterations {
+		e := mustCreate(t, s, newElicitation(alice))
+		var wg sync.WaitGroup
+		for _, ev := range []Event{ClientAccept, BrowserOpen, PageContinue} {
+			wg.Go(func() {
+				if _, err := s.Apply(ctx, e.ID, ev, state.ActorUser, "race"); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		seen, ok := s.Seen(e.ID)
+		stored, err := s.load(ctx, e.User.Key(), e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok || seen.State != stored.State || seen.Revision != stored.Revision {
+			t.Fatalf("iteration %d: this replica's copy is %s (revision %d), Redis holds %s (revision %d)",
+				i, seen.State, seen.Revision, stored.State, stored.Revision)
+		}
 	}
 }
