@@ -39,7 +39,8 @@ type Options struct {
 	// Key is the server's service key ("urlflow_sk_..."), from urlflow service-key.
 	Key string
 	// TokenSource, instead of Key, gives access tokens of the server's OAuth client for
-	// urlflow's resource (urlflow's client_id setting), for example from
+	// urlflow's resource (urlflow's client_id setting) with the service's client_scopes
+	// (urlflow:delegate unless configured otherwise), for example from
 	// golang.org/x/oauth2/clientcredentials.
 	TokenSource oauth2.TokenSource
 	// Style is how a 2025-11-25 client with URL mode is asked (StylePush by default).

@@ -79,8 +79,12 @@ func startDelegationFor(t *testing.T, resource string) *delegation {
 	clientID := "weather-" + strings.ToLower(rand.Text()[:8])
 	sharedIssuer(t).register(t, "/test/clients", map[string]any{"client_id": clientID, "client_secret": weatherClientSecret,
 		"grant_types": []string{"client_credentials"}, "redirect_uris": []string{}, "response_types": []string{}})
-	// The configuration's secrets: list goes on with weather_key.
-	p := startProductionWith(t, productionOptions{style: "error", moreConfig: fmt.Sprintf(`  - name: weather_key
+	// The configuration's secrets: list goes on with weather_key. urlflow's resource at the
+	// issuer also has the scope that weather's client credentials token must carry.
+	p := startProductionWith(t, productionOptions{style: "error", atPublicURL: func(public string) {
+		sharedIssuer(t).register(t, "/test/resources", map[string]any{"indicator": public + "/mcp", "scope": "mcp mcp:admin " + services.DefaultClientScope,
+			"defaultScope": "mcp", "accessTokenFormat": "jwt", "accessTokenTTL": 600})
+	}, moreConfig: fmt.Sprintf(`  - name: weather_key
     label: Weather API key
     api:
       base_url: %s
@@ -216,10 +220,10 @@ func TestServeCollectsASecretForADelegatingServiceItsUserCalled(t *testing.T) {
 }
 
 // clientToken gets weather's own access token for urlflow at the issuer, with client
-// credentials.
-func (d *delegation) clientToken(t *testing.T) string {
+// credentials, for scope.
+func (d *delegation) clientToken(t *testing.T, scope string) string {
 	t.Helper()
-	form := url.Values{"grant_type": {"client_credentials"}, "resource": {d.production.resource}, "scope": {"mcp"}}
+	form := url.Values{"grant_type": {"client_credentials"}, "resource": {d.production.resource}, "scope": {scope}}
 	req, _ := http.NewRequest(http.MethodPost, d.idp.Issuer+"/token", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth(d.clientID, weatherClientSecret)
@@ -241,15 +245,27 @@ func TestServeAuthenticatesAServiceByItsClientCredentials(t *testing.T) {
 	t.Parallel()
 	d := startDelegation(t)
 	forWeather := d.idp.accessToken(t, d.catcher, d.alice, "alice", "alice-pw", d.resource)
-	own := d.clientToken(t)
-	header := http.Header{"Authorization": {"Bearer " + own}, "Urlflow-User-Token": {forWeather}}
+	// A token weather's client got for another purpose at the same issuer is not weather
+	// at urlflow: it lacks the scope that says so.
+	other := d.clientToken(t, "mcp")
+	header := http.Header{"Authorization": {"Bearer " + other}, "Urlflow-User-Token": {forWeather}}
 	got := d.s.apiRequest(http.MethodPost, "/api/v1/elicitations", header, `{"slot": "weather_key"}`)
+	if challenge := got.header.Get("WWW-Authenticate"); got.status != http.StatusForbidden ||
+		!strings.Contains(challenge, `error="insufficient_scope", scope="`+services.DefaultClientScope+`"`) ||
+		!strings.Contains(string(got.body), services.DefaultClientScope) {
+		t.Fatalf("a create with weather's client token for another purpose: %d %q %s", got.status, challenge, got.body)
+	}
+	own := d.clientToken(t, services.DefaultClientScope)
+	header.Set("Authorization", "Bearer "+own)
+	got = d.s.apiRequest(http.MethodPost, "/api/v1/elicitations", header, `{"slot": "weather_key"}`)
 	if c := got.created(t); got.status != http.StatusCreated || c.Elicitation == nil || c.Elicitation.ID == "" {
 		t.Fatalf("a create with weather's client credentials token: %d %s", got.status, got.body)
 	}
-	// That token names no user: /mcp refuses it.
-	if resp := initialize(t, d.s.MCPURL, own); resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("weather's client token at /mcp: %d", resp.StatusCode)
+	// That token names no user: /mcp refuses it, and says so.
+	resp := initialize(t, d.s.MCPURL, own)
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "names no user") {
+		t.Fatalf("weather's client token at /mcp: %d %s", resp.StatusCode, body)
 	}
 }
 

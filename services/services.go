@@ -39,6 +39,12 @@ const KeyPrefix = "urlflow_sk_"
 // digestPrefix starts every line of a keys file.
 const digestPrefix = "sha256:"
 
+// DefaultClientScope is the scope a service's client credentials token must carry when its
+// configuration names no client_scopes: it says that the token was asked for to act as the
+// service at urlflow, so that a token the same client got for another purpose at the same
+// issuer does not.
+const DefaultClientScope = "urlflow:delegate"
+
 // Config is one service in the YAML configuration (services:).
 type Config struct {
 	// Name identifies the service in the API, the credentials' namespace and the logs.
@@ -59,6 +65,10 @@ type Config struct {
 	// or besides a key; a user token exchanged for urlflow (RFC 8693) whose act names it
 	// is evidence of its user.
 	ClientID string `yaml:"client_id"`
+	// ClientScopes are the scopes that the client credentials token of ClientID must all
+	// carry to authenticate the service (DefaultClientScope alone when not set). Only with
+	// ClientID.
+	ClientScopes []string `yaml:"client_scopes"`
 	// AssertUsers lets the service name a user without the user's token: weaker, since
 	// anyone holding the service's key can then start flows for any user.
 	AssertUsers bool `yaml:"assert_users"`
@@ -89,7 +99,10 @@ type Webhook struct {
 type Service struct {
 	Name, Label, Resource string
 	// ClientID is the service's OAuth client (Config.ClientID); empty for none.
-	ClientID         string
+	ClientID string
+	// ClientScopes must all be in the client credentials token of ClientID
+	// (Config.ClientScopes, or DefaultClientScope); empty without a client.
+	ClientScopes     []string
 	Slots, Providers []string
 	AssertUsers      bool
 	// Release lets the service receive its credentials themselves (Config.Release).
@@ -197,6 +210,7 @@ func newService(cfg Config, opts Options) (*Service, []error) {
 	}
 	s := &Service{Name: cfg.Name, Label: strings.TrimSpace(cfg.Label), Resource: cfg.Resource,
 		Slots: cfg.Slots, Providers: cfg.Providers, AssertUsers: cfg.AssertUsers, Release: cfg.Release, ClientID: cfg.ClientID}
+	s.ClientScopes, problems = clientScopes(cfg, problems)
 	if cfg.RateLimit != "" {
 		l, err := ratelimit.ParseLimit(cfg.RateLimit)
 		if err != nil {
@@ -242,6 +256,30 @@ func newService(cfg Config, opts Options) (*Service, []error) {
 	}
 	return s, problems
 }
+
+// clientScopes returns the scopes of cfg's client credentials tokens, adding to problems
+// what is wrong with them.
+func clientScopes(cfg Config, problems []error) ([]string, []error) {
+	switch {
+	case cfg.ClientID == "" && cfg.ClientScopes != nil:
+		return nil, append(problems, errors.New("client_scopes: only with client_id: they are what its client credentials token must carry"))
+	case cfg.ClientID == "":
+		return nil, problems
+	case cfg.ClientScopes == nil:
+		return []string{DefaultClientScope}, problems
+	case len(cfg.ClientScopes) == 0:
+		return nil, append(problems, fmt.Errorf("client_scopes: name at least one scope (without the setting: %s)", DefaultClientScope))
+	}
+	for _, scope := range cfg.ClientScopes {
+		if !scopePattern.MatchString(scope) {
+			problems = append(problems, fmt.Errorf("client_scopes: %q is not a scope: want visible ASCII characters other than \" and \\, no space", scope))
+		}
+	}
+	return cfg.ClientScopes, problems
+}
+
+// scopePattern matches a scope token (RFC 6749, section 3.3).
+var scopePattern = regexp.MustCompile(`^[\x21\x23-\x5b\x5d-\x7e]+$`)
 
 // readWebhook checks a webhook's URL (https, or http to a loopback address) and reads
 // its secret.
@@ -345,18 +383,18 @@ func (c *Catalog) Authenticate(key string) (*Service, bool) {
 	return found, found != nil
 }
 
-// ServiceOfClient returns the name of the service whose OAuth client is clientID
-// (identity.ServiceKeys).
-func (c *Catalog) ServiceOfClient(clientID string) (string, bool) {
+// ServiceOfClient returns the name of the service whose OAuth client is clientID and the
+// scopes its client credentials tokens must carry (identity.ServiceKeys).
+func (c *Catalog) ServiceOfClient(clientID string) (string, []string, bool) {
 	if c == nil || clientID == "" {
-		return "", false
+		return "", nil, false
 	}
 	for _, s := range c.list {
 		if s.ClientID == clientID {
-			return s.Name, true
+			return s.Name, s.ClientScopes, true
 		}
 	}
-	return "", false
+	return "", nil, false
 }
 
 // ServiceOf returns the name of the service whose key is key (identity.ServiceKeys).

@@ -2,6 +2,7 @@ package services
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,10 +159,10 @@ func TestAServiceMayAuthenticateAsItsOAuthClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a service with a client and no keys: %v", err)
 	}
-	if name, ok := c.ServiceOfClient("weather-client"); !ok || name != "weather" {
+	if name, _, ok := c.ServiceOfClient("weather-client"); !ok || name != "weather" {
 		t.Errorf("ServiceOfClient = %q, %v", name, ok)
 	}
-	if _, ok := c.ServiceOfClient(""); ok {
+	if _, _, ok := c.ServiceOfClient(""); ok {
 		t.Error("the empty client is a service's")
 	}
 	_, err = NewCatalog([]Config{
@@ -172,6 +173,64 @@ func TestAServiceMayAuthenticateAsItsOAuthClient(t *testing.T) {
 	for _, want := range []string{"service calendar: client_id shared is also the client of weather", "service mail: keys_file or client_id is required"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want it to say %q", err, want)
+		}
+	}
+}
+
+// A service's client credentials token must carry the scopes of client_scopes, by default
+// DefaultClientScope alone; they are checked as scope tokens (RFC 6749, section 3.3) and
+// make sense only with client_id.
+func TestAServiceClientTokenMustCarryItsClientScopes(t *testing.T) {
+	config := func(clientID string, scopes []string) []Config {
+		return []Config{{Name: "weather", Label: "Weather", Resource: "https://weather.example/mcp", Slots: []string{"key"},
+			ClientID: clientID, ClientScopes: scopes}}
+	}
+	_, d := NewKey()
+	opts := Options{Slots: []string{"key"}, Keys: map[string][]string{"weather": {d}}}
+	for _, tc := range []struct {
+		name   string
+		scopes []string
+		want   []string
+	}{
+		{"by default", nil, []string{DefaultClientScope}},
+		{"as configured", []string{"weather:urlflow", "urlflow:delegate"}, []string{"weather:urlflow", "urlflow:delegate"}},
+	} {
+		c, err := NewCatalog(config("weather-client", tc.scopes), opts)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		name, scopes, ok := c.ServiceOfClient("weather-client")
+		if !ok || name != "weather" || !slices.Equal(scopes, tc.want) {
+			t.Errorf("%s: ServiceOfClient = %q, %q, %v; want weather, %q", tc.name, name, scopes, ok, tc.want)
+		}
+		if s, _ := c.Lookup("weather"); !slices.Equal(s.ClientScopes, tc.want) {
+			t.Errorf("%s: ClientScopes %q, want %q", tc.name, s.ClientScopes, tc.want)
+		}
+	}
+	if DefaultClientScope != "urlflow:delegate" {
+		t.Errorf("DefaultClientScope is %q; the README documents urlflow:delegate", DefaultClientScope)
+	}
+	if c, err := NewCatalog(config("", nil), opts); err != nil {
+		t.Fatal(err)
+	} else if s, _ := c.Lookup("weather"); len(s.ClientScopes) != 0 {
+		t.Errorf("a service without a client has the client scopes %q", s.ClientScopes)
+	}
+	for _, tc := range []struct {
+		name, clientID string
+		scopes         []string
+		says           string
+	}{
+		{"without client_id", "", []string{"urlflow:delegate"}, "service weather: client_scopes: only with client_id"},
+		{"an empty list", "weather-client", []string{}, "service weather: client_scopes: name at least one scope"},
+		{"an empty scope", "weather-client", []string{""}, `service weather: client_scopes: "" is not a scope`},
+		{"a space", "weather-client", []string{"urlflow delegate"}, `service weather: client_scopes: "urlflow delegate" is not a scope`},
+		{"a quote", "weather-client", []string{`urlflow"`}, `is not a scope`},
+		{"a backslash", "weather-client", []string{`urlflow\d`}, `is not a scope`},
+		{"beyond ASCII", "weather-client", []string{"urlflow:délégué"}, `is not a scope`},
+	} {
+		_, err := NewCatalog(config(tc.clientID, tc.scopes), opts)
+		if err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v, want it to say %q", tc.name, err, tc.says)
 		}
 	}
 }

@@ -131,6 +131,8 @@ func samples() []sample {
 		{"secret-form-error", templates.SecretFormPage(dev, formError)},
 		{"done", templates.DonePage(signedIn, templates.Done{SlotLabel: "Demo API key", ClientName: "Claude Code"})},
 		{"done-unknown-client", templates.DonePage(signedIn, templates.Done{SlotLabel: "Demo API key"})},
+		{"done-service", templates.DonePage(signedIn, templates.Done{SlotLabel: "Demo API key", ClientName: "Claude Code", ServiceLabel: "Weather MCP"})},
+		{"done-service-receives", templates.DonePage(signedIn, templates.Done{SlotLabel: "Demo API key", ClientName: "Claude Code", ServiceLabel: "Keyholder MCP", ServiceReceives: true})},
 		{"ended-declined", templates.EndedPage(signedIn, templates.Ended{State: "declined", Heading: "You declined this request", Message: "urlflow told the client that you said no. No secret was stored."})},
 		{"ended-nothing-changed", templates.EndedPage(dev, templates.Ended{State: "expired", Heading: "This request has expired", Message: "The link was valid for 10 minutes. Ask your client to start again if you still want to provide the secret.", NothingChanged: true})},
 		{"ended-complete", templates.EndedPage(signedIn, templates.Ended{State: "complete", Heading: "This request is already complete", Message: "Your Demo API key was saved earlier. There is nothing more to do here.", NothingChanged: true})},

@@ -373,6 +373,56 @@ func TestDoneSendsTheUserBackToTheirClient(t *testing.T) {
 	}
 }
 
+// The done page says who can use what the user provided, and who can see it: the client
+// through urlflow's tools; a delegating service (by its verified label) through urlflow,
+// never given it; or a service with release, which may receive it itself.
+func TestDoneSaysWhoCanUseTheCredentialAndWhoCanSeeIt(t *testing.T) {
+	const (
+		ownTools = "The client can use it now through urlflow's tools, without ever seeing"
+		never    = "never given"
+		receive  = "allowed to receive"
+	)
+	for _, tc := range []struct {
+		name      string
+		done      templates.Done
+		says, not []string
+	}{
+		{"urlflow's own tools, a secret", templates.Done{SlotLabel: "Demo API key", ClientName: "Claude Code"},
+			[]string{"urlflow checked and stored your Demo API key.", ownTools + " it."}, []string{never, receive}},
+		{"urlflow's own tools, an account", templates.Done{SlotLabel: "Acme account", ClientName: "Claude Code", Account: "octocat"},
+			[]string{"connected your Acme account as octocat.", ownTools + " its tokens."}, []string{never, receive}},
+		{"a service, a secret", templates.Done{SlotLabel: "Demo API key", ClientName: "Claude Code", ServiceLabel: "Weather MCP"},
+			[]string{"stored your Demo API key for Weather MCP.", "Weather MCP can use it now through urlflow, which adds it to the service's requests: the service is never given it."},
+			[]string{ownTools, receive}},
+		{"a service, an account", templates.Done{SlotLabel: "Acme account", Account: "octocat", ServiceLabel: "Weather MCP"},
+			[]string{"connected your Acme account as octocat for Weather MCP.", "Weather MCP can use it now through urlflow, which adds its tokens to the service's requests: the service is never given them."},
+			[]string{ownTools, receive}},
+		{"a service with release, a secret", templates.Done{SlotLabel: "Demo API key", ServiceLabel: "Keyholder MCP", ServiceReceives: true},
+			[]string{"stored your Demo API key for Keyholder MCP.", "Keyholder MCP can use it now, and is allowed to receive it itself: once it does, it holds it too."},
+			[]string{ownTools, never, "without ever seeing"}},
+		{"a service with release, an account", templates.Done{SlotLabel: "Acme account", Account: "octocat", ServiceLabel: "Keyholder MCP", ServiceReceives: true},
+			[]string{"connected your Acme account as octocat for Keyholder MCP.", "Keyholder MCP can use it now, and is allowed to receive its access tokens itself: once it does, it holds them too."},
+			[]string{ownTools, never, "without ever seeing"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := visibleText(t, render(t, templates.DonePage(templates.Page{}, tc.done)))
+			if !strings.Contains(got, ". "+tc.says[1]) {
+				t.Errorf("the done page does not say %q as a sentence of its own: %s", tc.says[1], got)
+			}
+			for _, want := range tc.says {
+				if !strings.Contains(got, want) {
+					t.Errorf("the done page does not say %q: %s", want, got)
+				}
+			}
+			for _, not := range tc.not {
+				if strings.Contains(got, not) {
+					t.Errorf("the done page says %q: %s", not, got)
+				}
+			}
+		})
+	}
+}
+
 func TestDevSignInPostsNameNextAndCSRF(t *testing.T) {
 	page := render(t, templates.DevSignInPage(templates.Page{Dev: true}, templates.DevSignIn{Next: "/e/x", CSRF: "tok", Name: "al ice", Error: "No spaces."}))
 	fields := map[string]string{}

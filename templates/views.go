@@ -88,11 +88,17 @@ type SecretForm struct {
 }
 
 // Done is the page after the secret was verified and stored, or the account connected.
+// It says who can use it and who can see it, as the consent page said.
 type Done struct {
 	SlotLabel  string
 	ClientName string
 	// Account names the connected third-party account; empty for a secret.
 	Account string
+	// ServiceLabel names the delegating service that asked, verified by urlflow; empty when
+	// urlflow's own tools asked. ServiceReceives says that the service may receive what the
+	// user provided itself (its release setting), not only use it through urlflow.
+	ServiceLabel    string
+	ServiceReceives bool
 }
 
 // Ended is the page for a flow that has ended without (or before) this visit: declined,

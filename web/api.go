@@ -3,7 +3,6 @@ package web
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -176,8 +175,8 @@ func actionBody(c echo.Context) (actionRequest, error) {
 		return req, err
 	}
 	if len(strings.TrimSpace(string(body))) > 0 {
-		if err := json.Unmarshal(body, &req); err != nil {
-			return req, refuse(http.StatusBadRequest, `the body must be empty or JSON like {"new": true} or {"reason": "..."}`)
+		if err := decodeJSONBody(body, &req, false); err != nil {
+			return req, refuse(http.StatusBadRequest, `the body must be empty or one JSON value like {"new": true} or {"reason": "..."}: %v`, err)
 		}
 	}
 	req.Reason = display.Clean(req.Reason, ReasonLimit)

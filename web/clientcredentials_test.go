@@ -2,9 +2,13 @@ package web
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/urlflow/urlflow/services"
+	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/flow"
 )
 
@@ -17,7 +21,7 @@ func TestAServiceOfTheIssuerAuthenticatesAsItsClientAndProvesItsUserByExchange(t
 	resource := f.server.resourceURL()
 	clientToken := func(client string) string {
 		claims := f.issuer.AccessClaims(client, resource)
-		claims["client_id"] = client
+		claims["client_id"], claims["scope"] = client, services.DefaultClientScope
 		return f.issuer.AccessToken(t, claims)
 	}
 	exchanged := func(user, actor string) string {
@@ -58,5 +62,69 @@ func TestAServiceOfTheIssuerAuthenticatesAsItsClientAndProvesItsUserByExchange(t
 	for _, tok := range []string{clientToken(weatherClient), exchanged("alice", weatherClient)} {
 		f.send(t, nil, request{method: http.MethodPost, path: "/mcp", token: tok, body: strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`),
 			contentType: "application/json"}).want(t, http.StatusUnauthorized)
+	}
+}
+
+// A client credentials token authenticates its service only when it carries the scopes the
+// service's configuration requires (client_scopes, by default services.DefaultClientScope):
+// a token the same client got for another purpose at the same issuer is refused with 403
+// insufficient_scope naming them, is audited as a refused identity, and acts as nobody.
+func TestAServiceClientTokenWithoutItsScopeCannotActAsTheService(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{oidc: true, requiredScopes: []string{"mcp"}})
+	resource := f.server.resourceURL()
+	clientToken := func(scope string) string {
+		claims := f.issuer.AccessClaims(weatherClient, resource)
+		claims["client_id"] = weatherClient
+		if scope != "" {
+			claims["scope"] = scope
+		}
+		return f.issuer.AccessToken(t, claims)
+	}
+	create := func(bearer string) answer {
+		return f.send(t, nil, request{method: http.MethodPost, path: "/api/v1/elicitations", token: bearer,
+			header: http.Header{UserTokenHeader: {f.userTokenFor(t, "alice", weather)}}, body: strings.NewReader(createDemoKey), contentType: "application/json"})
+	}
+	metadata := `resource_metadata="` + f.server.resourceMetadataURL() + `"`
+	for _, scope := range []string{"", "mcp", "openid profile", "urlflow:delegated"} {
+		got := create(clientToken(scope))
+		got.want(t, http.StatusForbidden, "urlflow:delegate")
+		if challenge := got.Header.Get("WWW-Authenticate"); challenge != `Bearer error="insufficient_scope", scope="urlflow:delegate", `+metadata {
+			t.Errorf("scope %q: WWW-Authenticate %q, want insufficient_scope naming urlflow:delegate", scope, challenge)
+		}
+		f.api(t, http.MethodGet, "/api/v1/elicitations", clientToken(scope), "").want(t, http.StatusForbidden, "urlflow:delegate")
+	}
+	if list, err := f.store.List(t.Context(), flow.ListQuery{}); err != nil || len(list.Elicitations) != 0 {
+		t.Fatalf("refused tokens created %+v (%v)", list.Elicitations, err)
+	}
+	f.server.opts.Audit.Flush(t.Context())
+	events, err := f.trail.Read(t.Context(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(events, func(e audit.Event) bool {
+		return e.Event == audit.IdentityRefused && strings.Contains(e.Reason, "weather") && strings.Contains(e.Reason, "urlflow:delegate")
+	}) {
+		t.Errorf("no refused identity naming weather and its scope in the audit trail: %+v", events)
+	}
+
+	// With the scope (and others besides), the token is weather's.
+	created(t, create(clientToken("mcp urlflow:delegate")), http.StatusCreated)
+}
+
+// An MCP session belongs to a user: a client credentials token is refused at /mcp, even
+// the token of a configured service's client that carries every scope there is, and the
+// refusal says why.
+func TestAClientCredentialsTokenIsRefusedAtMCP(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{oidc: true, requiredScopes: []string{"mcp"}})
+	claims := f.issuer.AccessClaims(weatherClient, f.server.resourceURL())
+	claims["client_id"], claims["scope"] = weatherClient, "mcp urlflow:delegate"
+	got := f.send(t, nil, request{method: http.MethodPost, path: "/mcp", token: f.issuer.AccessToken(t, claims),
+		body: strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), contentType: "application/json"})
+	got.wantRefusedToken(t, f.server.resourceMetadataURL())
+	got.want(t, http.StatusUnauthorized, "names no user", "only a user's token is accepted here")
+	if reached := f.mcp.reached(); len(reached) != 0 {
+		t.Errorf("the MCP endpoint was reached by %v", reached)
 	}
 }

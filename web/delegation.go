@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -112,8 +111,8 @@ func isJSON(c echo.Context) bool {
 }
 
 // serviceRequest returns the service that sent c, with its JSON body decoded into req
-// (unknown fields refused); it refuses a caller that is not a service and a body that is
-// not such JSON.
+// (decodeJSONBody: one JSON value, unknown fields refused); it refuses a caller that is
+// not a service and a body that is not such JSON.
 func (s *Server) serviceRequest(c echo.Context, req any) (*services.Service, error) {
 	who, _ := identity.CallerFrom(c.Request().Context())
 	svc, ok := s.opts.Services.Lookup(who.Service)
@@ -128,9 +127,7 @@ func (s *Server) serviceRequest(c echo.Context, req any) (*services.Service, err
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(req); err != nil {
+	if err := decodeJSONBody(body, req, true); err != nil {
 		return nil, refuse(http.StatusBadRequest, "the body must be JSON as docs/openapi.yaml describes: %v", err)
 	}
 	return svc, nil

@@ -377,3 +377,62 @@ func TestAServiceUsersTokenIsVerifiedOnceAndThenRemembered(t *testing.T) {
 		t.Errorf("three proxy calls with one user token verified it %d times, want once", n)
 	}
 }
+
+// A JSON body is one JSON value, and nothing after it but white space: a body with a
+// second value or other data after the first is refused with 400, on every endpoint of the
+// API that reads one, and changes nothing.
+func TestAJSONBodyWithTrailingDataIsRefusedAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	alice, keyholderAlice := f.userTokenFor(t, "alice", weather), f.userTokenFor(t, "alice", keyholder)
+	f.storeFor(t, weather, "alice", validKey)
+	f.storeFor(t, keyholder, "alice", validKey)
+	running := created(t, f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", alice, `{"slot": "demo_api_key", "replace": true}`), http.StatusCreated)
+	declined := created(t, f.asService(t, calendar, http.MethodPost, "/api/v1/elicitations", f.userTokenFor(t, "alice", calendar), createDemoKey), http.StatusCreated)
+	f.apply(t, declined.ID, flow.ClientDecline, state.ActorClient)
+	before, err := f.store.List(t.Context(), flow.ListQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent atomic.Int64
+	f.whileVerifying(func(*http.Request) { sent.Add(1) })
+
+	for _, trailer := range []string{`{"b": 2}`, ` garbage`, `]`, `"x"`, ` 1`, "\n{}"} {
+		for _, tc := range []struct {
+			name, service, token, path, body string
+			id                               string // the elicitation that must not change
+		}{
+			{"create", weather, alice, "/api/v1/elicitations", `{"slot": "demo_api_key", "replace": true}`, running.ID},
+			{"proxy", weather, alice, "/api/v1/proxy", `{"slot": "demo_api_key", "method": "GET", "path": "/whoami"}`, ""},
+			{"release", keyholder, keyholderAlice, "/api/v1/release", `{"slot": "demo_api_key"}`, ""},
+			{"answer", weather, alice, "/api/v1/elicitations/" + running.ID + "/answer", `{"action": "decline"}`, running.ID},
+			{"cancel", weather, alice, "/api/v1/elicitations/" + running.ID + "/cancel", `{"reason": "no longer needed"}`, running.ID},
+			{"retry", calendar, "", "/api/v1/elicitations/" + declined.ID + "/retry", `{"new": true}`, declined.ID},
+		} {
+			var was snapshot
+			if tc.id != "" {
+				was = f.snapshot(t, tc.id)
+			}
+			got := f.asService(t, tc.service, http.MethodPost, tc.path, tc.token, tc.body+trailer)
+			if got.Status != http.StatusBadRequest || !strings.Contains(got.Body, "one JSON value") {
+				t.Errorf("%s with %q after the body: %d %s, want 400 saying the body is one JSON value", tc.name, trailer, got.Status, got.Body)
+			}
+			if strings.Contains(got.Body, validKey) {
+				t.Errorf("%s: the refusal carries the secret", tc.name)
+			}
+			if tc.id != "" {
+				f.wantUnchanged(t, tc.id, was)
+			}
+		}
+	}
+	if n := sent.Load(); n != 0 {
+		t.Errorf("the demo API was called %d times, want none", n)
+	}
+	if after, err := f.store.List(t.Context(), flow.ListQuery{}); err != nil || len(after.Elicitations) != len(before.Elicitations) {
+		t.Errorf("%d elicitations (%v), want the %d there were: nothing created", len(after.Elicitations), err, len(before.Elicitations))
+	}
+
+	// White space after the value is no data.
+	f.asService(t, weather, http.MethodPost, "/api/v1/elicitations/"+running.ID+"/answer", alice, "{\"action\": \"accept\"} \r\n\t ").
+		want(t, http.StatusOK, `"state":"consented"`)
+}

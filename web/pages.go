@@ -503,10 +503,12 @@ func (s *Server) secretPost(c echo.Context, hints bool) error {
 }
 
 // complete stores cred and completes e in one step, then shows the done page (titled
-// title) with done; when the flow ended another way in the meantime, nothing is stored
+// title) with done, which names the service that asked, if any, and whether it may
+// receive cred itself; when the flow ended another way in the meantime, nothing is stored
 // and the page says how it ended.
 func (s *Server) complete(c echo.Context, v *visitor, e *flow.Elicitation, reason string, cred *credentials.Credential, title string, done templates.Done) error {
 	cred.Releasable = e.Releasable // what the pages told the user
+	done.ServiceLabel, done.ServiceReceives = s.requester(e)
 	change, err := s.apply(c, v, e.ID, flow.Verified, state.ActorUser, reason, flow.WithCredential(cred))
 	if err != nil && !errors.Is(err, flow.ErrImpossible) {
 		return err
@@ -567,6 +569,10 @@ func (s *Server) declineElicitation(c echo.Context) error {
 // that arrived after the end (status 409).
 func (s *Server) renderEnded(c echo.Context, v *visitor, e *flow.Elicitation, nothingChanged bool) error {
 	label := s.targetLabel(e)
+	nothing := "Nothing was stored."
+	if e.Kind == state.KindOAuth {
+		nothing = "Nothing was connected."
+	}
 	var heading, message string
 	switch e.State {
 	case flow.Complete:
@@ -577,14 +583,14 @@ func (s *Server) renderEnded(c echo.Context, v *visitor, e *flow.Elicitation, no
 		}
 	case flow.Declined:
 		heading = "You declined this request"
-		message = "Nothing was stored. If that was a mistake, ask your assistant to try again; it will give you a new link."
+		message = nothing + " If that was a mistake, ask your assistant to try again; it will give you a new link."
 	case flow.Cancelled:
 		heading = "This request was cancelled"
-		message = "It was cancelled from your client or by an operator. Nothing was stored. Ask your assistant to start again if you still need it."
+		message = "It was cancelled from your client or by an operator. " + nothing + " Ask your assistant to start again if you still need it."
 	case flow.Expired:
 		heading = "This link has expired"
 		message = "It was valid until " + e.ExpiresAt.UTC().Format("15:04 UTC on 2 January 2006") +
-			". Nothing was stored. Ask your assistant to start again; it will give you a new link."
+			". " + nothing + " Ask your assistant to start again; it will give you a new link."
 	default:
 		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
 	}

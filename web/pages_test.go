@@ -274,6 +274,17 @@ func TestAnEndedLinkSaysHowItEnded(t *testing.T) {
 			b.get("/e/"+e.ID+"/secret").want(t, http.StatusOK, tc.says)
 			f.wantState(t, e.ID, tc.state)
 		})
+		t.Run(tc.name+", a connection", func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, fixtureOptions{})
+			e := f.newFlow(t, "alice", asConnection)
+			tc.end(t, f, e.ID)
+			page := f.browser(t, "alice").open(e.ID)
+			page.want(t, http.StatusOK, tc.says, "Nothing was connected")
+			if strings.Contains(page.Text(), "Nothing was stored") {
+				t.Errorf("the page of a connection says nothing was stored: %s", page.Text())
+			}
+		})
 	}
 }
 
@@ -549,4 +560,44 @@ func TestALinkWhoseTargetIsNoLongerConfiguredIsUnavailableAndChangesNothing(t *t
 	e := f.newFlow(t, "alice", removedSlot)
 	f.apply(t, e.ID, flow.CancelRequested, state.ActorUser)
 	f.browser(t, "alice").open(e.ID).want(t, http.StatusOK, "This request was cancelled")
+}
+
+// The done page tells the truth about who can use the secret the user provided, and who
+// can see it, from the service that asked: the client through urlflow's own tools; a
+// delegating service, by its verified label, only through urlflow; a service with release
+// may receive it itself.
+func TestTheDonePageSaysWhoCanUseWhatTheUserProvided(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	const ownTools = "The client can use it now through urlflow's tools, without ever seeing it."
+	for _, tc := range []struct {
+		name, service string
+		says, not     []string
+	}{
+		{"urlflow's own tools", "", []string{ownTools}, []string{"never given", "allowed to receive"}},
+		{"a service", weather, []string{"stored your Demo API key for Weather MCP",
+			"Weather MCP can use it now through urlflow, which adds it to the service's requests: the service is never given it."},
+			[]string{ownTools, "allowed to receive"}},
+		{"a service with release", keyholder, []string{"stored your Demo API key for Keyholder MCP",
+			"Keyholder MCP can use it now, and is allowed to receive it itself: once it does, it holds it too."},
+			[]string{ownTools, "never given", "without ever seeing"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := ""
+			if tc.service == "" {
+				id = f.newFlow(t, "alice").ID
+			} else {
+				id = created(t, f.asService(t, tc.service, http.MethodPost, "/api/v1/elicitations", f.userTokenFor(t, "alice", tc.service), createDemoKey), http.StatusCreated).ID
+			}
+			b := f.browser(t, "alice")
+			page := b.submit(id, b.continueToForm(id), validKey)
+			page.want(t, http.StatusOK, tc.says...)
+			for _, not := range tc.not {
+				if strings.Contains(page.Text(), not) {
+					t.Errorf("the done page says %q: %s", not, page.Text())
+				}
+			}
+			f.wantState(t, id, flow.Complete)
+		})
+	}
 }

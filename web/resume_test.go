@@ -262,3 +262,22 @@ func TestAPIBodiesMustBeJSONAndAProxyRequestNamesItsPath(t *testing.T) {
 	f.asService(t, weather, http.MethodPost, "/api/v1/proxy", f.userTokenFor(t, "alice", weather),
 		`{"slot": "demo_api_key", "method": "GET"}`).want(t, http.StatusBadRequest, "path is required")
 }
+
+// The replay of a create whose flow has completed since names that elicitation as it now
+// stands: status ended, state complete (the README's table of create answers); a create
+// without the key answers stored.
+func TestAReplayedCreateOfACompletedFlowAnswersEndedComplete(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	alice := f.userTokenFor(t, "alice", weather)
+	first := created(t, f.createWithKey(t, weather, alice, "order-1", createDemoKey), http.StatusCreated)
+	b := f.browser(t, "alice")
+	b.submit(first.ID, b.continueToForm(first.ID), validKey).want(t, http.StatusOK)
+
+	again := f.createWithKey(t, weather, alice, "order-1", createDemoKey)
+	if a := createAnswerOf(t, again); again.Status != http.StatusCreated || a.Status != statusEnded || a.Elicitation == nil ||
+		a.Elicitation.ID != first.ID || a.Elicitation.State != flow.Complete || a.RequestState != "" || a.Credential != nil {
+		t.Errorf("the replay answered %d %s, want 201, ended, the first elicitation complete", again.Status, again.Body)
+	}
+	f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", alice, createDemoKey).want(t, http.StatusOK, `"status":"stored"`)
+}

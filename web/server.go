@@ -207,21 +207,23 @@ func (s *Server) routes() {
 	e.Any("/.well-known/oauth-protected-resource", echo.WrapHandler(metadata))
 	e.Any("/.well-known/oauth-protected-resource/mcp", echo.WrapHandler(metadata))
 
-	// One bearer check for /mcp and the API, with one count of bad tokens; only the API
-	// accepts operator tokens.
+	// One bearer check for /mcp and the API, with one count of bad tokens. /mcp takes
+	// users' tokens only (an MCP session belongs to a user): no operator, and no service,
+	// neither by its key nor by its client credentials token. The API takes all three.
 	badTokens := identity.NewBadTokens(identity.BadTokenLimit{
 		Failures: s.opts.RateLimits.BadTokens.Events, Window: s.opts.RateLimits.BadTokens.Window,
 	}, s.opts.TrustedProxies.ClientAddr)
-	bearer := identity.BearerOptions{ResourceMetadataURL: s.resourceMetadataURL(), Scopes: s.opts.RequiredScopes,
+	usersOnly := identity.BearerOptions{ResourceMetadataURL: s.resourceMetadataURL(), Scopes: s.opts.RequiredScopes,
 		BadTokens: badTokens, Refused: s.refusedToken, Logger: s.log}
 	verifier := s.verifier
-	mcp := identity.RequireBearer(verifier, bearer)(s.limitMCP(identity.ForSDK(s.opts.MCP)))
+	mcp := identity.RequireBearer(verifier, usersOnly)(s.limitMCP(identity.ForSDK(s.opts.MCP)))
 	s.handler = s.serveMCPOutsideEcho(mcp, bodyTimeout)
-	bearer.Operators = s.opts.Operators
+	apiOpts := usersOnly
+	apiOpts.Operators = s.opts.Operators
 	if s.opts.Services != nil {
-		bearer.Services = s.opts.Services
+		apiOpts.Services = s.opts.Services
 	}
-	apiBearer := echo.WrapMiddleware(identity.RequireBearer(verifier, bearer))
+	apiBearer := echo.WrapMiddleware(identity.RequireBearer(verifier, apiOpts))
 
 	pages := e.Group("", limitBody(formBodyLimit), crossOriginProtection)
 	pages.GET("/e/:id", s.openElicitation)

@@ -21,13 +21,16 @@ type BearerOptions struct {
 	// ResourceMetadataURL is named in every challenge (RFC 9728), so that a client can find
 	// the authorization server to sign in with.
 	ResourceMetadataURL string
-	// Scopes must all be in a user's token.
+	// Scopes must all be in a user's token. A service's client credentials token carries
+	// the service's own scopes instead (ServiceKeys.ServiceOfClient).
 	Scopes []string
 	// Operators, when not nil, are accepted besides users' tokens. Only the recovery API
 	// accepts them; an operator never reaches /mcp.
 	Operators *Operators
-	// Services, when not nil, recognises the keys of delegating services, accepted besides
-	// users' tokens. Only the API accepts them; a service never reaches /mcp.
+	// Services, when not nil, recognises the keys of delegating services and the client
+	// credentials tokens of their OAuth clients, accepted besides users' tokens. Only the
+	// API accepts them. When nil (/mcp, where a session belongs to a user), every client
+	// credentials token is refused as naming no user.
 	Services ServiceKeys
 	// BadTokens, when not nil, counts the tokens that do not verify per client address and
 	// refuses to check more from an address over its limit. /mcp and the API share one.
@@ -51,8 +54,8 @@ type ServiceKeys interface {
 	// ServiceOf returns the name of the service whose key is key.
 	ServiceOf(key string) (string, bool)
 	// ServiceOfClient returns the name of the service that is the OAuth client clientID
-	// (its client credentials tokens authenticate it).
-	ServiceOfClient(clientID string) (string, bool)
+	// and the scopes that its client credentials tokens must all carry to authenticate it.
+	ServiceOfClient(clientID string) (service string, scopes []string, ok bool)
 }
 
 // Caller is who sent a request that RequireBearer let through: a user, with the claims of
@@ -85,6 +88,9 @@ func CallerFrom(ctx context.Context) (Caller, bool) {
 //   - no bearer token: 401, a challenge without an error code;
 //   - a token that does not verify: 401 invalid_token, with the reason (never the token);
 //   - a user's token without a required scope: 403 insufficient_scope, with the scopes;
+//   - a client credentials token (OAuth, naming no user): 401 invalid_token where
+//     opts.Services is nil or names no service of its client, and 403 insufficient_scope,
+//     with the service's scopes, when it lacks one of them;
 //   - a token that cannot be checked now (the issuer does not answer): 503, and the reason
 //     goes to the log only;
 //   - a token from a client address that sent too many tokens that do not verify
@@ -167,17 +173,7 @@ func (b *bearerCheck) admit(w http.ResponseWriter, r *http.Request) *http.Reques
 			"the bearer token is not valid: a token exchanged for another party (act) is not accepted here")
 		return nil
 	case claims.ClientOnly():
-		service, ok := "", false
-		if opts.Services != nil {
-			service, ok = opts.Services.ServiceOfClient(claims.ClientID)
-		}
-		if !ok {
-			opts.refused(r, "a client's own token, of no service")
-			refuse(w, http.StatusUnauthorized, opts.challenge(`error="invalid_token", error_description="a client's own token names no user"`),
-				"the bearer token is not valid: a client's own token (client credentials) names no user")
-			return nil
-		}
-		return withCaller(r, Caller{Service: service})
+		return b.admitClient(w, r, claims)
 	}
 	if missing := missingScopes(claims.Scopes, opts.Scopes); len(missing) > 0 {
 		opts.refused(r, "bearer token lacks the scopes "+strings.Join(missing, ", "))
@@ -187,6 +183,35 @@ func (b *bearerCheck) admit(w http.ResponseWriter, r *http.Request) *http.Reques
 		return nil
 	}
 	return withCaller(r, Caller{Claims: claims})
+}
+
+// admitClient is admit for a client credentials token, which names no user: it is a
+// delegating service's where opts accept services, when it carries the service's scopes.
+func (b *bearerCheck) admitClient(w http.ResponseWriter, r *http.Request, claims Claims) *http.Request {
+	opts := &b.opts
+	noUser := opts.challenge(`error="invalid_token", error_description="a client's own token names no user"`)
+	if opts.Services == nil {
+		// An MCP session belongs to a user; no client acts as one, a service's neither.
+		opts.refused(r, "a client's own token (client credentials, client "+claims.ClientID+") where only users' tokens are accepted")
+		refuse(w, http.StatusUnauthorized, noUser,
+			"the bearer token is not valid: a client's own token (client credentials) names no user, and only a user's token is accepted here")
+		return nil
+	}
+	service, scopes, ok := opts.Services.ServiceOfClient(claims.ClientID)
+	if !ok {
+		opts.refused(r, "a client's own token, of no service")
+		refuse(w, http.StatusUnauthorized, noUser, "the bearer token is not valid: a client's own token (client credentials) names no user")
+		return nil
+	}
+	// The service's own scopes, not the users': they show that the token was asked for
+	// to act as the service here, not for another purpose at the same issuer.
+	if missing := missingScopes(claims.Scopes, scopes); len(missing) > 0 {
+		why := "the client credentials token of the service " + service + " lacks the scopes " + strings.Join(missing, ", ")
+		opts.refused(r, why)
+		refuse(w, http.StatusForbidden, opts.challenge(`error="insufficient_scope", scope=`+quote(strings.Join(scopes, " "))), why)
+		return nil
+	}
+	return withCaller(r, Caller{Service: service})
 }
 
 // withCaller returns r with c as its Caller.
@@ -256,7 +281,7 @@ func missingScopes(have, want []string) []string {
 func ForSDK(next http.Handler) http.Handler {
 	return auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		c, ok := CallerFrom(r.Context())
-		if !ok || c.Operator {
+		if !ok || c.Operator || c.Service != "" || c.Claims.User.IsZero() {
 			return nil, fmt.Errorf("%w: no user", ErrInvalidToken)
 		}
 		return TokenInfo(c.Claims), nil

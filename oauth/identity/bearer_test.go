@@ -171,17 +171,18 @@ type fixedClaims Claims
 
 func (f fixedClaims) Verify(context.Context, string) (Claims, error) { return Claims(f), nil }
 
-// clients is a ServiceKeys with one service, weather, whose client is weather-client.
+// clients is a ServiceKeys with one service, weather, whose client is weather-client and
+// whose client credentials tokens must carry the scope urlflow:delegate.
 type clients struct{}
 
 func (clients) ServiceOf(string) (string, bool) { return "", false }
-func (clients) ServiceOfClient(id string) (string, bool) {
-	return "weather", id == "weather-client"
+func (clients) ServiceOfClient(id string) (string, []string, bool) {
+	return "weather", []string{"urlflow:delegate"}, id == "weather-client"
 }
 
 func TestTokensThatNameNoUserOrAnotherActorAreNotAUsers(t *testing.T) {
 	t.Parallel()
-	clientOnly := fixedClaims{User: userOf("weather-client"), ClientID: "weather-client"}
+	clientOnly := fixedClaims{User: userOf("weather-client"), ClientID: "weather-client", Scopes: []string{"urlflow:delegate"}}
 	exchanged := fixedClaims{User: userOf("alice"), Actor: "weather-client"}
 	mcp := func(v Verifier) func(http.Handler) http.Handler {
 		return RequireBearer(v, BearerOptions{ResourceMetadataURL: metadataURL})
@@ -189,7 +190,8 @@ func TestTokensThatNameNoUserOrAnotherActorAreNotAUsers(t *testing.T) {
 	api := func(v Verifier) func(http.Handler) http.Handler {
 		return RequireBearer(v, BearerOptions{ResourceMetadataURL: metadataURL, Services: clients{}})
 	}
-	if a := serve(t, mcp(clientOnly), "Bearer t"); a.status != http.StatusUnauthorized || !strings.Contains(a.error, "names no user") {
+	if a := serve(t, mcp(clientOnly), "Bearer t"); a.status != http.StatusUnauthorized || !strings.Contains(a.error, "names no user") ||
+		!strings.Contains(a.error, "only a user's token is accepted here") {
 		t.Errorf("a client's own token at /mcp: %+v", a)
 	}
 	if a := serve(t, api(clientOnly), "Bearer t"); a.caller == nil || a.caller.Service != "weather" {
@@ -208,4 +210,52 @@ func TestTokensThatNameNoUserOrAnotherActorAreNotAUsers(t *testing.T) {
 
 func userOf(subject string) state.User {
 	return state.User{Issuer: "https://id.example", Subject: subject}
+}
+
+// A service's client credentials token authenticates it only with the scopes the service
+// requires: without them it is refused as RFC 6750 says (403 insufficient_scope, naming the
+// service's scopes), opts.Refused hears why, and the handler is not reached.
+func TestAServiceClientTokenWithoutTheServiceScopesIsRefused(t *testing.T) {
+	t.Parallel()
+	var refused []string
+	check := func(scopes ...string) answer {
+		v := fixedClaims{User: userOf("weather-client"), ClientID: "weather-client", Scopes: scopes}
+		return serve(t, RequireBearer(v, BearerOptions{ResourceMetadataURL: metadataURL, Scopes: []string{"mcp"}, Services: clients{},
+			Refused: func(_ *http.Request, why string) { refused = append(refused, why) }}), "Bearer t")
+	}
+	for _, scopes := range [][]string{nil, {"mcp"}, {"urlflow:delegated", "openid"}} {
+		refused = nil
+		got := check(scopes...)
+		want := answer{status: http.StatusForbidden,
+			challenge: `Bearer error="insufficient_scope", scope="urlflow:delegate", resource_metadata="` + metadataURL + `"`,
+			error:     "the client credentials token of the service weather lacks the scopes urlflow:delegate"}
+		if got != want {
+			t.Errorf("scopes %q: got %+v\nwant %+v", scopes, got, want)
+		}
+		if len(refused) != 1 || !strings.Contains(refused[0], "weather") || !strings.Contains(refused[0], "urlflow:delegate") {
+			t.Errorf("scopes %q: refused %q, want one reason naming weather and urlflow:delegate", scopes, refused)
+		}
+	}
+	// The users' scopes are not asked of a service's token: its own are.
+	if got := check("urlflow:delegate"); got.caller == nil || got.caller.Service != "weather" {
+		t.Errorf("a token with the service's scope: %+v, want the service weather", got)
+	}
+}
+
+// ForSDK hands the SDK users only: an operator or a service that RequireBearer let through
+// (where its options accept them) never reaches the MCP handler, and is refused for
+// naming no user.
+func TestForSDKHandsTheSDKUsersOnly(t *testing.T) {
+	t.Parallel()
+	for _, c := range []Caller{{Operator: true}, {Service: "weather"}} {
+		reached := false
+		h := ForSDK(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true }))
+		req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		req.Header.Set("Authorization", "Bearer t")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, withCaller(req, c))
+		if reached || rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "no user") {
+			t.Errorf("%+v: reached %v, status %d %q, want 401 for naming no user", c, reached, rec.Code, rec.Body)
+		}
+	}
 }
