@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -72,7 +73,7 @@ func echoingAPIs() []echoingAPI {
 		return func(v string) []byte { return utf16Of("your key: "+v+"\n", order, bom) }
 	}
 	plain := text("your key: ", same)
-	return []echoingAPI{
+	return append([]echoingAPI{
 		{name: "PHP json_encode: / as \\/, \\uXXXX beyond ASCII", contentType: "application/json", json: true,
 			write: func(v string) []byte { return []byte(`{"error":"invalid key ` + phpJSON(v) + `","code":401}`) }},
 		{name: "Python json.dumps: \\uXXXX beyond ASCII", contentType: "application/json", json: true,
@@ -123,6 +124,53 @@ func echoingAPIs() []echoingAPI {
 		{name: "br", write: plain, contentEncoding: []string{"br"}, compress: brotlied},
 		{name: "gzip, then br", write: plain, contentEncoding: []string{"gzip, br"},
 			compress: func(b []byte) []byte { return brotlied(gzipped(b)) }},
+	}, percentEchoingAPIs()...)
+}
+
+// percentEchoingAPIs are APIs that echo the secret percent-encoded as encoders mix escapes
+// and bytes as they are, over other encodings too, and among malformed escapes.
+func percentEchoingAPIs() []echoingAPI {
+	text := func(prefix string, encode func(string) string) func(string) []byte {
+		return func(v string) []byte { return []byte(prefix + encode(v) + "\n") }
+	}
+	return []echoingAPI{
+		{name: "%xx for every byte, lower case (%64%65%6d%6f)", write: text("next: https://api.example/cb?key=", func(v string) string {
+			return percentEncoded(v, everyByte, "xx")
+		})},
+		{name: "%XX for every byte, upper case", write: text("next: ", func(v string) string { return percentEncoded(v, everyByte, "XX") })},
+		{name: "%Xx for every byte, digits of mixed case", write: text("next: ", func(v string) string { return percentEncoded(v, everyByte, "Xx") })},
+		{name: "%xx for every other character, the rest as is", write: text("next: ", func(v string) string {
+			return percentEncoded(v, everyOtherChar, "xX")
+		})},
+		{name: "%xx for the first byte of each character beyond ASCII, so not UTF-8", write: text("next: ", func(v string) string {
+			return percentEncoded(v, func(s string, i int) bool { return s[i] >= utf8.RuneSelf && utf8.RuneStart(s[i]) }, "xx")
+		})},
+		{name: "a query: + for a space, %2B for +, %XX for every other character", write: text("next: /cb?key=", queryMix)},
+		{name: "%xx for every byte in a JSON string", contentType: "application/json", json: true, write: func(v string) []byte {
+			return []byte(`{"next":"https://api.example/cb?key=` + percentEncoded(v, everyByte, "xx") + `"}`)
+		}},
+		{name: "%XX for every other character in a JSON string that Python escapes", contentType: "application/json", json: true,
+			write: func(v string) []byte {
+				return []byte(`{"next": "` + pythonJSON(percentEncoded(v, everyOtherChar, "XX")) + `"}`)
+			}},
+		{name: "PHP's json_encode, then %xx for every other character", write: text("next: ", func(v string) string {
+			return percentEncoded(phpJSON(v), everyOtherChar, "xx")
+		})},
+		{name: "PHP's htmlspecialchars, then %xx for every byte", contentType: "text/html", write: text("<a href=\"/cb?k=", func(v string) string {
+			return percentEncoded(phpHTML(v), everyByte, "xx")
+		})},
+		{name: "base64, then %xx for every byte", write: text("key: ", func(v string) string {
+			return percentEncoded(base64.StdEncoding.EncodeToString([]byte(v)), everyByte, "xx")
+		})},
+		{name: "hex, then %XX for every other byte", write: text("key: ", func(v string) string {
+			return percentEncoded(hex.EncodeToString([]byte(v)), func(_ string, i int) bool { return i%2 == 0 }, "XX")
+		})},
+		{name: "malformed escapes around it: %, %4, %zz, %%", write: func(v string) []byte {
+			return []byte("%zz %4%%" + percentEncoded(v, everyOtherChar, "xx") + "%4%")
+		}},
+		{name: "echoes that overlap, each encoded differently", secret: "ky-ky-ky-ky", other: "ky-ky-ky-kz", write: text("ids: ", func(v string) string {
+			return percentEncoded(v+v[len(v)-3:], everyOtherChar, "Xx")
+		})},
 	}
 }
 
@@ -477,6 +525,40 @@ func entities(s, format string) string {
 	return b.String()
 }
 
+// percentEncoded returns s with each byte that pick chooses (given s and the byte's index)
+// written as %hh, the case of its two digits as digits says: "xx", "XX", "Xx" or "xX".
+func percentEncoded(s string, pick func(s string, i int) bool, digits string) string {
+	format := map[string]string{"xx": "%%%x%x", "XX": "%%%X%X", "Xx": "%%%X%x", "xX": "%%%x%X"}[digits]
+	var b strings.Builder
+	for i := range len(s) {
+		if c := s[i]; pick(s, i) {
+			fmt.Fprintf(&b, format, c>>4, c&0xf)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// everyByte picks every byte for percentEncoded.
+func everyByte(string, int) bool { return true }
+
+// everyOtherChar picks, for percentEncoded, the bytes of every other character, the first
+// one's among them.
+func everyOtherChar(s string, i int) bool {
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return utf8.RuneCountInString(s[:i])%2 == 0
+}
+
+// queryMix returns s as a sloppy query encoder might: "+" for a space, %2B for "+", %XX for
+// every other character and the rest as is.
+func queryMix(s string) string {
+	pick := func(s string, i int) bool { return s[i] == '+' || s[i] != ' ' && everyOtherChar(s, i) }
+	return strings.ReplaceAll(percentEncoded(s, pick, "XX"), " ", "+")
+}
+
 // lowerPercent returns the percent-encoded s with lower-case hex digits.
 func lowerPercent(s string) string {
 	return percentEscape.ReplaceAllStringFunc(s, strings.ToLower)
@@ -514,6 +596,7 @@ func TestSelectedHeadersAndLocationAreRedactedInEveryEncoding(t *testing.T) {
 		"X-Html":    "<b>" + html.EscapeString(echoSecret) + "</b>",
 		"X-Hex":     hex.EncodeToString([]byte(echoSecret)),
 		"X-Base64":  base64.RawStdEncoding.EncodeToString([]byte(echoSecret)),
+		"X-Each":    "key=" + percentEncoded(echoSecret, everyByte, "xx"),
 	}
 	location := "https://elsewhere.example/cb?key=" + lowerPercent(url.QueryEscape(echoSecret))
 	api := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
@@ -524,7 +607,7 @@ func TestSelectedHeadersAndLocationAreRedactedInEveryEncoding(t *testing.T) {
 		w.WriteHeader(http.StatusFound)
 	})
 	slot := newSlot(t, API{BaseURL: api.URL, Inject: Injection{Query: "key"},
-		ResponseHeaders: []string{"X-Percent", "X-Html", "X-Hex", "X-Base64"}}, nil)
+		ResponseHeaders: []string{"X-Percent", "X-Html", "X-Hex", "X-Base64", "X-Each"}}, nil)
 	resp, err := newCaller(t).Call(context.Background(), slot.API, state.NewSecret(echoSecret), Request{Method: "GET", Path: "x"})
 	if err != nil {
 		t.Fatalf("Call: %v", err)
@@ -584,5 +667,156 @@ func TestSecretFormsListsEveryEncodingLongestFirst(t *testing.T) {
 				t.Errorf("secretForms has duplicates: %q", forms)
 			}
 		})
+	}
+}
+
+func TestPercentEncodedSecretIsReplacedWhereItIsWritten(t *testing.T) {
+	t.Parallel()
+	api := newSlot(t, API{BaseURL: "https://api.example", Inject: Injection{Header: "Authorization"}}, nil).API
+	tests := []struct {
+		name, secret, body, want string
+	}{
+		{"every byte, lower case", "demo-key", "k=%64%65%6d%6f%2d%6b%65%79&x=1", "k=[redacted]&x=1"},
+		{"every byte, upper case", "demo-key", "k=%64%65%6D%6F%2D%6B%65%79&x=1", "k=[redacted]&x=1"},
+		{"bytes as is in another case, which is another text", "demo-key", "<%64e%6Do-%6bEY>", "<%64e%6Do-%6bEY>"},
+		{"some bytes as is, the rest in either case", "demo-key", "<%64e%6Do-%6bey>", "<[redacted]>"},
+		{"+ for a space and %2B for + in a query", testSecret, "?q=s3cr3t%2ftok%2Ben%3D+x%26y&n=1", "?q=[redacted]&n=1"},
+		{"+ as itself and %20 for a space in a path", testSecret, "/s3cr3t/tok+en=%20x&y/", "/[redacted]/"},
+		{"a % at the end", "demo-key", "%64%65%6d%6f-key%", "[redacted]%"},
+		{"malformed escapes next to it", "demo-key", "%%64emo-key%6", "%[redacted]%6"},
+		{"a malformed escape inside it", "demo-key", "%64%zzemo-key", "%64%zzemo-key"},
+		{"a part of it only", "demo-key", "%64%65%6d%6f-ke", "%64%65%6d%6f-ke"},
+		{"escaped twice, which is decoded once, as a URL decoder does", "demo-key", "%2564emo-key", "%2564emo-key"},
+		{"echoes that overlap, as one", "ky-ky-ky", "(%6by-ky-k%79-ky)", "([redacted])"},
+		{"echoes apart, each", "demo-key", "%64emo-key and demo-%6bey", "[redacted] and [redacted]"},
+		{"in a JSON string with escapes of its own", testSecret, `{"k":"s%33cr3t\/tok\u002ben= x&y"}`, `{"k":"[redacted]"}`},
+		{"a near miss, byte for byte", testSecret, "s%33cr3t/tok+en=%20x&z", "s%33cr3t/tok+en=%20x&z"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := newRedactor(api, state.NewSecret(tt.secret)).redactText(tt.body); got != tt.want {
+				t.Errorf("redacted %q to %q, want %q", tt.body, got, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzPercentEncodedSecretNeverSurvives checks that a secret, percent-encoded byte by byte
+// in any mix (escapes in either case, bytes as they are, "+" for a space) and put between
+// any two texts, shows neither as written nor percent-decoded in what redaction returns,
+// nor, when the whole is a JSON string, once that is unescaped. The secrets have neither
+// "[" nor "]" and are longer than Redacted, so that no replacement can make one up.
+func FuzzPercentEncodedSecretNeverSurvives(f *testing.F) {
+	f.Add("next: ", "\n", []byte{1}, uint8(0), false)
+	f.Add(`k=`, `&n=1`, []byte{0, 2, 3, 4, 0x81}, uint8(1), true)
+	f.Add("%zz %4%%", "%4%", []byte{1, 0}, uint8(2), false)
+	f.Add("100%", "%", []byte{0, 0, 1}, uint8(2), false)
+	f.Add("%%", "%2", []byte{0, 3}, uint8(3), true)
+	f.Add("\xff\xfe", "\x00", []byte{2}, uint8(0), false)
+	secrets := []string{echoSecret, testSecret, "demo-key-4711-Zq9x", "50%off-%41-k3y+x y"}
+	api := newSlot(f, API{BaseURL: "https://api.example", Inject: Injection{Header: "Authorization", Template: "Bearer {secret}"}}, nil).API
+	redactors := make([]*redactor, len(secrets))
+	for i, s := range secrets {
+		redactors[i] = newRedactor(api, state.NewSecret(s))
+	}
+	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/plain"}}}
+	f.Fuzz(func(t *testing.T, prefix, suffix string, mask []byte, which uint8, inJSON bool) {
+		secret, r := secrets[int(which)%len(secrets)], redactors[int(which)%len(secrets)]
+		body := prefix + percentMasked(secret, mask) + suffix
+		if inJSON {
+			body = `{"k": "` + pythonJSON(body) + `"}`
+		}
+		out := string(responseBytes(t, r.redact(api, resp, []byte(body))))
+		views := []string{out}
+		if inJSON {
+			views = append(views, jsonUnescape(out))
+		}
+		for _, v := range views {
+			for _, decoded := range []string{v, percentDecode(v), percentDecode(strings.ReplaceAll(v, "+", " "))} {
+				if strings.Contains(decoded, secret) {
+					t.Fatalf("%q redacted to %q, which shows the secret %q as %q", body, out, secret, decoded)
+				}
+			}
+		}
+	})
+}
+
+// percentMasked returns s with its bytes written as mask says, mask[i%len(mask)] for byte
+// i (as it is when mask is empty): its low bits as it is (0, 5, 6, 7) or as %xx, %XX, %Xx
+// or %xX (1 to 4); with the high bit set, a space as "+".
+func percentMasked(s string, mask []byte) string {
+	var b strings.Builder
+	for i := range len(s) {
+		var m byte
+		if len(mask) > 0 {
+			m = mask[i%len(mask)]
+		}
+		switch digits := [...]string{"", "xx", "XX", "Xx", "xX", "", "", ""}[m%8]; {
+		case s[i] == ' ' && m >= 0x80:
+			b.WriteByte('+')
+		case digits != "":
+			b.WriteString(percentEncoded(s[i:i+1], everyByte, digits))
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
+
+// BenchmarkRedactPercentEncoded measures redaction of a text body of the default largest
+// size written with every byte percent-encoded: ordinary text; near misses of the secret
+// (all of it but its last byte, over and over), which make every form that starts alike be
+// tried; and the secret itself over and over, each replaced.
+func BenchmarkRedactPercentEncoded(b *testing.B) {
+	api := newSlot(b, API{BaseURL: "https://api.example", Inject: Injection{Basic: &BasicAuth{Username: "user", Password: "{secret}"}}}, nil).API
+	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/plain"}}}
+	every := func(s string) string { return percentEncoded(s, everyByte, "xx") }
+	units := map[string]string{
+		"text":        every("héllo wörld / + = &amp; 12345 "),
+		"near misses": every(testSecret[:len(testSecret)-1]) + "+",
+		"echoes":      every(testSecret) + "+",
+	}
+	for _, name := range []string{"text", "near misses", "echoes"} {
+		body := []byte(strings.Repeat(units[name], DefaultMaxResponseBytes/len(units[name])))
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				newRedactor(api, secret()).redact(api, resp, body)
+			}
+		})
+	}
+}
+
+// Detection (checkRequest) looks for the forms that redaction finds, so it reads a request
+// as a URL decoder does too, even where url.PathUnescape gives up on a malformed escape.
+func TestARequestThatCarriesTheSecretPercentEncodedAmongMalformedEscapesIsRefused(t *testing.T) {
+	t.Parallel()
+	api := newSlot(t, API{BaseURL: "https://api.example", Inject: Injection{Header: "Authorization"}}, nil).API
+	r := newRedactor(api, state.NewSecret("k3yK3yk3YxQ7mZp9"))
+	for _, req := range []Request{
+		{Method: "GET", Path: "/a%zz/%6b%33yK3yk3YxQ7mZp9"},
+		{Method: "GET", Path: "/x", Query: map[string]string{"q": "100% %6B3yK3yk3YxQ7mZp%39"}},
+		{Method: "POST", Path: "/x", Body: `{"note": "50% off", "k": "k3yK3y%6b3YxQ7mZp9"}`},
+	} {
+		if err := r.checkRequest(req); !errors.Is(err, ErrSecretInRequest) {
+			t.Errorf("checkRequest(%+v) = %v, want a refusal", req, err)
+		}
+	}
+	if err := r.checkRequest(Request{Method: "GET", Path: "/a%zz/%6b%33yK3yk3YxQ7mZp8"}); err != nil {
+		t.Errorf("checkRequest refused a request without the secret: %v", err)
+	}
+}
+
+// TestATransportErrorShowsNoFormOfTheSecret: an error of the connection may quote what the
+// API sent; it is redacted as a response's text is.
+func TestATransportErrorShowsNoFormOfTheSecret(t *testing.T) {
+	api := newSlot(t, API{BaseURL: "https://api.example", Inject: Injection{Header: "X-Key"}}, nil).API
+	secret := state.NewSecret("demo-key")
+	for _, quoted := range []string{"demo-key", "%64%65%6d%6f%2d%6b%65%79", "%64emo-%6Bey", "ZGVtby1rZXk="} {
+		err := transportError(t.Context(), api, secret, errors.New(`malformed HTTP response "`+quoted+`"`))
+		if !errors.Is(err, ErrUnreachable) || strings.Contains(err.Error(), quoted) || !strings.Contains(err.Error(), Redacted) {
+			t.Errorf("the secret as %s: %v", quoted, err)
+		}
 	}
 }

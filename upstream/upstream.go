@@ -373,10 +373,8 @@ func transportError(ctx context.Context, api *API, secret state.Secret, err erro
 		err = uerr.Err
 	}
 	msg := strings.ReplaceAll(err.Error(), api.Base().Host, "the API host")
-	for _, f := range secretForms(api, secret) {
-		msg = strings.ReplaceAll(msg, f, Redacted)
-	}
-	return fmt.Errorf("%w: %s", ErrUnreachable, msg)
+	// The same redaction as a response's text: an error may quote what the API sent.
+	return fmt.Errorf("%w: %s", ErrUnreachable, newRedactor(api, secret).redactText(msg))
 }
 
 // headersRefused says why net/http stopped reading the API's response headers at limit,
