@@ -127,13 +127,15 @@ func TestHookTestPrintsTheDecision(t *testing.T) {
 }
 
 // TestHookInstallWritesTheScopesFile: install writes both hooks with the server's origin
-// into the user's settings (CLAUDE_CONFIG_DIR), twice is once, and uninstall takes them out.
+// into the user's settings (CLAUDE_CONFIG_DIR), twice is once, and uninstall gives back
+// the file as it was.
 func TestHookInstallWritesTheScopesFile(t *testing.T) {
 	f := newHookFixture(t)
 	claudeDir, _ := f.env("CLAUDE_CONFIG_DIR")
 	path := filepath.Join(claudeDir, "settings.json")
 	os.MkdirAll(claudeDir, 0o700)
-	os.WriteFile(path, []byte(`{"model": "opus"}`), 0o600)
+	const original = `{"model": "opus"}`
+	os.WriteFile(path, []byte(original), 0o600)
 	install := func() string {
 		var out bytes.Buffer
 		err := runHook(context.Background(), []string{"install", "--server", "https://URLFLOW.example.com/mcp", "--command", "/opt/urlflow/bin/urlflow"}, f.env, nil, &out, io.Discard)
@@ -169,8 +171,8 @@ func TestHookInstallWritesTheScopesFile(t *testing.T) {
 	if err := runHook(context.Background(), []string{"uninstall"}, f.env, nil, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if data, _ := os.ReadFile(path); strings.TrimSpace(string(data)) != "{\n  \"model\": \"opus\"\n}" {
-		t.Fatalf("after uninstall:\n%s", data)
+	if data, _ := os.ReadFile(path); string(data) != original {
+		t.Fatalf("after uninstall:\n%s\nwant the file as it was:\n%s", data, original)
 	}
 }
 

@@ -1,17 +1,18 @@
-// Package settings adds urlflow's hooks to a Claude Code settings file and removes them,
-// leaving everything else in the file as it was: other keys in their order, other hooks,
-// other events. Adding twice is the same as adding once.
+// Package settings adds urlflow's hooks to a Claude Code settings file and removes them.
+// It edits the file's bytes and never encodes it anew: Install inserts urlflow's entries,
+// with the hooks object or event list they need where there is none, in the file's own
+// layout; Uninstall cuts exactly those bytes, so that after both the file is as it was,
+// byte for byte. Installing twice is the same as installing once.
 package settings
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // A Hook is one of urlflow's entries: the event it runs on and the command Claude Code runs.
@@ -28,28 +29,27 @@ func Ours(command string) bool {
 }
 
 // Install adds hooks to the settings file at path, each as a matcher group of its own with
-// matcher (all servers when empty), after removing any of urlflow's hooks already there.
-// A missing file is created (mode 0600) with its directory.
+// matcher (all servers when empty), last in its event's list, after removing any of
+// urlflow's groups already there. No other byte of the file changes, nor its mode or
+// owner. A missing file is created (mode 0600) with its directory. Where the file alone
+// cannot tell Uninstall what to leave (a missing or blank file, an empty hooks object or
+// event list), Install keeps a note beside it: see note.
 func Install(path, matcher string, hooks []Hook) error {
-	return edit(path, func(h *object) error {
-		remove(h)
-		for _, hk := range hooks {
-			group := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": hk.Command}}}
-			if matcher != "" {
-				group["matcher"] = matcher
-			}
-			raw, err := json.Marshal(group)
-			if err != nil {
-				return err
-			}
-			var groups []json.RawMessage
-			if v, ok := h.get(hk.Event); ok {
-				if err := json.Unmarshal(v, &groups); err != nil {
-					return fmt.Errorf("hooks.%s is not a list: %w", hk.Event, err)
-				}
-			}
-			groups = append(groups, raw)
-			if err := h.set(hk.Event, groups); err != nil {
+	groups := make([][]byte, len(hooks))
+	for i, hk := range hooks {
+		g := hookGroup{Matcher: matcher, Hooks: []hookCommand{{Type: "command", Command: hk.Command}}}
+		var err error
+		if groups[i], err = json.Marshal(g); err != nil {
+			return err
+		}
+	}
+	return edit(path, func(f *settingsFile) error {
+		if err := f.removeOurs(); err != nil {
+			return err
+		}
+		f.note = note{}
+		for i, hk := range hooks {
+			if err := f.add(hk.Event, groups[i]); err != nil {
 				return err
 			}
 		}
@@ -57,216 +57,175 @@ func Install(path, matcher string, hooks []Hook) error {
 	})
 }
 
-// Uninstall removes urlflow's hooks from the settings file at path, and an event's list or
-// the hooks object that this leaves empty. A missing file is left missing.
+// Uninstall removes urlflow's hooks from the settings file at path: it cuts the bytes of
+// urlflow's groups, then those of an event list or hooks object this empties, unless
+// Install's note says it was there before, and a file Install created. After Install, it
+// gives back the file Install found, byte for byte, and deletes the note. A missing file
+// is left missing.
 func Uninstall(path string) error {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return edit(path, func(h *object) error {
-		remove(h)
-		return nil
+	return edit(path, func(f *settingsFile) error {
+		err := f.removeOurs()
+		f.note = note{}
+		return err
 	})
 }
 
 // hookGroup is a matcher group of a hook event.
 type hookGroup struct {
-	Hooks []struct {
-		Type    string `json:"type"`
-		Command string `json:"command"`
-	} `json:"hooks"`
+	Matcher string        `json:"matcher,omitempty"`
+	Hooks   []hookCommand `json:"hooks"`
 }
 
-// remove takes urlflow's groups out of every event of the hooks object h, and an event whose
-// list it empties.
-func remove(h *object) {
-	for _, event := range append([]string(nil), h.keys...) {
-		var groups []json.RawMessage
-		if json.Unmarshal(h.values[event], &groups) != nil {
-			continue // not a list: not ours to touch
-		}
-		kept := groups[:0]
-		for _, g := range groups {
-			var group hookGroup
-			if json.Unmarshal(g, &group) == nil && len(group.Hooks) == 1 &&
-				group.Hooks[0].Type == "command" && Ours(group.Hooks[0].Command) {
-				continue
-			}
-			kept = append(kept, g)
-		}
-		if len(kept) == len(groups) {
-			continue
-		}
-		if len(kept) == 0 {
-			h.delete(event)
-			continue
-		}
-		h.set(event, kept)
-	}
+type hookCommand struct {
+	Type    string `json:"type"`
+	Command string `json:"command"`
 }
 
-// edit applies change to the hooks object of the settings file at path and writes the file
-// back atomically, keeping its mode. A file that is not a JSON object is an error, and is
-// left as it was.
-func edit(path string, change func(hooks *object) error) error {
-	data, err := os.ReadFile(path)
-	mode := fs.FileMode(0o600)
+// ourGroup reports whether a matcher group is one of urlflow's: one command, Ours.
+func ourGroup(group []byte) bool {
+	var g hookGroup
+	return json.Unmarshal(group, &g) == nil && len(g.Hooks) == 1 &&
+		g.Hooks[0].Type == "command" && Ours(g.Hooks[0].Command)
+}
+
+// add inserts group last in event's list: with the list where there is none, with the
+// hooks object too where there is none, in an object where the file held only whitespace,
+// in a new file where there was none. It notes what Uninstall cannot tell from the file:
+// that it created the file or its object, or found the hooks object or the list empty.
+func (f *settingsFile) add(event string, group []byte) error {
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		data = nil
-	case err != nil:
-		return fmt.Errorf("read %s: %w", path, err)
-	default:
-		if st, err := os.Stat(path); err == nil {
-			mode = st.Mode().Perm()
-		}
+	case !f.exists:
+		f.data, f.exists, f.note.CreatedFile = []byte("{}\n"), true, true
+	case blank(f.data):
+		f.data, f.note.CreatedObject = append([]byte("{}"), f.data...), true
 	}
-	top, err := parseObject(data)
+	top, err := f.object()
 	if err != nil {
-		return fmt.Errorf("%s is not a JSON object: %w", path, err)
-	}
-	hooks := &object{values: map[string]json.RawMessage{}}
-	if raw, ok := top.get("hooks"); ok {
-		if hooks, err = parseObject(raw); err != nil {
-			return fmt.Errorf("%s: hooks is not a JSON object: %w", path, err)
-		}
-	}
-	before := len(hooks.keys)
-	if err := change(hooks); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if len(hooks.keys) == 0 {
-		if before > 0 {
-			top.delete("hooks") // emptied by the change; an empty hooks object written by hand stays
-		}
-	} else if err := top.set("hooks", hooks); err != nil {
 		return err
 	}
-	out, err := json.MarshalIndent(top, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", path, err)
+	list := slices.Concat([]byte("["), group, []byte("]"))
+	i, ok := top.member("hooks")
+	if !ok {
+		name, _ := jsontext.AppendQuote(nil, event)
+		return f.insert(top, "hooks", slices.Concat([]byte("{"), name, []byte(":"), list, []byte("}")))
 	}
-	out = append(out, '\n')
-	if bytes.Equal(out, data) {
+	hooks, err := f.node(top.items[i].value)
+	if err == nil && hooks.kind != '{' {
+		err = errors.New("hooks is not a JSON object")
+	}
+	if err != nil {
+		return err
+	}
+	f.note.EmptyHooks = f.note.EmptyHooks || len(hooks.items) == 0
+	j, ok := hooks.member(event)
+	if !ok {
+		return f.insert(hooks, event, list)
+	}
+	events, err := f.node(hooks.items[j].value)
+	if err == nil && events.kind != '[' {
+		err = fmt.Errorf("hooks.%s is not a list", event)
+	}
+	if err != nil {
+		return err
+	}
+	if len(events.items) == 0 && !slices.Contains(f.note.EmptyEvents, event) {
+		f.note.EmptyEvents = append(f.note.EmptyEvents, event)
+	}
+	return f.insert(events, "", group)
+}
+
+// removeOurs cuts urlflow's groups, the last first so that each cut undoes the insert that
+// came last, and what Install added for them that this leaves empty.
+func (f *settingsFile) removeOurs() error {
+	for {
+		hooks, ok, err := f.hooks()
+		if err != nil || !ok {
+			return err
+		}
+		list, i, ok := f.lastOurs(hooks)
+		if !ok {
+			return nil
+		}
+		if err := f.cut(list, i); err != nil {
+			return err
+		}
+		if len(list.items) == 1 {
+			if err := f.removeEmptied(hooks.open, list.open); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// removeEmptied cuts the event list at offset listAt, which removeOurs emptied, then the
+// hooks object at hooksAt and the object or file if this empties them in turn; but not
+// what the note says was there and empty before Install, nor an object or file Install
+// did not create.
+func (f *settingsFile) removeEmptied(hooksAt, listAt int) error {
+	hooks, err := f.node(hooksAt)
+	if err != nil {
+		return err
+	}
+	event := hooks.holding(listAt)
+	if slices.Contains(f.note.EmptyEvents, hooks.items[event].name) {
 		return nil
 	}
-	return writeFile(path, out, mode)
-}
-
-// writeFile replaces the file at path with data through a temporary file in its directory.
-func writeFile(path string, data []byte, mode fs.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
+	if err := f.cut(hooks, event); err != nil || len(hooks.items) > 1 || f.note.EmptyHooks {
+		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	top, err := f.object()
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
+	if err := f.cut(top, top.holding(hooksAt)); err != nil || len(top.items) > 1 {
+		return err
 	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// object is a JSON object that keeps the order of its keys and its values as written.
-type object struct {
-	keys   []string
-	values map[string]json.RawMessage
-}
-
-// parseObject parses a JSON object; empty input is an empty object.
-func parseObject(data []byte) (*object, error) {
-	o := &object{values: map[string]json.RawMessage{}}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return o, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, errors.New("it does not start with {")
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, err
+	switch {
+	case f.note.CreatedFile:
+		f.data, f.exists = nil, false
+	case f.note.CreatedObject:
+		if top, err = f.object(); err == nil {
+			f.splice(top.open, top.close+1, nil)
 		}
-		key := t.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		if _, dup := o.values[key]; !dup {
-			o.keys = append(o.keys, key)
-		}
-		o.values[key] = v
 	}
-	if _, err := dec.Token(); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err == nil {
-		return nil, errors.New("more follows the object")
-	}
-	return o, nil
+	return err
 }
 
-func (o *object) get(key string) (json.RawMessage, bool) {
-	v, ok := o.values[key]
-	return v, ok
-}
-
-// set sets key to v, in its place if the key is there, else last.
-func (o *object) set(key string, v any) error {
-	raw, err := json.Marshal(v)
+// hooks returns the file's hooks object, if it has one.
+func (f *settingsFile) hooks() (node, bool, error) {
+	if !f.exists || blank(f.data) {
+		return node{}, false, nil
+	}
+	top, err := f.object()
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", key, err)
+		return node{}, false, err
 	}
-	if _, ok := o.values[key]; !ok {
-		o.keys = append(o.keys, key)
+	i, ok := top.member("hooks")
+	if !ok {
+		return node{}, false, nil
 	}
-	o.values[key] = raw
-	return nil
+	hooks, err := f.node(top.items[i].value)
+	if err == nil && hooks.kind != '{' {
+		err = errors.New("hooks is not a JSON object")
+	}
+	return hooks, err == nil, err
 }
 
-func (o *object) delete(key string) {
-	if _, ok := o.values[key]; !ok {
-		return
-	}
-	delete(o.values, key)
-	for i, k := range o.keys {
-		if k == key {
-			o.keys = append(o.keys[:i], o.keys[i+1:]...)
-			break
+// lastOurs returns the list holding the last of urlflow's groups in the file, and its index.
+func (f *settingsFile) lastOurs(hooks node) (list node, index int, found bool) {
+	at := -1
+	for _, event := range hooks.items {
+		l, err := f.node(event.value)
+		if err != nil || l.kind != '[' {
+			continue // not a list: not ours to touch
+		}
+		for i, g := range l.items {
+			if g.start > at && ourGroup(f.data[g.start:g.end]) {
+				list, index, found, at = l, i, true, g.start
+			}
 		}
 	}
-}
-
-// MarshalJSON writes the object with its keys in their order.
-func (o *object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, k := range o.keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		key, _ := json.Marshal(k)
-		b.Write(key)
-		b.WriteByte(':')
-		b.Write(o.values[k])
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return list, index, found
 }
 
 // Quote returns s as one word for a POSIX shell: as it is when it holds nothing a shell
