@@ -13,7 +13,8 @@ import (
 )
 
 // The alert rules (deploy/prometheus/alerts.yml) and the Grafana dashboard
-// (deploy/grafana/urlflow.json) are checked by promtool, and every metric they name is one
+// (deploy/grafana/urlflow.json) are checked by promtool, the alert rules pass promtool's
+// unit tests beside them (deploy/prometheus/*_test.yml), and every metric they name is one
 // that urlflow serves (TestServeSignsInRealUsersAndRefusesTheWrongOne scrapes them).
 
 const (
@@ -21,15 +22,16 @@ const (
 	dashboardFile = "../deploy/grafana/urlflow.json"
 )
 
-// promtool checks rules file path, and fails the test with its output if they are wrong.
-func promtool(t *testing.T, path string) {
+// promtool runs promtool with args ("check rules" or "test rules" and a file), and fails
+// the test with its output if promtool fails.
+func promtool(t *testing.T, args ...string) {
 	t.Helper()
 	bin, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Fatal("promtool is not installed: apt-get install prometheus (the test command does)")
 	}
-	if out, err := exec.Command(bin, "check", "rules", path).CombinedOutput(); err != nil {
-		t.Fatalf("promtool check rules %s: %v\n%s", path, err, out)
+	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
 
@@ -65,7 +67,7 @@ func dashboardExprs(t *testing.T) []string {
 
 func TestAlertRulesAndTheDashboardPassPromtool(t *testing.T) {
 	t.Parallel()
-	promtool(t, alertsFile)
+	promtool(t, "check", "rules", alertsFile)
 
 	// Each query of the dashboard becomes a recording rule, which promtool parses.
 	var rules strings.Builder
@@ -78,7 +80,26 @@ func TestAlertRulesAndTheDashboardPassPromtool(t *testing.T) {
 	if err := os.WriteFile(path, []byte(rules.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	promtool(t, path)
+	promtool(t, "check", "rules", path)
+}
+
+// TestAlertRulesPassTheirUnitTests runs promtool's unit tests of the alert rules, every
+// *_test.yml beside alerts.yml: each alert fires when it should, and stays quiet when it
+// should, also when a series it names does not exist yet.
+func TestAlertRulesPassTheirUnitTests(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(alertsFile), "*_test.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no unit tests of the alert rules (*_test.yml) beside %s", alertsFile)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			promtool(t, "test", "rules", file)
+		})
+	}
 }
 
 // referencedMetrics returns the urlflow metrics that the alert rules and the dashboard name.
