@@ -8,9 +8,11 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/proxy"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
 )
 
@@ -37,18 +39,24 @@ func (s *Server) connect(ctx context.Context, t turn, args connectArgs) (*sdk.Ca
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.opts.Credentials.Get(ctx, t.user, p.Name)
-	switch {
-	case err == nil && !c.NeedsReconnect && c.Covers(args.Scopes):
-		return connected(p, c.Account, "Your "+p.Label+" account is already connected as "+c.Account+"; nothing was asked."), nil
-	case err != nil && !errors.Is(err, state.ErrNotFound):
+	scopes := args.Scopes
+	if len(scopes) == 0 {
+		scopes = p.DefaultScopes()
+	}
+	n := s.need(t, state.KindOAuth, p.Name, args.Scopes, connectPurpose(p, "use it for you"))
+	o, err := s.opts.Asker.Check(ctx, n) // any connection does when no scopes are asked for
+	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
-	e, res, err := s.askConnect(ctx, t, p, args.Scopes, "Connect your "+p.Label+" account so that urlflow can use it for you.")
+	if o.Status == ask.Stored {
+		return connected(p, o.Credential.Account, "Your "+p.Label+" account is already connected as "+o.Credential.Account+"; nothing was asked."), nil
+	}
+	n.Scopes = scopes
+	e, res, err := s.askFor(ctx, t, n, o)
 	if res != nil || err != nil {
 		return res, err
 	}
-	c, err = s.opts.Credentials.Get(ctx, t.user, p.Name)
+	c, err := s.opts.Credentials.Get(ctx, t.user, p.Name)
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
@@ -58,12 +66,15 @@ func (s *Server) connect(ctx context.Context, t turn, args connectArgs) (*sdk.Ca
 	return res, nil
 }
 
-// askConnect takes the user through a connection to p.
-func (s *Server) askConnect(ctx context.Context, t turn, p *thirdparty.Provider, scopes []string, purpose string) (*flow.Elicitation, *sdk.CallToolResult, error) {
-	if len(scopes) == 0 {
-		scopes = p.DefaultScopes()
+// connectPurpose is the reason the pages show for asking to connect p so that urlflow can
+// do what for the user ("use it for you"), given how the connection it replaces stands.
+func connectPurpose(p *thirdparty.Provider, what string) func(*flow.Replaced) string {
+	return func(replacing *flow.Replaced) string {
+		if replacing != nil && replacing.Reconnect {
+			return p.Label + " no longer accepts the connection urlflow had; connect your account again."
+		}
+		return "Connect your " + p.Label + " account so that urlflow can " + what + "."
 	}
-	return s.askFor(ctx, t, ask{kind: state.KindOAuth, target: p.Name, purpose: purpose, scopes: scopes})
 }
 
 func connected(p *thirdparty.Provider, account, message string) *sdk.CallToolResult {
@@ -89,11 +100,13 @@ func (s *Server) callProvider(ctx context.Context, t turn, p *thirdparty.Provide
 	use := proxy.Use{User: t.user, Name: p.Name, Actor: state.ActorClient, Via: "a call_api request"}
 	resp, err := s.proxy.Provider(ctx, use, p, req)
 	if errors.Is(err, thirdparty.ErrNotConnected) || errors.Is(err, thirdparty.ErrReconnect) {
-		purpose := "Connect your " + p.Label + " account so that urlflow can call its API for you."
+		n := s.need(t, state.KindOAuth, p.Name, p.DefaultScopes(), connectPurpose(p, "call its API for you"))
+		// The proxy has just read the connection: missing, or no longer honoured.
+		missing := ask.Outcome{Status: ask.Missing}
 		if errors.Is(err, thirdparty.ErrReconnect) {
-			purpose = p.Label + " no longer accepts the connection urlflow had; connect your account again."
+			missing.Credential = &credentials.Credential{Name: p.Name, Kind: state.KindOAuth, NeedsReconnect: true}
 		}
-		if _, res, err := s.askConnect(ctx, t, p, nil, purpose); res != nil || err != nil {
+		if _, res, err := s.askFor(ctx, t, n, missing); res != nil || err != nil {
 			return res, err
 		}
 		resp, err = s.proxy.Provider(ctx, use, p, req)

@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/proxy"
 	"github.com/urlflow/urlflow/slots"
@@ -60,22 +61,20 @@ func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.Ca
 		return nil, err
 	}
 
-	cred, err := s.opts.Credentials.Get(ctx, t.user, slot.Name)
-	if errors.Is(err, state.ErrNotFound) || (err == nil && cred.Locked()) {
-		// Ask for it first, the way set_secret does; the call goes on once it is stored.
-		a := ask{target: slot.Name,
-			purpose: "Enter your " + slot.Label + " so that urlflow can call its API for you."}
-		if err == nil {
-			a = s.reentry(slot, cred, false)
-		}
-		var res *sdk.CallToolResult
-		if _, res, err = s.askFor(ctx, t, a); res != nil || err != nil {
-			return res, err
-		}
-		cred, err = s.opts.Credentials.Get(ctx, t.user, slot.Name)
-	}
+	n := s.need(t, state.KindSecret, slot.Name, nil, secretPurpose(slot, "call its API for you"))
+	o, err := s.opts.Asker.Check(ctx, n)
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
+	}
+	cred := o.Credential
+	if o.Status != ask.Stored {
+		// Ask for it first, the way set_secret does; the call goes on once it is stored.
+		if _, res, err := s.askFor(ctx, t, n, o); res != nil || err != nil {
+			return res, err
+		}
+		if cred, err = s.opts.Credentials.Get(ctx, t.user, slot.Name); err != nil {
+			return nil, s.unavailable(ctx, err)
+		}
 	}
 	use := proxy.Use{User: t.user, Name: slot.Name, Actor: state.ActorClient, Via: "a call_api request"}
 	resp, weak, err := s.proxy.Secret(ctx, use, slot, cred, req)
@@ -111,35 +110,22 @@ func (a callAPIArgs) request() upstream.Request {
 	return upstream.Request{Method: a.Method, Path: a.Path, Query: a.Query, Body: a.Body}
 }
 
-// reentry is the request to replace cred (nil if none is stored), saying why when it is
-// locked or weak.
-func (s *Server) reentry(slot *slots.Slot, cred *credentials.Credential, weak bool) ask {
-	a := ask{target: slot.Name, replace: true, replaced: &flow.Replaced{Weak: weak},
-		purpose: "Enter a new " + slot.Label + " to replace the one urlflow keeps for you."}
-	switch {
-	case cred.Locked():
-		a.replaced = &flow.Replaced{LockReason: cred.LockReason}
-		a.purpose = fmt.Sprintf("urlflow locked your stored %s because %s. Enter it again to unlock it, "+
-			"or a new one if you did not expect this.", slot.Label, cred.LockReason)
-	case weak:
-		a.purpose = fmt.Sprintf("Your stored %s is weaker than urlflow now requires for a secret used with an API. "+
-			"Enter a stronger one to replace it.", slot.Label)
+// secretPurpose is the reason the pages show for asking for slot's secret so that urlflow
+// can do what for the user ("use it for you"), given how the stored one it replaces stands.
+func secretPurpose(slot *slots.Slot, what string) func(*flow.Replaced) string {
+	return func(replacing *flow.Replaced) string {
+		switch {
+		case replacing == nil:
+			return "Enter your " + slot.Label + " so that urlflow can " + what + "."
+		case replacing.LockReason != "":
+			return fmt.Sprintf("urlflow locked your stored %s because %s. Enter it again to unlock it, "+
+				"or a new one if you did not expect this.", slot.Label, replacing.LockReason)
+		case replacing.Weak:
+			return fmt.Sprintf("Your stored %s is weaker than urlflow now requires for a secret used with an API. "+
+				"Enter a stronger one to replace it.", slot.Label)
+		}
+		return "Enter a new " + slot.Label + " to replace the one urlflow keeps for you."
 	}
-	return a
-}
-
-// weakStored reports whether user's stored cred (nil if none) is weak for slot. A value that
-// does not open counts as not weak: using it says what is wrong.
-func (s *Server) weakStored(ctx context.Context, user state.User, slot *slots.Slot, cred *credentials.Credential) bool {
-	if cred == nil || slot.API == nil {
-		return false
-	}
-	secret, err := s.opts.Vault.Open(user, slot.Name, cred.Sealed)
-	if err != nil {
-		s.log.WarnContext(ctx, "stored credential does not open", "credential", slot.Name, "err", err)
-		return false
-	}
-	return slot.Weak(secret)
 }
 
 // weakNote tells the model that a secret predates its slot's strength minimum.
@@ -172,8 +158,7 @@ type connectionView struct {
 
 func (s *Server) listConnections(ctx context.Context, t turn, _ struct{}) (*sdk.CallToolResult, error) {
 	conns, err := s.opts.Credentials.Connections(ctx, t.user, func(c *credentials.Credential) bool {
-		slot, ok := s.opts.Slots.Lookup(c.Name)
-		return ok && s.weakStored(ctx, t.user, slot, c)
+		return s.opts.Asker.Weak(ctx, t.user, c)
 	})
 	if err != nil {
 		return nil, s.unavailable(ctx, err)

@@ -27,6 +27,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/demoapi"
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/oauth/identity"
@@ -37,6 +38,7 @@ import (
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/once"
 	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/upstream"
 )
@@ -44,7 +46,12 @@ import (
 // waitLimit bounds every wait of a test for something that should happen at once.
 const waitLimit = 10 * time.Second
 
-// Test values. alice and bob, the users, are declared in requeststate_test.go.
+// Test values.
+var (
+	alice = state.User{Issuer: "https://id.example", Subject: "alice"}
+	bob   = state.User{Issuer: "https://id.example", Subject: "bob"}
+)
+
 const (
 	demoSlot  = "demo_api_key" // a slot with the demo API behind it
 	notesSlot = "notes_token"  // a slot that only stores
@@ -52,6 +59,13 @@ const (
 	demoKey   = "demo_0123456789abcdefXYZ"
 	otherKey  = "demo_fedcba9876543210QRS"
 )
+
+// testOptions are the Options of a fixture's server and the deadline of its flows (the
+// Asker's TTL), which tests change.
+type testOptions struct {
+	Options
+	TTL time.Duration
+}
 
 // fixture is one urlflow MCP server on its own Redis.
 type fixture struct {
@@ -65,7 +79,7 @@ type fixture struct {
 	keeper    *thirdparty.Keeper
 	providers *thirdparty.Providers
 	server    *Server
-	opts      Options
+	opts      testOptions
 	logs      *logRecorder
 	redis     *redistest.Server
 	sessions  atomic.Int64 // numbers the in-memory sessions
@@ -78,7 +92,7 @@ type fixture struct {
 // newFixture starts a server configured as `urlflow dev` configures it, in push style, with
 // waits long enough that no test waits one out by accident; configure changes the options
 // before the server starts.
-func newFixture(t *testing.T, configure ...func(*Options)) *fixture {
+func newFixture(t *testing.T, configure ...func(*testOptions)) *fixture {
 	t.Helper()
 	ctx := t.Context()
 	api := httptest.NewServer(demoapi.Handler())
@@ -139,17 +153,19 @@ func newFixture(t *testing.T, configure ...func(*Options)) *fixture {
 	hub := flow.NewHub(rdb, log)
 	vault := vault.NewVault(ring)
 	keeper := thirdparty.NewKeeper(creds, vault, count, log)
-	opts := Options{
+	opts := testOptions{TTL: 10 * time.Minute, Options: Options{
 		Flows: store, Credentials: creds, Counters: count, Hub: hub, Vault: vault, Slots: catalog, Providers: providers, Keeper: keeper,
 		Upstream: upstream.New(nil), PublicURL: publicURL, Style: StylePush,
-		TTL: 10 * time.Minute, Replica: "test-replica", Version: "test", Logger: log,
-		RequestStateKey: ring.Derive("mcp request state"),
-		PushWait:        15 * time.Second, RetryWait: 15 * time.Second,
-	}
+		Replica: "test-replica", Version: "test", Logger: log,
+		PushWait: 15 * time.Second, RetryWait: 15 * time.Second,
+	}}
 	for _, c := range configure {
 		c(&opts)
 	}
-	server := New(opts)
+	opts.Asker = ask.New(ask.Options{Flows: store, Credentials: creds, Keys: once.New(rdb), Vault: vault, Slots: catalog,
+		TTL: opts.TTL, ToolStateKey: ring.Derive("mcp request state"), ServiceStateKey: ring.Derive("service request state"),
+		Logger: log})
+	server := New(opts.Options)
 	runCtx, stopRun := context.WithCancel(ctx)
 	ran := make(chan struct{})
 	go func() {
@@ -178,22 +194,24 @@ func newFixture(t *testing.T, configure ...func(*Options)) *fixture {
 }
 
 // withStyle, withPushWait and the like are the options tests change.
-func withStyle(s Style) func(*Options) { return func(o *Options) { o.Style = s } }
+func withStyle(s Style) func(*testOptions) { return func(o *testOptions) { o.Style = s } }
 
-func withPushWait(d time.Duration) func(*Options) { return func(o *Options) { o.PushWait = d } }
+func withPushWait(d time.Duration) func(*testOptions) { return func(o *testOptions) { o.PushWait = d } }
 
-func withProgressInterval(d time.Duration) func(*Options) {
-	return func(o *Options) { o.ProgressInterval = d }
+func withProgressInterval(d time.Duration) func(*testOptions) {
+	return func(o *testOptions) { o.ProgressInterval = d }
 }
 
-func withRetryWait(d time.Duration) func(*Options) { return func(o *Options) { o.RetryWait = d } }
-
-func withProgressWaitLimit(d time.Duration) func(*Options) {
-	return func(o *Options) { o.ProgressWaitLimit = d }
+func withRetryWait(d time.Duration) func(*testOptions) {
+	return func(o *testOptions) { o.RetryWait = d }
 }
 
-func withStatusWaitLimit(d time.Duration) func(*Options) {
-	return func(o *Options) { o.StatusWaitLimit = d }
+func withProgressWaitLimit(d time.Duration) func(*testOptions) {
+	return func(o *testOptions) { o.ProgressWaitLimit = d }
+}
+
+func withStatusWaitLimit(d time.Duration) func(*testOptions) {
+	return func(o *testOptions) { o.StatusWaitLimit = d }
 }
 
 // serveHTTP serves the MCP endpoint over real HTTP as package web does: Server.Handler

@@ -6,52 +6,44 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 )
 
-// ask describes what a tool asks the user for: a secret slot, how people call it, the
-// reason shown on the pages, and whether it replaces a stored one.
-type ask struct {
-	kind            state.Kind // KindSecret if empty
-	target, purpose string
-	replace         bool
-	replaced        *flow.Replaced // how the stored one stands, when replace is set
-	scopes          []string       // of a third-party connection
+// need is what a tool of turn t needs of its user: target of kind (KindSecret if empty),
+// with the reason the pages show given how the credential it replaces stands.
+func (s *Server) need(t turn, kind state.Kind, target string, scopes []string, purpose func(*flow.Replaced) string) ask.Need {
+	if kind == "" {
+		kind = state.KindSecret
+	}
+	return ask.Need{User: t.user, Kind: kind, Target: target, Scopes: scopes, Purpose: purpose,
+		Caller: ask.Caller{Client: t.client(), SessionID: t.sessionID(), Replica: s.opts.Replica}}
 }
 
-// askFor takes the user through an elicitation for a, in the way the call's era and client
-// allow. It returns the elicitation and no result once the secret is stored (the tool goes
-// on and reads it), and otherwise the result or error the tool returns now.
-func (s *Server) askFor(ctx context.Context, t turn, a ask) (*flow.Elicitation, *sdk.CallToolResult, error) {
+// askFor takes the user through an elicitation for n, which its Check found missing, in
+// the way the call's era and client allow: it reuses the running elicitation of the same
+// user and target in the same session (or, in the sessionless era, of the same user and
+// target), or opens one. It returns the elicitation and no result once the credential is
+// stored (the tool goes on and reads it), and otherwise the result or error the tool
+// returns now.
+func (s *Server) askFor(ctx context.Context, t turn, n ask.Need, missing ask.Outcome) (*flow.Elicitation, *sdk.CallToolResult, error) {
 	if t.era == era2026 {
-		return s.multiRoundTrip(ctx, t, a)
+		return s.multiRoundTrip(ctx, t, n, missing)
 	}
-	e, created, err := s.openElicitation(ctx, t, a)
+	o, err := s.opts.Asker.Open(ctx, n, missing)
 	if err != nil {
 		return nil, nil, s.unavailable(ctx, err)
 	}
+	e := o.Elicitation
 	switch {
 	case !t.urlMode():
 		return e, s.userActionRequired(e), nil
 	case s.opts.Style == StyleError:
 		return e, nil, sdk.URLElicitationRequiredError([]*sdk.ElicitParams{s.elicitParams(e, true)})
 	}
-	res, err := s.push(ctx, t, e, created)
+	res, err := s.push(ctx, t, e, o.Created)
 	return e, res, err
-}
-
-// openElicitation reuses the running elicitation of the same user and target in the same
-// session (or, in the sessionless era, of the same user and target), or creates one.
-// It reports whether it created it.
-func (s *Server) openElicitation(ctx context.Context, t turn, a ask) (*flow.Elicitation, bool, error) {
-	if a.kind == "" {
-		a.kind = state.KindSecret
-	}
-	return s.opts.Flows.Open(ctx, flow.NewElicitation{
-		User: t.user, Kind: a.kind, Target: a.target, Purpose: a.purpose, Replace: a.replace, Replaced: a.replaced, Scopes: a.scopes,
-		Client: t.client(), SessionID: t.sessionID(), Replica: s.opts.Replica, TTL: s.opts.TTL,
-	})
 }
 
 // elicitParams is the URL-mode elicitation for e. The 2026-07-28 input request carries no

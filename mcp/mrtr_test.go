@@ -8,8 +8,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/demoapi"
-	"github.com/urlflow/urlflow/internal/signed"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 )
@@ -38,9 +38,9 @@ func TestMultiRoundTripAsksWithASignedRequestState(t *testing.T) {
 	res := c.call("set_secret", args)
 	id := f.idOf(inputRequired(t, res).URL)
 	raw, _ := json.Marshal(args)
-	st, err := f.server.states.open(res.RequestState, time.Now(), alice, "set_secret", argumentsDigest(raw))
-	if err != nil || st.ElicitationID != id {
-		t.Fatalf("requestState: %+v %v", st, err)
+	redeemed, err := f.opts.Asker.Redeem(res.RequestState, alice, ask.ToolBinding("set_secret", raw))
+	if err != nil || redeemed != id {
+		t.Fatalf("requestState: %q %v", redeemed, err)
 	}
 	if e := f.get(id); e.State != flow.Pending || e.SessionID != "" || e.User != alice || e.Client.Name != "test-client" {
 		t.Fatalf("record: %+v", e)
@@ -147,12 +147,13 @@ func TestMultiRoundTripRefusesARequestStateOfAnotherCall(t *testing.T) {
 	history := len(f.history(id))
 
 	raw, _ := json.Marshal(args)
-	sealed := func(st requestState) string { return f.server.states.seal(st) }
-	genuine := requestState{User: alice.Key(), Tool: "set_secret", Arguments: argumentsDigest(raw), ElicitationID: id,
-		Expires: time.Now().Add(time.Hour).Unix()}
-	expired, gone := genuine, genuine
-	expired.Expires = time.Now().Add(-time.Second).Unix()
-	gone.ElicitationID = "AAAAAAAAAAAAAAAAAAAAAAAAAA"
+	binding := ask.ToolBinding("set_secret", raw)
+	// States this server would issue for a flow past its deadline and its grace, and for
+	// a flow that is gone; and one another server issued.
+	expired := f.opts.Asker.Issue(&flow.Elicitation{ID: id, User: alice, ExpiresAt: time.Now().Add(-ask.StateGrace - time.Second)}, binding)
+	gone := f.opts.Asker.Issue(&flow.Elicitation{ID: "AAAAAAAAAAAAAAAAAAAAAAAAAA", User: alice, ExpiresAt: time.Now().Add(time.Hour)}, binding)
+	otherKey := []byte(strings.Repeat("x", 32))
+	another := ask.New(ask.Options{ToolStateKey: otherKey, ServiceStateKey: otherKey}).Issue(f.get(id), binding)
 	tampered := []byte(first.RequestState)
 	tampered[5] ^= 1
 
@@ -165,13 +166,13 @@ func TestMultiRoundTripRefusesARequestStateOfAnotherCall(t *testing.T) {
 		why          string
 	}{
 		{"tampered", c, "set_secret", args, string(tampered), "not issued by this server or was changed"},
-		{"from another server", c, "set_secret", args, requestStates{signed.NewSealer(testKey)}.seal(genuine), "not issued by this server"},
+		{"from another server", c, "set_secret", args, another, "not issued by this server"},
 		{"of another user", bobs, "set_secret", args, first.RequestState, "another user"},
 		{"of another tool", c, "call_api", apiCall(demoSlot, "GET", "/whoami"), first.RequestState, "another tool"},
 		{"for other arguments", c, "set_secret", map[string]any{"name": notesSlot}, first.RequestState, "other arguments"},
 		{"for other arguments (replace)", c, "set_secret", map[string]any{"name": demoSlot, "replace": true}, first.RequestState, "other arguments"},
-		{"expired", c, "set_secret", args, sealed(expired), "expired"},
-		{"whose elicitation is gone", c, "set_secret", args, sealed(gone), "its elicitation is gone"},
+		{"expired", c, "set_secret", args, expired, "expired"},
+		{"whose elicitation is gone", c, "set_secret", args, gone, "its elicitation is gone"},
 	}
 	for _, tt := range tests {
 		res := tt.c.retry(tt.tool, tt.args, tt.requestState, "accept")
@@ -332,7 +333,7 @@ func TestMultiRoundTripRetryWithAProgressTokenStopsAtTheCap(t *testing.T) {
 // the wait at the deadline, with the honest answer.
 func TestAWaitWithProgressEndsAtTheDeadline(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, withProgressInterval(50*time.Millisecond), func(o *Options) { o.TTL = 500 * time.Millisecond })
+	f := newFixture(t, withProgressInterval(50*time.Millisecond), func(o *testOptions) { o.TTL = 500 * time.Millisecond })
 	c := f.connectModern(alice, clientConfig{urlMode: true})
 	args := map[string]any{"name": demoSlot}
 	first := c.call("set_secret", args)

@@ -29,7 +29,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/urlflow/urlflow/internal/signed"
+	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
@@ -87,8 +87,6 @@ type Options struct {
 	// PublicURL starts every elicitation URL.
 	PublicURL *url.URL
 	Style     Style
-	// TTL is the deadline of a new elicitation.
-	TTL time.Duration
 	// Replica names this process in elicitation records.
 	Replica string
 	// Version is urlflow's version, reported to clients.
@@ -116,9 +114,9 @@ type Options struct {
 	// (DefaultSessionsPerUser if zero). A new session beyond it closes the least recently
 	// used session that no request waits on and no notification is owed to, or is refused.
 	SessionsPerUser int
-	// RequestStateKey signs multi round-trip requestState values (32 bytes or more).
-	RequestStateKey []byte
-	Logger          *slog.Logger
+	// Asker opens elicitations and signs and checks multi round-trip requestStates.
+	Asker  *ask.Asker
+	Logger *slog.Logger
 }
 
 // DefaultRetryWait is under common client HTTP timeouts.
@@ -142,7 +140,6 @@ type Server struct {
 	sessions                     *sessionRegistry
 	notifier                     *notifier
 	background                   *background
-	states                       requestStates
 	proxy                        *proxy.Proxy
 	log                          *slog.Logger
 }
@@ -175,10 +172,7 @@ func New(opts Options) *Server {
 	if opts.SessionsPerUser <= 0 {
 		opts.SessionsPerUser = DefaultSessionsPerUser
 	}
-	if len(opts.RequestStateKey) < 32 {
-		panic("mcp: RequestStateKey needs 32 bytes or more")
-	}
-	s := &Server{opts: opts, log: log, states: requestStates{signed.NewSealer(opts.RequestStateKey)},
+	s := &Server{opts: opts, log: log,
 		proxy: proxy.New(opts.Credentials, opts.Vault, opts.Keeper, opts.Upstream, opts.Counters, log)}
 	s.background = newBackground()
 	s.sessions = newSessionRegistry(opts.Flows, opts.Replica, opts.SessionsPerUser,

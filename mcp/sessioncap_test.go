@@ -17,7 +17,9 @@ import (
 	"github.com/urlflow/urlflow/state/flow"
 )
 
-func withSessionsPerUser(n int) func(*Options) { return func(o *Options) { o.SessionsPerUser = n } }
+func withSessionsPerUser(n int) func(*testOptions) {
+	return func(o *testOptions) { o.SessionsPerUser = n }
+}
 
 // startReplica starts a second urlflow replica on the fixture's Redis, with its own event
 // subscription, as another process would be.
@@ -27,7 +29,7 @@ func (f *fixture) startReplica(name string) *Server {
 	hub := flow.NewHub(rdb, f.opts.Logger)
 	opts := f.opts
 	opts.Hub, opts.Replica = hub, name
-	server := New(opts)
+	server := New(opts.Options)
 	ctx, stop := context.WithCancel(f.ctx)
 	ran := make(chan struct{})
 	go func() {
@@ -224,7 +226,7 @@ func TestASessionItsClientDeletesIsUnregisteredBeforeTheAnswer(t *testing.T) {
 // between the requests that start the session.
 func TestASessionThatIdlesOutIsUnregistered(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, func(o *Options) { o.SessionIdleTimeout = 4 * time.Second })
+	f := newFixture(t, func(o *testOptions) { o.SessionIdleTimeout = 4 * time.Second })
 	endpoint, token := f.serveHTTP()
 	c := f.connectHTTP(endpoint, token("alice"), "2025-11-25", clientConfig{urlMode: true}, true)
 	if !f.registered(c) {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 )
@@ -140,25 +141,20 @@ func (s *Server) setSecret(ctx context.Context, t turn, args setSecretArgs) (*sd
 	if err != nil {
 		return nil, err
 	}
-	existing, err := s.opts.Credentials.Get(ctx, t.user, slot.Name)
-	switch {
-	case errors.Is(err, state.ErrNotFound):
-		existing = nil
-	case err != nil:
+	n := s.need(t, state.KindSecret, slot.Name, nil, secretPurpose(slot, "use it for you"))
+	n.Replace = args.Replace
+	o, err := s.opts.Asker.Check(ctx, n)
+	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
-	a := ask{target: slot.Name, purpose: "Enter your " + slot.Label + " so that urlflow can use it for you."}
-	switch {
-	case args.Replace || existing.Locked():
-		a = s.reentry(slot, existing, s.weakStored(ctx, t.user, slot, existing))
-	case existing != nil:
+	if o.Status == ask.Stored {
 		res := alreadyStored(slot.Label, slot.Name)
-		if s.weakStored(ctx, t.user, slot, existing) {
+		if s.opts.Asker.Weak(ctx, t.user, o.Credential) {
 			res.Content = append(res.Content, &sdk.TextContent{Text: weakNote(slot)})
 		}
 		return res, nil
 	}
-	e, res, err := s.askFor(ctx, t, a)
+	e, res, err := s.askFor(ctx, t, n, o)
 	if res != nil || err != nil {
 		return res, err
 	}

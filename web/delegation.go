@@ -17,6 +17,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/internal/display"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
@@ -144,38 +145,40 @@ func (s *Server) apiCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ask, err := s.delegatedAsk(svc, req)
+	n, err := s.delegatedNeed(svc, req)
 	if err != nil {
 		return err
 	}
 	switch {
-	case len(req.Call) > maxCall:
-		return refuse(http.StatusBadRequest, "call: at most %d bytes", maxCall)
+	case len(req.Call) > ask.MaxCall:
+		return refuse(http.StatusBadRequest, "call: at most %d bytes", ask.MaxCall)
 	case req.Action != "" && req.RequestState == "":
 		return refuse(http.StatusBadRequest, "action is the client's answer to the input request of a requestState: send it with that requestState")
 	}
 	if _, _, ok := flow.ClientAnswer(req.Action); req.Action != "" && !ok {
 		return refuse(http.StatusBadRequest, "action: want accept, decline or cancel")
 	}
-	user, err := s.delegatedUser(c, svc, req.User)
-	if err != nil {
+	if n.User, err = s.delegatedUser(c, svc, req.User); err != nil {
 		return err
-	}
-	if req.RequestState != "" {
-		return s.resume(c, svc, user, ask, req)
 	}
 	key, err := idempotencyKey(c)
 	if err != nil {
 		return err
 	}
-	if key != "" {
-		return s.createOnce(c, svc, user, ask, req, key)
+	ctx := c.Request().Context()
+	var o ask.Outcome
+	switch {
+	case req.RequestState != "":
+		o, err = s.resume(ctx, svc, n, req)
+	case key != "":
+		o, err = s.opts.Asker.EnsureOnce(ctx, n, key, createDigest(n.User, req))
+	default:
+		o, err = s.opts.Asker.Ensure(ctx, n)
 	}
-	status, ans, err := s.open(c.Request().Context(), svc, user, ask, req)
 	if err != nil {
-		return err
+		return createRefusal(err)
 	}
-	return s.createAnswered(c, status, ans)
+	return s.createAnswered(c, svc, n, req.Call, o)
 }
 
 // idempotencyKey returns the request's Idempotency-Key, if any: 1 to 255 visible ASCII
@@ -202,56 +205,21 @@ func idempotencyKey(c echo.Context) (string, error) {
 // idempotencyHeader names the key that makes a retried create return the first answer.
 const idempotencyHeader = "Idempotency-Key"
 
-// createOnce answers a create that carries idempotency key: its first answer when it was
-// answered before, else the answer of open, kept for flow.IdempotencyKeep when it named an
-// elicitation. The same key with another request or user is refused.
-func (s *Server) createOnce(c echo.Context, svc *services.Service, user state.User, ask flow.NewElicitation, req createRequest, key string) error {
-	ctx := c.Request().Context()
-	digest := createDigest(user, req)
-	held, err := s.opts.Flows.ClaimIdempotencyKey(ctx, svc.Name, key, digest)
+// createRefusal is the answer to a create that err ended: the idempotency key's and the
+// requestState's refusals, or err itself.
+func createRefusal(err error) error {
 	switch {
-	case err != nil:
-		return err
-	case held == nil:
-		status, ans, err := s.open(ctx, svc, user, ask, req)
-		// Recorded even when the service gave up waiting for the answer: its retry is what
-		// the key is for.
-		keep := context.WithoutCancel(ctx)
-		if err == nil && ans.Elicitation != nil {
-			err = s.opts.Flows.AnswerIdempotencyKey(keep, svc.Name, key,
-				flow.IdempotentCreate{Request: digest, ElicitationID: ans.Elicitation.ID, Created: status == http.StatusCreated})
-		} else if free := s.opts.Flows.FreeIdempotencyKey(keep, svc.Name, key); err == nil {
-			err = free
-		}
-		if err != nil {
-			return err
-		}
-		return s.createAnswered(c, status, ans)
-	case held.Request != digest:
+	case errors.Is(err, ask.ErrKeyReused):
 		return refuse(http.StatusUnprocessableEntity, "this %s was sent with another request; use a new key for a new request", idempotencyHeader)
-	case held.ElicitationID == "":
+	case errors.Is(err, ask.ErrKeyBusy):
 		return refuse(http.StatusConflict, "the first request with this %s is still being answered; send it again in a moment", idempotencyHeader)
-	}
-	e, err := s.opts.Flows.Get(ctx, held.ElicitationID)
-	if errors.Is(err, state.ErrNotFound) {
+	case errors.Is(err, ask.ErrKeyGone):
 		return refuse(http.StatusConflict, "the elicitation of the first request with this %s is gone; use a new key", idempotencyHeader)
+	case errors.Is(err, ask.ErrBadState):
+		why := strings.TrimPrefix(err.Error(), ask.ErrBadState.Error()+": ")
+		return refuse(http.StatusBadRequest, "requestState: %s; nothing was changed: create again without it to start over", why)
 	}
-	if err != nil {
-		return err
-	}
-	status := http.StatusOK
-	if held.Created {
-		status = http.StatusCreated
-	}
-	ans, err := s.actionRequired(ctx, svc, e, req.Call)
-	if err != nil {
-		return err
-	}
-	if e.State.Terminal() {
-		// The first answer's elicitation as it now stands: ended, its state says how.
-		ans.Status, ans.RequestState = statusEnded, ""
-	}
-	return s.createAnswered(c, status, ans)
+	return err
 }
 
 // createDigest identifies a create request of user: the same key for another request or
@@ -262,96 +230,49 @@ func createDigest(user state.User, req createRequest) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// createAnswered writes ans with status, and the new elicitation's location when created.
-func (s *Server) createAnswered(c echo.Context, status int, ans createAnswer) error {
-	if status == http.StatusCreated {
-		c.Response().Header().Set(echo.HeaderLocation, "/api/v1/elicitations/"+ans.Elicitation.ID)
+// createAnswered writes the answer of a create of n by svc for call: the credential when
+// it is stored; the elicitation, with its requestState while it runs; 201 and the new
+// elicitation's location when the create (or the first answer of a key sent again)
+// created it.
+func (s *Server) createAnswered(c echo.Context, svc *services.Service, n ask.Need, call string, o ask.Outcome) error {
+	if o.Status == ask.Stored {
+		conn := o.Credential.Connection()
+		return c.JSON(http.StatusOK, createAnswer{Status: statusStored, Credential: &conn})
 	}
-	return c.JSON(status, ans)
-}
-
-// open answers a create: the credential when the user has it stored for svc (200), else
-// the elicitation opened for ask, new (201) or the user's running one (200).
-func (s *Server) open(ctx context.Context, svc *services.Service, user state.User, ask flow.NewElicitation, req createRequest) (int, createAnswer, error) {
-	name := credentials.Name(svc.Name, ask.Target)
-	stored, err := s.opts.Credentials.Get(ctx, user, name)
-	switch {
-	case errors.Is(err, state.ErrNotFound):
-	case err != nil:
-		return 0, createAnswer{}, err
-	case stored.Locked():
-		ask.Replace, ask.Replaced = true, &flow.Replaced{LockReason: stored.LockReason}
-	case stored.NeedsReconnect:
-		ask.Replace = true
-	case !req.Replace && stored.Covers(ask.Scopes):
-		conn := stored.Connection()
-		return http.StatusOK, createAnswer{Status: statusStored, Credential: &conn}, nil
-	default:
-		ask.Replace = true
-	}
-	ask.User, ask.TTL = user, s.opts.TTL
-	e, created, err := s.opts.Flows.Open(ctx, ask)
+	v, err := s.view(c.Request().Context(), o.Elicitation)
 	if err != nil {
-		return 0, createAnswer{}, err
+		return err
 	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
+	ans := createAnswer{Status: statusEnded, Elicitation: &v}
+	if o.Status == ask.Asking {
+		ans.Status = statusActionRequired
+		ans.RequestState = s.opts.Asker.Issue(o.Elicitation, ask.ServiceBinding(svc.Name, n.Kind, n.Target, call))
 	}
-	ans, err := s.actionRequired(ctx, svc, e, req.Call)
-	return status, ans, err
-}
-
-// actionRequired is the answer that sends the user to e, with its requestState.
-func (s *Server) actionRequired(ctx context.Context, svc *services.Service, e *flow.Elicitation, call string) (createAnswer, error) {
-	v, err := s.view(ctx, e)
-	if err != nil {
-		return createAnswer{}, err
+	if !o.Created {
+		return c.JSON(http.StatusOK, ans)
 	}
-	return createAnswer{Status: statusActionRequired, Elicitation: &v, RequestState: s.sealServiceState(svc.Name, e, call)}, nil
+	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/elicitations/"+o.Elicitation.ID)
+	return c.JSON(http.StatusCreated, ans)
 }
 
 // resume continues the elicitation of req's requestState, recording the client's answer
-// when req carries one: still running, the same elicitation with a fresh requestState;
-// ended without success, the elicitation (status ended); complete, or gone, the answer of
-// a new create (the credential, or a new elicitation when it was removed since).
-func (s *Server) resume(c echo.Context, svc *services.Service, user state.User, ask flow.NewElicitation, req createRequest) error {
-	ctx := c.Request().Context()
-	st, err := s.openServiceState(req.RequestState, svc.Name, user, ask.Kind, ask.Target, req.Call)
+// when req carries one: still running, the same elicitation (with a fresh requestState);
+// ended without success, the elicitation; complete, or gone, the answer of a new create
+// (the credential, or a new elicitation when it was removed since).
+func (s *Server) resume(ctx context.Context, svc *services.Service, n ask.Need, req createRequest) (ask.Outcome, error) {
+	id, err := s.opts.Asker.Redeem(req.RequestState, n.User, ask.ServiceBinding(svc.Name, n.Kind, n.Target, req.Call))
 	if err != nil {
-		return err
+		return ask.Outcome{}, err
 	}
-	var e *flow.Elicitation
-	if ev, reason, ok := flow.ClientAnswer(req.Action); ok {
-		// Apply answers the record as it now stands, changed or not: no second read.
-		var change flow.Change
-		change, err = s.opts.Flows.Apply(ctx, st.ElicitationID, ev, state.ActorClient, reason+", as the service "+svc.Name+" reports")
-		e = change.Elicitation
-	} else {
-		e, err = s.opts.Flows.Get(ctx, st.ElicitationID)
+	e, err := s.opts.Asker.Current(ctx, n.User, id, req.Action, "the service "+svc.Name)
+	if errors.Is(err, state.ErrNotFound) {
+		n.Replace = false // what the flow stored is the replacement
+		return s.opts.Asker.Ensure(ctx, n)
 	}
-	switch {
-	case errors.Is(err, state.ErrNotFound) || (err == nil && e.State == flow.Complete):
-		req.Replace = false // what the flow stored is the replacement
-		status, ans, err := s.open(ctx, svc, user, ask, req)
-		if err != nil {
-			return err
-		}
-		return s.createAnswered(c, status, ans)
-	case err != nil:
-		return err
-	case e.State.Terminal():
-		v, err := s.view(ctx, e)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, createAnswer{Status: statusEnded, Elicitation: &v})
-	}
-	ans, err := s.actionRequired(ctx, svc, e, req.Call)
 	if err != nil {
-		return err
+		return ask.Outcome{}, err
 	}
-	return c.JSON(http.StatusOK, ans)
+	return s.opts.Asker.Settle(ctx, n, e, true)
 }
 
 // refuse is the error that answers a request the API refuses with status and
@@ -360,13 +281,12 @@ func refuse(status int, format string, a ...any) error {
 	return echo.NewHTTPError(status, fmt.Sprintf(format, a...))
 }
 
-// delegatedAsk checks what svc asks for in req and returns the elicitation to open, but
-// for its user and deadline.
-func (s *Server) delegatedAsk(svc *services.Service, req createRequest) (flow.NewElicitation, error) {
+// delegatedNeed checks what svc asks for in req and returns it, but for its user.
+func (s *Server) delegatedNeed(svc *services.Service, req createRequest) (ask.Need, error) {
 	// What the service says is cleaned where it enters (package display), as a client's
 	// own name is: it is shown to the user and kept in the history.
-	n := flow.NewElicitation{Service: svc.Name, Releasable: svc.Release,
-		Client: state.NewClientInfo(req.Client.Name, req.Client.Title, req.Client.Version)}
+	n := ask.Need{Replace: req.Replace, Caller: ask.Caller{Service: svc.Name, Releasable: svc.Release,
+		Client: state.NewClientInfo(req.Client.Name, req.Client.Title, req.Client.Version)}}
 	t, err := s.serviceTarget(svc, req.Slot, req.Provider)
 	if err != nil {
 		return n, err
@@ -384,10 +304,11 @@ func (s *Server) delegatedAsk(svc *services.Service, req createRequest) (flow.Ne
 	if utf8.RuneCountInString(req.Message) > maxMessage {
 		return n, refuse(http.StatusBadRequest, "message: at most %d characters", maxMessage)
 	}
-	n.Purpose = display.Clean(req.Message, maxMessage)
-	if n.Purpose == "" {
-		n.Purpose = svc.Label + " asks for your " + t.label + "."
+	purpose := display.Clean(req.Message, maxMessage)
+	if purpose == "" {
+		purpose = svc.Label + " asks for your " + t.label + "."
 	}
+	n.Purpose = func(*flow.Replaced) string { return purpose }
 	return n, nil
 }
 

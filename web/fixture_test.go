@@ -27,6 +27,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/demoapi"
 	"github.com/urlflow/urlflow/internal/issuertest"
 	"github.com/urlflow/urlflow/internal/redistest"
@@ -42,6 +43,7 @@ import (
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/once"
 	"github.com/urlflow/urlflow/state/ratelimit"
 	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/upstream"
@@ -124,6 +126,7 @@ type fixture struct {
 	server        *Server
 	redis         *redistest.Server
 	store         *flow.Store
+	asker         *ask.Asker
 	creds         *credentials.Store
 	trail         *audit.Trail
 	sessions      *browsersession.Store
@@ -270,8 +273,11 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 			t.Fatal(err)
 		}
 	}
+	f.asker = ask.New(ask.Options{Flows: store, Credentials: creds, Keys: once.New(rdb), Vault: vault, Slots: catalog,
+		TTL: 10 * time.Minute, Now: clock.Now, ToolStateKey: keys.Derive("mcp request state"),
+		ServiceStateKey: keys.Derive("service request state"), Logger: log})
 	f.server = New(Options{
-		Services: f.services, ServiceUsers: serviceUsers, OperatorSubjects: []string{"operator"},
+		Asker: f.asker, Services: f.services, ServiceUsers: serviceUsers, OperatorSubjects: []string{"operator"},
 		PublicURL: publicURL, Flows: store, Hub: hub, Credentials: creds, Vault: vault, Keys: keys, Slots: catalog,
 		Sessions: sessions, Limiter: ratelimit.NewLimiter(rdb, clock.Now), Counters: count, Audit: trail, Metrics: instruments,
 		Verifier: verifier, Operators: identity.NewOperators([]string{f.operatorToken}, []string{f.readOnlyToken}), Dev: f.dev, SignIn: signIn,

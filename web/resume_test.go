@@ -1,14 +1,17 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/once"
 	"github.com/urlflow/urlflow/state/ratelimit"
 )
 
@@ -63,50 +66,17 @@ func TestARetriedCreateWithAnIdempotencyKeyGetsTheFirstAnswer(t *testing.T) {
 	if err := json.Unmarshal([]byte(createDemoKey), &req); err != nil {
 		t.Fatal(err)
 	}
-	if held, err := f.store.ClaimIdempotencyKey(t.Context(), weather, "busy", createDigest(f.user("alice"), req)); held != nil || err != nil {
-		t.Fatalf("claim: %+v, %v", held, err)
+	_, _, err := once.New(f.redis.Client(t)).Do(t.Context(), weather, "busy", createDigest(f.user("alice"), req),
+		func(context.Context) (once.Answer, error) {
+			f.createWithKey(t, weather, alice, "busy", createDemoKey).want(t, http.StatusConflict, "still being answered")
+			return once.Answer{}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
 	}
-	f.createWithKey(t, weather, alice, "busy", createDemoKey).want(t, http.StatusConflict, "still being answered")
 
 	for _, bad := range []string{"", strings.Repeat("k", 256), "two words", `"unclosed`} {
 		f.createWithKey(t, weather, alice, bad, createDemoKey).want(t, http.StatusBadRequest, idempotencyHeader)
-	}
-}
-
-func TestAnIdempotencyKeyIsClaimedAnsweredAndFreed(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, fixtureOptions{})
-	ctx := t.Context()
-	if held, err := f.store.ClaimIdempotencyKey(ctx, weather, "k", "req-a"); held != nil || err != nil {
-		t.Fatalf("a free key: %+v, %v", held, err)
-	}
-	if held, err := f.store.ClaimIdempotencyKey(ctx, weather, "k", "req-a"); err != nil || held == nil || held.ElicitationID != "" || held.Request != "req-a" {
-		t.Fatalf("a claimed key: %+v, %v; want the claim in progress", held, err)
-	}
-	if held, _ := f.store.ClaimIdempotencyKey(ctx, calendar, "k", "req-a"); held != nil {
-		t.Fatal("another scope's key was taken")
-	}
-	if err := f.store.FreeIdempotencyKey(ctx, calendar, "k"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.store.AnswerIdempotencyKey(ctx, weather, "k", flow.IdempotentCreate{Request: "req-a", ElicitationID: "e1", Created: true}); err != nil {
-		t.Fatal(err)
-	}
-	if held, _ := f.store.ClaimIdempotencyKey(ctx, weather, "k", "req-b"); held == nil || held.ElicitationID != "e1" || !held.Created || held.Request != "req-a" {
-		t.Fatalf("an answered key: %+v", held)
-	}
-	idem := f.keys(t, "*idem:*")
-	if len(idem) != 1 {
-		t.Fatalf("idempotency keys %v, want one", idem)
-	}
-	if ttl := f.redis.Client(t).TTL(ctx, idem[0]).Val(); ttl <= flow.IdempotencyKeep-time.Minute || ttl > flow.IdempotencyKeep {
-		t.Errorf("an answered key lives %v, want %v", ttl, flow.IdempotencyKeep)
-	}
-	if err := f.store.FreeIdempotencyKey(ctx, weather, "k"); err != nil {
-		t.Fatal(err)
-	}
-	if held, _ := f.store.ClaimIdempotencyKey(ctx, weather, "k", "req-b"); held != nil {
-		t.Fatal("a freed key is still held")
 	}
 }
 
@@ -163,8 +133,8 @@ func TestA2026ServiceGoesOnWithTheRequestStateUrlflowSigned(t *testing.T) {
 		{"altered", weather, alice, resumeBody(call, payload+"x."+mac, "decline"), "not issued by this server"},
 		{"another user", weather, f.userTokenFor(t, "bob", weather), resumeBody(call, first.RequestState, "decline"), "another user"},
 		{"another service", calendar, f.userTokenFor(t, "alice", calendar), resumeBody(call, first.RequestState, "decline"), "another service"},
-		{"another slot", weather, alice, resumeBody(call, f.server.sealServiceState(weather, &flow.Elicitation{ID: id, User: f.user("alice"), Kind: state.KindSecret, Target: "other_slot", ExpiresAt: f.get(t, id).ExpiresAt}, call), "decline"), "another slot"},
-		{"expired", weather, alice, resumeBody(call, f.server.sealServiceState(weather, &flow.Elicitation{ID: id, User: f.user("alice"), Kind: state.KindSecret, Target: demoSlot}, call), "decline"), "expired"},
+		{"another slot", weather, alice, resumeBody(call, f.asker.Issue(f.get(t, id), ask.ServiceBinding(weather, state.KindSecret, "other_slot", call)), "decline"), "another slot"},
+		{"expired", weather, alice, resumeBody(call, f.asker.Issue(&flow.Elicitation{ID: id, User: f.user("alice")}, ask.ServiceBinding(weather, state.KindSecret, demoSlot, call)), "decline"), "expired"},
 		{"an action alone", weather, alice, `{"slot": "demo_api_key", "action": "decline"}`, "send it with that requestState"},
 		{"a strange action", weather, alice, resumeBody(call, first.RequestState, "maybe"), "accept, decline or cancel"},
 	} {

@@ -20,7 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/urlflow/urlflow/internal/signed"
+	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
@@ -99,8 +99,10 @@ type Options struct {
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client address
 	// that RateLimits.BadTokens counts by; with none, it is the TCP peer.
 	TrustedProxies TrustedProxies
-	// TTL is the deadline of an elicitation a service creates, and of a new attempt
-	// started through the retry API.
+	// Asker opens the elicitations that services ask for, and signs and checks their
+	// requestStates.
+	Asker *ask.Asker
+	// TTL is the deadline of a new attempt started through the retry API.
 	TTL time.Duration
 	// StatusWaitLimit bounds the wait of GET /api/v1/elicitations/{id}?wait=
 	// (DefaultStatusWaitLimit when zero; tests shorten it).
@@ -132,8 +134,6 @@ type Server struct {
 	csrf     csrfKey
 	metrics  *metrics.Process
 	proxy    *proxy.Proxy
-	// serviceStates signs the requestState values given to services (serviceState).
-	serviceStates signed.Sealer
 	// eventStreams counts the services' open event streams.
 	eventStreams eventStreams
 	// verifier is opts.Verifier remembering the tokens it accepted (identity.Remember): a
@@ -156,8 +156,6 @@ func New(opts Options) *Server {
 		log:      log,
 		metrics:  newMetrics(opts.Metrics, opts.Counters, opts.Flows, log),
 		proxy:    proxy.New(opts.Credentials, opts.Vault, opts.Keeper, opts.Upstream, opts.Counters, log),
-
-		serviceStates: signed.NewSealer(opts.Keys.Derive("service request state")),
 	}
 	s.verifier = identity.Remember(opts.Verifier)
 	s.serviceUsers = make(map[string]identity.Verifier, len(opts.ServiceUsers))

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/demoapi"
 	"github.com/urlflow/urlflow/internal/embedded"
 	"github.com/urlflow/urlflow/mcp"
@@ -30,6 +31,7 @@ import (
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/once"
 	"github.com/urlflow/urlflow/state/ratelimit"
 	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/upstream"
@@ -219,18 +221,20 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	seals := vault.NewVault(cfg.Keys)
 	keeper := thirdparty.NewKeeper(creds, seals, count, log)
 	caller := upstream.New(nil)
+	asker := ask.New(ask.Options{Flows: flows, Credentials: creds, Keys: once.New(rdb), Vault: seals, Slots: cfg.Slots,
+		TTL: cfg.TTL, ToolStateKey: cfg.Keys.Derive("mcp request state"), ServiceStateKey: cfg.Keys.Derive("service request state"),
+		Logger: log})
 	mcpServer := mcp.New(mcp.Options{
 		Flows: flows, Credentials: creds, Counters: count, Metrics: instruments, Hub: hub, Vault: seals,
-		Upstream: caller, Slots: cfg.Slots, Providers: providers, Keeper: keeper,
+		Upstream: caller, Slots: cfg.Slots, Providers: providers, Keeper: keeper, Asker: asker,
 		PublicURL: cfg.PublicURL, Style: cfg.Style,
-		TTL: cfg.TTL, Replica: replica, Version: version(), Logger: log,
-		RequestStateKey: cfg.Keys.Derive("mcp request state"),
-		PushWait:        cfg.Waits.Push, ProgressInterval: cfg.Waits.Progress,
+		Replica: replica, Version: version(), Logger: log,
+		PushWait: cfg.Waits.Push, ProgressInterval: cfg.Waits.Progress,
 		RetryWait: cfg.Waits.Retry, StatusWaitLimit: cfg.Waits.StatusLimit,
 		SessionsPerUser: cfg.MCPSessions.PerUser, SessionIdleTimeout: cfg.MCPSessions.IdleTimeout,
 	})
 	webServer := web.New(web.Options{
-		PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
+		Asker: asker, PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
 		Sessions: browsersession.NewStore(rdb), Limiter: limiter, Counters: count, Audit: trail, Metrics: instruments, OperatorSubjects: cfg.OperatorSubjects,
 		Slots: cfg.Slots, Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens, cfg.OperatorReadOnlyTokens),
 		Services: cfg.Services, ServiceUsers: users, StatusWaitLimit: cfg.Waits.StatusLimit,

@@ -47,6 +47,8 @@ type Replaced struct {
 	LockReason string `json:"lockReason,omitempty"`
 	// Weak is set when it was weaker than its slot requires.
 	Weak bool `json:"weak,omitempty"`
+	// Reconnect is set when it was a connection its provider no longer honoured.
+	Reconnect bool `json:"reconnect,omitempty"`
 }
 
 // NotificationOwed reports whether the completion notification of e is owed to its MCP
