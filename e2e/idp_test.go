@@ -3,18 +3,17 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -94,8 +93,8 @@ func launchIDP(config map[string]any) (*idp, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
-		return nil, errors.New("e2e/idp has no node_modules: run `npm ci --prefix e2e/idp` (the README's test command does)")
+	if _, err := npmPackage("idp", "oidc-provider"); err != nil {
+		return nil, err
 	}
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -140,6 +139,35 @@ func launchIDP(config map[string]any) (*idp, error) {
 func (p *idp) stop() {
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	p.cmd.Wait()
+}
+
+// TestTheTestProviderBehavesAsItsREADMESays runs e2e/idp/selftest.mjs, which starts idp.mjs
+// in each of its modes (with the same node and flags as launchIDP) and checks over HTTP what
+// e2e/idp/README.md promises. The other tests take the provider's refusals as the truth: an
+// expired, revoked or reused token refused, a replayed code or refresh token revoking the
+// grant, each refresh counted once. A provider that accepted too much, after an upgrade of
+// oidc-provider or a change to idp.mjs, would let them pass; this test would fail.
+func TestTheTestProviderBehavesAsItsREADMESays(t *testing.T) {
+	t.Parallel()
+	if _, err := npmPackage("idp", "oidc-provider"); err != nil {
+		t.Fatal(err)
+	}
+	script, err := filepath.Abs(filepath.Join("idp", "selftest.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 7 s alone, about 30 s beside the other tests; the bound only turns a hang into a
+	// failure that shows the output.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", script)
+	// A process group of its own, so that a timeout also ends the providers it started.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node idp/selftest.mjs: %v\n%s", err, out)
+	}
 }
 
 // register adds a client (what "/test/clients") or a resource ("/test/resources") to the

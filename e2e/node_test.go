@@ -62,8 +62,10 @@ func startNode(t *testing.T, script string, s *server, token string, args ...str
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatalf("e2e/node has no node_modules: run `npm ci --prefix e2e/node` (the README's test command does)")
+	for _, sdk := range []string{"@modelcontextprotocol/sdk", "@modelcontextprotocol/client"} {
+		if _, err := npmPackage("node", sdk); err != nil {
+			t.Fatal(err)
+		}
 	}
 	n := &nodeClient{t: t, events: make(chan nodeEvent, 64), exited: make(chan struct{}), stderr: &syncBuffer{},
 		traffic: filepath.Join(t.TempDir(), "traffic.log")}

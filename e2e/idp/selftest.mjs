@@ -3,7 +3,8 @@
 // like a browser would (plain HTTP, a cookie jar, no JavaScript), and checks discovery, the
 // authorization code + PKCE flow with resource indicators, JWT access tokens, ID tokens,
 // userinfo, refresh rotation, revocation, introspection, dynamic registration, /api/me and the
-// /test/ endpoints. `node selftest.mjs` (or `npm run selftest`); exit 0 when all pass.
+// /test/ endpoints. `node selftest.mjs` (or `npm run selftest`); exit 0 when all pass. The Go
+// e2e tests run it (TestTheTestProviderBehavesAsItsREADMESays in e2e/idp_test.go).
 
 import { spawn } from 'node:child_process';
 import * as crypto from 'node:crypto';
@@ -389,11 +390,14 @@ async function thirdPartyRole(format) {
 
     // Short-lived access tokens; refresh
     await post(`${issuer}/test/stats/reset`, {});
-    await post(`${issuer}/test/access-ttl?seconds=1`, {});
+    // 2 s, not 1: exp is iat + TTL in whole seconds and iat is rounded down, so a 1 s token
+    // issued late in a second could be expired a millisecond later. A 2 s token lives at
+    // least 1 s and at most 2 s.
+    await post(`${issuer}/test/access-ttl?seconds=2`, {});
     const ref = await post(`${issuer}/token`, { grant_type: 'refresh_token', refresh_token: tok.json.refresh_token }, { basic });
-    check('refresh -> expires_in 1, rotated', ref.status === 200 && ref.json.expires_in === 1 && ref.json.refresh_token !== tok.json.refresh_token, ref.json);
+    check('refresh -> expires_in 2, rotated', ref.status === 200 && ref.json.expires_in === 2 && ref.json.refresh_token !== tok.json.refresh_token, ref.json);
     me = await get(`${issuer}/api/me`, ref.json.access_token);
-    check('/api/me with the fresh 1 s token -> 200', me.status === 200, me.json);
+    check('/api/me with the fresh 2 s token -> 200', me.status === 200, me.json);
     await sleep(2100);
     me = await get(`${issuer}/api/me`, ref.json.access_token);
     check('/api/me with the expired token -> 401', me.status === 401 && me.json.error === 'invalid_token', me.json);
