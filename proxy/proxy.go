@@ -108,11 +108,14 @@ func (p *Proxy) Secret(ctx context.Context, u Use, slot *slots.Slot, cred *crede
 	if errors.As(err, &carried) {
 		p.counters.Add(ctx, "urlflow_secret_in_request_total", "kind", string(state.KindSecret))
 		reason := u.Via + " carried it in its " + carried.Where
-		_, lockErr := p.creds.Lock(ctx, u.User, cred, u.Actor, reason) // false, nil: locked already or stored anew
+		// The lock holds even when the caller has gone away meanwhile: the secret may be a
+		// guess being checked.
+		locked, lockErr := p.creds.Lock(context.WithoutCancel(ctx), u.User, cred, u.Actor, reason)
 		if lockErr != nil {
 			p.log.ErrorContext(ctx, "credential not locked", "credential", u.Name, "err", lockErr)
 		}
-		return nil, false, &CarriedError{Where: carried.Where, Kind: state.KindSecret, Locked: lockErr == nil}
+		// Not locked without an error: the user stored it anew, or deleted it, meanwhile.
+		return nil, false, &CarriedError{Where: carried.Where, Kind: state.KindSecret, Locked: locked}
 	}
 	if err != nil {
 		return nil, false, err

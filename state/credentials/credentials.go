@@ -294,7 +294,8 @@ return 1`)
 
 // Lock locks user's credential c until the user stores it again, recording reason in the
 // credential and, with actor, in the audit trail. It locks nothing if the credential was
-// deleted or stored again since c was read, and reports whether it locked.
+// deleted or stored again since c was read, and leaves a lock that is there already as it
+// is. It reports whether c is locked now (by this call or before).
 func (s *Store) Lock(ctx context.Context, user state.User, c *Credential, actor state.Actor, reason string) (bool, error) {
 	now := s.now().UTC()
 	uk := user.Key()
@@ -306,7 +307,7 @@ func (s *Store) Lock(ctx context.Context, user state.User, c *Credential, actor 
 		s.audited(ctx, user, audit.CredentialLocked, c.Name, actor, reason)
 		s.log.WarnContext(ctx, "credential locked", "user", uk, "credential", c.Name, "actor", actor, "reason", reason)
 	}
-	return n == 1, nil
+	return n == 1 || n == 2, nil
 }
 
 // Replace stores c in place of user's credential of the same name (a refreshed token),

@@ -224,8 +224,12 @@ func TestALockHoldsUntilTheSecretIsStoredAgainAndIsAudited(t *testing.T) {
 		if !credentialsEqual(before, after) {
 			t.Fatalf("locking changed the credential:\n%+v\n%+v", before, after)
 		}
-		if again, err := s.Lock(t.Context(), user, before, state.ActorClient, "again"); err != nil || again {
-			t.Fatalf("a second lock = %v, %v; want no change", again, err)
+		// A second lock finds it locked and changes nothing.
+		if again, err := s.Lock(t.Context(), user, before, state.ActorClient, "again"); err != nil || !again {
+			t.Fatalf("a second lock = %v, %v; want it still locked", again, err)
+		}
+		if c, err := s.Get(t.Context(), user, "demo_api_key"); err != nil || c.LockReason != reason {
+			t.Fatalf("after a second lock: %+v, %v; want the first lock's reason", c, err)
 		}
 		conns, err := s.Connections(t.Context(), user, nil)
 		if err != nil || len(conns) != 1 || conns[0].LockedAt == nil || conns[0].LockReason != reason {
