@@ -230,15 +230,27 @@ type createAnswer struct {
 }
 
 // wait reads elicitation id until it ends or wait passes, and returns it as it then stands.
+// urlflow's long poll counts whole seconds: what is left of wait under a second is waited
+// here, before the last read, so that a short wait is a pause and not a burst of requests.
 func (c *Client) wait(ctx context.Context, id string, wait time.Duration) (*Elicitation, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		secs := min(60, int(time.Until(deadline).Seconds()))
+		left := time.Until(deadline)
+		secs := max(0, min(60, int(left/time.Second)))
+		if secs == 0 && left > 0 {
+			pause := time.NewTimer(left)
+			select {
+			case <-ctx.Done():
+				pause.Stop()
+				return nil, fmt.Errorf("delegate: wait for elicitation %s: %w", id, ctx.Err())
+			case <-pause.C:
+			}
+		}
 		var e Elicitation
-		if _, err := c.do(ctx, http.MethodGet, "elicitations/"+id+"?wait="+strconv.Itoa(max(secs, 0)), "", nil, &e); err != nil {
+		if _, err := c.do(ctx, http.MethodGet, "elicitations/"+id+"?wait="+strconv.Itoa(secs), "", nil, &e); err != nil {
 			return nil, err
 		}
-		if e.Ended() || secs <= 0 {
+		if e.Ended() || secs == 0 {
 			return &e, nil
 		}
 	}

@@ -1,8 +1,10 @@
 package delegate
 
 import (
+	"log/slog"
 	"net/http"
 	"testing"
+	"time"
 
 	"golang.org/x/oauth2"
 )
@@ -34,5 +36,25 @@ func TestAServerAuthenticatesWithItsKeyOrItsClientsToken(t *testing.T) {
 		if _, err := New(bad); err == nil {
 			t.Errorf("New(%+v) accepted", bad)
 		}
+	}
+}
+
+func TestOptionsLeftZeroTakeTheirDocumentedDefaults(t *testing.T) {
+	c, err := New(Options{URL: "https://urlflow.example", Key: "urlflow_sk_K"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.opts.Style != StylePush || c.opts.PushWait != 50*time.Second || c.opts.RetryWait != 25*time.Second ||
+		c.opts.ProgressInterval != 15*time.Second || c.opts.ProgressWaitLimit != 10*time.Minute ||
+		c.opts.HTTPClient != http.DefaultClient || c.log != slog.Default() {
+		t.Errorf("defaults: %+v", c.opts)
+	}
+	set := Options{URL: "https://urlflow.example", Key: "urlflow_sk_K", Style: StyleError, PushWait: time.Second, RetryWait: 2 * time.Second,
+		ProgressInterval: 3 * time.Second, ProgressWaitLimit: 4 * time.Second, HTTPClient: &http.Client{}, Logger: slog.New(slog.DiscardHandler)}
+	if c, err = New(set); err != nil {
+		t.Fatal(err)
+	}
+	if c.opts != set || c.log != set.Logger {
+		t.Errorf("options set: %+v, want %+v", c.opts, set)
 	}
 }

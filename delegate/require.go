@@ -89,7 +89,7 @@ func (c *Client) Require(ctx context.Context, req *mcp.CallToolRequest, need Nee
 		// The client answered and came back: wait a while for the user before asking again.
 		return c.afterRetry(ctx, req, need, token, body, e)
 	case modern:
-		return nil, &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{inputKey: params}, RequestState: ans.RequestState}, nil
+		return nil, inputRequired(e, need, ans.RequestState), nil
 	case c.opts.Style == StyleError:
 		c.owe(e.ID, req.Session)
 		return nil, nil, mcp.URLElicitationRequiredError([]*mcp.ElicitParams{params})
@@ -130,8 +130,15 @@ func (c *Client) afterRetry(ctx context.Context, req *mcp.CallToolRequest, need 
 	case ans.Status == "ended" || ans.Elicitation == nil:
 		return nil, outcomeResult(ans.Elicitation), nil
 	}
-	params := &mcp.ElicitParams{Mode: "url", URL: ans.Elicitation.URL, ElicitationID: ans.Elicitation.ID, Message: message(need)}
-	return nil, &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{inputKey: params}, RequestState: ans.RequestState}, nil
+	return nil, inputRequired(ans.Elicitation, need, ans.RequestState), nil
+}
+
+// inputRequired is the input_required result that asks a 2026-07-28 client to send its
+// user to e. Its URL-mode request has no elicitationId: that era's request has none, and
+// no completion notification refers to it.
+func inputRequired(e *Elicitation, need Need, requestState string) *mcp.CallToolResult {
+	params := &mcp.ElicitParams{Mode: "url", URL: e.URL, Message: message(need)}
+	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{inputKey: params}, RequestState: requestState}
 }
 
 // push sends elicitation/create, reports the client's answer to urlflow (an accept is

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -76,5 +77,60 @@ func TestAWebhookSecretHasItsPrefixAndEnoughBytes(t *testing.T) {
 	}
 	if _, err := ParseSecret(testSecret + "\n"); err != nil {
 		t.Errorf("a secret read from a file, with its newline: %v", err)
+	}
+}
+
+func TestOfCopiesOfAWebhookVerifiedAtOnceExactlyOneIsAccepted(t *testing.T) {
+	v, err := NewWebhookVerifier(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"type":"elicitation.expired","data":{"elicitation":{"id":"E9","state":"expired"}}}`)
+	header := signed(t, "msg_E9", time.Now(), body)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range cap(errs) {
+		wg.Go(func() {
+			_, err := v.Verify(header, body)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	accepted := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			accepted++
+		case !errors.Is(err, ErrWebhookReplayed):
+			t.Errorf("a copy: %v", err)
+		}
+	}
+	if accepted != 1 {
+		t.Errorf("%d copies accepted, want 1", accepted)
+	}
+}
+
+func TestAWebhooksToleranceCanBeNarrowed(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	v, err := NewWebhookVerifier(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Now, v.Tolerance = func() time.Time { return now }, 30*time.Second
+	body := []byte(`{"type":"elicitation.complete","data":{"elicitation":{"id":"E1","state":"complete"}}}`)
+	if _, err := v.Verify(signed(t, "msg_A", now.Add(-20*time.Second), body), body); err != nil {
+		t.Errorf("20 seconds old: %v", err)
+	}
+	if _, err := v.Verify(signed(t, "msg_B", now.Add(-40*time.Second), body), body); !errors.Is(err, ErrWebhookStale) {
+		t.Errorf("40 seconds old: %v, want stale", err)
+	}
+	// Long after, the first message is refused as stale, not remembered for ever.
+	now = now.Add(time.Hour)
+	if _, err := v.Verify(signed(t, "msg_A", now.Add(-20*time.Second), body), body); err != nil {
+		t.Errorf("a new message reusing an ID verified an hour ago: %v", err)
+	}
+	if n := len(v.seen); n != 1 {
+		t.Errorf("the verifier remembers %d IDs, want only the recent one", n)
 	}
 }

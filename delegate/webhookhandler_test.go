@@ -1,0 +1,133 @@
+package delegate_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/urlflow/urlflow/delegate"
+)
+
+// Client.WebhookHandler, the endpoint of a service's webhook: it tells the owed client
+// session that its user finished when urlflow's signed message arrives, answers a
+// message it has verified before with 204 without acting twice, and refuses anything
+// else without telling anyone.
+
+func TestWebhookHandlerTellsTheOwedSessionWhenUrlflowsWebhookArrives(t *testing.T) {
+	t.Parallel()
+	u := startUrlflow(t)
+	w := startWeather(t, u, delegate.Options{Style: delegate.StyleError}) // no Follow: the webhook alone
+	v, err := delegate.NewWebhookVerifier(webhookSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler := w.Client.WebhookHandler(v)
+	u.Hooks.serve(handler)
+	quinn := w.connect(t, clientOptions{Token: u.userToken("quinn"), URLMode: true})
+	_, err = quinn.call("forecast", forecast)
+	asked := urlElicitationRequired(t, err)
+
+	newPerson(t, u, "quinn").completeSecret(asked.URL, demoKey())
+	quinn.waitCompletion(asked.ElicitationID, 20*time.Second)
+	eventually(t, 5*time.Second, "the webhook answered", func() bool { return len(u.Hooks.received()) > 0 })
+	hooks := u.Hooks.received()
+	if len(hooks) != 1 || hooks[0].Status != http.StatusNoContent || hooks[0].Header.Get(delegate.HeaderWebhookID) != "msg_"+asked.ElicitationID {
+		t.Fatalf("webhooks received: %+v", hooks)
+	}
+
+	// urlflow sends a message again when it did not see the answer: 204 again, and the
+	// session is not told twice.
+	again := httptest.NewRecorder()
+	handler.ServeHTTP(again, hookRequest(hooks[0].Header, hooks[0].Body))
+	if again.Code != http.StatusNoContent {
+		t.Errorf("the same message again: %d, want 204", again.Code)
+	}
+	quinn.noCompletion(300 * time.Millisecond)
+	wantForecast(t, quinn.callOK("forecast", forecast))
+}
+
+// hookRequest is a webhook request with header and body.
+func hookRequest(header http.Header, body []byte) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/urlflow-webhook", bytes.NewReader(body))
+	for k, vs := range header {
+		r.Header[k] = vs
+	}
+	return r
+}
+
+// signedHook returns the headers of message id sent at ts with body, signed with secret.
+func signedHook(t testing.TB, secret, id string, ts time.Time, body []byte) http.Header {
+	t.Helper()
+	key, err := delegate.ParseSecret(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{}
+	h.Set(delegate.HeaderWebhookID, id)
+	h.Set(delegate.HeaderWebhookTimestamp, strconv.FormatInt(ts.Unix(), 10))
+	h.Set(delegate.HeaderWebhookSignature, delegate.SignWebhook(key, id, ts, body))
+	return h
+}
+
+// brokenBody is a request body whose reading fails.
+type brokenBody struct{}
+
+func (brokenBody) Read([]byte) (int, error) { return 0, errors.New("the connection broke") }
+
+// The messages below stand in for what urlflow cannot be made to send: forged, altered,
+// stale and broken ones, and one signed by the test with the service's secret.
+func TestWebhookHandlerRefusesWhatDoesNotVerifyAndTellsNoOne(t *testing.T) {
+	t.Parallel()
+	u := startUrlflow(t)
+	w := startWeather(t, u, delegate.Options{Style: delegate.StyleError})
+	v, err := delegate.NewWebhookVerifier(webhookSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler := w.Client.WebhookHandler(v)
+	rita := w.connect(t, clientOptions{Token: u.userToken("rita"), URLMode: true})
+	_, err = rita.call("forecast", forecast)
+	asked := urlElicitationRequired(t, err) // her session is owed the end of this flow
+	id := asked.ElicitationID
+	body := fmt.Appendf(nil, `{"type":"elicitation.complete","timestamp":"%s","data":{"elicitation":{"id":%q,"state":"complete","kind":"secret","target":"demo_api_key","service":"weather"}}}`,
+		time.Now().UTC().Format(time.RFC3339), id)
+	now := time.Now()
+	otherSecret := "whsec_b3RoZXItc2VjcmV0LW9mLXR3ZW50eS1mb3VyLWJ5dGVz"
+
+	for _, tc := range []struct {
+		name string
+		req  *http.Request
+		want int
+	}{
+		{"signed with another secret", hookRequest(signedHook(t, otherSecret, "msg_"+id, now, body), body), http.StatusUnauthorized},
+		{"unsigned", hookRequest(http.Header{}, body), http.StatusUnauthorized},
+		{"altered after signing", hookRequest(signedHook(t, webhookSecret, "msg_"+id, now, body), bytes.ReplaceAll(body, []byte("secret"), []byte("oauth"))), http.StatusUnauthorized},
+		{"stale", hookRequest(signedHook(t, webhookSecret, "msg_"+id, now.Add(-10*time.Minute), body), body), http.StatusUnauthorized},
+		{"from the future", hookRequest(signedHook(t, webhookSecret, "msg_"+id, now.Add(10*time.Minute), body), body), http.StatusUnauthorized},
+		{"signed, but not urlflow's JSON", hookRequest(signedHook(t, webhookSecret, "msg_x", now, []byte("complete")), []byte("complete")), http.StatusUnauthorized},
+		{"unreadable", httptest.NewRequest(http.MethodPost, "/urlflow-webhook", brokenBody{}), http.StatusBadRequest},
+	} {
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, tc.req)
+		if rec.Code != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, rec.Code, tc.want)
+		}
+	}
+	rita.noCompletion(300 * time.Millisecond)
+
+	valid := signedHook(t, webhookSecret, "msg_"+id, now, body)
+	for i, want := range []int{http.StatusNoContent, http.StatusNoContent} { // the second one is a replay
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, hookRequest(valid, body))
+		if rec.Code != want {
+			t.Errorf("a valid message, attempt %d: %d, want %d", i+1, rec.Code, want)
+		}
+	}
+	rita.waitCompletion(id, 5*time.Second)
+	rita.noCompletion(300 * time.Millisecond)
+}
