@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/urlflow/urlflow/ask"
+	"github.com/urlflow/urlflow/internal/embedded"
+	"github.com/urlflow/urlflow/mcp"
+	"github.com/urlflow/urlflow/metrics"
+	"github.com/urlflow/urlflow/oauth/identity"
+	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/services"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/audit"
+	"github.com/urlflow/urlflow/state/browsersession"
+	"github.com/urlflow/urlflow/state/counters"
+	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/once"
+	"github.com/urlflow/urlflow/state/ratelimit"
+	"github.com/urlflow/urlflow/state/vault"
+	"github.com/urlflow/urlflow/upstream"
+	"github.com/urlflow/urlflow/web"
+	"github.com/urlflow/urlflow/webhook"
+)
+
+// serviceUsers returns, per service, the verifier of the user tokens it forwards. A
+// service whose resource is urlflow's own is refused: a token for urlflow would be
+// evidence for it.
+func serviceUsers(catalog *services.Catalog, own string, forService func(string) (identity.Verifier, error)) (map[string]identity.Verifier, error) {
+	out := map[string]identity.Verifier{}
+	for _, svc := range catalog.List() {
+		if svc.Resource == own {
+			return nil, fmt.Errorf("service %s: its resource is urlflow's own MCP URL; give the service's own", svc.Name)
+		}
+		v, err := forService(svc.Resource)
+		if err != nil {
+			return nil, fmt.Errorf("service %s: %w", svc.Name, err)
+		}
+		out[svc.Name] = v
+	}
+	return out, nil
+}
+
+// webhookTargets returns where each service's webhooks go.
+func webhookTargets(catalog *services.Catalog) func(string) (webhook.Target, bool) {
+	return func(name string) (webhook.Target, bool) {
+		svc, ok := catalog.Lookup(name)
+		if !ok || svc.Webhook == nil {
+			return webhook.Target{}, false
+		}
+		return webhook.Target{URL: svc.Webhook.URL, Key: svc.Webhook.Key}, true
+	}
+}
+
+// webhookSchedule is the webhook schedule: the default, or with every retry after wait
+// (URLFLOW_TEST_WEBHOOK_RETRY).
+func webhookSchedule(wait time.Duration) []time.Duration {
+	if wait == 0 {
+		return webhook.DefaultSchedule
+	}
+	schedule := make([]time.Duration, len(webhook.DefaultSchedule))
+	for i := 1; i < len(schedule); i++ {
+		schedule[i] = wait
+	}
+	return schedule
+}
+
+// runService assembles urlflow on rdb and listener and serves until ctx ends. started runs
+// once everything is in place, before the first request is served.
+func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, listener net.Listener, id users, log *slog.Logger, started func()) error {
+	providers, err := thirdparty.NewProviders(ctx, cfg.providers, thirdparty.Options{PublicURL: cfg.PublicURL.String()})
+	if err != nil {
+		return fmt.Errorf("configuration file %s: %w", describeFile(cfg.ConfigFile), err)
+	}
+	users, err := serviceUsers(cfg.Services, cfg.PublicURL.JoinPath("mcp").String(), id.forService)
+	if err != nil {
+		return fmt.Errorf("configuration file %s: %w", describeFile(cfg.ConfigFile), err)
+	}
+	replica := replicaName()
+	log = log.With("replica", replica)
+	count := counters.New(rdb, log)
+	limiter := ratelimit.NewLimiter(rdb, nil)
+	instruments := metrics.New()
+	trail := audit.New(rdb, audit.Options{Retention: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries, Replica: replica, Logger: log})
+	flows := flow.NewStore(rdb, flow.StoreOptions{Logger: log, Counters: count, IDKeys: cfg.Keys.DeriveAll("elicitation id"),
+		Webhooks: cfg.Services.HasWebhook, StuckAfter: cfg.StuckAfter, Audit: trail, Metrics: instruments})
+	creds := credentials.NewStore(rdb, credentials.Options{Logger: log, Audit: trail})
+	hub := flow.NewHub(rdb, log)
+	seals := vault.NewVault(cfg.Keys)
+	keeper := thirdparty.NewKeeper(creds, seals, count, log)
+	caller := upstream.New(nil)
+	asker := ask.New(ask.Options{Flows: flows, Credentials: creds, Keys: once.New(rdb), Vault: seals, Slots: cfg.Slots,
+		TTL: cfg.TTL, ToolStateKey: cfg.Keys.Derive("mcp request state"), ServiceStateKey: cfg.Keys.Derive("service request state"),
+		Logger: log})
+	mcpServer := mcp.New(mcp.Options{
+		Flows: flows, Credentials: creds, Counters: count, Metrics: instruments, Hub: hub, Vault: seals,
+		Upstream: caller, Slots: cfg.Slots, Providers: providers, Keeper: keeper, Asker: asker,
+		PublicURL: cfg.PublicURL, Style: cfg.Style,
+		Replica: replica, Version: version(), Logger: log,
+		PushWait: cfg.Waits.Push, ProgressInterval: cfg.Waits.Progress,
+		RetryWait: cfg.Waits.Retry, StatusWaitLimit: cfg.Waits.StatusLimit,
+		SessionsPerUser: cfg.MCPSessions.PerUser, SessionIdleTimeout: cfg.MCPSessions.IdleTimeout,
+	})
+	webServer := web.New(web.Options{
+		Asker: asker, PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
+		Sessions: browsersession.NewStore(rdb), Limiter: limiter, Counters: count, Audit: trail, Metrics: instruments, OperatorSubjects: cfg.OperatorSubjects,
+		Slots: cfg.Slots, Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens, cfg.OperatorReadOnlyTokens),
+		Services: cfg.Services, ServiceUsers: users, StatusWaitLimit: cfg.Waits.StatusLimit,
+		Dev: id.dev, DevServiceKeys: id.serviceKeys, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,
+		MCP: mcpServer.Handler(), Upstream: caller, Providers: providers, Keeper: keeper,
+		DemoAPI: id.demoAPI, TTL: cfg.TTL, RateLimits: cfg.RateLimits, BodyReadTimeout: cfg.BodyReadTimeout, TrustedProxies: cfg.TrustedProxies, Logger: log,
+	})
+
+	webhooks := webhook.NewSender(webhook.Options{Flows: flows, Targets: webhookTargets(cfg.Services),
+		Schedule: webhookSchedule(cfg.Waits.WebhookRetry), Counters: count, Logger: log})
+
+	var debug net.Listener
+	if cfg.DebugAddr != "" {
+		if debug, err = net.Listen("tcp", cfg.DebugAddr); err != nil {
+			return fmt.Errorf("URLFLOW_DEBUG_ADDR: listen on %s: %w", cfg.DebugAddr, err)
+		}
+		log.Warn("profiling listener (net/http/pprof) is on: it shows the process's memory and stacks to anyone who can reach it",
+			"addr", debug.Addr().String())
+	}
+
+	// Every goroutine of the service runs in the group and is joined before runService
+	// returns, so that the caller closes Redis only once nothing uses it. The first one to
+	// fail (the HTTP server) stops the others.
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { flows.RunSweeper(ctx, sweepInterval); return nil })
+	g.Go(func() error { mcpServer.Run(ctx); return nil })
+	g.Go(func() error { hub.Run(ctx); return nil })
+	g.Go(func() error { count.Run(ctx); return nil })
+	g.Go(func() error { trail.Run(ctx); return nil })
+	g.Go(func() error {
+		if moved, err := creds.MoveAuditLogs(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("moving the users' audit logs into the audit trail failed; the next start tries again", "err", err)
+		} else if moved {
+			log.Info("the users' audit logs of an earlier urlflow moved into the audit trail")
+		}
+		return nil
+	})
+	g.Go(func() error { limiter.Run(ctx, log); return nil })
+	g.Go(func() error { webhooks.Run(ctx); return nil })
+	g.Go(func() error { return serveHTTP(ctx, listener, webServer.Handler(), log) })
+	if debug != nil {
+		g.Go(func() error { return serveHTTP(ctx, debug, profiling(), log) })
+	}
+
+	started()
+	log.Info("urlflow listening", "addr", listener.Addr().String(), "public_url", cfg.PublicURL.String(),
+		"style", cfg.Style, "ttl", cfg.TTL.String(), "development", id.dev != nil)
+	err = g.Wait()
+	log.Info("urlflow stopped")
+	return err
+}
+
+// openRedis connects to url, or starts the embedded Redis when url is empty. It returns a
+// note for the banner that never holds a password.
+func openRedis(ctx context.Context, rawURL string, topology state.Topology, log *slog.Logger) (redis.UniversalClient, string, func(), error) {
+	if rawURL == "" {
+		mem, err := embedded.Start()
+		if err != nil {
+			return nil, "", nil, err
+		}
+		log.Warn("URLFLOW_REDIS_URL is not set: using an embedded in-process Redis; everything stored is lost when urlflow stops")
+		rdb, err := state.Connect(ctx, mem.URL(), state.Standalone)
+		if err != nil {
+			mem.Close()
+			return nil, "", nil, err
+		}
+		return rdb, "embedded in this process (in memory: everything is lost when urlflow stops)",
+			func() { rdb.Close(); mem.Close() }, nil
+	}
+	rdb, err := state.Connect(ctx, rawURL, topology)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("URLFLOW_REDIS_URL: %w", err)
+	}
+	note := state.RedisAddrs(rawURL, topology)
+	if topology != state.Standalone {
+		note = string(topology) + " " + note
+	}
+	return rdb, note, func() { rdb.Close() }, nil
+}
+
+func replicaName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "urlflow"
+	}
+	return host + "-" + strings.ToLower(rand.Text()[:6])
+}
+
+// profiling returns the handlers of net/http/pprof, for the profiling listener.
+func profiling() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// serveHTTP serves handler on listener until ctx ends, then shuts down: open streams get a
+// few seconds to finish. The server bounds the time to read a request's headers and an idle
+// connection; the handler bounds the time to read a body (web.Options.BodyReadTimeout).
+// Nothing bounds writing: push waits, long polls and event streams run for minutes.
+func serveHTTP(ctx context.Context, listener net.Listener, handler http.Handler, log *slog.Logger) error {
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(listener) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
