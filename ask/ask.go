@@ -239,7 +239,7 @@ func (a *Asker) EnsureOnce(ctx context.Context, n Need, key, request string) (Ou
 	if err != nil || !replay {
 		return first, err
 	}
-	e, err := a.flows.Get(ctx, kept.ElicitationID)
+	e, err := a.flows.Read(ctx, kept.ElicitationID)
 	if errors.Is(err, state.ErrNotFound) {
 		return Outcome{}, ErrKeyGone
 	}

@@ -34,7 +34,7 @@ func (a *Asker) Current(ctx context.Context, user state.User, id, action, report
 		change, err = a.flows.Apply(ctx, id, ev, state.ActorClient, reason)
 		e = change.Elicitation
 	} else {
-		e, err = a.flows.Get(ctx, id)
+		e, err = a.flows.Read(ctx, id)
 	}
 	if err != nil {
 		return nil, err

@@ -639,7 +639,7 @@ func (f *fixture) apply(id string, events ...flow.Event) {
 
 func (f *fixture) get(id string) *flow.Elicitation {
 	f.t.Helper()
-	e, err := f.store.Get(f.ctx, id)
+	e, err := f.store.Read(f.ctx, id)
 	if err != nil {
 		f.t.Fatalf("get %s: %v", id, err)
 	}

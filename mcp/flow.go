@@ -105,7 +105,7 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, created 
 	read := !created
 	for {
 		if read {
-			cur, err := s.opts.Flows.Ended(ctx, e.ID)
+			cur, err := s.opts.Flows.Read(ctx, e.ID, flow.IfCopy((*flow.Elicitation).Ended))
 			if err != nil {
 				return nil, s.unavailable(ctx, err)
 			}
@@ -132,7 +132,7 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, created 
 					return nil, s.unavailable(ctx, err)
 				}
 			}
-			cur, err := s.opts.Flows.Get(ctx, e.ID)
+			cur, err := s.opts.Flows.Read(ctx, e.ID)
 			if err != nil {
 				return nil, s.unavailable(ctx, err)
 			}
@@ -164,7 +164,7 @@ func (s *Server) offerNewAttempt(ctx context.Context, n flow.Notice) {
 		return
 	}
 	s.background.spawn(ctx, func(ctx context.Context) {
-		e, err := s.opts.Flows.Get(ctx, n.ID)
+		e, err := s.opts.Flows.Read(ctx, n.ID)
 		if err != nil || e.User != ls.user || e.State != flow.Pending {
 			return
 		}

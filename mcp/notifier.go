@@ -193,7 +193,7 @@ func (n *notifier) deliveryLoop(ctx context.Context, id string, wake chan struct
 // attempt makes one delivery attempt and reports whether the loop is done: written, no
 // longer owed, carried by a tool call, or its session is gone.
 func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
-	e, err := n.store.ForDelivery(ctx, id)
+	e, err := n.store.Read(ctx, id, flow.IfCopy((*flow.Elicitation).NotificationOwed))
 	if err != nil {
 		n.log.WarnContext(ctx, "notification not attempted", "elicitation_id", id, "err", err)
 		return false

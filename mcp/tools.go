@@ -187,7 +187,7 @@ func (s *Server) ownElicitation(ctx context.Context, user state.User, id string,
 	e, ok := s.opts.Flows.Seen(id)
 	if !seen || !ok {
 		var err error
-		if e, err = s.opts.Flows.Get(ctx, id); err != nil {
+		if e, err = s.opts.Flows.Read(ctx, id); err != nil {
 			return nil, err
 		}
 	}

@@ -142,7 +142,7 @@ var adminNotices = map[string]string{
 
 // adminFlow reads the flow named in the path, or answers 404.
 func (s *Server) adminFlow(c echo.Context) (*flow.Elicitation, error) {
-	e, err := s.opts.Flows.Get(c.Request().Context(), c.Param("id"))
+	e, err := s.opts.Flows.Read(c.Request().Context(), c.Param("id"))
 	if errors.Is(err, state.ErrNotFound) {
 		return nil, echo.NewHTTPError(http.StatusNotFound, "There is no such flow, or it is past its retention.")
 	}

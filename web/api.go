@@ -55,7 +55,7 @@ func (s *Server) callerElicitation(c echo.Context) (identity.Caller, *flow.Elici
 		return who, nil, errors.New("the recovery API is served without its bearer check")
 	}
 	id := c.Param("id")
-	e, err := s.opts.Flows.Get(c.Request().Context(), id)
+	e, err := s.opts.Flows.Read(c.Request().Context(), id)
 	if errors.Is(err, state.ErrNotFound) || (err == nil && !mayRead(who, e)) {
 		return who, nil, unknownElicitation(c, id)
 	}
@@ -233,7 +233,7 @@ func (s *Server) apiRetry(c echo.Context) error {
 	case req.New && e.State != flow.Complete:
 		next, err := s.opts.Flows.Retry(ctx, e.ID, retry, s.opts.TTL)
 		if errors.Is(err, flow.ErrConflict) {
-			if e, err = s.opts.Flows.Get(ctx, e.ID); err != nil {
+			if e, err = s.opts.Flows.Read(ctx, e.ID); err != nil {
 				return err
 			}
 			return s.conflict(c, e, "this request was already retried as "+e.RetriedBy)
@@ -280,7 +280,7 @@ func (s *Server) resend(c echo.Context, who identity.Caller, act flow.Act, e *fl
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if e, err = s.opts.Flows.Get(ctx, e.ID); err != nil {
+		if e, err = s.opts.Flows.Read(ctx, e.ID); err != nil {
 			return err
 		}
 	}

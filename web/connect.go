@@ -120,7 +120,7 @@ func (s *Server) oauthCallback(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusForbidden, "This answer from the provider belongs to another browser. "+
 			"Nothing was changed. Open your link again in the browser you started in.")
 	}
-	e, err := s.opts.Flows.Get(ctx, a.ElicitationID)
+	e, err := s.opts.Flows.Read(ctx, a.ElicitationID)
 	if errors.Is(err, state.ErrNotFound) || (err == nil && e.User != v.user) {
 		return errNoSuchElicitation
 	}
@@ -168,7 +168,7 @@ func (s *Server) recordForeignAnswer(c echo.Context, v *visitor, id string) erro
 	ctx := c.Request().Context()
 	actor, reason := state.ActorSystem, "a provider answer arrived in a browser that was not signed in and was refused"
 	if v.signedIn {
-		e, err := s.opts.Flows.Get(ctx, id)
+		e, err := s.opts.Flows.Read(ctx, id)
 		if errors.Is(err, state.ErrNotFound) {
 			return nil
 		}

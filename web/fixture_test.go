@@ -510,7 +510,7 @@ func (f *fixture) apply(t testing.TB, id string, ev flow.Event, actor state.Acto
 // get returns elicitation id as stored.
 func (f *fixture) get(t testing.TB, id string) *flow.Elicitation {
 	t.Helper()
-	e, err := f.store.Get(t.Context(), id)
+	e, err := f.store.Read(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

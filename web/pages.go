@@ -70,7 +70,7 @@ func (s *Server) pageVisitor(c echo.Context, hints bool) (*visitor, error) {
 				}
 			}
 			if !hinted {
-				page, data, pageErr = s.opts.Flows.GetAlong(c.Request().Context(), id, browsersession.Key(sessID))
+				page, pageErr = s.opts.Flows.Read(c.Request().Context(), id, flow.Along(browsersession.Key(sessID), &data))
 				if pageErr != nil && !errors.Is(pageErr, state.ErrNotFound) {
 					return nil, pageErr
 				}
@@ -202,7 +202,7 @@ func (s *Server) elicitationFor(c echo.Context, v *visitor) (*flow.Elicitation, 
 	ctx := c.Request().Context()
 	e, err := v.page, v.pageErr
 	if e == nil && err == nil { // not read with the session
-		e, err = s.opts.Flows.Get(ctx, id)
+		e, err = s.opts.Flows.Read(ctx, id)
 	}
 	if errors.Is(err, state.ErrNotFound) {
 		return nil, errNoSuchElicitation

@@ -200,7 +200,7 @@ func mustCreate(t testing.TB, s *Store, n NewElicitation) *Elicitation {
 
 func mustGet(t testing.TB, s *Store, id string) *Elicitation {
 	t.Helper()
-	e, err := s.Get(t.Context(), id)
+	e, err := s.Read(t.Context(), id)
 	if err != nil {
 		t.Fatalf("Get(%s): %v", id, err)
 	}

@@ -145,6 +145,9 @@ type Elicitation struct {
 // service's namespace.
 func (e *Elicitation) CredentialName() string { return credentials.Name(e.Service, e.Target) }
 
+// Ended reports whether e has ended: its state is terminal and never changes again.
+func (e *Elicitation) Ended() bool { return e.State.Terminal() }
+
 // Overdue reports whether e is still running although its deadline has passed.
 func (e *Elicitation) Overdue(now time.Time) bool {
 	return !e.State.Terminal() && !now.Before(e.ExpiresAt)

@@ -195,7 +195,7 @@ func (s *Store) AwaitEnd(ctx context.Context, e *Elicitation, wake <-chan Notice
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-timer.C:
-			return s.Get(ctx, e.ID)
+			return s.Read(ctx, e.ID)
 		case <-tick:
 			onTick()
 			continue
@@ -205,7 +205,7 @@ func (s *Store) AwaitEnd(ctx context.Context, e *Elicitation, wake <-chan Notice
 			}
 		}
 		var err error
-		if e, err = s.Ended(ctx, e.ID); err != nil {
+		if e, err = s.Read(ctx, e.ID, IfCopy((*Elicitation).Ended)); err != nil {
 			return nil, err
 		}
 	}

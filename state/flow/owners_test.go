@@ -75,17 +75,17 @@ func TestNoReplicaReadsAnIndexForAnIDThatCarriesItsUser(t *testing.T) {
 	if forged[30] = 'A'; e.ID[30] == 'A' {
 		forged[30] = 'B'
 	}
-	if _, err := other.Get(ctx, string(forged)); !errors.Is(err, state.ErrNotFound) {
+	if _, err := other.Read(ctx, string(forged)); !errors.Is(err, state.ErrNotFound) {
 		t.Errorf("a forged ID: %v, want not found", err)
 	}
 	// Another deployment's store (other keys) cannot open it either.
 	foreign := NewStore(rs.Client(t), StoreOptions{Logger: quiet, IDKeys: [][]byte{make([]byte, 32)}})
-	if _, err := foreign.Get(ctx, e.ID); !errors.Is(err, state.ErrNotFound) {
+	if _, err := foreign.Read(ctx, e.ID); !errors.Is(err, state.ErrNotFound) {
 		t.Errorf("another key ring's store read the elicitation: %v", err)
 	}
 	// After a rotation, the old key (second in the ring) still opens the IDs made with it.
 	rotated := NewStore(rs.Client(t), StoreOptions{Logger: quiet, IDKeys: [][]byte{make([]byte, 32), processIDKey()}})
-	if got, err := rotated.Get(ctx, e.ID); err != nil || got.ID != e.ID {
+	if got, err := rotated.Read(ctx, e.ID); err != nil || got.ID != e.ID {
 		t.Errorf("after a rotation: %v, %v; want the elicitation", got, err)
 	}
 }
@@ -134,13 +134,13 @@ func TestALegacyIDIsFoundThroughItsIndexOncePerReplica(t *testing.T) {
 	if n := otherReads.n.Load(); n != 1 {
 		t.Errorf("a replica read the index %d times for one legacy ID, want once", n)
 	}
-	got, err := other.Get(ctx, legacy)
+	got, err := other.Read(ctx, legacy)
 	if err != nil || got.ID != legacy || got.State != InProgress || got.User != alice {
 		t.Fatalf("the legacy elicitation reads %+v, %v; want alice's, in progress", got, err)
 	}
 	// A legacy ID that does not exist is looked up every time: nothing is remembered for it.
 	for range 2 {
-		if _, err := other.Get(ctx, "AAAAAAAAAAAAAAAAAAAAAAAAAA"); !errors.Is(err, state.ErrNotFound) {
+		if _, err := other.Read(ctx, "AAAAAAAAAAAAAAAAAAAAAAAAAA"); !errors.Is(err, state.ErrNotFound) {
 			t.Fatalf("an unknown legacy ID: %v, want not found", err)
 		}
 	}
@@ -163,7 +163,7 @@ func useElicitation(t *testing.T, s *Store, id string) {
 	t.Helper()
 	ctx := t.Context()
 	for range 3 {
-		if _, err := s.Get(ctx, id); err != nil {
+		if _, err := s.Read(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -212,7 +212,7 @@ func TestAStepStartedFromARecordThatChangedSinceIsAppliedToTheNewOne(t *testing.
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := here.Get(ctx, e.ID); err != nil { // here has seen it pending
+		if _, err := here.Read(ctx, e.ID); err != nil { // here has seen it pending
 			t.Fatal(err)
 		}
 		if _, err := there.Apply(ctx, e.ID, BrowserOpen, state.ActorUser, "opened elsewhere"); err != nil {
@@ -243,7 +243,7 @@ func TestAStepStartedFromARecordThatChangedSinceIsAppliedToTheNewOne(t *testing.
 	})
 }
 
-func TestGetAlongReadsTheRecordAndAnotherKeyTogether(t *testing.T) {
+func TestReadAlongReadsTheRecordAndAnotherKeyTogether(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := t.Context()
 		s := newStore(b, nil)
@@ -251,21 +251,23 @@ func TestGetAlongReadsTheRecordAndAnotherKeyTogether(t *testing.T) {
 		same := state.UserTag(alice.Key()) + "bs:test" // in alice's slot: one MGET
 		other := state.KeyPrefix + "bs:test"           // elsewhere: two GETs in one round trip
 		for _, k := range []string{same, other} {
-			if _, val, err := s.GetAlong(ctx, e.ID, k); err != nil || val != nil {
-				t.Fatalf("GetAlong(%s) of a missing key = %q, %v; want nil", k, val, err)
+			val := []byte("left over")
+			if _, err := s.Read(ctx, e.ID, Along(k, &val)); err != nil || val != nil {
+				t.Fatalf("Read along %s, missing = %q, %v; want nil", k, val, err)
 			}
 			if err := b.Client.Set(ctx, k, "value of "+k, time.Minute).Err(); err != nil {
 				t.Fatal(err)
 			}
-			got, val, err := s.GetAlong(ctx, e.ID, k)
+			got, err := s.Read(ctx, e.ID, Along(k, &val))
 			if err != nil || got.ID != e.ID || string(val) != "value of "+k {
-				t.Fatalf("GetAlong(%s) = %v, %q, %v", k, got, val, err)
+				t.Fatalf("Read along %s = %v, %q, %v", k, got, val, err)
 			}
 			// An ID that does not exist still gives the other value.
 			missing := NewStore(b.Client, StoreOptions{Logger: quiet})
 			id, _ := missing.ids.newID(alice.Key())
-			if got, val, err := s.GetAlong(ctx, id, k); !errors.Is(err, state.ErrNotFound) || got != nil || string(val) != "value of "+k {
-				t.Fatalf("GetAlong of an unknown ID = %v, %q, %v; want not found and the value", got, val, err)
+			val = nil
+			if got, err := s.Read(ctx, id, Along(k, &val)); !errors.Is(err, state.ErrNotFound) || got != nil || string(val) != "value of "+k {
+				t.Fatalf("Read of an unknown ID along %s = %v, %q, %v; want not found and the value", k, got, val, err)
 			}
 		}
 	})

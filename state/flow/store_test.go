@@ -790,7 +790,7 @@ func TestMalformedAndUnknownIDsAreNotFound(t *testing.T) {
 		}
 		ctx := t.Context()
 		ops := map[string]func(id string) error{
-			"Get":     func(id string) error { _, err := s.Get(ctx, id); return err },
+			"Read":    func(id string) error { _, err := s.Read(ctx, id); return err },
 			"History": func(id string) error { _, err := s.History(ctx, id); return err },
 			"Apply": func(id string) error {
 				_, err := s.Apply(ctx, id, CancelRequested, state.ActorUser, "test")
@@ -977,20 +977,20 @@ func TestForDeliveryNeverMissesANotificationRequeuedElsewhere(t *testing.T) {
 		clk := newClock()
 		here, there := newStore(b, clk), newStore(b, clk) // two replicas
 		e := reach(t, here, clk, newElicitation(alice), Complete)
-		if got, err := here.ForDelivery(ctx, e.ID); err != nil || !got.NotificationOwed() {
+		if got, err := here.Read(ctx, e.ID, IfCopy((*Elicitation).NotificationOwed)); err != nil || !got.NotificationOwed() {
 			t.Fatalf("ForDelivery of a flow that just completed = %+v, %v; want it owed", got, err)
 		}
 		if _, err := here.RecordDelivery(ctx, e.ID, SessionStream, nil); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := here.ForDelivery(ctx, e.ID); err != nil || got.NotificationOwed() {
+		if got, err := here.Read(ctx, e.ID, IfCopy((*Elicitation).NotificationOwed)); err != nil || got.NotificationOwed() {
 			t.Fatalf("ForDelivery after the delivery = %+v, %v; want it not owed", got, err)
 		}
 		// Another replica asks for it again: here's copy says written, so it reads the record.
 		if _, err := there.Requeue(ctx, e.ID, Act{Actor: state.ActorOperator}); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := here.ForDelivery(ctx, e.ID); err != nil || !got.NotificationOwed() {
+		if got, err := here.Read(ctx, e.ID, IfCopy((*Elicitation).NotificationOwed)); err != nil || !got.NotificationOwed() {
 			t.Fatalf("ForDelivery after a requeue on another replica = %+v, %v; want it owed again", got, err)
 		}
 	})
@@ -1029,7 +1029,7 @@ func TestASlowReadDoesNotPutBackAnOlderCopyThanThisReplicaWrote(t *testing.T) {
 
 	hook.armed.Store(true)
 	read := make(chan error, 1)
-	go func() { _, err := s.Get(context.Background(), e.ID); read <- err }()
+	go func() { _, err := s.Read(context.Background(), e.ID); read <- err }()
 	<-hook.held // the read has its answer (pending) but has not handed it over yet
 	if _, err := s.Apply(t.Context(), e.ID, BrowserOpen, state.ActorUser, "opened"); err != nil {
 		t.Fatal(err)
