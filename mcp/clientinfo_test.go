@@ -48,7 +48,7 @@ func TestWhatAClientSaysAboutItselfIsKeptBoundedAndCleaned(t *testing.T) {
 			}
 			wantClean(t, "the elicitation", f.get(got.ElicitationID).Client)
 			if c.sessionID != "" {
-				ms, err := f.store.LiveMCPSession(f.ctx, c.sessionID)
+				ms, err := f.mcpSessions.Live(f.ctx, c.sessionID)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -38,6 +38,7 @@ import (
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/mcpsessions"
 	"github.com/urlflow/urlflow/state/once"
 	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/upstream"
@@ -69,20 +70,21 @@ type testOptions struct {
 
 // fixture is one urlflow MCP server on its own Redis.
 type fixture struct {
-	t         *testing.T
-	ctx       context.Context
-	store     *flow.Store
-	creds     *credentials.Store
-	trail     *audit.Trail
-	hub       *flow.Hub
-	vault     *vault.Vault
-	keeper    *thirdparty.Keeper
-	providers *thirdparty.Providers
-	server    *Server
-	opts      testOptions
-	logs      *logRecorder
-	redis     *redistest.Server
-	sessions  atomic.Int64 // numbers the in-memory sessions
+	t           *testing.T
+	ctx         context.Context
+	store       *flow.Store
+	mcpSessions *mcpsessions.Registry
+	creds       *credentials.Store
+	trail       *audit.Trail
+	hub         *flow.Hub
+	vault       *vault.Vault
+	keeper      *thirdparty.Keeper
+	providers   *thirdparty.Providers
+	server      *Server
+	opts        testOptions
+	logs        *logRecorder
+	redis       *redistest.Server
+	sessions    atomic.Int64 // numbers the in-memory sessions
 	// skew is how far the store's clock is ahead of the real one (passDeadline).
 	skew *atomic.Int64
 	// shutdown ends Server.Run and waits until it has returned.
@@ -153,8 +155,9 @@ func newFixture(t *testing.T, configure ...func(*testOptions)) *fixture {
 	hub := flow.NewHub(rdb, log)
 	vault := vault.NewVault(ring)
 	keeper := thirdparty.NewKeeper(creds, vault, count, log)
+	sessions := mcpsessions.New(rdb, now)
 	opts := testOptions{TTL: 10 * time.Minute, Options: Options{
-		Flows: store, Credentials: creds, Counters: count, Hub: hub, Vault: vault, Slots: catalog, Providers: providers, Keeper: keeper,
+		Flows: store, Sessions: sessions, Credentials: creds, Counters: count, Hub: hub, Vault: vault, Slots: catalog, Providers: providers, Keeper: keeper,
 		Upstream: upstream.New(nil), PublicURL: publicURL, Style: StylePush,
 		Replica: "test-replica", Version: "test", Logger: log,
 		PushWait: 15 * time.Second, RetryWait: 15 * time.Second,
@@ -178,7 +181,7 @@ func newFixture(t *testing.T, configure ...func(*testOptions)) *fixture {
 	case <-time.After(waitLimit):
 		t.Fatal("the hub did not subscribe to Redis")
 	}
-	f := &fixture{t: t, ctx: ctx, store: store, creds: creds, trail: trail, hub: hub, vault: vault, keeper: keeper, providers: providers,
+	f := &fixture{t: t, ctx: ctx, store: store, mcpSessions: sessions, creds: creds, trail: trail, hub: hub, vault: vault, keeper: keeper, providers: providers,
 		server: server, opts: opts, logs: logs, redis: rs, skew: skew}
 	f.shutdown = func() {
 		stopRun()

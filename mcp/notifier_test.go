@@ -127,7 +127,7 @@ func TestNotificationOwedToAClosedSessionStaysQueued(t *testing.T) {
 	// wait for both.
 	eventually(t, "the closed session forgotten and unregistered", func() bool {
 		_, live := f.server.sessions.get(c.sessionID)
-		_, err := f.store.LiveMCPSession(f.ctx, c.sessionID)
+		_, err := f.mcpSessions.Live(f.ctx, c.sessionID)
 		return !live && err != nil
 	})
 
@@ -179,11 +179,11 @@ func TestRunClosesItsSessionsAndJoinsItsWorkBeforeReturning(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, withStyle(StyleError))
 	c := f.connect(alice, clientConfig{urlMode: true})
-	if _, err := f.store.LiveMCPSession(f.ctx, c.sessionID); err != nil {
+	if _, err := f.mcpSessions.Live(f.ctx, c.sessionID); err != nil {
 		t.Fatalf("the session is not registered: %v", err)
 	}
 	f.shutdown()
-	if _, err := f.store.LiveMCPSession(f.ctx, c.sessionID); !errors.Is(err, state.ErrNotFound) {
+	if _, err := f.mcpSessions.Live(f.ctx, c.sessionID); !errors.Is(err, state.ErrNotFound) {
 		t.Fatalf("after Run returned the session is still registered: %v", err)
 	}
 	if !strings.Contains(f.logs.text(), "mcp session ended") {

@@ -39,6 +39,7 @@ import (
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/mcpsessions"
 	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/upstream"
 )
@@ -73,7 +74,9 @@ type Options struct {
 	// notification attempts (nothing is counted if nil).
 	Flows       *flow.Store
 	Credentials *credentials.Store
-	Counters    *counters.Counters
+	// Sessions registers the live 2025-11-25 sessions, for every replica to see.
+	Sessions *mcpsessions.Registry
+	Counters *counters.Counters
 	// Metrics receive how long completion notifications wait; nothing is measured if nil.
 	Metrics *metrics.Process
 	Hub     *flow.Hub
@@ -175,7 +178,7 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, log: log,
 		proxy: proxy.New(opts.Credentials, opts.Vault, opts.Keeper, opts.Upstream, opts.Counters, log)}
 	s.background = newBackground()
-	s.sessions = newSessionRegistry(opts.Flows, opts.Replica, opts.SessionsPerUser,
+	s.sessions = newSessionRegistry(opts.Sessions, opts.Replica, opts.SessionsPerUser,
 		func() iter.Seq[*sdk.ServerSession] { return s.legacy.Sessions() }, log)
 	s.notifier = newNotifier(opts.Flows, opts.Counters, opts.Metrics, s.sessions, s.background, log)
 	opts.Hub.OnNotice(s.notifier.onNotice)
@@ -265,7 +268,7 @@ func (s *Server) admitSession(w http.ResponseWriter, r *http.Request) {
 	release := sync.OnceFunc(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
 		defer cancel()
-		if err := s.opts.Flows.Release(ctx, a); err != nil {
+		if err := s.opts.Sessions.Release(ctx, a); err != nil {
 			s.log.WarnContext(ctx, "mcp session admission not released; it expires", "err", err)
 		}
 	})

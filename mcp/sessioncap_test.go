@@ -196,7 +196,7 @@ func TestASessionOwedANotificationIsNotClosedForRoom(t *testing.T) {
 // registered reports whether c's session is registered in Redis as live.
 func (f *fixture) registered(c *testClient) bool {
 	f.t.Helper()
-	_, err := f.store.LiveMCPSession(f.ctx, c.sessionID)
+	_, err := f.mcpSessions.Live(f.ctx, c.sessionID)
 	if err != nil && !errors.Is(err, state.ErrNotFound) {
 		f.t.Fatal(err)
 	}

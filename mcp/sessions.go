@@ -14,6 +14,7 @@ import (
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/mcpsessions"
 )
 
 // Registration timing: a session is registered in Redis for registrationTTL and refreshed
@@ -51,7 +52,7 @@ type liveSession struct {
 // session's user to itself; urlflow records it from the initialize request's token, and the
 // notifier checks it before writing to a session.
 type sessionRegistry struct {
-	store   *flow.Store
+	store   *mcpsessions.Registry
 	replica string
 	// live lists the sessions the SDK holds (sdk.Server.Sessions).
 	live func() iter.Seq[*sdk.ServerSession]
@@ -63,7 +64,7 @@ type sessionRegistry struct {
 	byID map[string]*liveSession
 }
 
-func newSessionRegistry(store *flow.Store, replica string, perUser int, live func() iter.Seq[*sdk.ServerSession], log *slog.Logger) *sessionRegistry {
+func newSessionRegistry(store *mcpsessions.Registry, replica string, perUser int, live func() iter.Seq[*sdk.ServerSession], log *slog.Logger) *sessionRegistry {
 	return &sessionRegistry{store: store, replica: replica, perUser: perUser, live: live, log: log, byID: map[string]*liveSession{}}
 }
 
@@ -91,7 +92,7 @@ func (r *sessionRegistry) end(ctx context.Context, id string) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := r.store.ForgetMCPSession(ctx, ls.user, id); err != nil {
+	if err := r.store.Forget(ctx, ls.user, id); err != nil {
 		r.log.WarnContext(ctx, "ended mcp session not unregistered; it expires", "session", id, "err", err)
 	}
 	r.log.InfoContext(ctx, "mcp session ended", "session", id)
@@ -138,7 +139,7 @@ func (r *sessionRegistry) register(ctx context.Context, id string, ls *liveSessi
 	r.mu.Lock()
 	lastUsed, busy := ls.lastUsed, ls.inflight > 0
 	r.mu.Unlock()
-	err := r.store.RegisterMCPSession(ctx, flow.MCPSession{
+	err := r.store.Register(ctx, mcpsessions.Session{
 		ID: id, User: ls.user, Replica: r.replica, Client: ls.client, StartedAt: ls.started,
 		LastUsedAt: lastUsed, Busy: busy,
 	}, registrationTTL)
@@ -179,14 +180,14 @@ func (r *sessionRegistry) busy(id string) (done func()) {
 // on and no notification is owed to, wherever it lives, and takes its place; it returns
 // errTooManySessions when there is none. The caller releases the admission once the new
 // session is registered or did not start.
-func (r *sessionRegistry) admit(ctx context.Context, user state.User) (*flow.Admission, error) {
+func (r *sessionRegistry) admit(ctx context.Context, user state.User) (*mcpsessions.Admission, error) {
 	// A concurrent admission may take the place just made: try a few times.
 	for range 3 {
-		a, live, err := r.store.AdmitMCPSession(ctx, user, r.perUser, admissionHold)
+		a, live, err := r.store.Admit(ctx, user, r.perUser, admissionHold)
 		if a != nil || err != nil {
 			return a, err
 		}
-		standings, err := r.store.MCPSessionStandings(ctx, user, live)
+		standings, err := r.store.Standings(ctx, user, live)
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +195,7 @@ func (r *sessionRegistry) admit(ctx context.Context, user state.User) (*flow.Adm
 		if !ok {
 			return nil, errTooManySessions
 		}
-		evicted, err := r.store.EvictMCPSession(ctx, user, victim.ID)
+		evicted, err := r.store.Evict(ctx, user, victim.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -209,11 +210,11 @@ func (r *sessionRegistry) admit(ctx context.Context, user state.User) (*flow.Adm
 // leastRecentlyUsedIdle returns the least recently used of standings that has no request
 // in progress and no notification owed. A session held here is judged by what this
 // process knows now, others by their last registration.
-func (r *sessionRegistry) leastRecentlyUsedIdle(standings []flow.MCPSessionStanding) (flow.MCPSession, bool) {
-	var victim flow.MCPSession
+func (r *sessionRegistry) leastRecentlyUsedIdle(standings []mcpsessions.Standing) (mcpsessions.Session, bool) {
+	var victim mcpsessions.Session
 	found := false
 	for _, st := range standings {
-		ms := st.MCPSession
+		ms := st.Session
 		r.mu.Lock()
 		if ls, ok := r.byID[ms.ID]; ok {
 			ms.LastUsedAt, ms.Busy = ls.lastUsed, ls.inflight > 0

@@ -257,7 +257,7 @@ func (s *Server) resend(c echo.Context, who identity.Caller, act flow.Act, e *fl
 	if e.SessionID == "" {
 		return s.conflict(c, e, "this request has no client session to notify")
 	}
-	if _, err := s.opts.Flows.LiveMCPSession(ctx, e.SessionID); errors.Is(err, state.ErrNotFound) {
+	if _, err := s.opts.MCPSessions.Live(ctx, e.SessionID); errors.Is(err, state.ErrNotFound) {
 		return s.conflict(c, e, "the client session that started this request has ended; the result stays here")
 	} else if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/authorizations"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/templates"
 )
@@ -78,7 +79,7 @@ func (s *Server) authorize(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	stateParam, verifier := rand.Text()+rand.Text(), rand.Text()+rand.Text()+rand.Text()
-	err = s.opts.Flows.SaveOAuthAttempt(ctx, stateParam, flow.OAuthAttempt{
+	err = s.opts.Authorizations.Save(ctx, stateParam, authorizations.Attempt{
 		ElicitationID: e.ID, BrowserSession: v.sess.ID, Provider: p.Name, Verifier: verifier,
 		Scopes: e.Scopes, StartedAt: time.Now().UTC(),
 	}, oauthAttemptTTL)
@@ -104,7 +105,7 @@ func (s *Server) oauthCallback(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	q := c.QueryParams()
-	a, err := s.opts.Flows.TakeOAuthAttempt(ctx, q.Get("state"))
+	a, err := s.opts.Authorizations.Take(ctx, q.Get("state"))
 	if errors.Is(err, state.ErrNotFound) {
 		return echo.NewHTTPError(http.StatusBadRequest, "This answer from the provider was already used, has expired, "+
 			"or was not asked for by urlflow. Nothing was changed. Open your link again to start over.")

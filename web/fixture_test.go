@@ -39,10 +39,12 @@ import (
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/audit"
+	"github.com/urlflow/urlflow/state/authorizations"
 	"github.com/urlflow/urlflow/state/browsersession"
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/mcpsessions"
 	"github.com/urlflow/urlflow/state/once"
 	"github.com/urlflow/urlflow/state/ratelimit"
 	"github.com/urlflow/urlflow/state/vault"
@@ -277,7 +279,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		TTL: 10 * time.Minute, Now: clock.Now, ToolStateKey: keys.Derive("mcp request state"),
 		ServiceStateKey: keys.Derive("service request state"), Logger: log})
 	f.server = New(Options{
-		Asker: f.asker, Services: f.services, ServiceUsers: serviceUsers, OperatorSubjects: []string{"operator"},
+		Asker: f.asker, MCPSessions: mcpsessions.New(rdb, clock.Now), Authorizations: authorizations.New(rdb), Services: f.services, ServiceUsers: serviceUsers, OperatorSubjects: []string{"operator"},
 		PublicURL: publicURL, Flows: store, Hub: hub, Credentials: creds, Vault: vault, Keys: keys, Slots: catalog,
 		Sessions: sessions, Limiter: ratelimit.NewLimiter(rdb, clock.Now), Counters: count, Audit: trail, Metrics: instruments,
 		Verifier: verifier, Operators: identity.NewOperators([]string{f.operatorToken}, []string{f.readOnlyToken}), Dev: f.dev, SignIn: signIn,
@@ -479,7 +481,7 @@ func (f *fixture) newFlow(t testing.TB, owner string, change ...func(*flow.NewEl
 func (f *fixture) liveSession(t testing.TB, owner string) string {
 	t.Helper()
 	id := "session-" + rand.Text()
-	err := f.store.RegisterMCPSession(t.Context(), flow.MCPSession{ID: id, User: f.user(owner), Replica: "test",
+	err := mcpsessions.New(f.redis.Client(t), f.clock.Now).Register(t.Context(), mcpsessions.Session{ID: id, User: f.user(owner), Replica: "test",
 		StartedAt: f.clock.Now()}, time.Hour)
 	if err != nil {
 		t.Fatal(err)

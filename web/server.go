@@ -29,10 +29,12 @@ import (
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/audit"
+	"github.com/urlflow/urlflow/state/authorizations"
 	"github.com/urlflow/urlflow/state/browsersession"
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/mcpsessions"
 	"github.com/urlflow/urlflow/state/ratelimit"
 	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/upstream"
@@ -44,10 +46,14 @@ type Options struct {
 	PublicURL *url.URL
 	// Flows keeps the elicitations and Hub wakes those who wait for them; Credentials keeps
 	// what they stored, sealed by Vault.
-	Flows       *flow.Store
-	Hub         *flow.Hub
-	Credentials *credentials.Store
-	Vault       *vault.Vault
+	Flows *flow.Store
+	Hub   *flow.Hub
+	// MCPSessions tells whether the MCP session of a flow still lives (the retry API).
+	MCPSessions *mcpsessions.Registry
+	// Authorizations keeps the third-party authorizations in progress.
+	Authorizations *authorizations.Store
+	Credentials    *credentials.Store
+	Vault          *vault.Vault
 	// Sessions keeps the browser sessions; Limiter counts against RateLimits; Counters
 	// counts what /metrics shows.
 	Sessions *browsersession.Store

@@ -25,10 +25,12 @@ import (
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/audit"
+	"github.com/urlflow/urlflow/state/authorizations"
 	"github.com/urlflow/urlflow/state/browsersession"
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/mcpsessions"
 	"github.com/urlflow/urlflow/state/once"
 	"github.com/urlflow/urlflow/state/ratelimit"
 	"github.com/urlflow/urlflow/state/vault"
@@ -106,8 +108,9 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	asker := ask.New(ask.Options{Flows: flows, Credentials: creds, Keys: once.New(rdb), Vault: seals, Slots: cfg.Slots,
 		TTL: cfg.TTL, ToolStateKey: cfg.Keys.Derive("mcp request state"), ServiceStateKey: cfg.Keys.Derive("service request state"),
 		Logger: log})
+	mcpSessions := mcpsessions.New(rdb, nil)
 	mcpServer := mcp.New(mcp.Options{
-		Flows: flows, Credentials: creds, Counters: count, Metrics: instruments, Hub: hub, Vault: seals,
+		Flows: flows, Sessions: mcpSessions, Credentials: creds, Counters: count, Metrics: instruments, Hub: hub, Vault: seals,
 		Upstream: caller, Slots: cfg.Slots, Providers: providers, Keeper: keeper, Asker: asker,
 		PublicURL: cfg.PublicURL, Style: cfg.Style,
 		Replica: replica, Version: version(), Logger: log,
@@ -116,7 +119,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		SessionsPerUser: cfg.MCPSessions.PerUser, SessionIdleTimeout: cfg.MCPSessions.IdleTimeout,
 	})
 	webServer := web.New(web.Options{
-		Asker: asker, PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
+		Asker: asker, MCPSessions: mcpSessions, Authorizations: authorizations.New(rdb), PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
 		Sessions: browsersession.NewStore(rdb), Limiter: limiter, Counters: count, Audit: trail, Metrics: instruments, OperatorSubjects: cfg.OperatorSubjects,
 		Slots: cfg.Slots, Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens, cfg.OperatorReadOnlyTokens),
 		Services: cfg.Services, ServiceUsers: users, StatusWaitLimit: cfg.Waits.StatusLimit,

@@ -198,8 +198,8 @@ func (s *Store) queueChange(ctx context.Context, p *batch, c Change, ev Event, a
 	}
 	if e.State.Terminal() && e.SessionID != "" {
 		uk := e.User.Key()
-		p.SAdd(ctx, undeliveredKey(uk, e.SessionID), e.ID)
-		p.Expire(ctx, undeliveredKey(uk, e.SessionID), s.retention)
+		p.SAdd(ctx, UndeliveredKey(uk, e.SessionID), e.ID)
+		p.Expire(ctx, UndeliveredKey(uk, e.SessionID), s.retention)
 		s.queueOwed(ctx, p, e)
 	}
 	return nil

@@ -33,7 +33,7 @@ func (s *Store) RecordDelivery(ctx context.Context, id string, via Stream, attem
 		}
 		e.Delivery.WrittenAt = &now
 		e.Delivery.LastError = ""
-		p.SRem(ctx, undeliveredKey(e.User.Key(), e.SessionID), e.ID)
+		p.SRem(ctx, UndeliveredKey(e.User.Key(), e.SessionID), e.ID)
 		s.queueOwed(ctx, p, e)
 		return true, &Entry{At: now, Event: Notified, Actor: state.ActorSystem, From: e.State, To: e.State,
 			Reason: "completion notification written on " + string(via)}, nil
@@ -47,7 +47,7 @@ func (s *Store) SkipDelivery(ctx context.Context, id, why string) (*Elicitation,
 	return s.update(ctx, id, "", func(e *Elicitation, p *batch) (bool, *Entry, error) {
 		now := s.now().UTC()
 		e.Delivery.LastError, e.Delivery.SkippedAt = "not sent: "+why, &now
-		p.SRem(ctx, undeliveredKey(e.User.Key(), e.SessionID), e.ID)
+		p.SRem(ctx, UndeliveredKey(e.User.Key(), e.SessionID), e.ID)
 		s.queueOwed(ctx, p, e)
 		return true, nil, nil
 	})
@@ -66,7 +66,7 @@ func (s *Store) Requeue(ctx context.Context, id string, act Act) (*Elicitation, 
 		}
 		now := s.now().UTC()
 		e.Delivery.QueuedAt, e.Delivery.WrittenAt, e.Delivery.SkippedAt = &now, nil, nil // owed again until written again
-		key := undeliveredKey(e.User.Key(), e.SessionID)
+		key := UndeliveredKey(e.User.Key(), e.SessionID)
 		p.SAdd(ctx, key, e.ID)
 		p.Expire(ctx, key, s.retention)
 		s.queueOwed(ctx, p, e)
@@ -78,7 +78,7 @@ func (s *Store) Requeue(ctx context.Context, id string, act Act) (*Elicitation, 
 // Undelivered returns the IDs of the ended elicitations of user whose completion
 // notification has not been written to MCP session sessionID.
 func (s *Store) Undelivered(ctx context.Context, user state.User, sessionID string) ([]string, error) {
-	ids, err := s.rdb.SMembers(ctx, undeliveredKey(user.Key(), sessionID)).Result()
+	ids, err := s.rdb.SMembers(ctx, UndeliveredKey(user.Key(), sessionID)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read undelivered notifications of session: %w", err)
 	}
@@ -119,7 +119,7 @@ const (
 // IsUndelivered reports whether the completion notification of elicitation id is still
 // owed to MCP session sessionID of user.
 func (s *Store) IsUndelivered(ctx context.Context, user state.User, sessionID, id string) (bool, error) {
-	ok, err := s.rdb.SIsMember(ctx, undeliveredKey(user.Key(), sessionID), id).Result()
+	ok, err := s.rdb.SIsMember(ctx, UndeliveredKey(user.Key(), sessionID), id).Result()
 	if err != nil {
 		return false, fmt.Errorf("read undelivered notifications of session: %w", err)
 	}

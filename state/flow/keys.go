@@ -20,23 +20,17 @@ func openKey(userKey string, kind state.Kind, name, sessionID string) string {
 	return state.UserTag(userKey) + "open:" + string(kind) + ":" + name + ":" + sessionID
 }
 
-// undeliveredKey names the set of ended elicitations whose completion notification has not
-// yet been written to MCP session sessionID.
-func undeliveredKey(userKey, sessionID string) string {
+// UndeliveredKey names the set of user's ended elicitations whose completion notification
+// has not yet been written to MCP session sessionID: the steps of this package write it,
+// and package mcpsessions counts it (Standings) in its own round trip.
+func UndeliveredKey(userKey, sessionID string) string {
 	return state.UserTag(userKey) + "s:" + sessionID + ":undelivered"
 }
-
-// userSessionsKey names the sorted set of a user's live MCP sessions (2025-11-25), on
-// every replica, each scored by when its registration expires (Unix milliseconds), and of
-// admissions in progress (members that start with "+").
-func userSessionsKey(userKey string) string { return state.UserTag(userKey) + "mss" }
 
 // indexKey maps an elicitation ID of the legacy form (ids.go) to its user's key. It is
 // read for those IDs and no longer written.
 func indexKey(id string) string { return state.KeyPrefix + "eid:" + id }
 
-// oauthAttemptKey names a third-party authorization in progress, by its state parameter.
-func oauthAttemptKey(param string) string { return state.KeyPrefix + "oauth:" + param }
 
 const deadlinesKey = state.KeyPrefix + "deadlines"
 

@@ -1,4 +1,11 @@
-package flow
+// Package mcpsessions keeps the live MCP sessions (2025-11-25) of every replica in Redis:
+// which replica holds each, whose it is, and how many each user has, so that a user's
+// sessions can be capped across replicas and the completion notifier and the recovery API
+// can tell whether a session still lives.
+//
+// The one idea to hold: a registration lives only while its replica refreshes it; a
+// replica that dies lets its sessions lapse, and nothing else has to clean up after it.
+package mcpsessions
 
 import (
 	"context"
@@ -11,12 +18,33 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
-func mcpSessionKey(id string) string { return state.KeyPrefix + "ms:" + id }
+// Registry keeps the registrations.
+type Registry struct {
+	rdb redis.UniversalClient
+	now func() time.Time
+}
 
-// MCPSession is a live MCP session (2025-11-25) as registered by the replica that holds it.
-type MCPSession struct {
+// New returns the Registry kept in rdb; now is time.Now if nil.
+func New(rdb redis.UniversalClient, now func() time.Time) *Registry {
+	if now == nil {
+		now = time.Now
+	}
+	return &Registry{rdb: rdb, now: now}
+}
+
+// sessionKey names the registration of MCP session id.
+func sessionKey(id string) string { return state.KeyPrefix + "ms:" + id }
+
+// userSessionsKey names the sorted set of a user's live MCP sessions, on every replica,
+// each scored by when its registration expires (Unix milliseconds), and of admissions in
+// progress (members that start with "+").
+func userSessionsKey(userKey string) string { return state.UserTag(userKey) + "mss" }
+
+// Session is a live MCP session (2025-11-25) as registered by the replica that holds it.
+type Session struct {
 	ID        string           `json:"id"`
 	User      state.User       `json:"user"`
 	Replica   string           `json:"replica"`
@@ -28,17 +56,17 @@ type MCPSession struct {
 	Busy       bool      `json:"busy,omitempty"`
 }
 
-// RegisterMCPSession records that ms lives, for ttl, and counts it among its user's
+// Register records that ms lives, for ttl, and counts it among its user's
 // sessions until then. The holding replica refreshes it.
-func (s *Store) RegisterMCPSession(ctx context.Context, ms MCPSession, ttl time.Duration) error {
+func (r *Registry) Register(ctx context.Context, ms Session, ttl time.Duration) error {
 	doc, err := json.Marshal(ms)
 	if err != nil {
 		return fmt.Errorf("encode MCP session: %w", err)
 	}
-	expires := s.now().Add(ttl).UnixMilli()
+	expires := r.now().Add(ttl).UnixMilli()
 	users := userSessionsKey(ms.User.Key())
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, mcpSessionKey(ms.ID), doc, ttl)
+	_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, sessionKey(ms.ID), doc, ttl)
 		p.ZAdd(ctx, users, redis.Z{Score: float64(expires), Member: ms.ID})
 		p.PExpire(ctx, users, ttl)
 		return nil
@@ -49,20 +77,20 @@ func (s *Store) RegisterMCPSession(ctx context.Context, ms MCPSession, ttl time.
 	return nil
 }
 
-// LiveMCPSession returns the registration of MCP session id, or ErrNotFound once it has
+// Live returns the registration of MCP session id, or ErrNotFound once it has
 // ended or its replica stopped refreshing it.
-func (s *Store) LiveMCPSession(ctx context.Context, id string) (*MCPSession, error) {
-	var ms MCPSession
-	if err := state.DecodeJSON(s.rdb.Get(ctx, mcpSessionKey(id)), "MCP session", &ms); err != nil {
+func (r *Registry) Live(ctx context.Context, id string) (*Session, error) {
+	var ms Session
+	if err := state.DecodeJSON(r.rdb.Get(ctx, sessionKey(id)), "MCP session", &ms); err != nil {
 		return nil, err
 	}
 	return &ms, nil
 }
 
-// ForgetMCPSession removes the registration of user's MCP session id.
-func (s *Store) ForgetMCPSession(ctx context.Context, user state.User, id string) error {
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, mcpSessionKey(id))
+// Forget removes the registration of user's MCP session id.
+func (r *Registry) Forget(ctx context.Context, user state.User, id string) error {
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, sessionKey(id))
 		p.ZRem(ctx, userSessionsKey(user.Key()), id)
 		return nil
 	})
@@ -97,14 +125,14 @@ type Admission struct {
 	token string
 }
 
-// AdmitMCPSession reserves a place for a new MCP session of user, for hold, if user has
+// Admit reserves a place for a new MCP session of user, for hold, if user has
 // fewer than limit live sessions on all replicas (admissions in progress count). When the
 // user has that many, it returns a nil Admission and the IDs of the live sessions, one of
-// which the caller may end (EvictMCPSession) before it tries again.
-func (s *Store) AdmitMCPSession(ctx context.Context, user state.User, limit int, hold time.Duration) (*Admission, []string, error) {
-	now := s.now()
+// which the caller may end (Evict) before it tries again.
+func (r *Registry) Admit(ctx context.Context, user state.User, limit int, hold time.Duration) (*Admission, []string, error) {
+	now := r.now()
 	a := &Admission{user: user, token: "+" + rand.Text()}
-	res, err := admitScript.Run(ctx, s.rdb, []string{userSessionsKey(user.Key())},
+	res, err := admitScript.Run(ctx, r.rdb, []string{userSessionsKey(user.Key())},
 		now.UnixMilli(), limit, a.token, now.Add(hold).UnixMilli()).Slice()
 	if err != nil {
 		return nil, nil, fmt.Errorf("count the user's MCP sessions: %w", err)
@@ -122,40 +150,40 @@ func (s *Store) AdmitMCPSession(ctx context.Context, user state.User, limit int,
 }
 
 // Release gives the place of admission a back: the session it was for is registered
-// (RegisterMCPSession counts it from then on) or did not start.
-func (s *Store) Release(ctx context.Context, a *Admission) error {
-	if err := s.rdb.ZRem(ctx, userSessionsKey(a.user.Key()), a.token).Err(); err != nil {
+// (Register counts it from then on) or did not start.
+func (r *Registry) Release(ctx context.Context, a *Admission) error {
+	if err := r.rdb.ZRem(ctx, userSessionsKey(a.user.Key()), a.token).Err(); err != nil {
 		return fmt.Errorf("release MCP session admission: %w", err)
 	}
 	return nil
 }
 
-// MCPSessionStanding is what AdmitMCPSession's caller needs to choose a session to end.
-type MCPSessionStanding struct {
-	MCPSession
+// Standing is what Admit's caller needs to choose a session to end.
+type Standing struct {
+	Session
 	// Undelivered counts the completion notifications owed to the session.
 	Undelivered int64
 }
 
-// MCPSessionStandings returns the registrations of user's sessions ids that still live,
+// Standings returns the registrations of user's sessions ids that still live,
 // with the notifications owed to each.
-func (s *Store) MCPSessionStandings(ctx context.Context, user state.User, ids []string) ([]MCPSessionStanding, error) {
+func (r *Registry) Standings(ctx context.Context, user state.User, ids []string) ([]Standing, error) {
 	docs := make([]*redis.StringCmd, len(ids))
 	owed := make([]*redis.IntCmd, len(ids))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			docs[i] = p.Get(ctx, mcpSessionKey(id))
-			owed[i] = p.SCard(ctx, undeliveredKey(user.Key(), id))
+			docs[i] = p.Get(ctx, sessionKey(id))
+			owed[i] = p.SCard(ctx, flow.UndeliveredKey(user.Key(), id))
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("read the user's MCP sessions: %w", err)
 	}
-	var out []MCPSessionStanding
+	var out []Standing
 	for i := range ids {
-		var st MCPSessionStanding
-		if err := state.DecodeJSON(docs[i], "MCP session", &st.MCPSession); err != nil {
+		var st Standing
+		if err := state.DecodeJSON(docs[i], "MCP session", &st.Session); err != nil {
 			if errors.Is(err, state.ErrNotFound) {
 				continue // ended meanwhile
 			}
@@ -170,21 +198,21 @@ func (s *Store) MCPSessionStandings(ctx context.Context, user state.User, ids []
 	return out, nil
 }
 
-// EvictMCPSession stops counting user's session id among the user's sessions, so that a
+// Evict stops counting user's session id among the user's sessions, so that a
 // new one can take its place, and asks the replica that holds it to close it (a Notice of
-// kind NoticeCloseSession). It reports false when the session no longer counted (it ended,
+// kind flow.NoticeCloseSession). It reports false when the session no longer counted (it ended,
 // or a concurrent admission evicted it first).
-func (s *Store) EvictMCPSession(ctx context.Context, user state.User, id string) (bool, error) {
-	n, err := s.rdb.ZRem(ctx, userSessionsKey(user.Key()), id).Result()
+func (r *Registry) Evict(ctx context.Context, user state.User, id string) (bool, error) {
+	n, err := r.rdb.ZRem(ctx, userSessionsKey(user.Key()), id).Result()
 	if err != nil {
 		return false, fmt.Errorf("evict MCP session: %w", err)
 	}
 	if n == 0 {
 		return false, nil
 	}
-	msg, err := json.Marshal(Notice{What: NoticeCloseSession, UserKey: user.Key(), SessionID: id})
+	msg, err := json.Marshal(flow.Notice{What: flow.NoticeCloseSession, UserKey: user.Key(), SessionID: id})
 	if err == nil {
-		err = s.rdb.Publish(ctx, EventsChannel, msg).Err()
+		err = r.rdb.Publish(ctx, flow.EventsChannel, msg).Err()
 	}
 	if err != nil {
 		return true, fmt.Errorf("ask to close MCP session: %w", err)

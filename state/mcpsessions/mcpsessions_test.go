@@ -1,29 +1,68 @@
-package flow
+package mcpsessions
 
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
+var quiet = slog.New(slog.DiscardHandler)
+
+// clock is a settable clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// runHub runs h until the test ends, once it has subscribed.
+func runHub(t *testing.T, h *flow.Hub) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.Run(ctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	select {
+	case <-h.Connected():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hub did not subscribe")
+	}
+}
+
 func TestAUsersSessionsAreCountedUntilTheyEndOrExpire(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := t.Context()
 		clk := newClock()
-		s := newStore(b, clk)
+		s := New(b.Client, clk.Now)
 		alice, bob := state.User{Issuer: "https://idp.test", Subject: "alice"}, state.User{Issuer: "https://idp.test", Subject: "bob"}
 		start := func(user state.User, id string) {
 			t.Helper()
-			a, live, err := s.AdmitMCPSession(ctx, user, 2, 30*time.Second)
+			a, live, err := s.Admit(ctx, user, 2, 30*time.Second)
 			if err != nil || a == nil {
 				t.Fatalf("admit %s: %v, %v (live %q)", id, a, err, live)
 			}
-			if err := s.RegisterMCPSession(ctx, MCPSession{ID: id, User: user, Replica: "r1", LastUsedAt: clk.Now()}, 90*time.Second); err != nil {
+			if err := s.Register(ctx, Session{ID: id, User: user, Replica: "r1", LastUsedAt: clk.Now()}, 90*time.Second); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Release(ctx, a); err != nil {
@@ -34,63 +73,64 @@ func TestAUsersSessionsAreCountedUntilTheyEndOrExpire(t *testing.T) {
 		start(alice, "s2")
 		start(bob, "s3") // another user's sessions count apart
 
-		a, live, err := s.AdmitMCPSession(ctx, alice, 2, 30*time.Second)
+		a, live, err := s.Admit(ctx, alice, 2, 30*time.Second)
 		slices.Sort(live)
 		if err != nil || a != nil || !slices.Equal(live, []string{"s1", "s2"}) {
 			t.Fatalf("a third session of alice: %v, %q, %v; want refused with s1 and s2 live", a, live, err)
 		}
 
 		// An admission in progress counts, so that two concurrent starts cannot both pass.
-		if err := s.ForgetMCPSession(ctx, alice, "s2"); err != nil {
+		if err := s.Forget(ctx, alice, "s2"); err != nil {
 			t.Fatal(err)
 		}
-		held, _, err := s.AdmitMCPSession(ctx, alice, 2, 30*time.Second)
+		held, _, err := s.Admit(ctx, alice, 2, 30*time.Second)
 		if err != nil || held == nil {
 			t.Fatalf("admit after s2 ended: %v, %v", held, err)
 		}
-		if a, live, _ := s.AdmitMCPSession(ctx, alice, 2, 30*time.Second); a != nil || !slices.Equal(live, []string{"s1"}) {
+		if a, live, _ := s.Admit(ctx, alice, 2, 30*time.Second); a != nil || !slices.Equal(live, []string{"s1"}) {
 			t.Fatalf("a concurrent admission: %v, live %q; want refused, listing only the session", a, live)
 		}
 		// An admission that is never released stops counting after its hold.
 		clk.Advance(31 * time.Second)
-		if a, _, _ := s.AdmitMCPSession(ctx, alice, 2, 30*time.Second); a == nil {
+		if a, _, _ := s.Admit(ctx, alice, 2, 30*time.Second); a == nil {
 			t.Fatal("a lapsed admission still counts")
 		}
 		// A registration that its replica stopped refreshing stops counting after its TTL.
 		clk.Advance(90 * time.Second)
-		if err := s.RegisterMCPSession(ctx, MCPSession{ID: "s4", User: alice, Replica: "r2"}, 90*time.Second); err != nil {
+		if err := s.Register(ctx, Session{ID: "s4", User: alice, Replica: "r2"}, 90*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		if a, live, _ := s.AdmitMCPSession(ctx, alice, 2, 30*time.Second); a == nil {
+		if a, live, _ := s.Admit(ctx, alice, 2, 30*time.Second); a == nil {
 			t.Fatalf("refused with %q live; s1 expired and only s4 lives", live)
 		}
 	})
 }
 
 func TestEvictingASessionMakesRoomOnceAndAsksItsReplicaToCloseIt(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := t.Context()
-		s := newStore(b, nil)
+		s := New(b.Client, nil)
+		flows := flow.NewStore(b.Client, flow.StoreOptions{Logger: quiet})
 		alice := state.User{Issuer: "https://idp.test", Subject: "alice"}
-		notices := make(chan Notice, 4)
-		startHub(t, b, func(h *Hub) {
-			h.OnNotice(func(_ context.Context, n Notice) { notices <- n })
-		})
+		notices := make(chan flow.Notice, 4)
+		hub := flow.NewHub(b.Client, quiet)
+		hub.OnNotice(func(_ context.Context, n flow.Notice) { notices <- n })
+		runHub(t, hub)
 		used := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
 		for _, id := range []string{"s1", "s2"} {
-			if err := s.RegisterMCPSession(ctx, MCPSession{ID: id, User: alice, Replica: "r1", LastUsedAt: used, Busy: id == "s2"}, time.Minute); err != nil {
+			if err := s.Register(ctx, Session{ID: id, User: alice, Replica: "r1", LastUsedAt: used, Busy: id == "s2"}, time.Minute); err != nil {
 				t.Fatal(err)
 			}
 		}
-		e, err := s.Create(ctx, NewElicitation{User: alice, Kind: state.KindSecret, Target: "demo", Purpose: "a test", TTL: time.Minute, SessionID: "s1"})
+		e, err := flows.Create(ctx, flow.NewElicitation{User: alice, Kind: state.KindSecret, Target: "demo", Purpose: "a test", TTL: time.Minute, SessionID: "s1"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Apply(ctx, e.ID, ClientDecline, state.ActorClient, "a test"); err != nil {
+		if _, err := flows.Apply(ctx, e.ID, flow.ClientDecline, state.ActorClient, "a test"); err != nil {
 			t.Fatal(err)
 		}
 
-		standings, err := s.MCPSessionStandings(ctx, alice, []string{"s1", "s2", "gone"})
+		standings, err := s.Standings(ctx, alice, []string{"s1", "s2", "gone"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,20 +140,20 @@ func TestEvictingASessionMakesRoomOnceAndAsksItsReplicaToCloseIt(t *testing.T) {
 			t.Fatalf("standings = %s; want s1 owed one notification and s2 busy, and nothing for a session that ended", got)
 		}
 
-		if ok, err := s.EvictMCPSession(ctx, alice, "s2"); !ok || err != nil {
+		if ok, err := s.Evict(ctx, alice, "s2"); !ok || err != nil {
 			t.Fatalf("evict s2 = %v, %v", ok, err)
 		}
-		if ok, err := s.EvictMCPSession(ctx, alice, "s2"); ok || err != nil {
+		if ok, err := s.Evict(ctx, alice, "s2"); ok || err != nil {
 			t.Fatalf("evict s2 again = %v, %v; want false: it no longer counts", ok, err)
 		}
-		if a, live, _ := s.AdmitMCPSession(ctx, alice, 2, time.Minute); a == nil {
+		if a, live, _ := s.Admit(ctx, alice, 2, time.Minute); a == nil {
 			t.Fatalf("no room after the eviction: %q live", live)
 		}
 		deadline := time.After(5 * time.Second)
 		for {
 			select {
 			case n := <-notices:
-				if n.What != NoticeCloseSession {
+				if n.What != flow.NoticeCloseSession {
 					continue
 				}
 				if n.SessionID != "s2" || n.UserKey != alice.Key() {
