@@ -115,7 +115,7 @@ func TestNotificationIsQueuedUntilTheClientOpensItsStream(t *testing.T) {
 	if e.Delivery.WrittenAt != nil || e.Delivery.QueuedAt == nil || e.Delivery.LastError == "" {
 		t.Fatalf("without a stream: %+v", e.Delivery)
 	}
-	if owed, err := f.store.IsUndelivered(f.ctx, devUser("dev"), c.sessionID, id); err != nil || !owed {
+	if owed, err := f.store.Deliveries().IsUndelivered(f.ctx, devUser("dev"), c.sessionID, id); err != nil || !owed {
 		t.Fatalf("no longer owed although not written: %v %v", owed, err)
 	}
 

@@ -134,7 +134,7 @@ func nudge(wake chan struct{}) {
 }
 
 func (n *notifier) recheck(ctx context.Context, sessionID string, ls *liveSession) {
-	ids, err := n.store.Undelivered(ctx, ls.user, sessionID)
+	ids, err := n.store.Deliveries().Undelivered(ctx, ls.user, sessionID)
 	if err != nil {
 		n.log.WarnContext(ctx, "owed notifications not checked", "session", sessionID, "err", err)
 		return
@@ -212,7 +212,7 @@ func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
 	}
 	if !sessionURLMode(ls.ss) {
 		// The notification belongs to URL-mode elicitation, which this client did not declare.
-		if _, err := n.store.SkipDelivery(ctx, id, "the client declared no URL-mode elicitation"); err != nil {
+		if _, err := n.store.Deliveries().Skip(ctx, id, "the client declared no URL-mode elicitation"); err != nil {
 			n.log.WarnContext(ctx, "skipped delivery not recorded", "elicitation_id", id, "err", err)
 			return false
 		}
@@ -229,7 +229,7 @@ func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
 // with sendErr (nil: written), and counts, measures and logs it. It reports whether the
 // record now says written.
 func (n *notifier) record(ctx context.Context, e *flow.Elicitation, via flow.Stream, sendErr error) bool {
-	_, err := n.store.RecordDelivery(ctx, e.ID, via, sendErr)
+	_, err := n.store.Deliveries().Record(ctx, e.ID, via, sendErr)
 	if err != nil {
 		n.log.WarnContext(ctx, "delivery not recorded", "elicitation_id", e.ID, "err", err)
 	}

@@ -136,7 +136,7 @@ func TestNotificationOwedToAClosedSessionStaysQueued(t *testing.T) {
 	if e.Delivery.QueuedAt == nil || e.Delivery.WrittenAt != nil || e.Delivery.Attempts != 0 {
 		t.Fatalf("delivery: %+v", e.Delivery)
 	}
-	if owed, err := f.store.IsUndelivered(f.ctx, alice, c.sessionID, id); err != nil || !owed {
+	if owed, err := f.store.Deliveries().IsUndelivered(f.ctx, alice, c.sessionID, id); err != nil || !owed {
 		t.Fatalf("not owed any more: %v %v", owed, err)
 	}
 }

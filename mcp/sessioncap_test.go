@@ -181,7 +181,7 @@ func TestASessionOwedANotificationIsNotClosedForRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.apply(e.ID, flow.ClientDecline)
-	if owed, err := f.store.IsUndelivered(f.ctx, devUser("alice"), c.sessionID, e.ID); err != nil || !owed {
+	if owed, err := f.store.Deliveries().IsUndelivered(f.ctx, devUser("alice"), c.sessionID, e.ID); err != nil || !owed {
 		t.Fatalf("IsUndelivered = %v, %v; the test needs the notification owed", owed, err)
 	}
 

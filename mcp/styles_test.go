@@ -60,7 +60,7 @@ func TestErrorStyleAnswersURLElicitationRequiredAndNotifiesCompletion(t *testing
 	if e.Delivery.Attempts != 1 || e.Delivery.LastError != "" || e.Delivery.QueuedAt == nil {
 		t.Fatalf("delivery: %+v", e.Delivery)
 	}
-	if owed, err := f.store.IsUndelivered(f.ctx, alice, c.sessionID, id); err != nil || owed {
+	if owed, err := f.store.Deliveries().IsUndelivered(f.ctx, alice, c.sessionID, id); err != nil || owed {
 		t.Fatalf("still owed after it was written: %v %v", owed, err)
 	}
 
@@ -118,7 +118,7 @@ func TestClientWithoutURLModeGetsALinkToOpen(t *testing.T) {
 				if e := f.get(got.ElicitationID); e.Delivery.WrittenAt != nil || e.Delivery.Attempts != 0 || e.Delivery.SkippedAt == nil || e.NotificationOwed() {
 					t.Fatalf("delivery: %+v, owed %v", e.Delivery, e.NotificationOwed())
 				}
-				if owed, err := f.store.IsUndelivered(f.ctx, alice, c.sessionID, got.ElicitationID); err != nil || owed {
+				if owed, err := f.store.Deliveries().IsUndelivered(f.ctx, alice, c.sessionID, got.ElicitationID); err != nil || owed {
 					t.Fatalf("still in the undelivered set after it was skipped: %v %v", owed, err)
 				}
 				nothingIn(t, c.completions, "completion notification")

@@ -51,7 +51,7 @@ func (s *Server) adminPage(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	sum, stuck, err := s.opts.Flows.Overview(ctx, flow.MaxListLimit)
+	sum, stuck, err := s.opts.Flows.Index().Overview(ctx, flow.MaxListLimit)
 	if err != nil {
 		return err
 	}
@@ -60,12 +60,12 @@ func (s *Server) adminPage(c echo.Context) error {
 		if st.Terminal() {
 			continue
 		}
-		after, _ := s.opts.Flows.StuckAfter().For(st)
+		after, _ := s.opts.Flows.Index().StuckAfter().For(st)
 		view.Counts = append(view.Counts, templates.AdminCount{State: string(st), Label: string(st), Running: sum.Running[st],
 			Stuck: sum.Stuck[flow.Stuck(st)], After: ages.Of(after)})
 	}
 	view.Counts = append(view.Counts, templates.AdminCount{State: "", Label: "notification owed", Running: sum.OwedNotifications,
-		Stuck: sum.Stuck[flow.StuckNotification], After: ages.Of(s.opts.Flows.StuckAfter().Notification)})
+		Stuck: sum.Stuck[flow.StuckNotification], After: ages.Of(s.opts.Flows.Index().StuckAfter().Notification)})
 	for _, st := range flow.States {
 		view.States = append(view.States, string(st))
 	}
@@ -77,7 +77,7 @@ func (s *Server) adminPage(c echo.Context) error {
 	q, err := listQuery(c, operatorAs(v), "done")
 	var page flow.Page
 	if err == nil {
-		page, err = s.opts.Flows.List(ctx, q)
+		page, err = s.opts.Flows.Index().List(ctx, q)
 	}
 	var he *echo.HTTPError
 	switch {
@@ -106,7 +106,7 @@ func (s *Server) adminRows(es []*flow.Elicitation) []templates.AdminRow {
 	now := s.opts.Flows.Now()
 	rows := make([]templates.AdminRow, 0, len(es))
 	for _, e := range es {
-		rows = append(rows, templates.AdminRow{ID: e.ID, State: string(e.State), Stuck: string(s.opts.Flows.StuckAfter().Check(e, now)),
+		rows = append(rows, templates.AdminRow{ID: e.ID, State: string(e.State), Stuck: string(s.opts.Flows.Index().StuckAfter().Check(e, now)),
 			User: e.User.Subject, Target: e.Target, Service: e.Service, Client: e.Client.Name, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt})
 	}
 	return rows
@@ -169,7 +169,7 @@ func (s *Server) adminFlowPage(c echo.Context) error {
 		return err
 	}
 	now := s.opts.Flows.Now()
-	view := templates.AdminFlow{ID: e.ID, State: string(e.State), Stuck: string(s.opts.Flows.StuckAfter().Check(e, now)),
+	view := templates.AdminFlow{ID: e.ID, State: string(e.State), Stuck: string(s.opts.Flows.Index().StuckAfter().Check(e, now)),
 		Kind: string(e.Kind), Target: e.Target, Service: e.Service, User: e.User.String(), Client: e.Client.Name, Era: e.Era(),
 		Replica: e.Replica, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, ExpiresAt: e.ExpiresAt,
 		Delivery: e.Delivery.Describe(now), RetryOf: e.RetryOf, RetriedBy: e.RetriedBy, CSRF: p.CSRF,
@@ -233,7 +233,7 @@ func (s *Server) adminAct(c echo.Context) error {
 		}
 		e = change.Elicitation
 	case "resend":
-		if e, err = s.opts.Flows.Requeue(ctx, e.ID, act); err != nil {
+		if e, err = s.opts.Flows.Deliveries().Requeue(ctx, e.ID, act); err != nil {
 			return err
 		}
 	case "retry":

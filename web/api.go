@@ -265,7 +265,7 @@ func (s *Server) resend(c echo.Context, who identity.Caller, act flow.Act, e *fl
 	wake, stop := s.opts.Hub.Wait(e.ID)
 	defer stop()
 	before := e.Delivery.Attempts
-	e, err := s.opts.Flows.Requeue(ctx, e.ID, act)
+	e, err := s.opts.Flows.Deliveries().Requeue(ctx, e.ID, act)
 	if err != nil {
 		return err
 	}

@@ -186,7 +186,7 @@ func TestRetryOfAnEndedFlowSendsTheNotificationAgainToALiveSession(t *testing.T)
 	// a session whose stream is connected.
 	f := newFixture(t, fixtureOptions{notifier: func(ctx context.Context, s *flow.Store, n flow.Notice) {
 		if n.What == flow.NoticeRequeue {
-			s.RecordDelivery(ctx, n.ID, flow.SessionStream, nil)
+			s.Deliveries().Record(ctx, n.ID, flow.SessionStream, nil)
 		}
 	}})
 	session := f.liveSession(t, "alice")
@@ -210,7 +210,7 @@ func TestRetryReportsADeliveryThatFailed(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOptions{notifier: func(ctx context.Context, s *flow.Store, n flow.Notice) {
 		if n.What == flow.NoticeRequeue {
-			s.RecordDelivery(ctx, n.ID, flow.SessionStream, errors.New("the stream is not connected"))
+			s.Deliveries().Record(ctx, n.ID, flow.SessionStream, errors.New("the stream is not connected"))
 		}
 	}})
 	session := f.liveSession(t, "alice")

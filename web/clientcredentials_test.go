@@ -94,7 +94,7 @@ func TestAServiceClientTokenWithoutItsScopeCannotActAsTheService(t *testing.T) {
 		}
 		f.api(t, http.MethodGet, "/api/v1/elicitations", clientToken(scope), "").want(t, http.StatusForbidden, "urlflow:delegate")
 	}
-	if list, err := f.store.List(t.Context(), flow.ListQuery{}); err != nil || len(list.Elicitations) != 0 {
+	if list, err := f.store.Index().List(t.Context(), flow.ListQuery{}); err != nil || len(list.Elicitations) != 0 {
 		t.Fatalf("refused tokens created %+v (%v)", list.Elicitations, err)
 	}
 	f.server.opts.Audit.Flush(t.Context())

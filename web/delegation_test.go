@@ -390,7 +390,7 @@ func TestAJSONBodyWithTrailingDataIsRefusedAndChangesNothing(t *testing.T) {
 	running := created(t, f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", alice, `{"slot": "demo_api_key", "replace": true}`), http.StatusCreated)
 	declined := created(t, f.asService(t, calendar, http.MethodPost, "/api/v1/elicitations", f.userTokenFor(t, "alice", calendar), createDemoKey), http.StatusCreated)
 	f.apply(t, declined.ID, flow.ClientDecline, state.ActorClient)
-	before, err := f.store.List(t.Context(), flow.ListQuery{})
+	before, err := f.store.Index().List(t.Context(), flow.ListQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +428,7 @@ func TestAJSONBodyWithTrailingDataIsRefusedAndChangesNothing(t *testing.T) {
 	if n := sent.Load(); n != 0 {
 		t.Errorf("the demo API was called %d times, want none", n)
 	}
-	if after, err := f.store.List(t.Context(), flow.ListQuery{}); err != nil || len(after.Elicitations) != len(before.Elicitations) {
+	if after, err := f.store.Index().List(t.Context(), flow.ListQuery{}); err != nil || len(after.Elicitations) != len(before.Elicitations) {
 		t.Errorf("%d elicitations (%v), want the %d there were: nothing created", len(after.Elicitations), err, len(before.Elicitations))
 	}
 

@@ -14,13 +14,14 @@ import (
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/serviceevents"
 )
 
 // A delegating service follows its elicitations on GET /api/v1/events: a server-sent-events
 // stream of every creation and change of state of the elicitations it created, read from
-// its Redis stream (flow.ServiceEvents), so that a stream opened on any replica sees the
+// its Redis stream (package serviceevents), so that a stream opened on any replica sees the
 // changes of all. A reader that reconnects with Last-Event-ID gets what it missed, for
-// flow.ServiceEventsKeep; an older position gets a reset event first, after which the
+// serviceevents.Keep; an older position gets a reset event first, after which the
 // stream goes on from now: the reader reads the state of its elicitations again.
 
 // DefaultEventsKeepAlive is how often an event stream without events sends a comment, so
@@ -80,10 +81,10 @@ func (s *Server) apiEvents(c echo.Context) error {
 	after := cmp.Or(c.Request().Header.Get("Last-Event-ID"), c.QueryParam("lastEventId"))
 	reset := false
 	if after != "" {
-		switch err := s.opts.Flows.CheckPosition(ctx, svc.Name, after); {
-		case errors.Is(err, flow.ErrBadPosition):
+		switch err := s.opts.ServiceEvents.CheckPosition(ctx, svc.Name, after); {
+		case errors.Is(err, serviceevents.ErrBadPosition):
 			return refuse(http.StatusBadRequest, "Last-Event-ID: not an event ID of this stream; leave it out to start from now")
-		case errors.Is(err, flow.ErrEventsGone):
+		case errors.Is(err, serviceevents.ErrEventsGone):
 			reset = true
 		case err != nil:
 			return err
@@ -91,7 +92,7 @@ func (s *Server) apiEvents(c echo.Context) error {
 	}
 	if after == "" || reset {
 		var err error
-		if after, err = s.opts.Flows.LastServiceEvent(ctx, svc.Name); err != nil {
+		if after, err = s.opts.ServiceEvents.Last(ctx, svc.Name); err != nil {
 			return err
 		}
 	}
@@ -110,7 +111,7 @@ func (s *Server) apiEvents(c echo.Context) error {
 		// The position is what the stream goes on from, so that a reader that reconnects
 		// after the reset does not get it again.
 		fmt.Fprintf(w, "id: %s\nevent: reset\ndata: {\"reason\":\"events after the last one you read are no longer kept (they are kept %s): read the state of your elicitations again\"}\n\n",
-			after, flow.ServiceEventsKeep)
+			after, serviceevents.Keep)
 	} else {
 		fmt.Fprint(w, ": urlflow events\n\n")
 	}
@@ -118,7 +119,7 @@ func (s *Server) apiEvents(c echo.Context) error {
 
 	keepAlive := cmp.Or(s.opts.EventsKeepAlive, DefaultEventsKeepAlive)
 	for {
-		events, err := s.opts.Flows.ServiceEvents(ctx, svc.Name, after, eventBatch, keepAlive)
+		events, err := s.opts.ServiceEvents.Read(ctx, svc.Name, after, eventBatch, keepAlive)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -157,7 +158,7 @@ func (s *Server) apiWebhook(c echo.Context) error {
 		// The delivery is the service's plumbing; its errors may name the service's hosts.
 		return unknownElicitation(c, e.ID)
 	}
-	d, err := s.opts.Flows.Webhook(c.Request().Context(), e.ID)
+	d, err := s.opts.Webhooks.Delivery(c.Request().Context(), e.ID)
 	if errors.Is(err, state.ErrNotFound) {
 		return refuse(http.StatusNotFound, "no webhook was queued for this elicitation: it has not ended, or its service has no webhook")
 	}

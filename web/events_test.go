@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/webhooks"
 )
 
 // sse is one event read from an event stream.
@@ -210,13 +211,13 @@ func TestTheWebhookOfAnEndedFlowIsReadableByWhoMayReadTheFlow(t *testing.T) {
 
 	f.asService(t, keyholder, http.MethodPost, "/api/v1/elicitations/"+v.ID+"/cancel", "", "").want(t, http.StatusOK)
 	got := f.asService(t, keyholder, http.MethodGet, path, "", "")
-	var d flow.WebhookDelivery
+	var d webhooks.Delivery
 	got.decode(t, &d)
-	if got.Status != http.StatusOK || d.ID != flow.WebhookID(v.ID) || d.Type != "elicitation.cancelled" || d.Service != keyholder ||
+	if got.Status != http.StatusOK || d.ID != webhooks.ID(v.ID) || d.Type != "elicitation.cancelled" || d.Service != keyholder ||
 		d.Attempts != 0 || d.NextAttemptAt == nil {
 		t.Errorf("the delivery: %d %s", got.Status, got.Body)
 	}
-	f.api(t, http.MethodGet, path, f.operatorToken, "").want(t, http.StatusOK, flow.WebhookID(v.ID))
+	f.api(t, http.MethodGet, path, f.operatorToken, "").want(t, http.StatusOK, webhooks.ID(v.ID))
 	f.api(t, http.MethodGet, path, f.token(t, "alice"), "").want(t, http.StatusNotFound, `"unknown"`) // the service's plumbing
 	f.asService(t, weather, http.MethodGet, path, "", "").want(t, http.StatusNotFound, `"unknown"`)
 

@@ -47,7 +47,9 @@ import (
 	"github.com/urlflow/urlflow/state/mcpsessions"
 	"github.com/urlflow/urlflow/state/once"
 	"github.com/urlflow/urlflow/state/ratelimit"
+	"github.com/urlflow/urlflow/state/serviceevents"
 	"github.com/urlflow/urlflow/state/vault"
+	"github.com/urlflow/urlflow/state/webhooks"
 	"github.com/urlflow/urlflow/upstream"
 )
 
@@ -184,8 +186,10 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	serviceCatalog, serviceKeys := testServices(t, opts.provider != nil)
 	trail := audit.New(rdb, audit.Options{Now: clock.Now, Logger: log, Replica: "test-replica"})
 	instruments := metrics.New()
-	store := flow.NewStore(rdb, flow.StoreOptions{Now: clock.Now, Logger: log, Counters: count, Webhooks: serviceCatalog.HasWebhook,
-		Audit: trail, Metrics: instruments})
+	streams := serviceevents.New(rdb, clock.Now, log)
+	deliveries := webhooks.New(rdb, serviceCatalog.HasWebhook)
+	store := flow.NewStore(rdb, flow.StoreOptions{Now: clock.Now, Logger: log, Counters: count,
+		Outboxes: []flow.Outbox{streams, deliveries}, Audit: trail, Metrics: instruments})
 	creds := credentials.NewStore(rdb, credentials.Options{Now: clock.Now, Logger: log, Audit: trail})
 	sessions := browsersession.NewStore(rdb)
 	hub := flow.NewHub(rdb, log)
@@ -279,7 +283,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		TTL: 10 * time.Minute, Now: clock.Now, ToolStateKey: keys.Derive("mcp request state"),
 		ServiceStateKey: keys.Derive("service request state"), Logger: log})
 	f.server = New(Options{
-		Asker: f.asker, MCPSessions: mcpsessions.New(rdb, clock.Now), Authorizations: authorizations.New(rdb), Services: f.services, ServiceUsers: serviceUsers, OperatorSubjects: []string{"operator"},
+		Asker: f.asker, MCPSessions: mcpsessions.New(rdb, clock.Now), Authorizations: authorizations.New(rdb), ServiceEvents: streams, Webhooks: deliveries, Services: f.services, ServiceUsers: serviceUsers, OperatorSubjects: []string{"operator"},
 		PublicURL: publicURL, Flows: store, Hub: hub, Credentials: creds, Vault: vault, Keys: keys, Slots: catalog,
 		Sessions: sessions, Limiter: ratelimit.NewLimiter(rdb, clock.Now), Counters: count, Audit: trail, Metrics: instruments,
 		Verifier: verifier, Operators: identity.NewOperators([]string{f.operatorToken}, []string{f.readOnlyToken}), Dev: f.dev, SignIn: signIn,

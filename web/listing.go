@@ -24,7 +24,7 @@ func (s *Server) apiList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.opts.Flows.List(c.Request().Context(), q)
+	page, err := s.opts.Flows.Index().List(c.Request().Context(), q)
 	if errors.Is(err, flow.ErrBadCursor) {
 		return refuse(http.StatusBadRequest, "cursor: not one this listing handed out; start again without it")
 	}
@@ -34,7 +34,7 @@ func (s *Server) apiList(c echo.Context) error {
 	now := s.opts.Flows.Now()
 	answer := flow.Listing{Elicitations: []flow.Listed{}, Next: page.Next}
 	for _, e := range page.Elicitations {
-		answer.Elicitations = append(answer.Elicitations, s.opts.Flows.Listed(e, flow.ElicitationURL(s.opts.PublicURL, e.ID), now, who.Operator))
+		answer.Elicitations = append(answer.Elicitations, s.opts.Flows.Index().Listed(e, flow.ElicitationURL(s.opts.PublicURL, e.ID), now, who.Operator))
 	}
 	return c.JSON(http.StatusOK, answer)
 }
@@ -43,7 +43,7 @@ func (s *Server) apiList(c echo.Context) error {
 // see by state, the notifications owed, how many are stuck, and the thresholds.
 func (s *Server) apiSummary(c echo.Context) error {
 	who, _ := identity.CallerFrom(c.Request().Context())
-	sum, err := s.opts.Flows.Summarize(c.Request().Context(), scope(who))
+	sum, err := s.opts.Flows.Index().Summarize(c.Request().Context(), scope(who))
 	if err != nil {
 		return err
 	}

@@ -125,7 +125,7 @@ func (flowsCollector) Describe(chan<- *prometheus.Desc) {}
 func (fc flowsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), countersTimeout)
 	defer cancel()
-	sum, err := fc.flows.Summarize(ctx, flow.Filter{})
+	sum, err := fc.flows.Index().Summarize(ctx, flow.Filter{})
 	if err != nil {
 		fc.log.Warn("flows not counted for /metrics", "err", err)
 		return // urlflow_counters_up says Redis is away

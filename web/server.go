@@ -36,7 +36,9 @@ import (
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/state/mcpsessions"
 	"github.com/urlflow/urlflow/state/ratelimit"
+	"github.com/urlflow/urlflow/state/serviceevents"
 	"github.com/urlflow/urlflow/state/vault"
+	"github.com/urlflow/urlflow/state/webhooks"
 	"github.com/urlflow/urlflow/upstream"
 )
 
@@ -52,8 +54,12 @@ type Options struct {
 	MCPSessions *mcpsessions.Registry
 	// Authorizations keeps the third-party authorizations in progress.
 	Authorizations *authorizations.Store
-	Credentials    *credentials.Store
-	Vault          *vault.Vault
+	// ServiceEvents are the services' event streams (GET /api/v1/events); Webhooks the
+	// records of their webhook deliveries.
+	ServiceEvents *serviceevents.Streams
+	Webhooks      *webhooks.Queue
+	Credentials   *credentials.Store
+	Vault         *vault.Vault
 	// Sessions keeps the browser sessions; Limiter counts against RateLimits; Counters
 	// counts what /metrics shows.
 	Sessions *browsersession.Store

@@ -1,5 +1,5 @@
 // Package webhook delivers the webhooks of delegating services. The step that ends a
-// service's flow queues its delivery in Redis (flow.Store); every replica runs a Sender,
+// service's flow queues its delivery in Redis (package webhooks); every replica runs a Sender,
 // which takes the deliveries that are due, signs each the Standard Webhooks way
 // (delegate.SignWebhook) and posts it, and records every attempt. A failed attempt is
 // tried again on that convention's schedule, across restarts and on any replica, and
@@ -22,7 +22,7 @@ import (
 	"github.com/urlflow/urlflow/delegate"
 	"github.com/urlflow/urlflow/internal/every"
 	"github.com/urlflow/urlflow/state/counters"
-	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/webhooks"
 )
 
 // DefaultSchedule is the wait before each attempt: immediately, then 5 seconds, 5 minutes,
@@ -36,9 +36,12 @@ type Target struct {
 	Key []byte
 }
 
-// Options configure a Sender. Flows and Targets are required.
+// Options configure a Sender. Queue and Targets are required.
 type Options struct {
-	Flows *flow.Store
+	// Queue holds the deliveries.
+	Queue *webhooks.Queue
+	// Now returns the current time; time.Now if nil.
+	Now func() time.Time
 	// Targets returns the webhook of a service; a service without one has its deliveries
 	// given up.
 	Targets func(service string) (Target, bool)
@@ -81,6 +84,9 @@ func NewSender(opts Options) *Sender {
 	if opts.Lease <= 0 {
 		opts.Lease = 30 * time.Second
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -100,7 +106,7 @@ func (s *Sender) Run(ctx context.Context) {
 // SendDue makes one attempt of each delivery that is due now, at most maxParallel at once,
 // and returns when they are recorded.
 func (s *Sender) SendDue(ctx context.Context) error {
-	due, err := s.opts.Flows.DueWebhooks(ctx, s.opts.Flows.Now(), 4*maxParallel)
+	due, err := s.opts.Queue.Due(ctx, s.opts.Now(), 4*maxParallel)
 	if err != nil {
 		return err
 	}
@@ -121,8 +127,8 @@ func (s *Sender) SendDue(ctx context.Context) error {
 
 // attempt sends the delivery of elicitation id once, if this replica takes it.
 func (s *Sender) attempt(ctx context.Context, id string) error {
-	now := s.opts.Flows.Now()
-	d, body, ok, err := s.opts.Flows.ClaimWebhook(ctx, id, now, s.opts.Lease)
+	now := s.opts.Now()
+	d, body, ok, err := s.opts.Queue.Claim(ctx, id, now, s.opts.Lease)
 	if err != nil || !ok {
 		return err
 	}
@@ -138,10 +144,10 @@ func (s *Sender) attempt(ctx context.Context, id string) error {
 	}
 	var next time.Time
 	if sendErr != nil && configured && d.Attempts+1 < len(s.opts.Schedule) {
-		next = s.opts.Flows.Now().Add(s.opts.Schedule[d.Attempts+1])
+		next = s.opts.Now().Add(s.opts.Schedule[d.Attempts+1])
 	}
-	at := s.opts.Flows.Now()
-	if err := s.opts.Flows.RecordWebhookAttempt(ctx, d, body, at, status, sendErr, next); err != nil {
+	at := s.opts.Now()
+	if err := s.opts.Queue.Record(ctx, d, body, at, status, sendErr, next); err != nil {
 		return err
 	}
 	switch {

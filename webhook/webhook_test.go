@@ -3,7 +3,6 @@ package webhook
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/webhooks"
 )
 
 var alice = state.User{Issuer: "https://id.example", Subject: "alice"}
@@ -91,8 +91,11 @@ func endFlow(t *testing.T, flows *flow.Store) *flow.Elicitation {
 	return c.Elicitation
 }
 
-func storeOn(b *redistest.Backend) *flow.Store {
-	return flow.NewStore(b.Client, flow.StoreOptions{Logger: slog.New(slog.DiscardHandler), Webhooks: func(s string) bool { return s == "weather" }})
+// storeOn returns a flow store on b whose service weather has a webhook, and the queue of
+// its deliveries.
+func storeOn(b *redistest.Backend) (*flow.Store, *webhooks.Queue) {
+	q := webhooks.New(b.Client, func(s string) bool { return s == "weather" })
+	return flow.NewStore(b.Client, flow.StoreOptions{Logger: slog.New(slog.DiscardHandler), Outboxes: []flow.Outbox{q}}), q
 }
 
 // sendUntil calls SendDue until done reports true, for at most 10 seconds.
@@ -112,7 +115,7 @@ func sendUntil(t *testing.T, s *Sender, done func() bool) {
 
 func TestAWebhookIsDeliveredOnceTheReceiverIsBackEvenByAnotherReplica(t *testing.T) {
 	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
-		flows := storeOn(b)
+		flows, queue := storeOn(b)
 		r := newReceiver(t)
 		r.failing.Store(true)
 		var logs bytes.Buffer
@@ -126,30 +129,31 @@ func TestAWebhookIsDeliveredOnceTheReceiverIsBackEvenByAnotherReplica(t *testing
 			return Target{URL: r.srv.URL + "/hooks", Key: key(t)}, service == "weather"
 		}
 		schedule := []time.Duration{0, 100 * time.Millisecond, 100 * time.Millisecond, time.Hour}
-		first := NewSender(Options{Flows: flows, Targets: targets, Schedule: schedule, Logger: log})
+		first := NewSender(Options{Queue: queue, Targets: targets, Schedule: schedule, Logger: log})
 		e := endFlow(t, flows)
 
 		// The receiver is down: two attempts fail, and the delivery waits for the next.
 		sendUntil(t, first, func() bool {
-			d, err := flows.Webhook(t.Context(), e.ID)
+			d, err := queue.Delivery(t.Context(), e.ID)
 			return err == nil && d.Attempts == 2
 		})
-		d, _ := flows.Webhook(t.Context(), e.ID)
+		d, _ := queue.Delivery(t.Context(), e.ID)
 		if d.LastStatus != http.StatusServiceUnavailable || d.NextAttemptAt == nil || d.DeliveredAt != nil || d.GivenUpAt != nil ||
-			!strings.Contains(d.LastError, "503") || d.ID != flow.WebhookID(e.ID) || d.Type != "elicitation.cancelled" {
+			!strings.Contains(d.LastError, "503") || d.ID != webhooks.ID(e.ID) || d.Type != "elicitation.cancelled" {
 			t.Fatalf("after two failures: %+v", d)
 		}
 
 		// Another replica (or this one restarted) sends it once the receiver is back.
 		r.failing.Store(false)
-		second := NewSender(Options{Flows: storeOn(b), Targets: targets, Schedule: schedule, Logger: log})
+		_, again := storeOn(b)
+		second := NewSender(Options{Queue: again, Targets: targets, Schedule: schedule, Logger: log})
 		sendUntil(t, second, func() bool { return len(r.received()) == 1 })
 		got := r.received()[0]
-		if got.ID != flow.WebhookID(e.ID) || got.Type != "elicitation.cancelled" || got.Elicitation.ID != e.ID ||
+		if got.ID != webhooks.ID(e.ID) || got.Type != "elicitation.cancelled" || got.Elicitation.ID != e.ID ||
 			got.Elicitation.State != "cancelled" || got.Elicitation.Service != "weather" {
 			t.Errorf("received %+v", got)
 		}
-		d, _ = flows.Webhook(t.Context(), e.ID)
+		d, _ = queue.Delivery(t.Context(), e.ID)
 		if d.Attempts != 3 || d.DeliveredAt == nil || d.NextAttemptAt != nil || d.LastStatus != http.StatusOK || d.LastError != "" {
 			t.Errorf("delivered: %+v", d)
 		}
@@ -177,7 +181,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 func TestAWebhookIsGivenUpAfterTheScheduleAndItsURLStaysUnsaid(t *testing.T) {
 	t.Parallel()
 	b := &redistest.Backend{Client: redistest.Start(t).Client(t)}
-	flows := storeOn(b)
+	flows, queue := storeOn(b)
 	// A receiver that is gone, at a URL that holds its own secret.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -185,46 +189,19 @@ func TestAWebhookIsGivenUpAfterTheScheduleAndItsURLStaysUnsaid(t *testing.T) {
 	}
 	gone := "http://" + l.Addr().String() + "/hooks/receiver-secret-path"
 	l.Close()
-	s := NewSender(Options{Flows: flows, Schedule: []time.Duration{0, 10 * time.Millisecond, 10 * time.Millisecond},
+	s := NewSender(Options{Queue: queue, Schedule: []time.Duration{0, 10 * time.Millisecond, 10 * time.Millisecond},
 		Targets: func(string) (Target, bool) { return Target{URL: gone, Key: key(t)}, true }, Logger: slog.New(slog.DiscardHandler)})
 	e := endFlow(t, flows)
 	sendUntil(t, s, func() bool {
-		d, err := flows.Webhook(t.Context(), e.ID)
+		d, err := queue.Delivery(t.Context(), e.ID)
 		return err == nil && d.GivenUpAt != nil
 	})
-	d, _ := flows.Webhook(t.Context(), e.ID)
+	d, _ := queue.Delivery(t.Context(), e.ID)
 	if d.Attempts != 3 || d.NextAttemptAt != nil || d.DeliveredAt != nil || d.LastError == "" || strings.Contains(d.LastError, "receiver-secret-path") {
 		t.Errorf("given up: %+v", d)
 	}
-	if due, _ := flows.DueWebhooks(t.Context(), time.Now().Add(time.Hour), 10); len(due) != 0 {
+	if due, _ := queue.Due(t.Context(), time.Now().Add(time.Hour), 10); len(due) != 0 {
 		t.Errorf("still due: %v", due)
-	}
-}
-
-func TestOneReplicaAtATimeAttemptsADelivery(t *testing.T) {
-	t.Parallel()
-	b := &redistest.Backend{Client: redistest.Start(t).Client(t)}
-	flows := storeOn(b)
-	e := endFlow(t, flows)
-	now := time.Now()
-	if _, _, ok, err := flows.ClaimWebhook(t.Context(), e.ID, now, time.Minute); !ok || err != nil {
-		t.Fatalf("first claim: %v, %v", ok, err)
-	}
-	if _, _, ok, _ := flows.ClaimWebhook(t.Context(), e.ID, now, time.Minute); ok {
-		t.Error("a claimed delivery was claimed again")
-	}
-	// The replica that claimed it died: after the lease, another takes it.
-	if _, body, ok, _ := flows.ClaimWebhook(t.Context(), e.ID, now.Add(2*time.Minute), time.Minute); !ok || !json.Valid(body) {
-		t.Error("a delivery whose lease ran out was not taken again")
-	}
-	// A flow of a service without a webhook queues nothing.
-	other, err := flows.Create(t.Context(), flow.NewElicitation{User: alice, Kind: state.KindSecret, Target: "k", Service: "calendar", TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	flows.Apply(t.Context(), other.ID, flow.CancelRequested, state.ActorService, "test")
-	if _, err := flows.Webhook(t.Context(), other.ID); err != state.ErrNotFound {
-		t.Errorf("calendar's flow: %v, want no webhook", err)
 	}
 }
 

@@ -33,7 +33,9 @@ import (
 	"github.com/urlflow/urlflow/state/mcpsessions"
 	"github.com/urlflow/urlflow/state/once"
 	"github.com/urlflow/urlflow/state/ratelimit"
+	"github.com/urlflow/urlflow/state/serviceevents"
 	"github.com/urlflow/urlflow/state/vault"
+	"github.com/urlflow/urlflow/state/webhooks"
 	"github.com/urlflow/urlflow/upstream"
 	"github.com/urlflow/urlflow/web"
 	"github.com/urlflow/urlflow/webhook"
@@ -98,8 +100,10 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	limiter := ratelimit.NewLimiter(rdb, nil)
 	instruments := metrics.New()
 	trail := audit.New(rdb, audit.Options{Retention: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries, Replica: replica, Logger: log})
+	streams := serviceevents.New(rdb, nil, log)
+	deliveries := webhooks.New(rdb, cfg.Services.HasWebhook)
 	flows := flow.NewStore(rdb, flow.StoreOptions{Logger: log, Counters: count, IDKeys: cfg.Keys.DeriveAll("elicitation id"),
-		Webhooks: cfg.Services.HasWebhook, StuckAfter: cfg.StuckAfter, Audit: trail, Metrics: instruments})
+		Outboxes: []flow.Outbox{streams, deliveries}, StuckAfter: cfg.StuckAfter, Audit: trail, Metrics: instruments})
 	creds := credentials.NewStore(rdb, credentials.Options{Logger: log, Audit: trail})
 	hub := flow.NewHub(rdb, log)
 	seals := vault.NewVault(cfg.Keys)
@@ -119,7 +123,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		SessionsPerUser: cfg.MCPSessions.PerUser, SessionIdleTimeout: cfg.MCPSessions.IdleTimeout,
 	})
 	webServer := web.New(web.Options{
-		Asker: asker, MCPSessions: mcpSessions, Authorizations: authorizations.New(rdb), PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
+		Asker: asker, MCPSessions: mcpSessions, Authorizations: authorizations.New(rdb), ServiceEvents: streams, Webhooks: deliveries, PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
 		Sessions: browsersession.NewStore(rdb), Limiter: limiter, Counters: count, Audit: trail, Metrics: instruments, OperatorSubjects: cfg.OperatorSubjects,
 		Slots: cfg.Slots, Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens, cfg.OperatorReadOnlyTokens),
 		Services: cfg.Services, ServiceUsers: users, StatusWaitLimit: cfg.Waits.StatusLimit,
@@ -128,7 +132,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		DemoAPI: id.demoAPI, TTL: cfg.TTL, RateLimits: cfg.RateLimits, BodyReadTimeout: cfg.BodyReadTimeout, TrustedProxies: cfg.TrustedProxies, Logger: log,
 	})
 
-	webhooks := webhook.NewSender(webhook.Options{Flows: flows, Targets: webhookTargets(cfg.Services),
+	sender := webhook.NewSender(webhook.Options{Queue: deliveries, Targets: webhookTargets(cfg.Services),
 		Schedule: webhookSchedule(cfg.Waits.WebhookRetry), Counters: count, Logger: log})
 
 	var debug net.Listener
@@ -158,7 +162,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		return nil
 	})
 	g.Go(func() error { limiter.Run(ctx, log); return nil })
-	g.Go(func() error { webhooks.Run(ctx); return nil })
+	g.Go(func() error { sender.Run(ctx); return nil })
 	g.Go(func() error { return serveHTTP(ctx, listener, webServer.Handler(), log) })
 	if debug != nil {
 		g.Go(func() error { return serveHTTP(ctx, debug, profiling(), log) })

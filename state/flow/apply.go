@@ -179,7 +179,7 @@ func (s *Store) queueChange(ctx context.Context, p *batch, c Change, ev Event, a
 	if err := s.writeRecord(ctx, p, e); err != nil {
 		return err
 	}
-	if err := s.queueServiceEvent(ctx, p, e, ev, c.From); err != nil {
+	if err := s.queueOutboxes(ctx, p, Step{Elicitation: e, Event: ev, From: c.From}); err != nil {
 		return err
 	}
 	s.queueTransitionAudit(ctx, p, e, *transition)
@@ -190,9 +190,6 @@ func (s *Store) queueChange(ctx context.Context, p *batch, c Change, ev Event, a
 		s.queueCredentialAudit(ctx, p, e, cfg.replaced)
 	}
 	if e.State.Terminal() {
-		if err := s.queueWebhook(ctx, p, e); err != nil {
-			return err
-		}
 		// A running elicitation is reused by the next ask (Open); an ended one is not.
 		p.Do(ctx, delIfOp, openKey(e.User.Key(), e.Kind, e.CredentialName(), e.SessionID), e.ID)
 	}

@@ -7,6 +7,16 @@ import (
 	"github.com/urlflow/urlflow/state"
 )
 
+// Deliveries records the completion notifications owed to MCP sessions (2025-11-25) and
+// their delivery: a flow that ends owes one to its session, in the same step (its
+// delivery record and its session's undelivered set), until it is written or given up.
+type Deliveries struct {
+	s *Store
+}
+
+// Deliveries returns the delivery records of s's elicitations.
+func (s *Store) Deliveries() *Deliveries { return &Deliveries{s: s} }
+
 // Stream names the stream of an MCP session that carried a completion notification.
 type Stream string
 
@@ -20,10 +30,11 @@ const (
 	SessionStream Stream = "the session's stream"
 )
 
-// RecordDelivery records one attempt to write the completion notification of elicitation
+// Record records one attempt to write the completion notification of elicitation
 // id to its MCP session on stream via: attemptErr nil means it was written to the client's
 // stream. A written notification leaves the session's undelivered set.
-func (s *Store) RecordDelivery(ctx context.Context, id string, via Stream, attemptErr error) (*Elicitation, error) {
+func (d *Deliveries) Record(ctx context.Context, id string, via Stream, attemptErr error) (*Elicitation, error) {
+	s := d.s
 	return s.update(ctx, id, NoticeDelivery, func(e *Elicitation, p *batch) (bool, *Entry, error) {
 		now := s.now().UTC()
 		e.Delivery.Attempts++
@@ -40,10 +51,11 @@ func (s *Store) RecordDelivery(ctx context.Context, id string, via Stream, attem
 	})
 }
 
-// SkipDelivery records that the completion notification of elicitation id is not owed
+// Skip records that the completion notification of elicitation id is not owed
 // after all, with why (for example, the session's client declared no URL mode), and takes it
 // out of its session's undelivered set.
-func (s *Store) SkipDelivery(ctx context.Context, id, why string) (*Elicitation, error) {
+func (d *Deliveries) Skip(ctx context.Context, id, why string) (*Elicitation, error) {
+	s := d.s
 	return s.update(ctx, id, "", func(e *Elicitation, p *batch) (bool, *Entry, error) {
 		now := s.now().UTC()
 		e.Delivery.LastError, e.Delivery.SkippedAt = "not sent: "+why, &now
@@ -56,7 +68,8 @@ func (s *Store) SkipDelivery(ctx context.Context, id, why string) (*Elicitation,
 // Requeue asks for the completion notification of ended elicitation id to be sent to its
 // session again, and publishes the wake-up. It returns ErrConflict if id is still running or
 // has no session.
-func (s *Store) Requeue(ctx context.Context, id string, act Act) (*Elicitation, error) {
+func (d *Deliveries) Requeue(ctx context.Context, id string, act Act) (*Elicitation, error) {
+	s := d.s
 	return s.update(ctx, id, NoticeRequeue, func(e *Elicitation, p *batch) (bool, *Entry, error) {
 		if !e.State.Terminal() {
 			return false, nil, fmt.Errorf("requeue notification of %s in state %s: %w", e.ID, e.State, ErrConflict)
@@ -77,7 +90,8 @@ func (s *Store) Requeue(ctx context.Context, id string, act Act) (*Elicitation, 
 
 // Undelivered returns the IDs of the ended elicitations of user whose completion
 // notification has not been written to MCP session sessionID.
-func (s *Store) Undelivered(ctx context.Context, user state.User, sessionID string) ([]string, error) {
+func (d *Deliveries) Undelivered(ctx context.Context, user state.User, sessionID string) ([]string, error) {
+	s := d.s
 	ids, err := s.rdb.SMembers(ctx, UndeliveredKey(user.Key(), sessionID)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read undelivered notifications of session: %w", err)
@@ -118,7 +132,8 @@ const (
 
 // IsUndelivered reports whether the completion notification of elicitation id is still
 // owed to MCP session sessionID of user.
-func (s *Store) IsUndelivered(ctx context.Context, user state.User, sessionID, id string) (bool, error) {
+func (d *Deliveries) IsUndelivered(ctx context.Context, user state.User, sessionID, id string) (bool, error) {
+	s := d.s
 	ok, err := s.rdb.SIsMember(ctx, UndeliveredKey(user.Key(), sessionID), id).Result()
 	if err != nil {
 		return false, fmt.Errorf("read undelivered notifications of session: %w", err)

@@ -28,6 +28,16 @@ import (
 // written by every flow. The user's set lives in the user's slot and is written by the same
 // script as the record; the buckets are written with the deadline index (outside).
 
+// Index lists the elicitations of every user, or of one, for operators: pages, the
+// flows that need attention, a summary. It reads the listing indexes that the steps of
+// the Store write (flow.Store.Index).
+type Index struct {
+	s *Store
+}
+
+// Index returns the listing of s's elicitations.
+func (s *Store) Index() *Index { return &Index{s: s} }
+
 // IndexBuckets is the number of keys each deployment-wide index is spread over.
 const IndexBuckets = 16
 
@@ -52,7 +62,7 @@ func owedKey(bucket int) string {
 func userFlowsKey(userKey string) string { return state.UserTag(userKey) + "flows" }
 
 // indexedKey marks the indexes as complete: every record written before they existed has
-// been added (IndexExisting, state.Once).
+// been added (Index.AddExisting, state.Once).
 const indexedKey = state.KeyPrefix + "indexed"
 
 // indexEntry returns the entry of e in a listing index.
@@ -120,12 +130,13 @@ func (s *Store) flushIndexes(ctx context.Context) {
 // indexTrimBatch bounds how many old entries of one bucket a trim looks at.
 const indexTrimBatch = 200
 
-// TrimIndexes takes out of the deployment-wide indexes the entries whose record is gone:
+// Trim takes out of the deployment-wide indexes the entries whose record is gone:
 // those of elicitations created longer ago than the retention (a record lives at least that
 // long), at most indexTrimBatch per bucket. It returns how many it took out. Listings skip
 // and take out such entries too: this only keeps the indexes from growing while nobody
 // lists.
-func (s *Store) TrimIndexes(ctx context.Context) (int, error) {
+func (x *Index) Trim(ctx context.Context) (int, error) {
+	s := x.s
 	s.flushIndexes(ctx)
 	cutoff := fmt.Sprintf("(%013d", s.now().Add(-s.retention).UnixMilli())
 	removed := 0
@@ -269,11 +280,12 @@ func (s *Store) loadIDs(ctx context.Context, ids []string) ([]*Elicitation, erro
 // indexLease bounds how long a replica that died while indexing holds up the next.
 const indexLease = 10 * time.Minute
 
-// IndexExisting adds to the listing indexes every elicitation written before they existed,
+// AddExisting adds to the listing indexes every elicitation written before they existed,
 // once per deployment (state.Once): the first replica to start does it while the others go
 // on (a listing misses those elicitations until it has finished), and it reports whether
 // this call did it. It reads every record's key with SCAN (on a Cluster, on every primary).
-func (s *Store) IndexExisting(ctx context.Context) (bool, error) {
+func (x *Index) AddExisting(ctx context.Context) (bool, error) {
+	s := x.s
 	did, err := state.Once(ctx, s.rdb, indexedKey, indexLease, func(ctx context.Context) error {
 		var ids []string
 		err := state.ScanKeys(ctx, s.rdb, state.KeyPrefix+"{u:*}:e:*", func(key string) error {

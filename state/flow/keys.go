@@ -31,7 +31,6 @@ func UndeliveredKey(userKey, sessionID string) string {
 // read for those IDs and no longer written.
 func indexKey(id string) string { return state.KeyPrefix + "eid:" + id }
 
-
 const deadlinesKey = state.KeyPrefix + "deadlines"
 
 // EventsChannel is the Redis channel on which every change of an elicitation is announced.

@@ -181,7 +181,8 @@ type Page struct {
 // meanwhile is listed when it sorts after the cursor. When q selects one user's
 // (UserKey), only that user's index is read. A page may hold fewer than q.Limit
 // elicitations, or none, and still a Next: it read as many entries as a page may.
-func (s *Store) List(ctx context.Context, q ListQuery) (Page, error) {
+func (x *Index) List(ctx context.Context, q ListQuery) (Page, error) {
+	s := x.s
 	after, err := decodeCursor(q.Cursor)
 	if err != nil {
 		return Page{}, err
@@ -384,7 +385,8 @@ type Summary struct {
 
 // Summarize counts the running elicitations, the owed notifications and the stuck ones
 // among those f selects (f.States and f.Stuck are ignored).
-func (s *Store) Summarize(ctx context.Context, f Filter) (Summary, error) {
+func (x *Index) Summarize(ctx context.Context, f Filter) (Summary, error) {
+	s := x.s
 	var all []*Elicitation
 	var err error
 	if f.UserKey != "" {
@@ -401,7 +403,8 @@ func (s *Store) Summarize(ctx context.Context, f Filter) (Summary, error) {
 // Overview returns the Summary of every elicitation and the stuck ones, oldest first and at
 // most limit of them, from one read of those that need attention: the top of the
 // operators' page.
-func (s *Store) Overview(ctx context.Context, limit int) (Summary, []*Elicitation, error) {
+func (x *Index) Overview(ctx context.Context, limit int) (Summary, []*Elicitation, error) {
+	s := x.s
 	all, err := s.attention(ctx)
 	if err != nil {
 		return Summary{}, nil, err
@@ -445,7 +448,7 @@ func (s *Store) summarize(all []*Elicitation, f Filter, now time.Time) Summary {
 }
 
 // StuckAfter returns the store's thresholds.
-func (s *Store) StuckAfter() StuckAfter { return s.stuckAfter }
+func (x *Index) StuckAfter() StuckAfter { return x.s.stuckAfter }
 
 // Listed is an elicitation as a listing shows it (the API, the command line): its view
 // without the history, and what an operator looks for in a list.
@@ -469,7 +472,8 @@ type Listing struct {
 
 // Listed returns e as a listing shows it at now: url is its elicitation URL, and withUser
 // says whether to show its user.
-func (s *Store) Listed(e *Elicitation, url string, now time.Time, withUser bool) Listed {
+func (x *Index) Listed(e *Elicitation, url string, now time.Time, withUser bool) Listed {
+	s := x.s
 	l := Listed{View: e.View(url, nil), Client: e.Client, Replica: e.Replica, Era: e.Era(), Stuck: s.stuckAfter.Check(e, now)}
 	if withUser {
 		u := e.User

@@ -23,7 +23,7 @@ func listAll(t *testing.T, s *Store, q ListQuery, between func()) []string {
 		if pages > 1000 {
 			t.Fatal("the listing does not end")
 		}
-		page, err := s.List(t.Context(), q)
+		page, err := s.Index().List(t.Context(), q)
 		if err != nil {
 			t.Fatalf("List: %v", err)
 		}
@@ -168,7 +168,7 @@ func TestListFiltersOnWhatTheRecordsSay(t *testing.T) {
 				t.Errorf("%s: listed %v, want %v", tt.name, got, want)
 			}
 		}
-		if _, err := s.List(ctx, ListQuery{Cursor: "bm90IGEgY3Vyc29y"}); !errors.Is(err, ErrBadCursor) {
+		if _, err := s.Index().List(ctx, ListQuery{Cursor: "bm90IGEgY3Vyc29y"}); !errors.Is(err, ErrBadCursor) {
 			t.Errorf("List with a made-up cursor: %v, want ErrBadCursor", err)
 		}
 	})
@@ -192,7 +192,7 @@ func TestStuckFlowsFollowTheirThresholdsAndOwedNotifications(t *testing.T) {
 		// Overview, read once, agrees with the stuck listing and Summarize.
 		overview := func() (Summary, []string) {
 			t.Helper()
-			sum, stuck, err := s.Overview(ctx, MaxListLimit)
+			sum, stuck, err := s.Index().Overview(ctx, MaxListLimit)
 			if err != nil {
 				t.Fatalf("Overview: %v", err)
 			}
@@ -208,7 +208,7 @@ func TestStuckFlowsFollowTheirThresholdsAndOwedNotifications(t *testing.T) {
 		}
 		summary := func() Summary {
 			t.Helper()
-			sum, err := s.Summarize(ctx, Filter{})
+			sum, err := s.Index().Summarize(ctx, Filter{})
 			if err != nil {
 				t.Fatalf("Summarize: %v", err)
 			}
@@ -248,14 +248,14 @@ func TestStuckFlowsFollowTheirThresholdsAndOwedNotifications(t *testing.T) {
 		if got := listAll(t, s, ListQuery{Filter: Filter{Stuck: true, UserKey: bob.Key()}}, nil); !slices.Equal(got, []string{consented.ID}) {
 			t.Errorf("bob's own stuck flows = %v, want %v", got, []string{consented.ID})
 		}
-		if sum, err := s.Summarize(ctx, Filter{UserKey: alice.Key()}); err != nil || sum.Running[Pending] != 1 ||
+		if sum, err := s.Index().Summarize(ctx, Filter{UserKey: alice.Key()}); err != nil || sum.Running[Pending] != 1 ||
 			sum.OwedNotifications != 1 || sum.Stuck[StuckNotification] != 1 || sum.Running[Consented] != 0 {
 			t.Errorf("alice's summary = %+v, %v; want her pending flow and her owed notification", sum, err)
 		}
 
 		// A flow that moves on is no longer stuck; a written notification is owed no more.
 		mustApply(t, s, pending.ID, ClientAccept, state.ActorClient)
-		if _, err := s.RecordDelivery(ctx, ended.ID, SessionStream, nil); err != nil {
+		if _, err := s.Deliveries().Record(ctx, ended.ID, SessionStream, nil); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := stuck(), []string{consented.ID}; !slices.Equal(got, want) {
@@ -265,7 +265,7 @@ func TestStuckFlowsFollowTheirThresholdsAndOwedNotifications(t *testing.T) {
 			t.Errorf("summary after delivery = %+v, want no owed notification", sum)
 		}
 		// Asked for again, the notification is owed again.
-		if _, err := s.Requeue(ctx, ended.ID, Act{Actor: state.ActorOperator}); err != nil {
+		if _, err := s.Deliveries().Requeue(ctx, ended.ID, Act{Actor: state.ActorOperator}); err != nil {
 			t.Fatal(err)
 		}
 		if sum := summary(); sum.OwedNotifications != 1 {
@@ -322,7 +322,7 @@ func TestIndexExistingAddsFlowsWrittenBeforeTheIndexesOnce(t *testing.T) {
 			t.Fatalf("listed %v without indexes", got)
 		}
 
-		did, err := s.IndexExisting(ctx)
+		did, err := s.Index().AddExisting(ctx)
 		if err != nil || !did {
 			t.Fatalf("IndexExisting = %v, %v; want true, nil", did, err)
 		}
@@ -332,10 +332,10 @@ func TestIndexExistingAddsFlowsWrittenBeforeTheIndexesOnce(t *testing.T) {
 		if got := listAll(t, s, ListQuery{Filter: Filter{UserKey: bob.Key()}}, nil); len(got) != 6 {
 			t.Errorf("bob's listing holds %d flows, want 6", len(got))
 		}
-		if sum, err := s.Summarize(ctx, Filter{}); err != nil || sum.OwedNotifications != 1 {
+		if sum, err := s.Index().Summarize(ctx, Filter{}); err != nil || sum.OwedNotifications != 1 {
 			t.Errorf("summary = %+v, %v; want the cancelled flow's notification owed", sum, err)
 		}
-		if did, err := s.IndexExisting(ctx); did || err != nil {
+		if did, err := s.Index().AddExisting(ctx); did || err != nil {
 			t.Errorf("IndexExisting a second time = %v, %v; want false, nil", did, err)
 		}
 	})
@@ -364,7 +364,7 @@ func TestEntriesWhoseRecordIsGoneAreSkippedAndTrimmed(t *testing.T) {
 			t.Fatal(err)
 		}
 		clk.Advance(DefaultRetention + time.Hour)
-		n, err := s.TrimIndexes(ctx)
+		n, err := s.Index().Trim(ctx)
 		if err != nil || n != 1 {
 			t.Errorf("TrimIndexes = %d, %v; want 1, nil", n, err)
 		}

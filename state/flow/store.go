@@ -47,9 +47,9 @@ type StoreOptions struct {
 	// seals new IDs first, then older ones that still open IDs made with them. If empty, a
 	// key made at random once per process: for tests, where no other process reads the IDs.
 	IDKeys [][]byte
-	// Webhooks reports whether a delegating service has a webhook, to which the step that
-	// ends each of its flows queues a delivery (webhooks.go). Nil: no service has one.
-	Webhooks func(service string) bool
+	// Outboxes hear of every step that creates an elicitation or changes its state, and
+	// queue their writes with it (Outbox).
+	Outboxes []Outbox
 	// StuckAfter are the thresholds past which a flow is stuck (List, Summarize);
 	// DefaultStuckAfter if zero.
 	StuckAfter StuckAfter
@@ -69,7 +69,7 @@ type Store struct {
 	log       *slog.Logger
 	counters  *counters.Counters
 	ids       *idSealer
-	webhooks  func(service string) bool
+	outboxes  []Outbox
 	// stuckAfter are the thresholds of stuck flows.
 	stuckAfter StuckAfter
 	audit      *audit.Trail
@@ -113,7 +113,7 @@ func NewStore(rdb redis.UniversalClient, opts StoreOptions) *Store {
 	if err != nil {
 		panic(err)
 	}
-	s := &Store{rdb: rdb, now: opts.Now, retention: opts.Retention, log: opts.Logger, counters: opts.Counters, ids: ids, webhooks: opts.Webhooks,
+	s := &Store{rdb: rdb, now: opts.Now, retention: opts.Retention, log: opts.Logger, counters: opts.Counters, ids: ids, outboxes: opts.Outboxes,
 		owners: expiring.New[string, string](ownersSize), seen: expiring.New[string, seenRecordEntry](seenSize),
 		ending: map[string]chan struct{}{}, indexes: newIndexQueue()}
 	_, s.cluster = rdb.(*redis.ClusterClient)
@@ -241,7 +241,7 @@ func (s *Store) writeNew(ctx context.Context, b *batch, e *Elicitation, entry En
 	s.writeIndex(ctx, b, indexWrite{key: deadlinesKey, member: e.ID, score: float64(e.ExpiresAt.UnixMilli())})
 	s.queueIndex(ctx, b, e)
 	s.queueTransitionAudit(ctx, b, e, entry)
-	return s.queueServiceEvent(ctx, b, e, Created, "")
+	return s.queueOutboxes(ctx, b, Step{Elicitation: e, Event: Created})
 }
 
 // keep is how long e's keys live from now.
@@ -409,12 +409,12 @@ func (s *Store) expire(ctx context.Context, id string) (*Elicitation, bool, erro
 	return s.expireIfOverdue(ctx, uk, id)
 }
 
-// trimInterval is how often a replica trims the listing indexes (TrimIndexes).
+// trimInterval is how often a replica trims the listing indexes (Index.Trim).
 const trimInterval = 5 * time.Minute
 
-// RunSweeper calls Sweep every interval and TrimIndexes every trimInterval until ctx ends,
+// RunSweeper calls Sweep every interval and Index.Trim every trimInterval until ctx ends,
 // and meanwhile adds the elicitations written before the listing indexes existed to them
-// (IndexExisting). On a Redis Cluster it also sends the replica's queued index writes every
+// (Index.AddExisting). On a Redis Cluster it also sends the replica's queued index writes every
 // second (writeIndex), and once more when ctx ends. It returns once all of that has
 // stopped.
 func (s *Store) RunSweeper(ctx context.Context, interval time.Duration) {
@@ -423,7 +423,7 @@ func (s *Store) RunSweeper(ctx context.Context, interval time.Duration) {
 		wg.Go(func() { s.indexes.run(ctx, s.rdb, s.log) })
 	}
 	wg.Go(func() {
-		if did, err := s.IndexExisting(ctx); err != nil && ctx.Err() == nil {
+		if did, err := s.Index().AddExisting(ctx); err != nil && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "indexing existing elicitations failed; the next start tries again", "err", err)
 		} else if did {
 			s.log.InfoContext(ctx, "existing elicitations indexed for listing")
@@ -431,7 +431,7 @@ func (s *Store) RunSweeper(ctx context.Context, interval time.Duration) {
 	})
 	wg.Go(func() {
 		every.Run(ctx, trimInterval, func(ctx context.Context) {
-			if _, err := s.TrimIndexes(ctx); err != nil && ctx.Err() == nil {
+			if _, err := s.Index().Trim(ctx); err != nil && ctx.Err() == nil {
 				s.log.WarnContext(ctx, "index trim failed", "err", err)
 			}
 		})

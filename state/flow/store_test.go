@@ -607,7 +607,7 @@ func TestEndedFlowAwaitsDeliveryToItsSession(t *testing.T) {
 				}
 				e := reach(t, s, clk, n, tt.state)
 
-				ids, err := s.Undelivered(t.Context(), alice, n.SessionID)
+				ids, err := s.Deliveries().Undelivered(t.Context(), alice, n.SessionID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -617,7 +617,7 @@ func TestEndedFlowAwaitsDeliveryToItsSession(t *testing.T) {
 				if queued := e.Delivery.QueuedAt; (queued != nil) != tt.undelivered {
 					t.Errorf("Delivery.QueuedAt = %v, want set: %v", queued, tt.undelivered)
 				}
-				if others, _ := s.Undelivered(t.Context(), bob, n.SessionID); len(others) != 0 {
+				if others, _ := s.Deliveries().Undelivered(t.Context(), bob, n.SessionID); len(others) != 0 {
 					t.Errorf("bob's undelivered for the same session ID = %v, want none", others)
 				}
 			})
@@ -635,11 +635,11 @@ func TestRecordDeliveryCountsAttemptsUntilWritten(t *testing.T) {
 		history := len(mustHistory(t, s, e.ID))
 		undelivered := func() bool {
 			t.Helper()
-			ids, err := s.Undelivered(t.Context(), alice, "session-1")
+			ids, err := s.Deliveries().Undelivered(t.Context(), alice, "session-1")
 			if err != nil {
 				t.Fatal(err)
 			}
-			is, err := s.IsUndelivered(t.Context(), alice, "session-1", e.ID)
+			is, err := s.Deliveries().IsUndelivered(t.Context(), alice, "session-1", e.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -653,7 +653,7 @@ func TestRecordDeliveryCountsAttemptsUntilWritten(t *testing.T) {
 		}
 
 		clk.Advance(time.Second)
-		failed, err := s.RecordDelivery(t.Context(), e.ID, SessionStream, errors.New("stream not connected"))
+		failed, err := s.Deliveries().Record(t.Context(), e.ID, SessionStream, errors.New("stream not connected"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -669,7 +669,7 @@ func TestRecordDeliveryCountsAttemptsUntilWritten(t *testing.T) {
 		}
 
 		clk.Advance(time.Second)
-		written, err := s.RecordDelivery(t.Context(), e.ID, SessionStream, nil)
+		written, err := s.Deliveries().Record(t.Context(), e.ID, SessionStream, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -698,15 +698,15 @@ func TestRequeueAsksForTheNotificationAgain(t *testing.T) {
 		var notices <-chan Notice
 		startHub(t, b, func(h *Hub) { notices = noticeListener(h) })
 		e := reach(t, s, clk, newElicitation(alice), Complete)
-		if _, err := s.RecordDelivery(t.Context(), e.ID, SessionStream, nil); err != nil {
+		if _, err := s.Deliveries().Record(t.Context(), e.ID, SessionStream, nil); err != nil {
 			t.Fatal(err)
 		}
 
-		if _, err := s.Requeue(t.Context(), e.ID, Act{Actor: state.ActorOperator}); err != nil {
+		if _, err := s.Deliveries().Requeue(t.Context(), e.ID, Act{Actor: state.ActorOperator}); err != nil {
 			t.Fatalf("Requeue: %v", err)
 		}
 		receiveNotice(t, notices, e.ID, NoticeRequeue, Complete)
-		if ids, _ := s.Undelivered(t.Context(), alice, "session-1"); !slices.Contains(ids, e.ID) {
+		if ids, _ := s.Deliveries().Undelivered(t.Context(), alice, "session-1"); !slices.Contains(ids, e.ID) {
 			t.Errorf("requeued notification not undelivered: %v", ids)
 		}
 		entries := mustHistory(t, s, e.ID)
@@ -720,7 +720,7 @@ func TestRequeueAsksForTheNotificationAgain(t *testing.T) {
 		sessionless := reach(t, s, clk, noSession, Cancelled)
 		for _, e := range []*Elicitation{running, sessionless} {
 			history := len(mustHistory(t, s, e.ID))
-			if _, err := s.Requeue(t.Context(), e.ID, Act{Actor: state.ActorOperator}); !errors.Is(err, ErrConflict) {
+			if _, err := s.Deliveries().Requeue(t.Context(), e.ID, Act{Actor: state.ActorOperator}); !errors.Is(err, ErrConflict) {
 				t.Errorf("Requeue of %s flow in session %q error = %v, want ErrConflict", e.State, e.SessionID, err)
 			}
 			if got := mustHistory(t, s, e.ID); len(got) != history {
@@ -797,8 +797,8 @@ func TestMalformedAndUnknownIDsAreNotFound(t *testing.T) {
 				return err
 			},
 			"Retry":          func(id string) error { _, err := s.Retry(ctx, id, Act{Actor: state.ActorUser}, time.Hour); return err },
-			"Requeue":        func(id string) error { _, err := s.Requeue(ctx, id, Act{Actor: state.ActorOperator}); return err },
-			"RecordDelivery": func(id string) error { _, err := s.RecordDelivery(ctx, id, SessionStream, nil); return err },
+			"Requeue":        func(id string) error { _, err := s.Deliveries().Requeue(ctx, id, Act{Actor: state.ActorOperator}); return err },
+			"RecordDelivery": func(id string) error { _, err := s.Deliveries().Record(ctx, id, SessionStream, nil); return err },
 		}
 		for name, op := range ops {
 			for _, id := range ids {
@@ -980,14 +980,14 @@ func TestForDeliveryNeverMissesANotificationRequeuedElsewhere(t *testing.T) {
 		if got, err := here.Read(ctx, e.ID, IfCopy((*Elicitation).NotificationOwed)); err != nil || !got.NotificationOwed() {
 			t.Fatalf("ForDelivery of a flow that just completed = %+v, %v; want it owed", got, err)
 		}
-		if _, err := here.RecordDelivery(ctx, e.ID, SessionStream, nil); err != nil {
+		if _, err := here.Deliveries().Record(ctx, e.ID, SessionStream, nil); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := here.Read(ctx, e.ID, IfCopy((*Elicitation).NotificationOwed)); err != nil || got.NotificationOwed() {
 			t.Fatalf("ForDelivery after the delivery = %+v, %v; want it not owed", got, err)
 		}
 		// Another replica asks for it again: here's copy says written, so it reads the record.
-		if _, err := there.Requeue(ctx, e.ID, Act{Actor: state.ActorOperator}); err != nil {
+		if _, err := there.Deliveries().Requeue(ctx, e.ID, Act{Actor: state.ActorOperator}); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := here.Read(ctx, e.ID, IfCopy((*Elicitation).NotificationOwed)); err != nil || !got.NotificationOwed() {

@@ -1,7 +1,8 @@
-package flow
+package serviceevents
 
 import (
 	"errors"
+	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -10,31 +11,44 @@ import (
 
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
+)
+
+var (
+	quiet = slog.New(slog.DiscardHandler)
+	alice = state.User{Issuer: "https://id.example", Subject: "alice"}
 )
 
 func TestAServiceStreamHoldsItsFlowsCreationsAndChangesInOrder(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
-		s := newStore(b, nil)
+	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		st := New(b.Client, nil, quiet)
+		s := flow.NewStore(b.Client, flow.StoreOptions{Logger: quiet, Outboxes: []flow.Outbox{st}})
 		ctx := t.Context()
-		start, err := s.LastServiceEvent(ctx, "weather")
+		start, err := st.Last(ctx, "weather")
 		if err != nil || start != "0-0" {
 			t.Fatalf("an empty stream ends at %q, %v", start, err)
 		}
-		n := newElicitation(alice)
+		n := flow.NewElicitation{User: alice, Kind: state.KindSecret, Target: "demo", Purpose: "a test", TTL: time.Hour}
+		own := n
 		n.Service = "weather"
-		e := mustCreate(t, s, n)
-		mustCreate(t, s, newElicitation(alice)) // urlflow's own: on no service's stream
-		if _, err := s.Apply(ctx, e.ID, ClientAccept, state.ActorClient, "test"); err != nil {
+		e, err := s.Create(ctx, n)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Apply(ctx, e.ID, ClientAccept, state.ActorClient, "again: no change"); err != nil {
+		if _, err := s.Create(ctx, own); err != nil { // urlflow's own: on no service's stream
 			t.Fatal(err)
 		}
-		if _, err := s.Apply(ctx, e.ID, CancelRequested, state.ActorService, "test"); err != nil {
+		if _, err := s.Apply(ctx, e.ID, flow.ClientAccept, state.ActorClient, "test"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Apply(ctx, e.ID, flow.ClientAccept, state.ActorClient, "again: no change"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Apply(ctx, e.ID, flow.CancelRequested, state.ActorService, "test"); err != nil {
 			t.Fatal(err)
 		}
 
-		events, err := s.ServiceEvents(ctx, "weather", start, 10, 0)
+		events, err := st.Read(ctx, "weather", start, 10, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,14 +63,14 @@ func TestAServiceStreamHoldsItsFlowsCreationsAndChangesInOrder(t *testing.T) {
 		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 			t.Fatalf("events %v, want %v", got, want)
 		}
-		after, err := s.ServiceEvents(ctx, "weather", events[0].ID, 10, 0)
+		after, err := st.Read(ctx, "weather", events[0].ID, 10, 0)
 		if err != nil || len(after) != 2 || after[0].ID != events[1].ID {
 			t.Errorf("after the first: %+v, %v; want the other two", after, err)
 		}
-		if none, err := s.ServiceEvents(ctx, "weather", events[2].ID, 10, 50*time.Millisecond); err != nil || len(none) != 0 {
+		if none, err := st.Read(ctx, "weather", events[2].ID, 10, 50*time.Millisecond); err != nil || len(none) != 0 {
 			t.Errorf("after the last, waiting: %+v, %v; want none", none, err)
 		}
-		if last, _ := s.LastServiceEvent(ctx, "weather"); last != events[2].ID {
+		if last, _ := st.Last(ctx, "weather"); last != events[2].ID {
 			t.Errorf("the stream ends at %s, want %s", last, events[2].ID)
 		}
 
@@ -70,33 +84,33 @@ func TestAServiceStreamHoldsItsFlowsCreationsAndChangesInOrder(t *testing.T) {
 			{events[0].ID, nil},
 			{events[2].ID, nil},
 			{strconv.FormatUint(firstMs-1, 10) + "-0", ErrEventsGone},
-			{strconv.FormatInt(time.Now().Add(-ServiceEventsKeep-time.Minute).UnixMilli(), 10) + "-0", ErrEventsGone},
+			{strconv.FormatInt(time.Now().Add(-Keep-time.Minute).UnixMilli(), 10) + "-0", ErrEventsGone},
 			{"x-1", ErrBadPosition},
 			{"17", ErrBadPosition},
 			{strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10) + "-0", ErrBadPosition},
 		} {
-			if err := s.CheckPosition(ctx, "weather", tc.pos); !errors.Is(err, tc.want) {
+			if err := st.CheckPosition(ctx, "weather", tc.pos); !errors.Is(err, tc.want) {
 				t.Errorf("CheckPosition(%s) = %v, want %v", tc.pos, err, tc.want)
 			}
 		}
-		if err := s.CheckPosition(ctx, "calendar", events[0].ID); err != nil {
+		if err := st.CheckPosition(ctx, "calendar", events[0].ID); err != nil {
 			t.Errorf("a recent position of an empty stream: %v", err)
 		}
 		// What a reset hands out is not reset again: the newest event's position, however
 		// old, and "0-0" on a stream without events; an old position of an empty stream is.
-		if err := s.CheckPosition(ctx, "calendar", "0-0"); err != nil {
+		if err := st.CheckPosition(ctx, "calendar", "0-0"); err != nil {
 			t.Errorf("0-0 of an empty stream: %v", err)
 		}
-		if err := s.CheckPosition(ctx, "calendar", "1000-0"); !errors.Is(err, ErrEventsGone) {
+		if err := st.CheckPosition(ctx, "calendar", "1000-0"); !errors.Is(err, ErrEventsGone) {
 			t.Errorf("an old position of an empty stream: %v", err)
 		}
-		if err := b.Client.XAdd(ctx, &redis.XAddArgs{Stream: serviceEventsKey("mail"), ID: "1000-1", Values: []string{"d", "{}"}}).Err(); err != nil {
+		if err := b.Client.XAdd(ctx, &redis.XAddArgs{Stream: streamKey("mail"), ID: "1000-1", Values: []string{"d", "{}"}}).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.CheckPosition(ctx, "mail", "1000-1"); err != nil {
+		if err := st.CheckPosition(ctx, "mail", "1000-1"); err != nil {
 			t.Errorf("the newest event's position, however old: %v", err)
 		}
-		if err := s.CheckPosition(ctx, "mail", "1000-0"); !errors.Is(err, ErrEventsGone) {
+		if err := st.CheckPosition(ctx, "mail", "1000-0"); !errors.Is(err, ErrEventsGone) {
 			t.Errorf("an old position before the newest event: %v", err)
 		}
 	})
