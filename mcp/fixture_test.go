@@ -32,6 +32,7 @@ import (
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/audit"
@@ -165,6 +166,7 @@ func newFixture(t *testing.T, configure ...func(*testOptions)) *fixture {
 	for _, c := range configure {
 		c(&opts)
 	}
+	opts.Recovery = recovery.New(recovery.Options{Flows: store, Sessions: sessions, Hub: hub, Audit: trail, TTL: opts.TTL})
 	opts.Asker = ask.New(ask.Options{Flows: store, Credentials: creds, Keys: once.New(rdb), Vault: vault, Slots: catalog,
 		TTL: opts.TTL, ToolStateKey: ring.Derive("mcp request state"), ServiceStateKey: ring.Derive("service request state"),
 		Logger: log})

@@ -34,6 +34,7 @@ import (
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/proxy"
+	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/counters"
@@ -118,8 +119,10 @@ type Options struct {
 	// used session that no request waits on and no notification is owed to, or is refused.
 	SessionsPerUser int
 	// Asker opens elicitations and signs and checks multi round-trip requestStates.
-	Asker  *ask.Asker
-	Logger *slog.Logger
+	Asker *ask.Asker
+	// Recovery cancels flows (cancel_elicitation).
+	Recovery *recovery.Recovery
+	Logger   *slog.Logger
 }
 
 // DefaultRetryWait is under common client HTTP timeouts.

@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/ask"
+	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 )
@@ -226,14 +227,17 @@ func (s *Server) cancelElicitation(ctx context.Context, t turn, args elicitation
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
-	change, err := s.opts.Flows.Apply(ctx, e.ID, flow.CancelRequested, state.ActorClient, "cancelled with cancel_elicitation")
-	if errors.Is(err, state.ErrNotFound) { // gone since this replica saw it
+	cancelled, err := s.opts.Recovery.Cancel(ctx, e, flow.Act{Actor: state.ActorClient, Reason: "cancelled with cancel_elicitation"})
+	var ended *recovery.Conflict
+	switch {
+	case errors.As(err, &ended):
+		return s.statusResult(ctx, ended.Elicitation, true)
+	case errors.Is(err, state.ErrNotFound): // gone since this replica saw it
 		return unknownElicitation(args.ElicitationID), nil
-	}
-	if err != nil {
+	case err != nil:
 		return nil, s.unavailable(ctx, err)
 	}
-	return s.statusResult(ctx, change.Elicitation, !change.Changed())
+	return s.statusResult(ctx, cancelled, false)
 }
 
 // statusResult returns e's public view with its history. notCancelled marks a cancel that

@@ -12,6 +12,7 @@ import (
 	"github.com/urlflow/urlflow/internal/ages"
 	"github.com/urlflow/urlflow/internal/display"
 	"github.com/urlflow/urlflow/oauth/identity"
+	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/templates"
@@ -222,30 +223,33 @@ func (s *Server) adminAct(c echo.Context) error {
 		return s.render(c, http.StatusOK, templates.AdminConfirmPage(p, templates.AdminConfirm{ID: e.ID, Action: action.Name,
 			Label: strings.ToLower(action.Label[:1]) + action.Label[1:], Explain: action.Explain, Reason: reason, CSRF: p.CSRF}))
 	}
-	who := operatorAs(v)
-	act := flow.Act{Actor: state.ActorOperator, By: who.OperatorAs.Name, Reason: reason}
+	act := flow.Act{Actor: state.ActorOperator, By: operatorAs(v).OperatorAs.Name, Reason: reason}
 	target := e.ID
 	switch action.Name {
 	case "cancel":
-		change, err := s.opts.Flows.Apply(ctx, e.ID, flow.CancelRequested, act.Actor, act.Reason, flow.By(act.By))
-		if err != nil {
-			return err
-		}
-		e = change.Elicitation
+		_, err = s.opts.Recovery.Cancel(ctx, e, act)
 	case "resend":
-		if e, err = s.opts.Flows.Deliveries().Requeue(ctx, e.ID, act); err != nil {
-			return err
-		}
+		_, err = s.opts.Recovery.Resend(ctx, e, act)
 	case "retry":
-		next, err := s.opts.Flows.Retry(ctx, e.ID, act, s.opts.TTL)
-		if errors.Is(err, flow.ErrConflict) {
-			return echo.NewHTTPError(http.StatusConflict, "This flow was retried already. Nothing was changed.")
+		var next *flow.Elicitation
+		if next, err = s.opts.Recovery.Retry(ctx, e, act); err == nil {
+			target = next.ID
 		}
-		if err != nil {
-			return err
-		}
-		target = next.ID
 	}
-	s.operatorAction(ctx, who, e, action.Name, act)
+	var conflict *recovery.Conflict
+	if errors.As(err, &conflict) {
+		return echo.NewHTTPError(http.StatusConflict, upperFirst(conflict.Why)+". Nothing was changed.")
+	}
+	if err != nil {
+		return err
+	}
 	return c.Redirect(http.StatusSeeOther, "/admin/flows/"+target+"?done="+action.Name)
+}
+
+// upperFirst returns s with its first letter in upper case (s starts with ASCII).
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

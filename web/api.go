@@ -13,6 +13,7 @@ import (
 
 	"github.com/urlflow/urlflow/internal/display"
 	"github.com/urlflow/urlflow/oauth/identity"
+	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 )
@@ -141,15 +142,21 @@ func (s *Server) apiCancel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, flow.CancelRequested, cancel.Actor, cancel.Reason, flow.By(cancel.By))
+	e, err = s.opts.Recovery.Cancel(c.Request().Context(), e, cancel)
 	if err != nil {
-		return err
+		return s.recoveryRefusal(c, err)
 	}
-	if !change.Changed() {
-		return s.conflict(c, change.Elicitation, "this request has already ended")
+	return s.answer(c, http.StatusOK, e)
+}
+
+// recoveryRefusal answers an action that err refused: 409 with the elicitation and what
+// stands in the way (recovery.Conflict), or err itself.
+func (s *Server) recoveryRefusal(c echo.Context, err error) error {
+	var conflict *recovery.Conflict
+	if errors.As(err, &conflict) {
+		return s.conflict(c, conflict.Elicitation, conflict.Why)
 	}
-	s.operatorAction(c.Request().Context(), who, change.Elicitation, "cancel", cancel)
-	return s.answer(c, http.StatusOK, change.Elicitation)
+	return err
 }
 
 // actionRequest is the optional body of the cancel and retry endpoints.
@@ -203,9 +210,6 @@ func act(who identity.Caller, reason, def string) (flow.Act, error) {
 	return a, nil
 }
 
-// deliveryWait bounds how long a retry waits to report the re-sent notification's fate.
-const deliveryWait = 5 * time.Second
-
 // apiRetry is POST /api/v1/elicitations/{id}/retry. A running flow answers 200 with its URL
 // to open again. An ended flow has its completion notification sent again to the
 // originating session while that lives (200 with the delivery record). With {"new": true},
@@ -229,62 +233,18 @@ func (s *Server) apiRetry(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	switch {
-	case req.New && e.State != flow.Complete:
-		next, err := s.opts.Flows.Retry(ctx, e.ID, retry, s.opts.TTL)
-		if errors.Is(err, flow.ErrConflict) {
-			if e, err = s.opts.Flows.Read(ctx, e.ID); err != nil {
-				return err
-			}
-			return s.conflict(c, e, "this request was already retried as "+e.RetriedBy)
+	if !req.New {
+		if e, err = s.opts.Recovery.Resend(ctx, e, retry); err != nil {
+			return s.recoveryRefusal(c, err)
 		}
-		if err != nil {
-			return err
-		}
-		s.operatorAction(ctx, who, e, "retry_new", retry)
-		c.Response().Header().Set(echo.HeaderLocation, "/api/v1/elicitations/"+next.ID)
-		return s.answer(c, http.StatusCreated, next)
-	case req.New:
-		return s.conflict(c, e, "this request is complete: there is nothing to try again")
+		return s.answer(c, http.StatusOK, e)
 	}
-	return s.resend(c, who, retry, e)
-}
-
-// resend asks the replica holding e's session to send its completion notification again,
-// and waits briefly for the attempt so that the answer carries its outcome.
-func (s *Server) resend(c echo.Context, who identity.Caller, act flow.Act, e *flow.Elicitation) error {
-	ctx := c.Request().Context()
-	if e.SessionID == "" {
-		return s.conflict(c, e, "this request has no client session to notify")
-	}
-	if _, err := s.opts.MCPSessions.Live(ctx, e.SessionID); errors.Is(err, state.ErrNotFound) {
-		return s.conflict(c, e, "the client session that started this request has ended; the result stays here")
-	} else if err != nil {
-		return err
-	}
-	wake, stop := s.opts.Hub.Wait(e.ID)
-	defer stop()
-	before := e.Delivery.Attempts
-	e, err := s.opts.Flows.Deliveries().Requeue(ctx, e.ID, act)
+	next, err := s.opts.Recovery.Retry(ctx, e, retry)
 	if err != nil {
-		return err
+		return s.recoveryRefusal(c, err)
 	}
-	s.operatorAction(ctx, who, e, "resend_notification", act)
-	deadline := time.NewTimer(deliveryWait)
-	defer deadline.Stop()
-	for e.Delivery.Attempts == before {
-		select {
-		case <-wake:
-		case <-deadline.C:
-			return s.answer(c, http.StatusOK, e)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if e, err = s.opts.Flows.Read(ctx, e.ID); err != nil {
-			return err
-		}
-	}
-	return s.answer(c, http.StatusOK, e)
+	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/elicitations/"+next.ID)
+	return s.answer(c, http.StatusCreated, next)
 }
 
 // conflict answers 409 with the elicitation and what stands in the way.

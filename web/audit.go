@@ -12,7 +12,6 @@ import (
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/audit"
-	"github.com/urlflow/urlflow/state/flow"
 )
 
 // What the web server adds to the audit trail (package audit). Refusals that anyone can
@@ -51,15 +50,6 @@ func (s *Server) rateLimited(ctx context.Context, user state.User, what string) 
 		e = e.About(user)
 	}
 	s.opts.Audit.Repeated(ctx, e)
-}
-
-// operatorAction audits what an operator did to e, for the reason in act.
-func (s *Server) operatorAction(ctx context.Context, who identity.Caller, e *flow.Elicitation, what string, act flow.Act) {
-	if !who.Operator {
-		return
-	}
-	s.opts.Audit.Record(ctx, audit.Event{Event: audit.OperatorAction, Actor: state.ActorOperator, By: act.By, Cause: what,
-		Elicitation: e.ID, Kind: string(e.Kind), Target: e.Target, Service: e.Service, Reason: act.Reason}.About(e.User))
 }
 
 // clientAddr is the address of the client of r, as the trusted proxies say.

@@ -35,6 +35,7 @@ import (
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
@@ -279,17 +280,19 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 			t.Fatal(err)
 		}
 	}
+	mcpSessions := mcpsessions.New(rdb, clock.Now)
 	f.asker = ask.New(ask.Options{Flows: store, Credentials: creds, Keys: once.New(rdb), Vault: vault, Slots: catalog,
 		TTL: 10 * time.Minute, Now: clock.Now, ToolStateKey: keys.Derive("mcp request state"),
 		ServiceStateKey: keys.Derive("service request state"), Logger: log})
 	f.server = New(Options{
-		Asker: f.asker, MCPSessions: mcpsessions.New(rdb, clock.Now), Authorizations: authorizations.New(rdb), ServiceEvents: streams, Webhooks: deliveries, Services: f.services, ServiceUsers: serviceUsers, OperatorSubjects: []string{"operator"},
+		Asker: f.asker, Recovery: recovery.New(recovery.Options{Flows: store, Sessions: mcpSessions, Hub: hub, Audit: trail, TTL: 10 * time.Minute}),
+		MCPSessions: mcpSessions, Authorizations: authorizations.New(rdb), ServiceEvents: streams, Webhooks: deliveries, Services: f.services, ServiceUsers: serviceUsers, OperatorSubjects: []string{"operator"},
 		PublicURL: publicURL, Flows: store, Hub: hub, Credentials: creds, Vault: vault, Keys: keys, Slots: catalog,
 		Sessions: sessions, Limiter: ratelimit.NewLimiter(rdb, clock.Now), Counters: count, Audit: trail, Metrics: instruments,
 		Verifier: verifier, Operators: identity.NewOperators([]string{f.operatorToken}, []string{f.readOnlyToken}), Dev: f.dev, SignIn: signIn,
 		Issuer: issuer, RequiredScopes: opts.requiredScopes, MCP: f.mcp,
 		Upstream: upstream.New(nil), Providers: providers, Keeper: thirdparty.NewKeeper(creds, vault, count, log), DemoAPI: f.demoAPI(),
-		RateLimits: opts.rateLimits, TTL: 10 * time.Minute, BodyReadTimeout: opts.bodyReadTimeout, EventsKeepAlive: 300 * time.Millisecond, DevServiceKeys: map[string]string{"demo": "urlflow_sk_DEMOKEYOFTHEFIXTURE"}, TrustedProxies: opts.trustedProxies, Logger: log,
+		RateLimits: opts.rateLimits, BodyReadTimeout: opts.bodyReadTimeout, EventsKeepAlive: 300 * time.Millisecond, DevServiceKeys: map[string]string{"demo": "urlflow_sk_DEMOKEYOFTHEFIXTURE"}, TrustedProxies: opts.trustedProxies, Logger: log,
 	})
 	srv.Config.Handler = f.server.Handler()
 	srv.Start()

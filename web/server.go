@@ -25,6 +25,7 @@ import (
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/proxy"
+	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
@@ -114,8 +115,9 @@ type Options struct {
 	// Asker opens the elicitations that services ask for, and signs and checks their
 	// requestStates.
 	Asker *ask.Asker
-	// TTL is the deadline of a new attempt started through the retry API.
-	TTL time.Duration
+	// Recovery cancels flows, sends their notification again and starts new attempts,
+	// for the API and the operators' pages.
+	Recovery *recovery.Recovery
 	// StatusWaitLimit bounds the wait of GET /api/v1/elicitations/{id}?wait=
 	// (DefaultStatusWaitLimit when zero; tests shorten it).
 	StatusWaitLimit time.Duration

@@ -22,6 +22,7 @@ import (
 	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/audit"
@@ -113,8 +114,9 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		TTL: cfg.TTL, ToolStateKey: cfg.Keys.Derive("mcp request state"), ServiceStateKey: cfg.Keys.Derive("service request state"),
 		Logger: log})
 	mcpSessions := mcpsessions.New(rdb, nil)
+	recoveries := recovery.New(recovery.Options{Flows: flows, Sessions: mcpSessions, Hub: hub, Audit: trail, TTL: cfg.TTL})
 	mcpServer := mcp.New(mcp.Options{
-		Flows: flows, Sessions: mcpSessions, Credentials: creds, Counters: count, Metrics: instruments, Hub: hub, Vault: seals,
+		Flows: flows, Sessions: mcpSessions, Recovery: recoveries, Credentials: creds, Counters: count, Metrics: instruments, Hub: hub, Vault: seals,
 		Upstream: caller, Slots: cfg.Slots, Providers: providers, Keeper: keeper, Asker: asker,
 		PublicURL: cfg.PublicURL, Style: cfg.Style,
 		Replica: replica, Version: version(), Logger: log,
@@ -123,13 +125,13 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 		SessionsPerUser: cfg.MCPSessions.PerUser, SessionIdleTimeout: cfg.MCPSessions.IdleTimeout,
 	})
 	webServer := web.New(web.Options{
-		Asker: asker, MCPSessions: mcpSessions, Authorizations: authorizations.New(rdb), ServiceEvents: streams, Webhooks: deliveries, PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
+		Asker: asker, Recovery: recoveries, MCPSessions: mcpSessions, Authorizations: authorizations.New(rdb), ServiceEvents: streams, Webhooks: deliveries, PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
 		Sessions: browsersession.NewStore(rdb), Limiter: limiter, Counters: count, Audit: trail, Metrics: instruments, OperatorSubjects: cfg.OperatorSubjects,
 		Slots: cfg.Slots, Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens, cfg.OperatorReadOnlyTokens),
 		Services: cfg.Services, ServiceUsers: users, StatusWaitLimit: cfg.Waits.StatusLimit,
 		Dev: id.dev, DevServiceKeys: id.serviceKeys, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,
 		MCP: mcpServer.Handler(), Upstream: caller, Providers: providers, Keeper: keeper,
-		DemoAPI: id.demoAPI, TTL: cfg.TTL, RateLimits: cfg.RateLimits, BodyReadTimeout: cfg.BodyReadTimeout, TrustedProxies: cfg.TrustedProxies, Logger: log,
+		DemoAPI: id.demoAPI, RateLimits: cfg.RateLimits, BodyReadTimeout: cfg.BodyReadTimeout, TrustedProxies: cfg.TrustedProxies, Logger: log,
 	})
 
 	sender := webhook.NewSender(webhook.Options{Queue: deliveries, Targets: webhookTargets(cfg.Services),
