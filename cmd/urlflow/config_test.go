@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/urlflow/urlflow/mcp"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state"
@@ -23,6 +25,17 @@ func envOf(m map[string]string) env {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
+// loadArgs is loadConfig with the flags of the command line args, parsed as the command
+// mode parses them.
+func loadArgs(mode string, args []string, getenv env) (*config, error) {
+	fs := pflag.NewFlagSet("urlflow "+mode, pflag.ContinueOnError)
+	addFlags(fs, mode)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return loadConfig(mode, fs, getenv)
+}
+
 func writeFile(t *testing.T, content string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "urlflow.yaml")
@@ -33,7 +46,7 @@ func writeFile(t *testing.T, content string) string {
 }
 
 func TestDevDefaultsNeedNoSetup(t *testing.T) {
-	cfg, err := loadConfig("dev", nil, envOf(nil), io.Discard)
+	cfg, err := loadArgs("dev", nil, envOf(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +93,7 @@ secrets:
     label: Names
     api: {base_url: "https://api.example/v1", inject: {header: Authorization}, allow_non_ascii_path: true}
 `)
-	cfg, err := loadConfig("dev", []string{"--config", file}, envOf(nil), io.Discard)
+	cfg, err := loadArgs("dev", []string{"--config", file}, envOf(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +150,7 @@ secrets:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := loadConfig("dev", tt.args, envOf(tt.env), io.Discard)
+			cfg, err := loadArgs("dev", tt.args, envOf(tt.env))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +172,7 @@ secrets:
     validation: {min_length: 10, max_length: 5, pattern: "("}
 unknown_key: 1
 `)
-	_, err := loadConfig("dev", []string{"--addr", "0.0.0.0:80"}, envOf(map[string]string{
+	_, err := loadArgs("dev", []string{"--addr", "0.0.0.0:80"}, envOf(map[string]string{
 		"URLFLOW_CONFIG":                   file,
 		"URLFLOW_ELICITATION_STYLE":        "shout",
 		"URLFLOW_ELICITATION_TTL":          "forever",
@@ -176,7 +189,7 @@ unknown_key: 1
 		"URLFLOW_RATE_LIMIT_SERVICES":      "1/1",
 		"URLFLOW_TRUSTED_PROXIES":          "10.0.0.1, proxy.internal",
 		"URLFLOW_DEBUG_ADDR":               "0.0.0.0:6060",
-	}), io.Discard)
+	}))
 	if err == nil {
 		t.Fatal("bad settings accepted")
 	}
@@ -193,7 +206,7 @@ unknown_key: 1
 		}
 	}
 	// The YAML decoder stops at the unknown key, so the slot problems come in a second pass.
-	_, err = loadConfig("dev", nil, envOf(map[string]string{"URLFLOW_CONFIG": writeFile(t, `
+	_, err = loadArgs("dev", nil, envOf(map[string]string{"URLFLOW_CONFIG": writeFile(t, `
 secrets:
   - name: Bad-Name
     label: ""
@@ -202,7 +215,7 @@ secrets:
     validation: {min_length: 10, max_length: 5, pattern: "("}
   - name: ok
     label: Twice
-`)}), io.Discard)
+`)}))
 	for _, want := range []string{"Bad-Name: name must match", "label is required", "min_length 10 exceeds max_length 5",
 		"pattern does not compile", "defined twice"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -212,12 +225,12 @@ secrets:
 }
 
 func TestARedisTopologyNeedsARedisURL(t *testing.T) {
-	_, err := loadConfig("dev", nil, envOf(map[string]string{"URLFLOW_REDIS_TOPOLOGY": "cluster"}), io.Discard)
+	_, err := loadArgs("dev", nil, envOf(map[string]string{"URLFLOW_REDIS_TOPOLOGY": "cluster"}))
 	if err == nil || !strings.Contains(err.Error(), "URLFLOW_REDIS_TOPOLOGY is cluster but URLFLOW_REDIS_URL is not set") {
 		t.Fatalf("a cluster without a URL: %v", err)
 	}
-	cfg, err := loadConfig("dev", nil, envOf(map[string]string{"URLFLOW_REDIS_TOPOLOGY": "sentinel",
-		"URLFLOW_REDIS_URL": "redis://127.0.0.1:26379?master_name=urlflow"}), io.Discard)
+	cfg, err := loadArgs("dev", nil, envOf(map[string]string{"URLFLOW_REDIS_TOPOLOGY": "sentinel",
+		"URLFLOW_REDIS_URL": "redis://127.0.0.1:26379?master_name=urlflow"}))
 	if err != nil || cfg.RedisTopology != state.Sentinel {
 		t.Fatalf("sentinel: %v, %+v", err, cfg)
 	}
@@ -225,23 +238,23 @@ func TestARedisTopologyNeedsARedisURL(t *testing.T) {
 
 func TestSecretSettingsReadFilesAndNeverEchoValues(t *testing.T) {
 	keyFile := writeFile(t, "k1:"+strings.Repeat("A", 43)+"=\n")
-	cfg, err := loadConfig("dev", nil, envOf(map[string]string{"URLFLOW_KEYS_FILE": keyFile}), io.Discard)
+	cfg, err := loadArgs("dev", nil, envOf(map[string]string{"URLFLOW_KEYS_FILE": keyFile}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !cfg.keysGiven || cfg.Keys.ActiveID() != "k1" {
 		t.Fatalf("keys from file: %+v", cfg)
 	}
-	_, err = loadConfig("dev", nil, envOf(map[string]string{"URLFLOW_KEYS": "k1:x", "URLFLOW_KEYS_FILE": keyFile}), io.Discard)
+	_, err = loadArgs("dev", nil, envOf(map[string]string{"URLFLOW_KEYS": "k1:x", "URLFLOW_KEYS_FILE": keyFile}))
 	if err == nil || !strings.Contains(err.Error(), "both set") {
 		t.Fatalf("both NAME and NAME_FILE: %v", err)
 	}
 	secret := "k1:c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LTMy" // 32 bytes? no: 31, so it fails
-	_, err = loadConfig("dev", nil, envOf(map[string]string{"URLFLOW_KEYS": secret}), io.Discard)
+	_, err = loadArgs("dev", nil, envOf(map[string]string{"URLFLOW_KEYS": secret}))
 	if err == nil || strings.Contains(err.Error(), "c2VjcmV0") {
 		t.Fatalf("a bad key is refused without echoing it: %v", err)
 	}
-	_, err = loadConfig("dev", nil, envOf(map[string]string{"URLFLOW_REDIS_URL": "redis://:hunter2@127.0.0.1:notaport"}), io.Discard)
+	_, err = loadArgs("dev", nil, envOf(map[string]string{"URLFLOW_REDIS_URL": "redis://:hunter2@127.0.0.1:notaport"}))
 	if err != nil {
 		t.Fatalf("the Redis URL is checked when connecting, not here: %v", err)
 	}
@@ -249,12 +262,12 @@ func TestSecretSettingsReadFilesAndNeverEchoValues(t *testing.T) {
 
 func TestDevRefusesNonLoopbackAddresses(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:8080", ":8080", "192.0.2.1:8080", "example.com:8080"} {
-		if _, err := loadConfig("dev", []string{"--addr", addr}, envOf(nil), io.Discard); err == nil {
+		if _, err := loadArgs("dev", []string{"--addr", addr}, envOf(nil)); err == nil {
 			t.Errorf("dev accepted %s", addr)
 		}
 	}
 	for _, addr := range []string{"127.0.0.1:0", "[::1]:8080", "localhost:8080"} {
-		if _, err := loadConfig("dev", []string{"--addr", addr}, envOf(nil), io.Discard); err != nil {
+		if _, err := loadArgs("dev", []string{"--addr", addr}, envOf(nil)); err != nil {
 			t.Errorf("dev refused %s: %v", addr, err)
 		}
 	}
@@ -272,7 +285,7 @@ providers:
     client_id: x
     client_secret: in-clear-s3cret
 `)
-	_, err := loadConfig("dev", []string{"--config", bad}, envOf(nil), io.Discard)
+	_, err := loadArgs("dev", []string{"--config", bad}, envOf(nil))
 	if err == nil {
 		t.Fatal("bad providers accepted")
 	}
@@ -292,7 +305,7 @@ providers:
     client_id: urlflow
     client_secret_env: GITHUB_SECRET
 `)
-	if _, err := loadConfig("dev", []string{"--config", good}, envOf(map[string]string{"GITHUB_SECRET": "s"}), io.Discard); err != nil {
+	if _, err := loadArgs("dev", []string{"--config", good}, envOf(map[string]string{"GITHUB_SECRET": "s"})); err != nil {
 		t.Fatalf("a valid provider refused: %v", err)
 	}
 }
@@ -319,7 +332,7 @@ services:
     label: Calendar
     resource: https://calendar.example/mcp
 `)
-	_, err := loadConfig("dev", []string{"--config", bad}, envOf(nil), io.Discard)
+	_, err := loadArgs("dev", []string{"--config", bad}, envOf(nil))
 	if err == nil {
 		t.Fatal("bad services accepted")
 	}
@@ -344,7 +357,7 @@ services:
     slots: [demo_api_key]
     keys_file: `+keys+`
 `)
-	cfg, err := loadConfig("dev", []string{"--config", good}, envOf(nil), io.Discard)
+	cfg, err := loadArgs("dev", []string{"--config", good}, envOf(nil))
 	if err != nil {
 		t.Fatalf("a valid service refused: %v", err)
 	}
@@ -391,7 +404,7 @@ func TestDevStateSurvivesARestart(t *testing.T) {
 }
 
 func TestServeRefusesToStartNamingEveryMissingSetting(t *testing.T) {
-	err := run(t.Context(), []string{"serve"}, envOf(nil), io.Discard, io.Discard)
+	err := run(t.Context(), []string{"serve"}, envOf(nil), nil, io.Discard, io.Discard)
 	if err == nil {
 		t.Fatal("serve started without any setting")
 	}
@@ -404,7 +417,7 @@ func TestServeRefusesToStartNamingEveryMissingSetting(t *testing.T) {
 }
 
 func TestServeRefusesInsecureAndInvalidSettings(t *testing.T) {
-	_, err := loadConfig("serve", nil, envOf(map[string]string{
+	_, err := loadArgs("serve", nil, envOf(map[string]string{
 		"URLFLOW_REDIS_URL":          "redis://127.0.0.1:6379",
 		"URLFLOW_KEYS":               "k1:" + strings.Repeat("A", 43) + "=",
 		"URLFLOW_PUBLIC_URL":         "http://urlflow.example.com",
@@ -412,7 +425,7 @@ func TestServeRefusesInsecureAndInvalidSettings(t *testing.T) {
 		"URLFLOW_OIDC_CLIENT_ID":     "urlflow",
 		"URLFLOW_OIDC_CLIENT_SECRET": "s3cret-value",
 		"URLFLOW_OIDC_INTROSPECTION": "maybe",
-	}), io.Discard)
+	}))
 	for _, want := range []string{"URLFLOW_PUBLIC_URL: must be https", "URLFLOW_OIDC_ISSUER: want an https URL", "URLFLOW_OIDC_INTROSPECTION"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not say %q:\n%v", want, err)
@@ -421,7 +434,7 @@ func TestServeRefusesInsecureAndInvalidSettings(t *testing.T) {
 	if err != nil && strings.Contains(err.Error(), "s3cret-value") {
 		t.Fatal("the error shows the client secret")
 	}
-	cfg, err := loadConfig("serve", nil, envOf(map[string]string{
+	cfg, err := loadArgs("serve", nil, envOf(map[string]string{
 		"URLFLOW_REDIS_URL":               "redis://127.0.0.1:6379",
 		"URLFLOW_KEYS":                    "k1:" + strings.Repeat("A", 43) + "=",
 		"URLFLOW_PUBLIC_URL":              "https://urlflow.example.com/",
@@ -430,7 +443,7 @@ func TestServeRefusesInsecureAndInvalidSettings(t *testing.T) {
 		"URLFLOW_OIDC_CLIENT_SECRET_FILE": writeFile(t, "from-a-file\n"),
 		"URLFLOW_OIDC_SCOPES":             "mcp:tools, openid",
 		"URLFLOW_BODY_READ_TIMEOUT":       "45s",
-	}), io.Discard)
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +461,7 @@ func TestTestOnlyWaitsAreAcceptedByDevAndRefusedByServe(t *testing.T) {
 		"URLFLOW_TEST_STATUS_WAIT_LIMIT": "3s",
 		"URLFLOW_TEST_WEBHOOK_RETRY":     "200ms",
 	}
-	cfg, err := loadConfig("dev", nil, envOf(short), io.Discard)
+	cfg, err := loadArgs("dev", nil, envOf(short))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,11 +476,11 @@ func TestTestOnlyWaitsAreAcceptedByDevAndRefusedByServe(t *testing.T) {
 	if got := webhookSchedule(0); !slices.Equal(got, webhook.DefaultSchedule) {
 		t.Errorf("the webhook schedule: %v, want the default", got)
 	}
-	if cfg, err := loadConfig("dev", nil, envOf(nil), io.Discard); err != nil || cfg.Waits != (waits{}) {
+	if cfg, err := loadArgs("dev", nil, envOf(nil)); err != nil || cfg.Waits != (waits{}) {
 		t.Fatalf("without test settings the waits must be the product's defaults (zero): %+v %v", cfg, err)
 	}
 
-	_, err = loadConfig("dev", nil, envOf(map[string]string{"URLFLOW_TEST_PUSH_WAIT": "soon", "URLFLOW_TEST_RETRY_WAIT": "2h"}), io.Discard)
+	_, err = loadArgs("dev", nil, envOf(map[string]string{"URLFLOW_TEST_PUSH_WAIT": "soon", "URLFLOW_TEST_RETRY_WAIT": "2h"}))
 	for _, want := range []string{`URLFLOW_TEST_PUSH_WAIT: want a duration between 10ms and 1h, got "soon"`, "URLFLOW_TEST_RETRY_WAIT: want a duration"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not say %q:\n%v", want, err)
@@ -485,7 +498,7 @@ func TestTestOnlyWaitsAreAcceptedByDevAndRefusedByServe(t *testing.T) {
 	for k, v := range short {
 		serve[k] = v
 	}
-	_, err = loadConfig("serve", nil, envOf(serve), io.Discard)
+	_, err = loadArgs("serve", nil, envOf(serve))
 	for name := range short {
 		if want := name + " is a test-only setting that only urlflow dev accepts"; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("serve does not refuse %s:\n%v", name, err)
@@ -495,7 +508,7 @@ func TestTestOnlyWaitsAreAcceptedByDevAndRefusedByServe(t *testing.T) {
 
 func TestServiceKeyPrintsAKeyAndTheDigestUrlflowKeeps(t *testing.T) {
 	var out strings.Builder
-	if err := run(t.Context(), []string{"service-key"}, envOf(nil), &out, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"service-key"}, envOf(nil), nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	var key, digest string
@@ -515,14 +528,14 @@ func TestServiceKeyPrintsAKeyAndTheDigestUrlflowKeeps(t *testing.T) {
 }
 
 func TestOperatorsSettingsSetStuckThresholdsAndReadOnlyTokens(t *testing.T) {
-	cfg, err := loadConfig("dev", nil, envOf(map[string]string{
+	cfg, err := loadArgs("dev", nil, envOf(map[string]string{
 		"URLFLOW_CONFIG": writeFile(t, `
 operators:
   subjects: [ops-oncall]
   stuck_after: {pending: 30s, notification: 5m}
 `),
 		"URLFLOW_OPERATOR_READONLY_TOKENS": "reader-one-0123456789, reader-two-0123456789",
-	}), io.Discard)
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,13 +551,13 @@ operators:
 		t.Errorf("read-only tokens %q", cfg.OperatorReadOnlyTokens)
 	}
 
-	_, err = loadConfig("dev", nil, envOf(map[string]string{
+	_, err = loadArgs("dev", nil, envOf(map[string]string{
 		"URLFLOW_CONFIG": writeFile(t, `
 operators:
   stuck_after: {pendng: 30s, consented: soon, failed: -1m}
 `),
 		"URLFLOW_OPERATOR_READONLY_TOKENS": "short-reader",
-	}), io.Discard)
+	}))
 	for _, want := range []string{`operators.stuck_after: "pendng" is not a running state`, "operators.stuck_after.consented",
 		"operators.stuck_after.failed", "URLFLOW_OPERATOR_READONLY_TOKENS: every token needs at least 16 characters"} {
 		if err == nil || !strings.Contains(err.Error(), want) {

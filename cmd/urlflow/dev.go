@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/urlflow/urlflow/demoapi"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/services"
@@ -30,13 +32,32 @@ const (
 // sweepInterval is how often deadlines are enforced when nobody reads.
 const sweepInterval = time.Second
 
-func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
-	cfg, err := loadConfig("dev", args, getenv, stderr)
-	if err != nil {
-		return err
+// newDevCommand returns urlflow dev.
+func newDevCommand(getenv env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "run everything on this machine: embedded Redis (unless URLFLOW_REDIS_URL is set), a development identity, loopback only",
+		Long: `urlflow dev runs everything on this machine: an embedded Redis (unless URLFLOW_REDIS_URL is
+set), a development identity, the demo API and a demo service, on loopback only. It prints
+the MCP URL, a bearer token and an operator token once, with ready-to-paste client
+configuration.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmdDev, cmd.Flags(), getenv)
+			if err != nil {
+				return err
+			}
+			return runDev(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	addFlags(cmd.Flags(), cmdDev)
+	return cmd
+}
 
+// runDev runs urlflow dev with cfg until ctx ends: the development state fills in what
+// the settings leave open, and the banner is printed once everything is in place.
+func runDev(ctx context.Context, cfg *config, stdout, stderr io.Writer) error {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	statePath, err := devStatePath()
 	if err != nil {
 		return err
@@ -45,21 +66,9 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	if !cfg.keysGiven {
-		if cfg.Keys, err = vault.ParseKeyRing(dev.Keys); err != nil {
-			return fmt.Errorf("development keys in %s: %w", statePath, err)
-		}
-	}
-	if len(cfg.OperatorTokens) == 0 {
-		cfg.OperatorTokens = []string{dev.OperatorToken}
-	}
-
-	var demo *demoServiceBanner
-	if _, named := cfg.Services.Lookup(demoService); !named {
-		if err := cfg.buildServices(map[string][]string{demoService: {services.Digest(dev.DemoServiceKey)}}, cfg.demoService()); err != nil {
-			return err
-		}
-		demo = &demoServiceBanner{Name: demoService, Key: dev.DemoServiceKey, Resource: cfg.DemoResource}
+	demo, err := cfg.useDevState(dev, statePath)
+	if err != nil {
+		return err
 	}
 
 	rdb, redisNote, closeRedis, err := openRedis(ctx, cfg.RedisURL, cfg.RedisTopology, log)
@@ -67,7 +76,6 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 		return err
 	}
 	defer closeRedis()
-
 	listener, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (choose another with --addr, e.g. --addr 127.0.0.1:0 for any free port)", cfg.Addr, err)
@@ -83,24 +91,52 @@ func runDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-
 	serviceKeys := map[string]string{}
 	if demo != nil {
 		demo.API = cfg.PublicURL.JoinPath("api", "v1", "elicitations").String()
 		serviceKeys[demo.Name] = demo.Key
 	}
+	banner := cfg.devBanner(resource, listener.Addr().String(), token, redisNote, statePath)
+	banner.DemoService = demo
 	return runService(ctx, cfg, rdb, listener, users{
 		verifier: devID, dev: devID, demoAPI: demoapi.Handler(), serviceKeys: serviceKeys,
 		forService: func(resource string) (identity.Verifier, error) { return devID.ForAudience(resource), nil },
-	}, log, func() {
-		printDevBanner(stdout, devBanner{
-			MCPURL: resource, Listen: listener.Addr().String(), Token: token, OperatorToken: cfg.OperatorTokens[0],
-			SignIn: cfg.PublicURL.JoinPath("auth", "login").String(), Redis: redisNote,
-			Slots: cfg.Slots.Names(), Style: cfg.Style, TTL: cfg.TTL, StatePath: statePath,
-			TokenURL: cfg.PublicURL.JoinPath("dev", "token").String(),
-			DemoAPI:  cfg.PublicURL.JoinPath("demo", "api").String(), DemoService: demo,
-		})
-	})
+	}, log, func() { printDevBanner(stdout, banner) })
+}
+
+// useDevState fills in from the development state what the settings leave open: the key
+// ring, an operator token, and the demo service, unless the configuration file names a
+// service "demo" itself. It returns the demo service for the banner, or nil when the file
+// has its own.
+func (c *config) useDevState(dev *devState, statePath string) (*demoServiceBanner, error) {
+	if !c.keysGiven {
+		var err error
+		if c.Keys, err = vault.ParseKeyRing(dev.Keys); err != nil {
+			return nil, fmt.Errorf("development keys in %s: %w", statePath, err)
+		}
+	}
+	if len(c.OperatorTokens) == 0 {
+		c.OperatorTokens = []string{dev.OperatorToken}
+	}
+	if _, named := c.Services.Lookup(demoService); named {
+		return nil, nil
+	}
+	if err := c.buildServices(map[string][]string{demoService: {services.Digest(dev.DemoServiceKey)}}, c.demoService()); err != nil {
+		return nil, err
+	}
+	return &demoServiceBanner{Name: demoService, Key: dev.DemoServiceKey, Resource: c.DemoResource}, nil
+}
+
+// devBanner is the banner of urlflow dev at resource, listening on listen, with the bearer
+// token of the development user.
+func (c *config) devBanner(resource, listen, token, redisNote, statePath string) devBanner {
+	return devBanner{
+		MCPURL: resource, Listen: listen, Token: token, OperatorToken: c.OperatorTokens[0],
+		SignIn: c.PublicURL.JoinPath("auth", "login").String(), Redis: redisNote,
+		Slots: c.Slots.Names(), Style: c.Style, TTL: c.TTL, StatePath: statePath,
+		TokenURL: c.PublicURL.JoinPath("dev", "token").String(),
+		DemoAPI:  c.PublicURL.JoinPath("demo", "api").String(),
+	}
 }
 
 // users is how a mode knows its users, and what it serves besides the product.

@@ -60,7 +60,7 @@ func startDev(t *testing.T, env map[string]string) (addr string, stdout, stderr 
 	stdout, stderr = &lockedBuffer{}, &lockedBuffer{}
 	done = make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"dev", "--addr", "127.0.0.1:0"}, envOf(env), stdout, stderr)
+		done <- run(ctx, []string{"dev", "--addr", "127.0.0.1:0"}, envOf(env), nil, stdout, stderr)
 	}()
 	listening := regexp.MustCompile(`Listening on:\s+(\S+)`)
 	deadline := time.Now().Add(30 * time.Second)

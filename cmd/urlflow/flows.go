@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -13,235 +11,188 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/urlflow/urlflow/cmd/urlflow/internal/opsclient"
 	"github.com/urlflow/urlflow/internal/ages"
-	"github.com/urlflow/urlflow/internal/opsclient"
 	"github.com/urlflow/urlflow/state/flow"
 )
 
-const flowsUsage = `usage: urlflow flows <command> [flags]
+const flowsLong = `For operators: find, read, cancel and retry the flows of a running urlflow (--server, or
+URLFLOW_SERVER; default http://127.0.0.1:8080) with an operator token (URLFLOW_TOKEN, or
+--token). Errors are one line on stderr and exit status 1.`
 
-commands, against a running urlflow (--server, or URLFLOW_SERVER; default http://127.0.0.1:8080)
-with an operator token (--token, or URLFLOW_TOKEN):
-  list [--state S] [--stuck] [--older-than D] [--user U] [filters] [--json]
-                              the flows, oldest first; stuck ones marked
-  summary [--json]            running flows by state, owed notifications, stuck counts
-  show ID [--json]            one flow and its timeline
-  cancel ID --reason R        end a running flow as cancelled
-  retry ID [--new] --reason R resend an ended flow's notification, or start a new attempt
-`
-
-// runFlows runs "urlflow flows ...".
-func runFlows(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, flowsUsage)
-		return flag.ErrHelp
+// newFlowsCommand returns urlflow flows and its commands.
+func newFlowsCommand(getenv env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "flows",
+		Short: "for operators: list, summary, show, cancel, retry the flows of a running urlflow",
+		Long:  flowsLong,
+		RunE:  runGroup("unknown command %q of urlflow flows"),
 	}
-	cmd, args := args[0], args[1:]
-	fs := flag.NewFlagSet("urlflow flows "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	conn := connectionFlags(fs, getenv)
-	asJSON := fs.Bool("json", false, "print JSON for scripts instead of a table")
-	out := newTerminal(stdout, getenv)
-	switch cmd {
-	case "list":
-		filters := map[string]*string{}
-		for _, f := range []struct{ name, param, usage string }{
-			{"state", "state", "only these states, comma separated"},
-			{"older-than", "olderThan", "only flows created at least this long ago (10m, 2h)"},
-			{"user", "user", "only the flows of users with this subject"},
-			{"kind", "kind", "only secret or oauth flows"},
-			{"target", "target", "only flows for this slot or provider"},
-			{"service", "service", "only flows this delegating service asked for"},
-			{"client", "client", "only flows of MCP clients with this name"},
-			{"era", "era", "only flows asked for this way: 2025-11-25, 2026-07-28 or api"},
-			{"replica", "replica", "only flows started on this replica"},
-		} {
-			filters[f.param] = fs.String(f.name, "", f.usage)
-		}
-		stuck := fs.Bool("stuck", false, "only stuck flows")
-		if _, err := parseFlags(fs, args, 0); err != nil {
-			return err
-		}
+	addFlags(cmd.PersistentFlags(), cmdFlows)
+	cmd.PersistentFlags().Bool("json", false, "print JSON for scripts instead of a table")
+	cmd.AddCommand(newFlowsListCommand(getenv), newFlowsSummaryCommand(getenv), newFlowsShowCommand(getenv),
+		newFlowsEndCommand("cancel", getenv), newFlowsEndCommand("retry", getenv))
+	return cmd
+}
+
+// listFilters are the filters of urlflow flows list: the flag, the API's query parameter,
+// and the flag's help.
+var listFilters = []struct{ flag, param, usage string }{
+	{"state", "state", "only these states, comma separated"},
+	{"older-than", "olderThan", "only flows created at least this long ago (10m, 2h)"},
+	{"user", "user", "only the flows of users with this subject"},
+	{"kind", "kind", "only secret or oauth flows"},
+	{"target", "target", "only flows for this slot or provider"},
+	{"service", "service", "only flows this delegating service asked for"},
+	{"client", "client", "only flows of MCP clients with this name"},
+	{"era", "era", "only flows asked for this way: 2025-11-25, 2026-07-28 or api"},
+	{"replica", "replica", "only flows started on this replica"},
+}
+
+func newFlowsListCommand(getenv env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "the flows, oldest first; stuck ones marked",
+		Args:  wantArgs(0),
+	}
+	for _, f := range listFilters {
+		cmd.Flags().String(f.flag, "", f.usage)
+	}
+	stuck := cmd.Flags().Bool("stuck", false, "only stuck flows")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		q := url.Values{}
-		for param, v := range filters {
-			if *v != "" {
-				q.Set(param, *v)
+		for _, f := range listFilters {
+			if v := cmd.Flags().Lookup(f.flag).Value.String(); v != "" {
+				q.Set(f.param, v)
 			}
 		}
 		if *stuck {
 			q.Set("stuck", "true")
 		}
-		cl, err := conn.client()
+		op, err := newOperatorCall(cmd, getenv)
 		if err != nil {
 			return err
 		}
-		items, err := cl.List(ctx, q)
+		items, err := op.client.List(cmd.Context(), q)
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return writeJSON(stdout, items)
+		if op.json {
+			return writeJSON(op.stdout, items)
 		}
-		return out.flowTable(items, time.Now())
-	case "summary":
-		if _, err := parseFlags(fs, args, 0); err != nil {
-			return err
-		}
-		cl, err := conn.client()
-		if err != nil {
-			return err
-		}
-		sum, err := cl.Summary(ctx)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return writeJSON(stdout, sum)
-		}
-		return out.summary(sum)
-	case "show":
-		id, err := parseFlags(fs, args, 1)
-		if err != nil {
-			return err
-		}
-		cl, err := conn.client()
-		if err != nil {
-			return err
-		}
-		e, err := cl.Get(ctx, id[0])
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return writeJSON(stdout, e)
-		}
-		return out.timeline(e, time.Now())
-	case "cancel", "retry":
-		reason := fs.String("reason", "", "why, for the flow's history (required)")
-		newAttempt := false
-		if cmd == "retry" {
-			fs.BoolVar(&newAttempt, "new", false, "start a new attempt of a flow that ended without success")
-		}
-		id, err := parseFlags(fs, args, 1)
-		if err != nil {
-			return err
-		}
+		return op.term.flowTable(items, time.Now())
+	}
+	return cmd
+}
+
+func newFlowsSummaryCommand(getenv env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "summary",
+		Short: "running flows by state, owed notifications, stuck counts",
+		Args:  wantArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			op, err := newOperatorCall(cmd, getenv)
+			if err != nil {
+				return err
+			}
+			sum, err := op.client.Summary(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if op.json {
+				return writeJSON(op.stdout, sum)
+			}
+			return op.term.summary(sum)
+		},
+	}
+}
+
+func newFlowsShowCommand(getenv env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "one flow and its timeline",
+		Args:  wantArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			op, err := newOperatorCall(cmd, getenv)
+			if err != nil {
+				return err
+			}
+			e, err := op.client.Get(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return op.timeline(e)
+		},
+	}
+}
+
+// newFlowsEndCommand returns urlflow flows cancel or retry, which act on a flow with a
+// reason for its history.
+func newFlowsEndCommand(verb string, getenv env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cancel ID --reason R",
+		Short: "end a running flow as cancelled",
+		Args:  wantArgs(1),
+	}
+	reason := cmd.Flags().String("reason", "", "why, for the flow's history (required)")
+	newAttempt := false
+	if verb == "retry" {
+		cmd.Use, cmd.Short = "retry ID --reason R", "resend an ended flow's notification, or start a new attempt"
+		cmd.Flags().BoolVar(&newAttempt, "new", false, "start a new attempt of a flow that ended without success")
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if strings.TrimSpace(*reason) == "" {
 			return errors.New("--reason is required: say why, for the flow's history")
 		}
-		cl, err := conn.client()
+		op, err := newOperatorCall(cmd, getenv)
 		if err != nil {
 			return err
 		}
 		var e *opsclient.Elicitation
-		if cmd == "cancel" {
-			e, err = cl.Cancel(ctx, id[0], *reason)
+		if verb == "cancel" {
+			e, err = op.client.Cancel(cmd.Context(), args[0], *reason)
 		} else {
-			e, err = cl.Retry(ctx, id[0], newAttempt, *reason)
+			e, err = op.client.Retry(cmd.Context(), args[0], newAttempt, *reason)
 		}
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return writeJSON(stdout, e)
-		}
-		return out.timeline(e, time.Now())
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, flowsUsage)
-		return nil
+		return op.timeline(e)
 	}
-	fmt.Fprint(stderr, flowsUsage)
-	return fmt.Errorf("unknown command %q of urlflow flows", cmd)
+	return cmd
 }
 
-const auditUsage = `usage: urlflow audit export --since T [--until T]
+// operatorCall is what a command for operators works with: the client of the server with
+// the token its settings name, and where and how it prints.
+type operatorCall struct {
+	client *opsclient.Client
+	json   bool
+	stdout io.Writer
+	term   *terminal
+}
 
-Writes the audit trail of a running urlflow (--server, or URLFLOW_SERVER) from T to T as
-JSON Lines, with an operator token (URLFLOW_TOKEN). T is an RFC 3339 time
-(2026-12-01T00:00:00Z) or a duration before now (24h).
-`
-
-// runAudit runs "urlflow audit export".
-func runAudit(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "export" {
-		fmt.Fprint(stderr, auditUsage)
-		if len(args) == 0 {
-			return flag.ErrHelp
-		}
-		return fmt.Errorf("unknown command %q of urlflow audit", args[0])
-	}
-	fs := flag.NewFlagSet("urlflow audit export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	conn := connectionFlags(fs, getenv)
-	since := fs.String("since", "", "from this time (RFC 3339) or this long ago (24h); required")
-	until := fs.String("until", "", "to this time or this long ago; default now")
-	if _, err := parseFlags(fs, args[1:], 0); err != nil {
-		return err
-	}
-	if *since == "" {
-		return errors.New("--since is required: a time (2026-12-01T00:00:00Z) or a duration before now (24h)")
-	}
-	cl, err := conn.client()
+// newOperatorCall reads the settings of cmd (the server, the token) and returns its call.
+func newOperatorCall(cmd *cobra.Command, getenv env) (*operatorCall, error) {
+	v, err := commandSettings(cmd, getenv)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return cl.ExportAudit(ctx, *since, *until, stdout)
+	op := &operatorCall{client: opsclient.New(v.raw("server"), v.raw("token")), stdout: cmd.OutOrStdout()}
+	if f := cmd.Flags().Lookup("json"); f != nil {
+		op.json = f.Value.String() == "true"
+	}
+	op.term = newTerminal(op.stdout, v["no_color"].given())
+	return op, nil
 }
 
-// connection is where the commands for operators send their requests, and with what token.
-type connection struct {
-	server, token *string
-	getenv        env
-}
-
-// connectionFlags defines --server and --token on fs, defaulting to URLFLOW_SERVER and
-// URLFLOW_TOKEN.
-func connectionFlags(fs *flag.FlagSet, getenv env) *connection {
-	server, _ := getenv("URLFLOW_SERVER")
-	if server == "" {
-		server = "http://127.0.0.1:8080"
+// timeline prints e: its timeline, or JSON.
+func (op *operatorCall) timeline(e *opsclient.Elicitation) error {
+	if op.json {
+		return writeJSON(op.stdout, e)
 	}
-	return &connection{
-		server: fs.String("server", server, "urlflow's public URL (URLFLOW_SERVER)"),
-		token:  fs.String("token", "", "an operator token (prefer URLFLOW_TOKEN: a flag shows in the process list)"),
-		getenv: getenv,
-	}
-}
-
-// client returns the client of the connection, with the token of --token, or else of
-// URLFLOW_TOKEN (or the file URLFLOW_TOKEN_FILE names).
-func (c *connection) client() (*opsclient.Client, error) {
-	token := *c.token
-	if token == "" {
-		var err error
-		if token, _, err = c.getenv.secret("URLFLOW_TOKEN"); err != nil {
-			return nil, err
-		}
-	}
-	return opsclient.New(*c.server, token), nil
-}
-
-// parseFlags parses args into fs, flags and arguments in any order, and returns the
-// arguments, of which it wants exactly n.
-func parseFlags(fs *flag.FlagSet, args []string, n int) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	switch {
-	case len(positional) == n:
-		return positional, nil
-	case n == 1:
-		return nil, fmt.Errorf("%s: want one elicitation ID, got %d arguments", fs.Name(), len(positional))
-	}
-	return nil, fmt.Errorf("%s: unexpected arguments: %s", fs.Name(), strings.Join(positional, " "))
+	return op.term.timeline(e, time.Now())
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -256,11 +207,11 @@ type terminal struct {
 	colour bool
 }
 
-func newTerminal(w io.Writer, getenv env) *terminal {
+// newTerminal returns the terminal of w: in colour when w is a terminal, unless noColour.
+func newTerminal(w io.Writer, noColour bool) *terminal {
 	t := &terminal{w: w}
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			_, noColour := getenv("NO_COLOR")
 			t.colour = !noColour
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urlflow/urlflow/internal/opsclient"
+	"github.com/urlflow/urlflow/cmd/urlflow/internal/opsclient"
 )
 
 // devFlow asks, as urlflow dev's demo service, for user's demo API key, and returns the
@@ -67,7 +67,7 @@ func TestTheFlowsCommandsWorkAgainstARunningServer(t *testing.T) {
 		t.Helper()
 		var out, errOut bytes.Buffer
 		env := envOf(map[string]string{"URLFLOW_SERVER": "http://" + addr, "URLFLOW_TOKEN": token})
-		err := run(t.Context(), append([]string{"flows"}, args...), env, &out, &errOut)
+		err := run(t.Context(), append([]string{"flows"}, args...), env, nil, &out, &errOut)
 		return out.String() + errOut.String(), err
 	}
 
@@ -140,7 +140,7 @@ func TestTheFlowsCommandsWorkAgainstARunningServer(t *testing.T) {
 	// The audit trail holds the operator's cancel, with the reason.
 	var out2, errOut bytes.Buffer
 	env := envOf(map[string]string{"URLFLOW_SERVER": "http://" + addr, "URLFLOW_TOKEN": reader})
-	if err := run(t.Context(), []string{"audit", "export", "--since", "1h"}, env, &out2, &errOut); err != nil {
+	if err := run(t.Context(), []string{"audit", "export", "--since", "1h"}, env, nil, &out2, &errOut); err != nil {
 		t.Fatalf("audit export: %v\n%s", err, errOut.String())
 	}
 	found := false
@@ -154,7 +154,7 @@ func TestTheFlowsCommandsWorkAgainstARunningServer(t *testing.T) {
 	if !found {
 		t.Errorf("the audit export has no operator action for the cancel:\n%s", out2.String())
 	}
-	if err := run(t.Context(), []string{"audit", "export"}, env, &out2, &errOut); err == nil || !strings.Contains(err.Error(), "--since") {
+	if err := run(t.Context(), []string{"audit", "export"}, env, nil, &out2, &errOut); err == nil || !strings.Contains(err.Error(), "--since") {
 		t.Errorf("audit export without --since: %v", err)
 	}
 }
@@ -169,7 +169,7 @@ func TestTheFlowsCommandsSayWhyTheTokenCannotBeRead(t *testing.T) {
 		{map[string]string{"URLFLOW_TOKEN_FILE": filepath.Join(t.TempDir(), "missing")}, "URLFLOW_TOKEN_FILE"},
 		{map[string]string{"URLFLOW_TOKEN": "uf_op_x", "URLFLOW_TOKEN_FILE": "/dev/null"}, "both set"},
 	} {
-		err := run(context.Background(), []string{"flows", "summary", "--server", "http://127.0.0.1:1"}, envOf(tt.env), io.Discard, io.Discard)
+		err := run(context.Background(), []string{"flows", "summary", "--server", "http://127.0.0.1:1"}, envOf(tt.env), nil, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("with %v: %v", tt.env, err)
 		}

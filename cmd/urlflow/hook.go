@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,79 +16,51 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/urlflow/urlflow/hook"
-	"github.com/urlflow/urlflow/hook/settings"
 )
 
-const hookUsage = `usage: urlflow hook <command> [flags]
-
-urlflow's policy for Claude Code's Elicitation hooks: URL mode only to allowed origins, no
+const hookLong = `urlflow's policy for Claude Code's Elicitation hooks: URL mode only to allowed origins, no
 secrets asked for or answered in form mode (README, "Using urlflow with Claude Code").
 
-  install [--scope user|project|local|managed] [--server URL] [--matcher SERVERS]
-          [--policy FILE] [--command PATH] [--settings FILE]
-                      add the two hooks to Claude Code's settings, leaving the rest as it is
-  uninstall [--scope ...] [--settings FILE]
-                      take them out again
-  test FILE           print the decision for a hook input (- for standard input); logs nothing
-  elicitation         run by Claude Code before an elicitation reaches the user: exit 2 refuses it
-  elicitation-result  run by Claude Code after the user answered: exit 2 declines the answer
-  serve [--listen ADDR]
-                      the Elicitation policy for Claude Code's http hooks, with the shared token
-                      URLFLOW_HOOK_TOKEN; fails open when unreachable: install the command hook
-                      where the policy must hold
-
 elicitation, elicitation-result, test and serve take --policy FILE (default
-~/.config/urlflow/hook.yaml) and --allow-origin URL (repeatable).
-`
-
-// exitStatus is an error that makes main exit with that status and print nothing more: what
-// there was to say has been said.
-type exitStatus int
-
-func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
+~/.config/urlflow/hook.yaml) and --allow-origin URL (repeatable).`
 
 // refusedStatus is the exit status by which a hook refuses a request or declines an answer.
 const refusedStatus exitStatus = 2
 
-// runHook runs "urlflow hook ...".
-func runHook(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, hookUsage)
-		return flag.ErrHelp
+// newHookCommand returns urlflow hook and its commands.
+func newHookCommand(getenv env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "hook",
+		Short: "on a user's machine: the policy for Claude Code's Elicitation hooks that keeps secrets out of form mode",
+		Long:  hookLong,
+		RunE:  runGroup("unknown hook command %q"),
 	}
-	cmd, args := args[0], args[1:]
-	switch cmd {
-	case "elicitation", "elicitation-result":
-		return runHookEvent(cmd, args, getenv, stdin, stderr)
-	case "test":
-		return runHookTest(args, getenv, stdin, stdout, stderr)
-	case "install", "uninstall":
-		return runHookInstall(cmd, args, getenv, stdout, stderr)
-	case "serve":
-		return runHookServe(ctx, args, getenv, stdout, stderr)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, hookUsage)
-		return nil
-	}
-	fmt.Fprint(stderr, hookUsage)
-	return fmt.Errorf("unknown hook command %q", cmd)
+	cmd.AddCommand(
+		newHookInstallCommand(getenv), newHookUninstallCommand(getenv), newHookTestCommand(getenv),
+		newHookEventCommand("elicitation", hook.EventElicitation, "run by Claude Code before an elicitation reaches the user: exit 2 refuses it", getenv),
+		newHookEventCommand("elicitation-result", hook.EventElicitationResult, "run by Claude Code after the user answered: exit 2 declines the answer", getenv),
+		newHookServeCommand(getenv))
+	return cmd
 }
 
 // policyFlags are the flags of the commands that decide.
 type policyFlags struct {
 	policy  string
-	origins stringList
+	origins []string
 }
 
-func (p *policyFlags) register(fs *flag.FlagSet) {
+func (p *policyFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&p.policy, "policy", "", "the policy file (default ~/.config/urlflow/hook.yaml)")
-	fs.Var(&p.origins, "allow-origin", "an origin URL-mode requests may go to (repeatable)")
+	fs.StringArrayVar(&p.origins, "allow-origin", nil, "an origin URL-mode requests may go to (repeatable)")
 }
 
-// judge loads the policy and returns its Judge and audit log.
-func (p *policyFlags) judge(getenv env) (*hook.Judge, *hook.Log, error) {
+// judge loads the policy and returns its Judge and audit log. lookupEnv answers for
+// Claude Code's variables (the settings read).
+func (p *policyFlags) judge(lookupEnv func(string) (string, bool)) (*hook.Judge, *hook.Log, error) {
 	path, optional := p.policy, false
 	if path == "" {
 		var err error
@@ -102,7 +73,7 @@ func (p *policyFlags) judge(getenv env) (*hook.Judge, *hook.Log, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	config, err := hook.ClaudeCodeConfigFromEnv(getenv)
+	config, err := hook.ClaudeCodeConfigFromEnv(lookupEnv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -123,42 +94,64 @@ func (p *policyFlags) judge(getenv env) (*hook.Judge, *hook.Log, error) {
 	return j, log, err
 }
 
-// runHookEvent is the entry point Claude Code runs for an event: it decides the input on
-// stdin, logs the decision, and exits 2 with the reason on stderr to refuse. Whatever goes
-// wrong (an unreadable input or policy) refuses too: a hook that fails must not let a
-// request through. Claude Code shows neither stdout nor stderr for these events; the
-// audit log is where a refusal is explained.
-func runHookEvent(cmd string, args []string, getenv env, stdin io.Reader, stderr io.Writer) error {
-	fs := flag.NewFlagSet("urlflow hook "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// newHookEventCommand returns the entry point Claude Code runs for event: it decides the
+// input on stdin, logs the decision, and exits 2 with the reason on stderr to refuse.
+// Whatever goes wrong (a flag, an unreadable input or policy) refuses too: a hook that
+// fails must not let a request through, so it parses its flags itself, where a wrong one
+// (or --help) refuses instead of exiting 0. Claude Code shows neither stdout nor stderr
+// for these events; the audit log is where a refusal is explained.
+func newHookEventCommand(name, event, short string, getenv env) *cobra.Command {
 	var pf policyFlags
-	pf.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return refusedStatus
+	cmd := &cobra.Command{Use: name, Short: short, DisableFlagParsing: true}
+	pf.register(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		stderr := cmd.ErrOrStderr()
+		if err := cmd.Flags().Parse(args); err != nil {
+			fmt.Fprintf(stderr, "urlflow hook %s: %v\n", name, err)
+			return refusedStatus
+		}
+		if help, _ := cmd.Flags().GetBool("help"); help {
+			fmt.Fprint(stderr, cmd.UsageString())
+			return refusedStatus
+		}
+		e, log := decideEvent(cmd, event, &pf, getenv)
+		return finishEvent(e, log, stderr)
 	}
-	event := hook.EventElicitation
-	if cmd == "elicitation-result" {
-		event = hook.EventElicitationResult
+	return cmd
+}
+
+// decideEvent decides the input of event on cmd's stdin, and returns the decision and the
+// audit log to write it to (nil when the policy could not be read). Any error refuses.
+func decideEvent(cmd *cobra.Command, event string, pf *policyFlags, getenv env) (hook.Entry, *hook.Log) {
+	var j *hook.Judge
+	var log *hook.Log
+	v, err := commandSettings(cmd, getenv)
+	if err == nil {
+		j, log, err = pf.judge(v.lookupEnv)
 	}
-	j, log, err := pf.judge(getenv)
 	var in *hook.Input
 	if err == nil {
-		in, err = hook.ReadInput(stdin)
+		in, err = hook.ReadInput(cmd.InOrStdin())
 	}
 	if err == nil && in.HookEventName != event {
 		err = fmt.Errorf("the hook for %s was given %q's input", event, in.HookEventName)
 	}
-	var e hook.Entry
-	if err != nil {
-		e = hook.Entry{Time: time.Now().UTC(), Event: event, Decision: hook.Refuse, Reason: err.Error()}
-		if event == hook.EventElicitationResult {
-			e.Decision = hook.Decline
-		}
-	} else {
-		e = j.Decide(in)
+	if err == nil {
+		return j.Decide(in), log
 	}
+	e := hook.Entry{Time: time.Now().UTC(), Event: event, Decision: hook.Refuse, Reason: err.Error()}
+	if event == hook.EventElicitationResult {
+		e.Decision = hook.Decline
+	}
+	return e, log
+}
+
+// finishEvent appends e to log (the default audit log when nil) and answers Claude Code:
+// refusedStatus with the reason on stderr, or nothing.
+func finishEvent(e hook.Entry, log *hook.Log, stderr io.Writer) error {
 	if log == nil {
 		// The policy could not be read: the refusal goes to the default log.
+		var err error
 		if log, err = defaultAuditLog(); err != nil {
 			fmt.Fprintf(stderr, "urlflow hook: %v\n", err)
 			fmt.Fprintf(stderr, "urlflow hook: %s: %s\n", e.Decision, e.Reason)
@@ -184,196 +177,95 @@ func defaultAuditLog() (*hook.Log, error) {
 	return hook.NewLog(path)
 }
 
-// runHookTest prints the decision for a hook input, and what the hook would answer.
-func runHookTest(args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("urlflow hook test", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// newHookTestCommand returns urlflow hook test, which prints the decision for a hook
+// input, and what the hook would answer, and logs nothing.
+func newHookTestCommand(getenv env) *cobra.Command {
 	var pf policyFlags
-	pf.register(fs)
-	file, err := parseFlags(fs, args, 1)
-	if err != nil {
-		return fmt.Errorf("hook test takes one file, the hook's input (- for standard input): %w", err)
+	cmd := &cobra.Command{
+		Use:   "test FILE",
+		Short: "print the decision for a hook input (- for standard input); logs nothing",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("hook test takes one file, the hook's input (- for standard input); got %d arguments", len(args))
+			}
+			return nil
+		},
 	}
-	r := stdin
-	if name := file[0]; name != "-" {
-		f, err := os.Open(name)
+	pf.register(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		r := cmd.InOrStdin()
+		if name := args[0]; name != "-" {
+			f, err := os.Open(name)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			r = f
+		}
+		v, err := commandSettings(cmd, getenv)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		r = f
-	}
-	j, _, err := pf.judge(getenv)
-	if err != nil {
+		j, _, err := pf.judge(v.lookupEnv)
+		if err != nil {
+			return err
+		}
+		in, err := hook.ReadInput(r)
+		if err != nil {
+			return err
+		}
+		e := j.Decide(in)
+		status := 0
+		if e.Refused() {
+			status = int(refusedStatus)
+		}
+		line, _ := json.Marshal(e)
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\nexit status %d\naudit line: %s\n", e.Decision, e.Reason, status, line)
 		return err
 	}
-	in, err := hook.ReadInput(r)
-	if err != nil {
-		return err
-	}
-	e := j.Decide(in)
-	status := 0
-	if e.Refused() {
-		status = int(refusedStatus)
-	}
-	fmt.Fprintf(stdout, "%s: %s\nexit status %d\n", e.Decision, e.Reason, status)
-	line, _ := json.Marshal(e)
-	fmt.Fprintf(stdout, "audit line: %s\n", line)
-	return nil
+	return cmd
 }
 
-// runHookInstall adds urlflow's two hooks to a Claude Code settings file, or removes them.
-func runHookInstall(cmd string, args []string, getenv env, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("urlflow hook "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	scope := fs.String("scope", "user", "the settings file: user, project, local (the project's, not committed) or managed (system-wide)")
-	file := fs.String("settings", "", "a settings file to edit instead of the scope's")
-	var server, matcher, policy, command *string
-	if cmd == "install" {
-		server = fs.String("server", "", "urlflow's URL: its origin is allowed for URL mode")
-		matcher = fs.String("matcher", "", "the MCP servers the hooks judge (a name, a|b, or a regular expression); default all")
-		policy = fs.String("policy", "", "the policy file the hooks read (default ~/.config/urlflow/hook.yaml)")
-		command = fs.String("command", "", "the urlflow binary Claude Code runs (default this one)")
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("hook %s takes no arguments", cmd)
-	}
-	path := *file
-	if path == "" {
-		var err error
-		if path, err = settingsPath(*scope, getenv); err != nil {
-			return err
-		}
-	}
-	if cmd == "uninstall" {
-		if err := settings.Uninstall(path); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "removed urlflow's hooks from %s\n", path)
-		return nil
-	}
-	if *scope == "managed" && *file == "" && *policy == "" {
-		// The default policy file is the user's own: in managed settings it would let every
-		// user widen what the organisation enforces.
-		return errors.New("--scope managed needs --policy FILE, a policy file users cannot change (it may be empty)")
-	}
-	binary := *command
-	if binary == "" {
-		var err error
-		if binary, err = installableExecutable(); err != nil {
-			return err
-		}
-	}
-	var flags []string
-	if *server != "" {
-		o, err := hook.ParseOrigin(*server)
-		if err != nil {
-			return fmt.Errorf("--server: %w", err)
-		}
-		if o.Scheme != "https" && !o.Loopback() {
-			return fmt.Errorf("--server %s: urlflow must be on https, or on loopback", o)
-		}
-		flags = append(flags, "--allow-origin", o.String())
-	}
-	if *policy != "" {
-		abs, err := filepath.Abs(*policy)
-		if err != nil {
-			return err
-		}
-		flags = append(flags, "--policy", abs)
-	}
-	line := func(entry string) string {
-		words := []string{settings.Quote(binary), "hook", entry}
-		for _, f := range flags {
-			words = append(words, settings.Quote(f))
-		}
-		return strings.Join(words, " ")
-	}
-	hooks := []settings.Hook{
-		{Event: hook.EventElicitation, Command: line("elicitation")},
-		{Event: hook.EventElicitationResult, Command: line("elicitation-result")},
-	}
-	if err := settings.Install(path, *matcher, hooks); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "installed urlflow's Elicitation and ElicitationResult hooks in %s\n", path)
-	if *server == "" {
-		fmt.Fprintln(stdout, "no --server: URL-mode requests go only to the policy file's allowed_origins")
-	}
-	return nil
-}
-
-// settingsPath returns the Claude Code settings file of a scope.
-func settingsPath(scope string, getenv env) (string, error) {
-	switch scope {
-	case "user":
-		if dir, ok := getenv("CLAUDE_CONFIG_DIR"); ok && dir != "" {
-			return filepath.Join(dir, "settings.json"), nil
-		}
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		return filepath.Join(home, ".claude", "settings.json"), nil
-	case "project", "local":
-		dir, err := os.Getwd()
-		if err != nil {
-			return "", err
-		}
-		name := "settings.json"
-		if scope == "local" {
-			name = "settings.local.json"
-		}
-		return filepath.Join(dir, ".claude", name), nil
-	case "managed":
-		return filepath.Join(hook.ManagedDir(), "managed-settings.json"), nil
-	}
-	return "", fmt.Errorf("--scope %q: user, project, local or managed", scope)
-}
-
-// installableExecutable returns this binary's path, unless it is a temporary build (go
-// run), which would be gone when Claude Code runs the hook.
-func installableExecutable() (string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("find this binary: %w (name it with --command)", err)
-	}
-	if exe, err = filepath.EvalSymlinks(exe); err != nil {
-		return "", fmt.Errorf("find this binary: %w (name it with --command)", err)
-	}
-	if strings.HasPrefix(exe, os.TempDir()) && strings.Contains(exe, "go-build") {
-		return "", errors.New("this urlflow is a temporary build (go run): install it (go install ./cmd/urlflow) and run that, or name the binary with --command")
-	}
-	return exe, nil
-}
-
-// runHookServe serves the Elicitation policy to Claude Code's http hooks.
-func runHookServe(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("urlflow hook serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:8788", "the address to listen on")
+// newHookServeCommand returns urlflow hook serve, which serves the Elicitation policy to
+// Claude Code's http hooks.
+func newHookServeCommand(getenv env) *cobra.Command {
 	var pf policyFlags
-	pf.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "the Elicitation policy for Claude Code's http hooks, with the shared token URLFLOW_HOOK_TOKEN",
+		Long: `urlflow hook serve decides Elicitation requests POSTed to /elicitation with the shared
+token URLFLOW_HOOK_TOKEN, for Claude Code's http hooks. It fails open when unreachable:
+install the command hook where the policy must hold.`,
+		Args: cobra.ArbitraryArgs, // ignored, as they always were
 	}
-	token, _ := getenv("URLFLOW_HOOK_TOKEN")
-	if len(token) < 16 {
-		return errors.New("set URLFLOW_HOOK_TOKEN to a shared token of at least 16 characters; Claude Code's http hook sends it as its Authorization header")
+	listen := cmd.Flags().String("listen", "127.0.0.1:8788", "the address to listen on")
+	pf.register(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		v, err := commandSettings(cmd, getenv)
+		if err != nil {
+			return err
+		}
+		token := v.raw("hook_token")
+		if len(token) < 16 {
+			return errors.New("set URLFLOW_HOOK_TOKEN to a shared token of at least 16 characters; Claude Code's http hook sends it as its Authorization header")
+		}
+		j, log, err := pf.judge(v.lookupEnv)
+		if err != nil {
+			return err
+		}
+		return serveHook(cmd.Context(), *listen, j, log, token, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
-	j, log, err := pf.judge(getenv)
-	if err != nil {
-		return err
-	}
+	return cmd
+}
+
+// serveHook serves j's decisions on listen until ctx ends.
+func serveHook(ctx context.Context, listen string, j *hook.Judge, log *hook.Log, token string, stdout, stderr io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	reg := prometheus.NewRegistry()
 	mux := http.NewServeMux()
 	mux.Handle("/elicitation", hook.NewHandler(j, hook.HandlerOptions{Token: token, Log: log, Registerer: reg, Logger: logger}))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
@@ -388,15 +280,5 @@ func runHookServe(ctx context.Context, args []string, getenv env, stdout, stderr
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	return nil
-}
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string { return strings.Join(*l, ",") }
-
-func (l *stringList) Set(s string) error {
-	*l = append(*l, s)
 	return nil
 }

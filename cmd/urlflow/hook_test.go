@@ -15,6 +15,11 @@ import (
 	"time"
 )
 
+// runHook runs `urlflow hook args...`.
+func runHook(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	return run(ctx, append([]string{"hook"}, args...), getenv, stdin, stdout, stderr)
+}
+
 // hookFixture is a policy file with its audit log in a directory of the test's own.
 type hookFixture struct {
 	policy, log string

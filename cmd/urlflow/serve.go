@@ -7,19 +7,38 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/spf13/cobra"
+
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/oauth/identity"
 )
 
-// runServe is `urlflow serve`: production. Everything comes from configuration, and it
-// refuses to start, naming every missing or invalid setting, rather than fall back to a
-// development default: a real Redis, the public URL, the key ring, and the deployment's
-// OpenID issuer for MCP access tokens and the browser sign-in.
-func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
-	cfg, err := loadConfig("serve", args, getenv, stderr)
-	if err != nil {
-		return err
+// newServeCommand returns urlflow serve: production. Everything comes from configuration,
+// and it refuses to start, naming every missing or invalid setting, rather than fall back
+// to a development default: a real Redis, the public URL, the key ring, and the
+// deployment's OpenID issuer for MCP access tokens and the browser sign-in.
+func newServeCommand(getenv env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "run in production: a real Redis, your OpenID issuer for identity; every setting from flags, the environment or the configuration file",
+		Long: `urlflow serve runs urlflow in production: a real Redis, your OpenID issuer for identity,
+every setting from flags, the environment or the configuration file (docs/configuration.md).
+It refuses to start, naming every missing or invalid setting.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmdServe, cmd.Flags(), getenv)
+			if err != nil {
+				return err
+			}
+			return runServe(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
+	addFlags(cmd.Flags(), cmdServe)
+	return cmd
+}
+
+// runServe runs urlflow serve with cfg until ctx ends.
+func runServe(ctx context.Context, cfg *config, stdout, stderr io.Writer) error {
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
 	rdb, _, closeRedis, err := openRedis(ctx, cfg.RedisURL, cfg.RedisTopology, log)

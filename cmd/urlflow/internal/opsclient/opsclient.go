@@ -1,6 +1,8 @@
 // Package opsclient is the client of urlflow's API that the commands for operators
 // (urlflow flows ...) use: it lists, reads, cancels and retries elicitations with an
 // operator token, and turns every refusal into an error that says what the server said.
+// It lives beside its only user, cmd/urlflow: it reads the API's answers into the types of
+// state/flow, which the low-level packages under the module's internal/ must not import.
 package opsclient
 
 import (
