@@ -180,7 +180,36 @@ func NewCatalog(configs []Config, opts Options) (*Catalog, error) {
 	return c, nil
 }
 
+// newService checks cfg and returns its Service, and every problem found.
 func newService(cfg Config, opts Options) (*Service, []error) {
+	problems := checkIdentity(cfg, opts)
+	problem := func(format string, a ...any) { problems = append(problems, fmt.Errorf(format, a...)) }
+	s := &Service{Name: cfg.Name, Label: strings.TrimSpace(cfg.Label), Resource: cfg.Resource,
+		Slots: cfg.Slots, Providers: cfg.Providers, AssertUsers: cfg.AssertUsers, Release: cfg.Release, ClientID: cfg.ClientID}
+	s.ClientScopes, problems = clientScopes(cfg, problems)
+	if cfg.RateLimit != "" {
+		l, err := ratelimit.ParseLimit(cfg.RateLimit)
+		if err != nil {
+			problem("rate_limit: %v", err)
+		}
+		s.RateLimit = &l
+	}
+	if cfg.Webhook != nil {
+		var err error
+		if s.Webhook, err = readWebhook(*cfg.Webhook, opts.ReadFile); err != nil {
+			problem("webhook: %v", err)
+		}
+	}
+	s.digests, problems = keyDigests(cfg, opts, problems)
+	if len(s.digests) == 0 && len(problems) == 0 && cfg.KeysFile != "" {
+		problem("keys_file %s holds no key digest", cfg.KeysFile)
+	}
+	return s, problems
+}
+
+// checkIdentity returns what is wrong with who cfg says the service is and what it may
+// ask for: its name, label and resource, its slots and providers.
+func checkIdentity(cfg Config, opts Options) []error {
 	var problems []error
 	problem := func(format string, a ...any) { problems = append(problems, fmt.Errorf(format, a...)) }
 	switch {
@@ -208,38 +237,29 @@ func newService(cfg Config, opts Options) (*Service, []error) {
 			problem("providers: %q is not a configured provider", p)
 		}
 	}
-	s := &Service{Name: cfg.Name, Label: strings.TrimSpace(cfg.Label), Resource: cfg.Resource,
-		Slots: cfg.Slots, Providers: cfg.Providers, AssertUsers: cfg.AssertUsers, Release: cfg.Release, ClientID: cfg.ClientID}
-	s.ClientScopes, problems = clientScopes(cfg, problems)
-	if cfg.RateLimit != "" {
-		l, err := ratelimit.ParseLimit(cfg.RateLimit)
-		if err != nil {
-			problem("rate_limit: %v", err)
-		}
-		s.RateLimit = &l
-	}
-	if cfg.Webhook != nil {
-		var err error
-		if s.Webhook, err = readWebhook(*cfg.Webhook, opts.ReadFile); err != nil {
-			problem("webhook: %v", err)
-		}
-	}
-	digests, given := opts.Keys[cfg.Name]
+	return problems
+}
+
+// keyDigests returns the digests of cfg's service keys (given in opts, or read from its
+// keys_file), adding to problems what is wrong with them.
+func keyDigests(cfg Config, opts Options, problems []error) ([][sha256.Size]byte, []error) {
+	problem := func(format string, a ...any) { problems = append(problems, fmt.Errorf(format, a...)) }
+	lines, given := opts.Keys[cfg.Name]
 	switch {
 	case given && cfg.KeysFile != "":
 		problem("keys_file: this service's keys are given another way; remove keys_file")
 	case !given && cfg.KeysFile == "" && cfg.ClientID == "":
 		problem(`keys_file or client_id is required: a file of key digests, one "sha256:<hex>" per line (urlflow service-key makes a key and its line), or the service's OAuth client`)
-	case !given && cfg.KeysFile == "":
-	case !given:
+	case !given && cfg.KeysFile != "":
 		b, err := opts.ReadFile(cfg.KeysFile)
 		if err != nil {
 			problem("keys_file: %v", err)
 			break
 		}
-		digests = strings.Split(string(b), "\n")
+		lines = strings.Split(string(b), "\n")
 	}
-	for i, line := range digests {
+	var digests [][sha256.Size]byte
+	for i, line := range lines {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
@@ -249,12 +269,9 @@ func newService(cfg Config, opts Options) (*Service, []error) {
 			problem("keys_file %s, line %d: %v", cfg.KeysFile, i+1, err)
 			continue
 		}
-		s.digests = append(s.digests, d)
+		digests = append(digests, d)
 	}
-	if len(s.digests) == 0 && len(problems) == 0 && cfg.KeysFile != "" {
-		problem("keys_file %s holds no key digest", cfg.KeysFile)
-	}
-	return s, problems
+	return digests, problems
 }
 
 // clientScopes returns the scopes of cfg's client credentials tokens, adding to problems

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/urlflow/urlflow/state/ratelimit"
+	"github.com/urlflow/urlflow/web/limits"
 )
 
 // wantTooManyBadTokens fails the test unless got is the 429 of a client address over the
@@ -32,7 +33,7 @@ func wantTooManyBadTokens(t *testing.T, got answer, window time.Duration) {
 func TestGarbageTokensFromOneAddressStopCallingTheIssuer(t *testing.T) {
 	t.Parallel()
 	limit := ratelimit.Limit{Events: 20, Window: time.Minute}
-	f := newFixture(t, fixtureOptions{oidc: true, introspection: true, rateLimits: RateLimits{BadTokens: limit}})
+	f := newFixture(t, fixtureOptions{oidc: true, introspection: true, rateLimits: limits.Rates{BadTokens: limit}})
 	signedIn := f.token(t, "alice")
 	f.send(t, nil, request{method: http.MethodGet, path: "/mcp", token: signedIn}).want(t, http.StatusOK)
 	for i := range 50 {
@@ -71,7 +72,7 @@ func TestForwardedForIsBelievedOnlyFromATrustedProxy(t *testing.T) {
 
 	t.Run("from an untrusted peer", func(t *testing.T) {
 		t.Parallel()
-		f := newFixture(t, fixtureOptions{rateLimits: RateLimits{BadTokens: limit}})
+		f := newFixture(t, fixtureOptions{rateLimits: limits.Rates{BadTokens: limit}})
 		for i := range limit.Events {
 			badToken(f, "203.0.113."+strconv.Itoa(i)).want(t, http.StatusUnauthorized)
 		}
@@ -84,7 +85,7 @@ func TestForwardedForIsBelievedOnlyFromATrustedProxy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := newFixture(t, fixtureOptions{rateLimits: RateLimits{BadTokens: limit}, trustedProxies: trusted})
+		f := newFixture(t, fixtureOptions{rateLimits: limits.Rates{BadTokens: limit}, trustedProxies: trusted})
 		for range limit.Events {
 			badToken(f, "203.0.113.7").want(t, http.StatusUnauthorized)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/web/api"
 )
 
 // A service may authenticate with an OAuth client credentials token of its client at the
@@ -31,7 +32,7 @@ func TestAServiceOfTheIssuerAuthenticatesAsItsClientAndProvesItsUserByExchange(t
 	}
 	create := func(bearer, userToken string) answer {
 		return f.send(t, nil, request{method: http.MethodPost, path: "/api/v1/elicitations", token: bearer,
-			header: http.Header{UserTokenHeader: {userToken}}, body: strings.NewReader(createDemoKey), contentType: "application/json"})
+			header: http.Header{api.UserTokenHeader: {userToken}}, body: strings.NewReader(createDemoKey), contentType: "application/json"})
 	}
 
 	v := created(t, create(clientToken(weatherClient), f.userTokenFor(t, "alice", weather)), http.StatusCreated)
@@ -83,7 +84,7 @@ func TestAServiceClientTokenWithoutItsScopeCannotActAsTheService(t *testing.T) {
 	}
 	create := func(bearer string) answer {
 		return f.send(t, nil, request{method: http.MethodPost, path: "/api/v1/elicitations", token: bearer,
-			header: http.Header{UserTokenHeader: {f.userTokenFor(t, "alice", weather)}}, body: strings.NewReader(createDemoKey), contentType: "application/json"})
+			header: http.Header{api.UserTokenHeader: {f.userTokenFor(t, "alice", weather)}}, body: strings.NewReader(createDemoKey), contentType: "application/json"})
 	}
 	metadata := `resource_metadata="` + f.server.resourceMetadataURL() + `"`
 	for _, scope := range []string{"", "mcp", "openid profile", "urlflow:delegated"} {

@@ -122,18 +122,18 @@ func TestAProviderAnswerInAnotherBrowserIsRefusedAndSpent(t *testing.T) {
 	f := newFixture(t, fixtureOptions{provider: p})
 	for _, tc := range []struct {
 		name   string
-		other  func(t *testing.T) *browser
+		other  func(t *testing.T) *testBrowser
 		actor  state.Actor
 		reason string
 	}{
-		{"signed out", func(t *testing.T) *browser { return f.browser(t, "nobody") },
+		{"signed out", func(t *testing.T) *testBrowser { return f.browser(t, "nobody") },
 			state.ActorSystem, "in a browser that was not signed in"},
-		{"another user", func(t *testing.T) *browser {
+		{"another user", func(t *testing.T) *testBrowser {
 			b := f.browser(t, "bob")
 			b.signIn("/")
 			return b
 		}, state.ActorOther, "signed in as " + f.user("bob").String()},
-		{"the same user elsewhere", func(t *testing.T) *browser {
+		{"the same user elsewhere", func(t *testing.T) *testBrowser {
 			b := f.browser(t, "alice")
 			b.signIn("/")
 			return b

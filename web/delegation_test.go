@@ -12,6 +12,7 @@ import (
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/upstream"
+	"github.com/urlflow/urlflow/web/api"
 )
 
 const createDemoKey = `{"slot": "demo_api_key", "message": "Weather needs your demo key.", "client": {"name": "probe-client", "version": "1.2.3"}}`
@@ -19,9 +20,9 @@ const createDemoKey = `{"slot": "demo_api_key", "message": "Weather needs your d
 // created decodes a create answer that must carry an elicitation.
 func created(t *testing.T, got answer, status int) flow.View {
 	t.Helper()
-	var a createAnswer
+	var a api.CreateAnswer
 	got.decode(t, &a)
-	if got.Status != status || a.Status != statusActionRequired || a.Elicitation == nil || a.Credential != nil {
+	if got.Status != status || a.Status != api.StatusActionRequired || a.Elicitation == nil || a.Credential != nil {
 		t.Fatalf("create answered %d %s, want %d with an elicitation", got.Status, got.Body, status)
 	}
 	return *a.Elicitation
@@ -106,9 +107,9 @@ func TestWhatAServiceCollectsIsItsOwn(t *testing.T) {
 	f.wantNoCredential(t, "alice", demoSlot) // urlflow's own tools do not see it
 
 	got := f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", alice, createDemoKey)
-	var a createAnswer
+	var a api.CreateAnswer
 	got.decode(t, &a)
-	if got.Status != http.StatusOK || a.Status != statusStored || a.Elicitation != nil || a.Credential == nil ||
+	if got.Status != http.StatusOK || a.Status != api.StatusStored || a.Elicitation != nil || a.Credential == nil ||
 		a.Credential.Name != demoSlot || a.Credential.Service != weather {
 		t.Errorf("asking again answered %d %s, want 200 stored with weather's credential", got.Status, got.Body)
 	}
@@ -142,7 +143,7 @@ func TestAServiceRequestThatIsRefusedCreatesNothing(t *testing.T) {
 		{"a user token for urlflow", weather, f.token(t, "alice"), createDemoKey, http.StatusUnauthorized, "wrong audience"},
 		{"a user token for another service", weather, f.userTokenFor(t, "alice", calendar), createDemoKey, http.StatusUnauthorized, "wrong audience"},
 		{"a user token that is not one", weather, "not-a-token", createDemoKey, http.StatusUnauthorized, "not valid"},
-		{"no user token", weather, "", createDemoKey, http.StatusUnauthorized, UserTokenHeader},
+		{"no user token", weather, "", createDemoKey, http.StatusUnauthorized, api.UserTokenHeader},
 		{"a named user, not trusted to name", weather, "", `{"slot": "demo_api_key", "user": "alice"}`, http.StatusForbidden, "may not name users"},
 		{"a named user and a token", directory, f.userTokenFor(t, "alice", directory), `{"slot": "demo_api_key", "user": "alice"}`, http.StatusBadRequest, "not both"},
 		{"an unknown slot", weather, alice, `{"slot": "nope"}`, http.StatusForbidden, "may not use"},
@@ -151,7 +152,7 @@ func TestAServiceRequestThatIsRefusedCreatesNothing(t *testing.T) {
 		{"neither", weather, alice, `{}`, http.StatusBadRequest, "one of"},
 		{"scopes for a slot", weather, alice, `{"slot": "demo_api_key", "scopes": ["x"]}`, http.StatusBadRequest, "scopes"},
 		{"an unknown field", weather, alice, `{"slot": "demo_api_key", "secret": "x"}`, http.StatusBadRequest, "unknown field"},
-		{"a long message", weather, alice, `{"slot": "demo_api_key", "message": "` + strings.Repeat("a", maxMessage+1) + `"}`, http.StatusBadRequest, "message"},
+		{"a long message", weather, alice, `{"slot": "demo_api_key", "message": "` + strings.Repeat("a", api.MaxMessage+1) + `"}`, http.StatusBadRequest, "message"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := f.asService(t, tc.service, http.MethodPost, "/api/v1/elicitations", tc.userToken, tc.body)
@@ -172,7 +173,7 @@ func TestAServiceRequestThatIsRefusedCreatesNothing(t *testing.T) {
 	}
 	t.Run("not JSON", func(t *testing.T) {
 		got := f.send(t, nil, request{method: http.MethodPost, path: "/api/v1/elicitations", token: f.serviceKeys[weather],
-			header: http.Header{UserTokenHeader: {alice}}, body: strings.NewReader(`{"slot": "demo_api_key"}`)})
+			header: http.Header{api.UserTokenHeader: {alice}}, body: strings.NewReader(`{"slot": "demo_api_key"}`)})
 		got.want(t, http.StatusUnsupportedMediaType, "application/json")
 	})
 	for _, name := range []string{credentials.Name(weather, demoSlot), credentials.Name(calendar, demoSlot), demoSlot} {
@@ -321,7 +322,7 @@ func TestAServiceUsesWhatItCollectedThroughTheProxyAndNothingElse(t *testing.T) 
 			`{"slot": "demo_api_key", "method": "GET", "path": "/whoami"}`, http.StatusConflict, `"reason":"not_stored"`},
 		{"another user's", weather, f.userTokenFor(t, "bob", weather),
 			`{"slot": "demo_api_key", "method": "GET", "path": "/whoami"}`, http.StatusConflict, `"reason":"not_stored"`},
-		{"no user token", weather, "", `{"slot": "demo_api_key", "method": "GET", "path": "/whoami"}`, http.StatusUnauthorized, UserTokenHeader},
+		{"no user token", weather, "", `{"slot": "demo_api_key", "method": "GET", "path": "/whoami"}`, http.StatusUnauthorized, api.UserTokenHeader},
 		{"a token for urlflow", weather, f.token(t, "alice"), `{"slot": "demo_api_key", "method": "GET", "path": "/whoami"}`, http.StatusUnauthorized, "wrong audience"},
 		{"a method the API does not allow", weather, alice, `{"slot": "demo_api_key", "method": "DELETE", "path": "/whoami"}`, http.StatusBadRequest, "method"},
 		{"a path out of the API", weather, alice, `{"slot": "demo_api_key", "method": "GET", "path": "/../../e/x"}`, http.StatusBadRequest, "path"},

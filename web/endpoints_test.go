@@ -13,6 +13,7 @@ import (
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/ratelimit"
+	"github.com/urlflow/urlflow/web/limits"
 )
 
 func TestMCPIsServedOnlyWithAValidBearerToken(t *testing.T) {
@@ -71,7 +72,7 @@ func TestMCPWantsTheRequiredScopes(t *testing.T) {
 
 func TestMCPRequestsOverTheRateLimitAreRefused(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureOptions{rateLimits: RateLimits{MCP: ratelimit.Limit{Events: 2, Window: 24 * time.Hour}}})
+	f := newFixture(t, fixtureOptions{rateLimits: limits.Rates{MCP: ratelimit.Limit{Events: 2, Window: 24 * time.Hour}}})
 	alice := f.token(t, "alice")
 	for range 2 {
 		f.send(t, nil, request{method: http.MethodGet, path: "/mcp", token: alice}).want(t, http.StatusOK)

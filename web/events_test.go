@@ -11,6 +11,7 @@ import (
 
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/state/webhooks"
+	"github.com/urlflow/urlflow/web/api"
 )
 
 // sse is one event read from an event stream.
@@ -100,13 +101,13 @@ func (s *eventStream) next() sse {
 }
 
 // nextChange returns the next elicitation event, decoded.
-func (s *eventStream) nextChange() (string, eventData) {
+func (s *eventStream) nextChange() (string, api.EventData) {
 	s.t.Helper()
 	ev := s.next()
 	if ev.event != "elicitation" {
 		s.t.Fatalf("event %q %s, want an elicitation event", ev.event, ev.data)
 	}
-	var d eventData
+	var d api.EventData
 	if err := json.Unmarshal([]byte(ev.data), &d); err != nil {
 		s.t.Fatal(err)
 	}
@@ -188,14 +189,14 @@ func TestAnEventStreamTooOldToResumeIsReset(t *testing.T) {
 func TestAServiceHoldsAFewEventStreamsAtOnce(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOptions{})
-	for range maxEventStreams {
+	for range api.MaxEventStreams {
 		if s := f.followEvents(t, weather, ""); s.status != http.StatusOK {
 			t.Fatalf("stream refused: %d %s", s.status, s.body)
 		}
 	}
 	over := f.followEvents(t, weather, "")
 	if over.status != http.StatusTooManyRequests {
-		t.Errorf("stream %d: %d %s, want 429", maxEventStreams+1, over.status, over.body)
+		t.Errorf("stream %d: %d %s, want 429", api.MaxEventStreams+1, over.status, over.body)
 	}
 	if s := f.followEvents(t, calendar, ""); s.status != http.StatusOK {
 		t.Errorf("another service's stream: %d", s.status)

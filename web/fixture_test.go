@@ -52,6 +52,11 @@ import (
 	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/state/webhooks"
 	"github.com/urlflow/urlflow/upstream"
+	"github.com/urlflow/urlflow/web/admin"
+	"github.com/urlflow/urlflow/web/api"
+	"github.com/urlflow/urlflow/web/browser"
+	"github.com/urlflow/urlflow/web/limits"
+	"github.com/urlflow/urlflow/web/pages"
 )
 
 // This file is the one place that assembles urlflow's HTTP surface for the tests of this
@@ -93,7 +98,7 @@ func demoSlots() []slots.Slot {
 
 // fixtureOptions change the fixture where a test needs it.
 type fixtureOptions struct {
-	rateLimits RateLimits
+	rateLimits limits.Rates
 	// requiredScopes must be in every token; scopes grants them to development users by
 	// name (development tokens carry none).
 	requiredScopes []string
@@ -132,6 +137,7 @@ type fixture struct {
 	redis         *redistest.Server
 	store         *flow.Store
 	asker         *ask.Asker
+	browsers      *browser.Browser
 	creds         *credentials.Store
 	trail         *audit.Trail
 	sessions      *browsersession.Store
@@ -284,15 +290,30 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	f.asker = ask.New(ask.Options{Flows: store, Credentials: creds, Keys: once.New(rdb), Vault: vault, Slots: catalog,
 		TTL: 10 * time.Minute, Now: clock.Now, ToolStateKey: keys.Derive("mcp request state"),
 		ServiceStateKey: keys.Derive("service request state"), Logger: log})
+	operators := identity.NewOperators([]string{f.operatorToken}, []string{f.readOnlyToken})
+	recoveries := recovery.New(recovery.Options{Flows: store, Sessions: mcpSessions, Hub: hub, Audit: trail, TTL: 10 * time.Minute})
+	keeper := thirdparty.NewKeeper(creds, vault, count, log)
+	f.browsers = browser.New(browser.Options{Sessions: sessions, CookieKey: keys.Derive("session cookie"), CSRFKey: keys.Derive("csrf"),
+		Secure: publicURL.Scheme == "https", Dev: f.dev != nil, Flows: store, Audit: trail, Metrics: instruments,
+		ClientAddr: opts.trustedProxies.ClientAddr, Logger: log})
+	rateLimits := limits.New(limits.Options{Limiter: ratelimit.NewLimiter(rdb, clock.Now), Rates: opts.rateLimits,
+		Services: f.services, Counters: count, Audit: trail, Logger: log})
 	f.server = New(Options{
-		Asker: f.asker, Recovery: recovery.New(recovery.Options{Flows: store, Sessions: mcpSessions, Hub: hub, Audit: trail, TTL: 10 * time.Minute}),
-		MCPSessions: mcpSessions, Authorizations: authorizations.New(rdb), ServiceEvents: streams, Webhooks: deliveries, Services: f.services, ServiceUsers: serviceUsers, OperatorSubjects: []string{"operator"},
-		PublicURL: publicURL, Flows: store, Hub: hub, Credentials: creds, Vault: vault, Keys: keys, Slots: catalog,
-		Sessions: sessions, Limiter: ratelimit.NewLimiter(rdb, clock.Now), Counters: count, Audit: trail, Metrics: instruments,
-		Verifier: verifier, Operators: identity.NewOperators([]string{f.operatorToken}, []string{f.readOnlyToken}), Dev: f.dev, SignIn: signIn,
-		Issuer: issuer, RequiredScopes: opts.requiredScopes, MCP: f.mcp,
-		Upstream: upstream.New(nil), Providers: providers, Keeper: thirdparty.NewKeeper(creds, vault, count, log), DemoAPI: f.demoAPI(),
-		RateLimits: opts.rateLimits, BodyReadTimeout: opts.bodyReadTimeout, EventsKeepAlive: 300 * time.Millisecond, DevServiceKeys: map[string]string{"demo": "urlflow_sk_DEMOKEYOFTHEFIXTURE"}, TrustedProxies: opts.trustedProxies, Logger: log,
+		PublicURL: publicURL, MCP: f.mcp, Limits: rateLimits,
+		Pages: pages.New(pages.Options{Browser: f.browsers, Limits: rateLimits, Flows: store, Credentials: creds, Vault: vault,
+			Slots: catalog, Providers: providers, Keeper: keeper, Authorizations: authorizations.New(rdb), Upstream: upstream.New(nil),
+			Services: f.services, Dev: f.dev, DevServiceKeys: map[string]string{"demo": "urlflow_sk_DEMOKEYOFTHEFIXTURE"},
+			SignIn: signIn, Counters: count, Logger: log}),
+		Admin: admin.New(admin.Options{Browser: f.browsers, Flows: store, Recovery: recoveries, OperatorSubjects: []string{"operator"}}),
+		API: api.New(api.Options{PublicURL: publicURL, Flows: store, Hub: hub, Asker: f.asker, Recovery: recoveries,
+			Credentials: creds, Vault: vault, Keeper: keeper, Upstream: upstream.New(nil), Slots: catalog, Providers: providers,
+			Services: f.services, ServiceUsers: serviceUsers, Verifier: verifier, Dev: f.dev, Issuer: issuer,
+			ServiceEvents: streams, Webhooks: deliveries, Audit: trail, Counters: count,
+			EventsKeepAlive: 300 * time.Millisecond, Logger: log}),
+		Identity: Identity{Verifier: verifier, Operators: operators, Services: f.services, RequiredScopes: opts.requiredScopes,
+			Issuer: issuer, BadTokens: opts.rateLimits.BadTokens},
+		TrustedProxies: opts.trustedProxies, Dev: f.dev != nil, DemoAPI: f.demoAPI(), BodyReadTimeout: opts.bodyReadTimeout,
+		Flows: store, Vault: vault, Counters: count, Metrics: instruments, Audit: trail, Logger: log,
 	})
 	srv.Config.Handler = f.server.Handler()
 	srv.Start()
@@ -385,7 +406,7 @@ func (f *fixture) asService(t testing.TB, service, method, path, userToken, body
 	t.Helper()
 	r := request{method: method, path: path, token: f.serviceKeys[service], header: http.Header{}}
 	if userToken != "" {
-		r.header.Set(UserTokenHeader, userToken)
+		r.header.Set(api.UserTokenHeader, userToken)
 	}
 	if body != "" {
 		r.body, r.contentType = strings.NewReader(body), "application/json"
@@ -910,7 +931,7 @@ func (f *fixture) api(t testing.TB, method, path, token, body string) answer {
 
 // browser is a browser without JavaScript: a cookie jar, and every redirect left to the
 // test. It sends exactly what a test asks, also what a real browser would not send.
-type browser struct {
+type testBrowser struct {
 	t      testing.TB
 	f      *fixture
 	name   string
@@ -918,34 +939,34 @@ type browser struct {
 }
 
 // browser returns a signed-out browser for development user name.
-func (f *fixture) browser(t testing.TB, name string) *browser {
+func (f *fixture) browser(t testing.TB, name string) *testBrowser {
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &browser{t: t, f: f, name: name, client: noRedirects(jar)}
+	return &testBrowser{t: t, f: f, name: name, client: noRedirects(jar)}
 }
 
-func (b *browser) send(r request) answer {
+func (b *testBrowser) send(r request) answer {
 	b.t.Helper()
 	return b.f.send(b.t, b.client, r)
 }
 
-func (b *browser) get(path string) answer {
+func (b *testBrowser) get(path string) answer {
 	b.t.Helper()
 	return b.send(request{method: http.MethodGet, path: path})
 }
 
-func (b *browser) post(path string, form url.Values) answer {
+func (b *testBrowser) post(path string, form url.Values) answer {
 	b.t.Helper()
 	return b.send(request{method: http.MethodPost, path: path, form: form})
 }
 
 // sessionCookie returns the browser's session cookie value, empty if it has none.
-func (b *browser) sessionCookie() string {
+func (b *testBrowser) sessionCookie() string {
 	u, _ := url.Parse(b.f.URL)
 	for _, c := range b.client.Jar.Cookies(u) {
-		if c.Name == b.f.server.sessions.name {
+		if c.Name == b.f.browsers.CookieName() {
 			return c.Value
 		}
 	}
@@ -955,9 +976,9 @@ func (b *browser) sessionCookie() string {
 // sessionID decodes a session cookie value into its session ID.
 func (f *fixture) sessionID(t testing.TB, cookie string) string {
 	t.Helper()
-	var id string
-	if err := f.server.sessions.codec.Decode(f.server.sessions.name, cookie, &id); err != nil {
-		t.Fatalf("decode session cookie: %v", err)
+	id, ok := f.browsers.SessionOfCookie(cookie)
+	if !ok {
+		t.Fatalf("the session cookie %q does not decode", cookie)
 	}
 	return id
 }
@@ -1012,14 +1033,14 @@ func (f *fixture) browserSessions(t testing.TB) map[string]time.Duration {
 }
 
 // setSessionCookie puts a session cookie with value into the browser.
-func (b *browser) setSessionCookie(value string) {
+func (b *testBrowser) setSessionCookie(value string) {
 	u, _ := url.Parse(b.f.URL)
-	b.client.Jar.SetCookies(u, []*http.Cookie{{Name: b.f.server.sessions.name, Value: value, Path: "/"}})
+	b.client.Jar.SetCookies(u, []*http.Cookie{{Name: b.f.browsers.CookieName(), Value: value, Path: "/"}})
 }
 
 // signIn signs in as the browser's user, going on to next, and fails the test unless that
 // works: on the development page, or with the oidc option at the issuer.
-func (b *browser) signIn(next string) {
+func (b *testBrowser) signIn(next string) {
 	b.t.Helper()
 	if b.f.issuer != nil {
 		callback := b.f.atIssuer(b.t, b.startSignIn(next), b.f.issuerUser(b.name))
@@ -1039,7 +1060,7 @@ func (b *browser) signIn(next string) {
 
 // startSignIn asks urlflow to sign in, going on to next (oidc option), and returns the
 // authorization URL at the issuer that urlflow sends the browser to.
-func (b *browser) startSignIn(next string) string {
+func (b *testBrowser) startSignIn(next string) string {
 	b.t.Helper()
 	got := b.get("/auth/login?next=" + url.QueryEscape(next))
 	if got.Status != http.StatusFound || !strings.HasPrefix(got.Location(), b.f.issuer.AuthorizationEndpoint+"?") {
@@ -1074,34 +1095,34 @@ func (f *fixture) atIssuer(t testing.TB, authURL string, a issuertest.Answer) st
 
 // wantSignedOut fails the test unless the browser is signed out: link sends it to sign-in
 // and its session, if any, names nobody.
-func (b *browser) wantSignedOut(link string) {
+func (b *testBrowser) wantSignedOut(link string) {
 	b.t.Helper()
 	if got := b.get(link); got.Status != http.StatusSeeOther || !strings.HasPrefix(got.Location(), "/auth/login?") {
 		b.t.Errorf("the link answered %d to %q, want 303 to sign-in", got.Status, got.Location())
 	}
 	if cookie := b.sessionCookie(); cookie != "" {
-		if v := b.f.sessionValues(b.t, b.f.sessionID(b.t, cookie)); v[valueIssuer] != "" || v[valueSubject] != "" {
-			b.t.Errorf("the browser session names %s/%s", v[valueIssuer], v[valueSubject])
+		if v := b.f.sessionValues(b.t, b.f.sessionID(b.t, cookie)); v["iss"] != "" || v["sub"] != "" {
+			b.t.Errorf("the browser session names %s/%s", v["iss"], v["sub"])
 		}
 	}
 }
 
 // open signs in and opens elicitation id, returning the page.
-func (b *browser) open(id string) answer {
+func (b *testBrowser) open(id string) answer {
 	b.t.Helper()
 	b.signIn("/e/" + id)
 	return b.get("/e/" + id)
 }
 
 // csrf returns a valid CSRF token of the browser's session, from the home page.
-func (b *browser) csrf() string {
+func (b *testBrowser) csrf() string {
 	b.t.Helper()
 	return b.get("/").csrf(b.t)
 }
 
 // continueToForm opens elicitation id (signed in), continues on the consent page and
 // returns the secret form.
-func (b *browser) continueToForm(id string) answer {
+func (b *testBrowser) continueToForm(id string) answer {
 	b.t.Helper()
 	consent := b.open(id)
 	consent.want(b.t, http.StatusOK)
@@ -1115,14 +1136,14 @@ func (b *browser) continueToForm(id string) answer {
 }
 
 // submit posts value on the secret form of elicitation id with the form's CSRF token.
-func (b *browser) submit(id string, form answer, value string) answer {
+func (b *testBrowser) submit(id string, form answer, value string) answer {
 	b.t.Helper()
 	return b.post("/e/"+id+"/secret", url.Values{"csrf": {form.csrf(b.t)}, "secret": {value}})
 }
 
 // startConnect posts Continue on the connect page consent of elicitation id and returns
 // the provider's authorization URL it is sent to.
-func (b *browser) startConnect(id string, consent answer) string {
+func (b *testBrowser) startConnect(id string, consent answer) string {
 	b.t.Helper()
 	consent.want(b.t, http.StatusOK)
 	got := b.post("/e/"+id+"/authorize", url.Values{"csrf": {consent.csrf(b.t)}})
@@ -1134,7 +1155,7 @@ func (b *browser) startConnect(id string, consent answer) string {
 
 // atProvider opens the provider's authorization URL, where the user decides at once, and
 // returns the URL on urlflow the provider sends the browser back to.
-func (b *browser) atProvider(authURL string) string {
+func (b *testBrowser) atProvider(authURL string) string {
 	b.t.Helper()
 	got := b.get(authURL)
 	if got.Status != http.StatusSeeOther || !strings.HasPrefix(got.Location(), b.f.URL+"/oauth/callback?") {

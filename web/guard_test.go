@@ -11,6 +11,7 @@ import (
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/state/ratelimit"
+	"github.com/urlflow/urlflow/web/limits"
 )
 
 func TestFormsWithoutAValidCSRFTokenAreRefusedAndChangeNothing(t *testing.T) {
@@ -241,7 +242,7 @@ func TestADevelopmentServerAnswersOnlyToLoopbackHostNames(t *testing.T) {
 
 func TestSecretFormPostsOverTheRateLimitAreRefusedAndChangeNothing(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureOptions{rateLimits: RateLimits{Forms: ratelimit.Limit{Events: 1, Window: 24 * time.Hour}}})
+	f := newFixture(t, fixtureOptions{rateLimits: limits.Rates{Forms: ratelimit.Limit{Events: 1, Window: 24 * time.Hour}}})
 	e := f.newFlow(t, "alice")
 	b := f.browser(t, "alice")
 	form := b.continueToForm(e.ID)

@@ -40,15 +40,15 @@ func TestSigningInAtTheIssuerReturnsToTheLinkAsTheIssuersUser(t *testing.T) {
 	q := authURL.Query()
 	for param, want := range map[string]string{
 		"response_type": "code", "client_id": f.issuer.ClientID, "redirect_uri": f.URL + "/auth/callback",
-		"state": kept[valueSignInState], "nonce": kept[valueSignInNonce],
-		"code_challenge": oauth2.S256ChallengeFromVerifier(kept[valueSignInVerifier]), "code_challenge_method": "S256",
+		"state": kept["signin_state"], "nonce": kept["signin_nonce"],
+		"code_challenge": oauth2.S256ChallengeFromVerifier(kept["signin_verifier"]), "code_challenge_method": "S256",
 	} {
 		if got := q.Get(param); got != want || got == "" {
 			t.Errorf("the authorization URL has %s=%q, want %q", param, got, want)
 		}
 	}
-	if kept[valueSignInNext] != link || strings.Contains(toIssuer.Location(), kept[valueSignInVerifier]) {
-		t.Errorf("the session keeps next %q (want %s), or the verifier is in the URL", kept[valueSignInNext], link)
+	if kept["signin_next"] != link || strings.Contains(toIssuer.Location(), kept["signin_verifier"]) {
+		t.Errorf("the session keeps next %q (want %s), or the verifier is in the URL", kept["signin_next"], link)
 	}
 	if scopes := strings.Fields(q.Get("scope")); !slices.Contains(scopes, "openid") {
 		t.Errorf("scope %q, want openid", q.Get("scope"))
@@ -67,7 +67,7 @@ func TestSigningInAtTheIssuerReturnsToTheLinkAsTheIssuersUser(t *testing.T) {
 		t.Errorf("the session from before sign-in still exists: %v", old)
 	}
 	values := f.sessionValues(t, signedInID)
-	if values[valueIssuer] != f.issuer.URL || values[valueSubject] != "alice" || values[valueSignInState] != "" || values[valueSignInVerifier] != "" {
+	if values["iss"] != f.issuer.URL || values["sub"] != "alice" || values["signin_state"] != "" || values["signin_verifier"] != "" {
 		t.Errorf("the signed-in session holds %v, want the issuer and subject alice and no sign-in attempt", values)
 	}
 	attacker := f.browser(t, "mallory")

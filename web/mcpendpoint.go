@@ -15,11 +15,11 @@ const mcpRoute = "/mcp"
 //
 // An open MCP stream keeps its handlers on its connection's goroutine stack for as long as
 // it lasts. Without echo's layers, and with small frames in the handlers that call the
-// next (identity.RequireBearer, limitMCP), that stack stays small enough for the runtime to
+// next (identity.RequireBearer, limits.Limits.MCP), that stack stays small enough for the runtime to
 // shrink the goroutine's to the size a bare go-sdk server's has (docs/performance.md).
 func (s *Server) serveMCPOutsideEcho(mcp http.Handler, bodyTimeout time.Duration) http.Handler {
 	https := s.opts.PublicURL.Scheme == "https"
-	dev := s.opts.Dev != nil
+	dev := s.opts.Dev
 	endpoint := func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}

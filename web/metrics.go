@@ -95,7 +95,7 @@ func (cc countersCollector) Collect(ch chan<- prometheus.Metric) {
 // serveMetrics is GET /metrics, for an operator token. Nothing in it names a user, an ID or
 // a value: the counters count kinds of events, the routes are patterns.
 func (s *Server) serveMetrics(c echo.Context) error {
-	if token, ok := identity.BearerToken(c.Request()); !ok || !s.opts.Operators.Is(token) {
+	if token, ok := identity.BearerToken(c.Request()); !ok || !s.opts.Identity.Operators.Is(token) {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="urlflow metrics"`)
 		return echo.NewHTTPError(http.StatusUnauthorized, "an operator token is required")
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/urlflow/urlflow/templates"
+	"github.com/urlflow/urlflow/web/browser"
+	"github.com/urlflow/urlflow/web/respond"
 )
 
 // Body limits. A secret form holds one field of at most a few KiB; the API takes tiny JSON.
@@ -20,17 +22,6 @@ const (
 	formBodyLimit = 64 << 10
 	apiBodyLimit  = 16 << 10
 )
-
-// contentSecurityPolicy allows nothing but urlflow's own stylesheet and images and forms
-// that post to urlflow: no script, no inline style, no framing.
-const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; " +
-	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-
-// contentSecurityPolicyWithFormTarget is the policy of a page whose form is redirected to
-// origin (a provider's authorization endpoint).
-func contentSecurityPolicyWithFormTarget(origin string) string {
-	return strings.Replace(contentSecurityPolicy, "form-action 'self'", "form-action 'self' "+origin, 1)
-}
 
 func securityHeaders(https bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -44,7 +35,7 @@ func securityHeaders(https bool) echo.MiddlewareFunc {
 // setSecurityHeaders sets on h, the header of the answer to a request for path, the
 // headers every answer carries.
 func setSecurityHeaders(h http.Header, path string, https bool) {
-	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("Content-Security-Policy", browser.ContentSecurityPolicy)
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
@@ -92,7 +83,7 @@ func limitBody(n int64) echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
 			if r.ContentLength > n {
-				return errBodyTooLarge
+				return respond.ErrBodyTooLarge
 			}
 			r.Body = http.MaxBytesReader(c.Response(), r.Body, n)
 			// Read a form now, so that a body over the limit (sent without a length) is
@@ -101,9 +92,9 @@ func limitBody(n int64) echo.MiddlewareFunc {
 				var tooLarge *http.MaxBytesError
 				switch {
 				case errors.As(err, &tooLarge):
-					return errBodyTooLarge
+					return respond.ErrBodyTooLarge
 				case errors.Is(err, os.ErrDeadlineExceeded):
-					return errBodyTooSlow
+					return respond.ErrBodyTooSlow
 				}
 				return echo.NewHTTPError(http.StatusBadRequest, "the form could not be read")
 			}
@@ -111,11 +102,6 @@ func limitBody(n int64) echo.MiddlewareFunc {
 		}
 	}
 }
-
-var (
-	errBodyTooLarge = echo.NewHTTPError(http.StatusRequestEntityTooLarge, "the request is too large")
-	errBodyTooSlow  = echo.NewHTTPError(http.StatusRequestTimeout, "the request took too long to arrive")
-)
 
 // bodyReadDeadline gives a request with a body d to deliver it, so that a client that sends
 // slowly holds a connection for d at most: past it, reading the body fails, the request is
@@ -196,45 +182,6 @@ func (s *Server) logRequest(r *http.Request, route string, status int, took time
 	s.metrics.Request(route, r.Method, status, took)
 	s.log.InfoContext(r.Context(), "http request", "method", r.Method, "path", r.URL.Path,
 		"status", status, "duration_ms", took.Milliseconds())
-}
-
-// somethingWentWrong is the answer to a request that failed on urlflow's side.
-const somethingWentWrong = "Something went wrong on our side. Nothing was changed. Please try again in a moment."
-
-// handleError answers an error in the form the caller reads: JSON for the API, a page
-// for browsers.
-func (s *Server) handleError(err error, c echo.Context) {
-	if c.Response().Committed {
-		return
-	}
-	status := http.StatusInternalServerError
-	message := somethingWentWrong
-	var he *echo.HTTPError
-	var maxBytes *http.MaxBytesError
-	var netErr net.Error
-	switch {
-	case errors.As(err, &netErr):
-		// Redis (or another dependency) cannot be reached: say so, without the address.
-		status = http.StatusServiceUnavailable
-		message = "urlflow cannot reach its store right now. Nothing was changed. Please try again in a moment."
-		s.log.ErrorContext(c.Request().Context(), "request failed: store unavailable", "path", c.Request().URL.Path, "err", err)
-	case errors.As(err, &he):
-		status = he.Code
-		if m, ok := he.Message.(string); ok {
-			message = m
-		} else {
-			message = http.StatusText(status)
-		}
-	case errors.As(err, &maxBytes):
-		status, message = http.StatusRequestEntityTooLarge, "the request is too large"
-	default:
-		s.log.ErrorContext(c.Request().Context(), "request failed", "path", c.Request().URL.Path, "err", err)
-	}
-	if strings.HasPrefix(c.Request().URL.Path, "/api/") || c.Request().URL.Path == "/dev/token" {
-		c.JSON(status, map[string]string{"error": message})
-		return
-	}
-	s.renderProblem(c, status, message)
 }
 
 func staticFiles() http.Handler {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/state/ratelimit"
+	"github.com/urlflow/urlflow/web/limits"
 )
 
 func TestWhileRedisIsDownPagesAndTheAPIAnswer503AndChangeNothing(t *testing.T) {
@@ -16,7 +17,7 @@ func TestWhileRedisIsDownPagesAndTheAPIAnswer503AndChangeNothing(t *testing.T) {
 	// Without retries, and with a small pool whose dial errors soon open its circuit, each
 	// request during the outage fails after one dial instead of go-redis's retries.
 	f := newFixture(t, fixtureOptions{redisQuery: "max_retries=-1&pool_size=4",
-		rateLimits: RateLimits{MCP: ratelimit.Limit{Events: 2, Window: 24 * time.Hour}}})
+		rateLimits: limits.Rates{MCP: ratelimit.Limit{Events: 2, Window: 24 * time.Hour}}})
 	e := f.newFlow(t, "alice")
 	b := f.browser(t, "alice")
 	form := b.continueToForm(e.ID)

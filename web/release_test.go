@@ -10,6 +10,7 @@ import (
 	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/web/api"
 )
 
 func TestWithoutReleaseNoEndpointGivesAServiceTheCredential(t *testing.T) {
@@ -53,7 +54,7 @@ func TestAServiceWithReleaseReceivesItsOwnSecretAndTheUserSeesIt(t *testing.T) {
 	f.storeFor(t, keyholder, "alice", validKey)
 
 	got := f.asService(t, keyholder, http.MethodPost, "/api/v1/release", alice, release)
-	var ans releaseAnswer
+	var ans api.ReleaseAnswer
 	got.decode(t, &ans)
 	if got.Status != http.StatusOK || ans.Secret != validKey || ans.Kind != state.KindSecret || ans.Target != demoSlot || ans.AccessToken != "" {
 		t.Fatalf("release answered %d %s, want keyholder's secret", got.Status, got.Body)
@@ -96,7 +97,7 @@ func TestAServiceWithReleaseReceivesAFreshAccessTokenNeverTheRefreshToken(t *tes
 	f.wantState(t, v.ID, flow.Complete)
 
 	got := f.asService(t, keyholder, http.MethodPost, "/api/v1/release", alice, `{"provider": "acme"}`)
-	var ans releaseAnswer
+	var ans api.ReleaseAnswer
 	got.decode(t, &ans)
 	issued, _ := p.tokens()
 	if got.Status != http.StatusOK || ans.Kind != state.KindOAuth || len(issued) != 1 || ans.AccessToken != issued[0] || ans.Secret != "" || ans.ExpiresAt.IsZero() {

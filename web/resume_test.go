@@ -13,6 +13,8 @@ import (
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/state/once"
 	"github.com/urlflow/urlflow/state/ratelimit"
+	"github.com/urlflow/urlflow/web/api"
+	"github.com/urlflow/urlflow/web/limits"
 )
 
 // createWithKey sends a create as service for the user of userToken with an
@@ -20,15 +22,15 @@ import (
 func (f *fixture) createWithKey(t *testing.T, service, userToken, key, body string) answer {
 	t.Helper()
 	return f.send(t, nil, request{method: http.MethodPost, path: "/api/v1/elicitations", token: f.serviceKeys[service],
-		header:      http.Header{UserTokenHeader: {userToken}, idempotencyHeader: {key}},
+		header:      http.Header{api.UserTokenHeader: {userToken}, api.IdempotencyHeader: {key}},
 		body:        strings.NewReader(body),
 		contentType: "application/json"})
 }
 
 // createAnswerOf decodes a create answer.
-func createAnswerOf(t *testing.T, got answer) createAnswer {
+func createAnswerOf(t *testing.T, got answer) api.CreateAnswer {
 	t.Helper()
-	var a createAnswer
+	var a api.CreateAnswer
 	got.decode(t, &a)
 	return a
 }
@@ -42,7 +44,7 @@ func TestARetriedCreateWithAnIdempotencyKeyGetsTheFirstAnswer(t *testing.T) {
 	f.asService(t, weather, http.MethodPost, "/api/v1/elicitations/"+first.ID+"/cancel", "", "").want(t, http.StatusOK)
 
 	again := f.createWithKey(t, weather, alice, `"order-1"`, createDemoKey) // quoted, as a structured field
-	if a := createAnswerOf(t, again); again.Status != http.StatusCreated || a.Status != statusEnded || a.Elicitation == nil ||
+	if a := createAnswerOf(t, again); again.Status != http.StatusCreated || a.Status != api.StatusEnded || a.Elicitation == nil ||
 		a.Elicitation.ID != first.ID || a.Elicitation.State != flow.Cancelled || again.Location() != "/api/v1/elicitations/"+first.ID {
 		t.Errorf("the retried create answered %d %s at %q, want the first elicitation as it now stands: ended", again.Status, again.Body, again.Location())
 	}
@@ -62,11 +64,11 @@ func TestARetriedCreateWithAnIdempotencyKeyGetsTheFirstAnswer(t *testing.T) {
 	}
 
 	// While the first request with a key is being answered, the same request waits its turn.
-	var req createRequest
+	var req api.CreateRequest
 	if err := json.Unmarshal([]byte(createDemoKey), &req); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := once.New(f.redis.Client(t)).Do(t.Context(), weather, "busy", createDigest(f.user("alice"), req),
+	_, _, err := once.New(f.redis.Client(t)).Do(t.Context(), weather, "busy", api.CreateDigest(f.user("alice"), req),
 		func(context.Context) (once.Answer, error) {
 			f.createWithKey(t, weather, alice, "busy", createDemoKey).want(t, http.StatusConflict, "still being answered")
 			return once.Answer{}, nil
@@ -76,7 +78,7 @@ func TestARetriedCreateWithAnIdempotencyKeyGetsTheFirstAnswer(t *testing.T) {
 	}
 
 	for _, bad := range []string{"", strings.Repeat("k", 256), "two words", `"unclosed`} {
-		f.createWithKey(t, weather, alice, bad, createDemoKey).want(t, http.StatusBadRequest, idempotencyHeader)
+		f.createWithKey(t, weather, alice, bad, createDemoKey).want(t, http.StatusBadRequest, api.IdempotencyHeader)
 	}
 }
 
@@ -115,7 +117,7 @@ func TestA2026ServiceGoesOnWithTheRequestStateUrlflowSigned(t *testing.T) {
 	// The client's retry: its accept is recorded as consent, and the flow goes on.
 	got := f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", alice, resumeBody(call, first.RequestState, "accept"))
 	next := createAnswerOf(t, got)
-	if got.Status != http.StatusOK || next.Status != statusActionRequired || next.Elicitation.ID != id || next.RequestState == "" {
+	if got.Status != http.StatusOK || next.Status != api.StatusActionRequired || next.Elicitation.ID != id || next.RequestState == "" {
 		t.Fatalf("the retry answered %d %s, want the same elicitation, still to do", got.Status, got.Body)
 	}
 	f.wantState(t, id, flow.Consented)
@@ -146,14 +148,14 @@ func TestA2026ServiceGoesOnWithTheRequestStateUrlflowSigned(t *testing.T) {
 	b.open(id)
 	b.submit(id, b.continueToForm(id), validKey).want(t, http.StatusOK)
 	got = f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", alice, resumeBody(call, next.RequestState, ""))
-	if done := createAnswerOf(t, got); got.Status != http.StatusOK || done.Status != statusStored || done.Credential == nil || done.Credential.Service != weather {
+	if done := createAnswerOf(t, got); got.Status != http.StatusOK || done.Status != api.StatusStored || done.Credential == nil || done.Credential.Service != weather {
 		t.Errorf("the retry after completion answered %d %s, want stored", got.Status, got.Body)
 	}
 
 	// A flow the client declines ends, and the retry says so.
 	again := createAnswerOf(t, f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", alice, `{"slot": "demo_api_key", "replace": true}`))
 	got = f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", alice, resumeBody("", again.RequestState, "decline"))
-	if ended := createAnswerOf(t, got); ended.Status != statusEnded || ended.Elicitation.State != flow.Declined || ended.RequestState != "" {
+	if ended := createAnswerOf(t, got); ended.Status != api.StatusEnded || ended.Elicitation.State != flow.Declined || ended.RequestState != "" {
 		t.Errorf("the declining retry answered %d %s, want ended, declined", got.Status, got.Body)
 	}
 }
@@ -182,7 +184,7 @@ func TestAServiceReportsItsClientsAnswer(t *testing.T) {
 
 func TestAServiceOverItsRateLimitIsRefused(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureOptions{rateLimits: RateLimits{Services: ratelimit.Limit{Events: 2, Window: time.Minute}}})
+	f := newFixture(t, fixtureOptions{rateLimits: limits.Rates{Services: ratelimit.Limit{Events: 2, Window: time.Minute}}})
 	v := created(t, f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", f.userTokenFor(t, "alice", weather), createDemoKey), http.StatusCreated)
 	f.asService(t, weather, http.MethodGet, "/api/v1/elicitations/"+v.ID, "", "").want(t, http.StatusOK)
 	before := f.snapshot(t, v.ID)
@@ -245,7 +247,7 @@ func TestAReplayedCreateOfACompletedFlowAnswersEndedComplete(t *testing.T) {
 	b.submit(first.ID, b.continueToForm(first.ID), validKey).want(t, http.StatusOK)
 
 	again := f.createWithKey(t, weather, alice, "order-1", createDemoKey)
-	if a := createAnswerOf(t, again); again.Status != http.StatusCreated || a.Status != statusEnded || a.Elicitation == nil ||
+	if a := createAnswerOf(t, again); again.Status != http.StatusCreated || a.Status != api.StatusEnded || a.Elicitation == nil ||
 		a.Elicitation.ID != first.ID || a.Elicitation.State != flow.Complete || a.RequestState != "" || a.Credential != nil {
 		t.Errorf("the replay answered %d %s, want 201, ended, the first elicitation complete", again.Status, again.Body)
 	}

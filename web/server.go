@@ -20,115 +20,74 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
-	"github.com/urlflow/urlflow/oauth/thirdparty"
-	"github.com/urlflow/urlflow/proxy"
-	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/services"
-	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/audit"
-	"github.com/urlflow/urlflow/state/authorizations"
-	"github.com/urlflow/urlflow/state/browsersession"
 	"github.com/urlflow/urlflow/state/counters"
-	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
-	"github.com/urlflow/urlflow/state/mcpsessions"
 	"github.com/urlflow/urlflow/state/ratelimit"
-	"github.com/urlflow/urlflow/state/serviceevents"
 	"github.com/urlflow/urlflow/state/vault"
-	"github.com/urlflow/urlflow/state/webhooks"
-	"github.com/urlflow/urlflow/upstream"
+	"github.com/urlflow/urlflow/web/admin"
+	"github.com/urlflow/urlflow/web/api"
+	"github.com/urlflow/urlflow/web/limits"
+	"github.com/urlflow/urlflow/web/pages"
 )
 
-// Options configure a Server. All fields but Dev are required.
+// Options configure a Server. All fields but Dev, DemoAPI and BodyReadTimeout are
+// required.
 type Options struct {
 	// PublicURL is where users reach urlflow; every URL handed out starts with it.
 	PublicURL *url.URL
-	// Flows keeps the elicitations and Hub wakes those who wait for them; Credentials keeps
-	// what they stored, sealed by Vault.
-	Flows *flow.Store
-	Hub   *flow.Hub
-	// MCPSessions tells whether the MCP session of a flow still lives (the retry API).
-	MCPSessions *mcpsessions.Registry
-	// Authorizations keeps the third-party authorizations in progress.
-	Authorizations *authorizations.Store
-	// ServiceEvents are the services' event streams (GET /api/v1/events); Webhooks the
-	// records of their webhook deliveries.
-	ServiceEvents *serviceevents.Streams
-	Webhooks      *webhooks.Queue
-	Credentials   *credentials.Store
-	Vault         *vault.Vault
-	// Sessions keeps the browser sessions; Limiter counts against RateLimits; Counters
-	// counts what /metrics shows.
-	Sessions *browsersession.Store
-	Limiter  *ratelimit.Limiter
-	Counters *counters.Counters
-	// OperatorSubjects are the subjects of the signed-in users who are operators in the
-	// browser (the /admin pages).
-	OperatorSubjects []string
-	// Metrics are this process's instruments, which /metrics shows with the deployment's
-	// figures; New makes its own if nil.
-	Metrics *metrics.Process
-	// Audit receives sign-ins, refused identities, rate-limit refusals and operators'
-	// actions; nothing is audited if nil.
-	Audit *audit.Trail
-	// Keys derives the cookie and CSRF keys.
-	Keys      *vault.KeyRing
-	Slots     *slots.Catalog
-	Verifier  identity.Verifier
-	Operators *identity.Operators
-	// Services are the delegating MCP servers that may use the API with their keys;
-	// ServiceUsers verifies, per service name, the user tokens a service forwards (aud =
-	// the service's resource).
-	Services     *services.Catalog
-	ServiceUsers map[string]identity.Verifier
-	// Dev, when set, turns on the development identity: the development sign-in page,
-	// /dev/token, and a loopback-only Host check on every request.
-	Dev *identity.Dev
-	// DevServiceKeys are the keys of development services by name, served on
-	// /dev/service-key with Dev (the example server fetches the demo service's).
-	DevServiceKeys map[string]string
-	// SignIn is the browser sign-in with the deployment's issuer; used when Dev is nil.
-	SignIn *identity.BrowserSignIn
-	// Issuer is the authorization server that MCP clients sign in with, named in the
-	// protected resource metadata; empty in development.
-	Issuer string
-	// RequiredScopes must all be in an MCP or API access token.
-	RequiredScopes []string
-	// MCP is the MCP endpoint, served at /mcp behind bearer authentication.
-	MCP http.Handler
-	// Upstream checks a new secret with its slot's API before it is stored.
-	Upstream *upstream.Caller
-	// Providers are the third-party OAuth providers; Keeper seals their tokens.
-	Providers *thirdparty.Providers
-	Keeper    *thirdparty.Keeper
-	// DemoAPI, when set, is served under /demo/api (development only).
-	DemoAPI http.Handler
-	// RateLimits bound what one user can make urlflow do; the zero value limits nothing.
-	RateLimits RateLimits
+	// Pages, Admin and API are the three audiences: the end users' pages, the operators'
+	// pages and the JSON API. MCP is the MCP endpoint, served at /mcp behind bearer
+	// authentication and Limits' rate limit.
+	Pages  *pages.Pages
+	Admin  *admin.Admin
+	API    *api.API
+	MCP    http.Handler
+	Limits *limits.Limits
+	// Identity says who may call /mcp and the API.
+	Identity Identity
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client address
-	// that RateLimits.BadTokens counts by; with none, it is the TCP peer.
+	// that Identity.BadTokens counts by; with none, it is the TCP peer.
 	TrustedProxies TrustedProxies
-	// Asker opens the elicitations that services ask for, and signs and checks their
-	// requestStates.
-	Asker *ask.Asker
-	// Recovery cancels flows, sends their notification again and starts new attempts,
-	// for the API and the operators' pages.
-	Recovery *recovery.Recovery
-	// StatusWaitLimit bounds the wait of GET /api/v1/elicitations/{id}?wait=
-	// (DefaultStatusWaitLimit when zero; tests shorten it).
-	StatusWaitLimit time.Duration
-	// EventsKeepAlive is how often an idle event stream sends a comment
-	// (DefaultEventsKeepAlive when zero; tests shorten it).
-	EventsKeepAlive time.Duration
+	// Dev turns on a loopback-only Host check on every request and marks the pages as
+	// development's; DemoAPI, when set, is served under /demo/api.
+	Dev     bool
+	DemoAPI http.Handler
 	// BodyReadTimeout is the time a request has to deliver its body, on every route
 	// (DefaultBodyReadTimeout when zero). It bounds reading only: answers, event streams
 	// and tool calls that wait take as long as they need.
 	BodyReadTimeout time.Duration
-	Logger          *slog.Logger
+	// Health: Flows (Redis answers) and Vault (the keys seal and open) make /readyz, and
+	// with Counters the figures /metrics shows beside this process's Metrics (New makes
+	// its own if nil). Audit receives the refused bearer tokens.
+	Flows    *flow.Store
+	Vault    *vault.Vault
+	Counters *counters.Counters
+	Metrics  *metrics.Process
+	Audit    *audit.Trail
+	Logger   *slog.Logger
+}
+
+// Identity says who may call /mcp and the API, and how MCP clients learn to sign in.
+type Identity struct {
+	// Verifier checks users' bearer tokens; Operators the operators' tokens; Services
+	// the delegating services' keys and client credentials tokens. Only the API takes
+	// operators and services: an MCP session belongs to a user.
+	Verifier  identity.Verifier
+	Operators *identity.Operators
+	Services  *services.Catalog
+	// RequiredScopes must all be in a user's access token.
+	RequiredScopes []string
+	// Issuer is the authorization server that MCP clients sign in with, named in the
+	// protected resource metadata; empty in development.
+	Issuer string
+	// BadTokens bounds the bearer tokens that do not verify from one client address (each
+	// may make urlflow ask the issuer); the zero value limits nothing.
+	BadTokens ratelimit.Limit
 }
 
 // DefaultBodyReadTimeout is the time a request has to deliver its body when
@@ -138,20 +97,12 @@ const DefaultBodyReadTimeout = 30 * time.Second
 // Server is urlflow's HTTP surface.
 type Server struct {
 	opts Options
-	// serviceUsers are opts.ServiceUsers, each remembering the tokens it accepted
-	// (identity.Remember): a service forwards its user's token with every proxy call.
-	serviceUsers map[string]identity.Verifier
-	echo         *echo.Echo
+	echo *echo.Echo
 	// handler serves /mcp itself and the rest through echo (serveMCPOutsideEcho).
-	handler  http.Handler
-	sessions *sessionStore
-	csrf     csrfKey
-	metrics  *metrics.Process
-	proxy    *proxy.Proxy
-	// eventStreams counts the services' open event streams.
-	eventStreams eventStreams
-	// verifier is opts.Verifier remembering the tokens it accepted (identity.Remember): a
-	// client sends one token with every request.
+	handler http.Handler
+	metrics *metrics.Process
+	// verifier is Identity.Verifier remembering the tokens it accepted
+	// (identity.Remember): a client sends one token with every request.
 	verifier identity.Verifier
 	log      *slog.Logger
 }
@@ -162,20 +113,8 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{
-		opts:     opts,
-		echo:     echo.New(),
-		sessions: newSessionStore(opts.Sessions, opts.Keys.Derive("session cookie"), opts.PublicURL.Scheme == "https"),
-		csrf:     csrfKey(opts.Keys.Derive("csrf")),
-		log:      log,
-		metrics:  newMetrics(opts.Metrics, opts.Counters, opts.Flows, log),
-		proxy:    proxy.New(opts.Credentials, opts.Vault, opts.Keeper, opts.Upstream, opts.Counters, log),
-	}
-	s.verifier = identity.Remember(opts.Verifier)
-	s.serviceUsers = make(map[string]identity.Verifier, len(opts.ServiceUsers))
-	for name, v := range opts.ServiceUsers {
-		s.serviceUsers[name] = identity.Remember(v)
-	}
+	s := &Server{opts: opts, echo: echo.New(), log: log, metrics: newMetrics(opts.Metrics, opts.Counters, opts.Flows, log),
+		verifier: identity.Remember(opts.Identity.Verifier)}
 	s.routes()
 	return s
 }
@@ -199,7 +138,7 @@ func (s *Server) routes() {
 	bodyTimeout := cmp.Or(s.opts.BodyReadTimeout, DefaultBodyReadTimeout)
 	e.Pre(bodyReadDeadline(bodyTimeout))
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders(s.opts.PublicURL.Scheme == "https"))
-	if s.opts.Dev != nil {
+	if s.opts.Dev {
 		e.Use(loopbackHostOnly)
 	}
 
@@ -207,14 +146,13 @@ func (s *Server) routes() {
 	e.GET("/healthz", s.healthz)
 	e.GET("/metrics", s.serveMetrics)
 	e.GET("/readyz", s.readyz)
-	e.GET("/", s.home)
 
 	metadata := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource:               s.resourceURL(),
 		ResourceName:           "urlflow",
 		BearerMethodsSupported: []string{"header"},
 		AuthorizationServers:   s.authorizationServers(),
-		ScopesSupported:        s.opts.RequiredScopes,
+		ScopesSupported:        s.opts.Identity.RequiredScopes,
 	})
 	e.Any("/.well-known/oauth-protected-resource", echo.WrapHandler(metadata))
 	e.Any("/.well-known/oauth-protected-resource/mcp", echo.WrapHandler(metadata))
@@ -222,57 +160,24 @@ func (s *Server) routes() {
 	// One bearer check for /mcp and the API, with one count of bad tokens. /mcp takes
 	// users' tokens only (an MCP session belongs to a user): no operator, and no service,
 	// neither by its key nor by its client credentials token. The API takes all three.
-	badTokens := identity.NewBadTokens(identity.BadTokenLimit{
-		Failures: s.opts.RateLimits.BadTokens.Events, Window: s.opts.RateLimits.BadTokens.Window,
-	}, s.opts.TrustedProxies.ClientAddr)
-	usersOnly := identity.BearerOptions{ResourceMetadataURL: s.resourceMetadataURL(), Scopes: s.opts.RequiredScopes,
+	id := s.opts.Identity
+	badTokens := identity.NewBadTokens(identity.BadTokenLimit{Failures: id.BadTokens.Events, Window: id.BadTokens.Window},
+		s.opts.TrustedProxies.ClientAddr)
+	usersOnly := identity.BearerOptions{ResourceMetadataURL: s.resourceMetadataURL(), Scopes: id.RequiredScopes,
 		BadTokens: badTokens, Refused: s.refusedToken, Logger: s.log}
-	verifier := s.verifier
-	mcp := identity.RequireBearer(verifier, usersOnly)(s.limitMCP(identity.ForSDK(s.opts.MCP)))
+	mcp := identity.RequireBearer(s.verifier, usersOnly)(s.opts.Limits.MCP(identity.ForSDK(s.opts.MCP)))
 	s.handler = s.serveMCPOutsideEcho(mcp, bodyTimeout)
 	apiOpts := usersOnly
-	apiOpts.Operators = s.opts.Operators
-	if s.opts.Services != nil {
-		apiOpts.Services = s.opts.Services
+	apiOpts.Operators = id.Operators
+	if id.Services != nil {
+		apiOpts.Services = id.Services
 	}
-	apiBearer := echo.WrapMiddleware(identity.RequireBearer(verifier, apiOpts))
 
-	pages := e.Group("", limitBody(formBodyLimit), crossOriginProtection)
-	pages.GET("/e/:id", s.openElicitation)
-	pages.POST("/e/:id/continue", s.continueElicitation)
-	pages.GET("/e/:id/secret", s.secretForm)
-	pages.POST("/e/:id/secret", s.submitSecret)
-	pages.POST("/e/:id/decline", s.declineElicitation)
-	pages.POST("/e/:id/authorize", s.authorize)
-	pages.GET("/oauth/callback", s.oauthCallback)
-	pages.GET("/auth/login", s.signInPage)
-	pages.POST("/auth/login", s.signIn)
-	pages.POST("/auth/logout", s.signOut)
-	pages.GET("/auth/callback", s.signInCallback)
-	pages.GET("/connections", s.connectionsPage)
-	pages.GET("/admin", s.adminPage)
-	pages.GET("/admin/flows/:id", s.adminFlowPage)
-	pages.POST("/admin/flows/:id/:action", s.adminAct)
-	pages.POST("/connections/remove", s.removeConnection)
-
-	api := e.Group("/api/v1", apiBearer, s.limitServices, limitBody(apiBodyLimit))
-	api.POST("/elicitations", s.apiCreate)
-	api.GET("/elicitations", s.apiList)
-	api.GET("/elicitations/summary", s.apiSummary)
-	api.POST("/proxy", s.apiProxy)
-	api.POST("/release", s.apiRelease)
-	api.GET("/events", s.apiEvents)
-	api.GET("/audit", s.apiAudit)
-	api.GET("/elicitations/:id", s.apiStatus)
-	api.POST("/elicitations/:id/cancel", s.apiCancel)
-	api.POST("/elicitations/:id/retry", s.apiRetry)
-	api.POST("/elicitations/:id/answer", s.apiAnswer)
-	api.GET("/elicitations/:id/webhook", s.apiWebhook)
-
-	if s.opts.Dev != nil {
-		e.GET("/dev/token", s.devToken)
-		e.GET("/dev/service-key", s.devServiceKey)
-	}
+	forms := e.Group("", limitBody(formBodyLimit), crossOriginProtection)
+	s.opts.Pages.Mount(e, forms)
+	s.opts.Admin.Mount(forms)
+	s.opts.API.Mount(e.Group("/api/v1", echo.WrapMiddleware(identity.RequireBearer(s.verifier, apiOpts)),
+		s.opts.Limits.Services, limitBody(apiBodyLimit)))
 	if s.opts.DemoAPI != nil {
 		e.Any("/demo/api/*", echo.WrapHandler(s.opts.DemoAPI))
 	}
@@ -281,10 +186,10 @@ func (s *Server) routes() {
 // authorizationServers lists the issuers clients sign in with. The development identity
 // has none: clients send the printed token as a header.
 func (s *Server) authorizationServers() []string {
-	if s.opts.Issuer == "" {
+	if s.opts.Identity.Issuer == "" {
 		return nil
 	}
-	return []string{s.opts.Issuer}
+	return []string{s.opts.Identity.Issuer}
 }
 
 func (s *Server) healthz(c echo.Context) error {

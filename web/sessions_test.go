@@ -3,45 +3,15 @@ package web
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/browsersession"
+	"github.com/urlflow/urlflow/web/browser"
 )
-
-func TestSessionCookieIsSecureBehindHTTPS(t *testing.T) {
-	store := browsersession.NewStore(redistest.StartEmbedded(t).Client)
-	for _, secure := range []bool{true, false} {
-		sessions := newSessionStore(store, []byte(strings.Repeat("k", 32)), secure)
-		r := httptest.NewRequest(http.MethodGet, "/", nil)
-		w := httptest.NewRecorder()
-		sess, err := sessions.Get(r, sessions.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sess.Values[valueSubject] = "alice"
-		if err := sess.Save(r, w); err != nil {
-			t.Fatal(err)
-		}
-		cookies := w.Result().Cookies()
-		if len(cookies) != 1 {
-			t.Fatalf("cookies: %v", cookies)
-		}
-		c := cookies[0]
-		if c.Secure != secure || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" ||
-			strings.HasPrefix(c.Name, "__Host-") != secure {
-			t.Errorf("secure=%v: cookie %+v", secure, c)
-		}
-		if strings.Contains(c.Value, "alice") {
-			t.Error("the cookie carries session data; it must carry only the signed ID")
-		}
-	}
-}
 
 // A visitor who never signs in costs Redis at most the sign-in window: the pages other than
 // sign-in keep nothing, the sign-in page keeps its session (the development form's CSRF
@@ -77,8 +47,8 @@ func TestAVisitorWhoDoesNotSignInKeepsNoLongSession(t *testing.T) {
 				if err != nil {
 					t.Fatalf("the sign-in page set no session cookie: %v", err)
 				}
-				if c.MaxAge <= 0 || c.MaxAge > int(signInWindow/time.Second) {
-					t.Errorf("the sign-in page's cookie lives %ds, want at most %s", c.MaxAge, signInWindow)
+				if c.MaxAge <= 0 || c.MaxAge > int(browser.SignInWindow/time.Second) {
+					t.Errorf("the sign-in page's cookie lives %ds, want at most %s", c.MaxAge, browser.SignInWindow)
 				}
 			}
 			kept := f.browserSessions(t)
@@ -86,16 +56,16 @@ func TestAVisitorWhoDoesNotSignInKeepsNoLongSession(t *testing.T) {
 				t.Errorf("%d visits to the sign-in page kept %d browser sessions, want one each", visitors, len(kept))
 			}
 			for id, left := range kept {
-				if left <= 0 || left > signInWindow {
-					t.Errorf("session %s before sign-in lives %s, want at most %s", id, left, signInWindow)
+				if left <= 0 || left > browser.SignInWindow {
+					t.Errorf("session %s before sign-in lives %s, want at most %s", id, left, browser.SignInWindow)
 				}
 			}
 
 			b := f.browser(t, "alice")
 			b.signIn(link)
 			id := f.sessionID(t, b.sessionCookie())
-			if left := f.browserSessions(t)[id]; left <= signInWindow || left > browserSessionTTL {
-				t.Errorf("the signed-in session lives %s, want up to %s", left, browserSessionTTL)
+			if left := f.browserSessions(t)[id]; left <= browser.SignInWindow || left > browser.SessionTTL {
+				t.Errorf("the signed-in session lives %s, want up to %s", left, browser.SessionTTL)
 			}
 			b.get(link).want(t, http.StatusOK, "Signed in as alice")
 		})
@@ -125,7 +95,7 @@ func TestASignedInSessionLivesInItsUsersSlotAndAnEarlierOneStillWorks(t *testing
 	if err := f.redis.Client(t).Set(t.Context(), state.KeyPrefix+"bs:"+legacy, data, time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
-	cookie, err := f.server.sessions.codec.Encode(f.server.sessions.name, legacy)
+	cookie, err := f.browsers.CookieOfSession(legacy)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/urlflow/urlflow/state/ratelimit"
 	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/web"
+	"github.com/urlflow/urlflow/web/limits"
 )
 
 // demoConfig is the configuration `urlflow dev` uses when URLFLOW_CONFIG names none.
@@ -61,7 +62,7 @@ type config struct {
 	AuditMaxEntries int64
 	Style           mcp.Style
 	TTL             time.Duration
-	RateLimits      web.RateLimits
+	RateLimits      limits.Rates
 	// DebugAddr, when set, is the loopback address of the profiling listener
 	// (net/http/pprof); empty means none.
 	DebugAddr string

@@ -39,6 +39,11 @@ import (
 	"github.com/urlflow/urlflow/state/webhooks"
 	"github.com/urlflow/urlflow/upstream"
 	"github.com/urlflow/urlflow/web"
+	"github.com/urlflow/urlflow/web/admin"
+	"github.com/urlflow/urlflow/web/api"
+	"github.com/urlflow/urlflow/web/browser"
+	"github.com/urlflow/urlflow/web/limits"
+	"github.com/urlflow/urlflow/web/pages"
 	"github.com/urlflow/urlflow/webhook"
 )
 
@@ -84,6 +89,92 @@ func webhookSchedule(wait time.Duration) []time.Duration {
 	return schedule
 }
 
+// parts are the stores and use cases of the service, made once and shared by the MCP
+// server, the HTTP surface and the background work.
+type parts struct {
+	cfg         *config
+	log         *slog.Logger
+	replica     string
+	count       *counters.Counters
+	limiter     *ratelimit.Limiter
+	instruments *metrics.Process
+	trail       *audit.Trail
+	streams     *serviceevents.Streams
+	deliveries  *webhooks.Queue
+	flows       *flow.Store
+	creds       *credentials.Store
+	hub         *flow.Hub
+	seals       *vault.Vault
+	keeper      *thirdparty.Keeper
+	caller      *upstream.Caller
+	asker       *ask.Asker
+	mcpSessions *mcpsessions.Registry
+	recoveries  *recovery.Recovery
+	providers   *thirdparty.Providers
+}
+
+// newParts makes the parts of the service on rdb.
+func newParts(cfg *config, rdb redis.UniversalClient, providers *thirdparty.Providers, log *slog.Logger) *parts {
+	p := &parts{cfg: cfg, replica: replicaName(), providers: providers, caller: upstream.New(nil), instruments: metrics.New()}
+	p.log = log.With("replica", p.replica)
+	p.count = counters.New(rdb, p.log)
+	p.limiter = ratelimit.NewLimiter(rdb, nil)
+	p.trail = audit.New(rdb, audit.Options{Retention: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries, Replica: p.replica, Logger: p.log})
+	p.streams = serviceevents.New(rdb, nil, p.log)
+	p.deliveries = webhooks.New(rdb, cfg.Services.HasWebhook)
+	p.flows = flow.NewStore(rdb, flow.StoreOptions{Logger: p.log, Counters: p.count, IDKeys: cfg.Keys.DeriveAll("elicitation id"),
+		Outboxes: []flow.Outbox{p.streams, p.deliveries}, StuckAfter: cfg.StuckAfter, Audit: p.trail, Metrics: p.instruments})
+	p.creds = credentials.NewStore(rdb, credentials.Options{Logger: p.log, Audit: p.trail})
+	p.hub = flow.NewHub(rdb, p.log)
+	p.seals = vault.NewVault(cfg.Keys)
+	p.keeper = thirdparty.NewKeeper(p.creds, p.seals, p.count, p.log)
+	p.asker = ask.New(ask.Options{Flows: p.flows, Credentials: p.creds, Keys: once.New(rdb), Vault: p.seals, Slots: cfg.Slots,
+		TTL: cfg.TTL, ToolStateKey: cfg.Keys.Derive("mcp request state"), ServiceStateKey: cfg.Keys.Derive("service request state"),
+		Logger: p.log})
+	p.mcpSessions = mcpsessions.New(rdb, nil)
+	p.recoveries = recovery.New(recovery.Options{Flows: p.flows, Sessions: p.mcpSessions, Hub: p.hub, Audit: p.trail, TTL: cfg.TTL})
+	return p
+}
+
+// mcpServer is the MCP server of the service.
+func (p *parts) mcpServer() *mcp.Server {
+	cfg := p.cfg
+	return mcp.New(mcp.Options{
+		Flows: p.flows, Sessions: p.mcpSessions, Recovery: p.recoveries, Credentials: p.creds, Counters: p.count,
+		Metrics: p.instruments, Hub: p.hub, Vault: p.seals, Upstream: p.caller, Slots: cfg.Slots, Providers: p.providers,
+		Keeper: p.keeper, Asker: p.asker, PublicURL: cfg.PublicURL, Style: cfg.Style, Replica: p.replica, Version: version(),
+		Logger: p.log, PushWait: cfg.Waits.Push, ProgressInterval: cfg.Waits.Progress, RetryWait: cfg.Waits.Retry,
+		StatusWaitLimit: cfg.Waits.StatusLimit, SessionsPerUser: cfg.MCPSessions.PerUser, SessionIdleTimeout: cfg.MCPSessions.IdleTimeout,
+	})
+}
+
+// webServer is the HTTP surface of the service, with mcp at /mcp and the identity of id;
+// users verifies the user tokens that each service forwards.
+func (p *parts) webServer(rdb redis.UniversalClient, id users, users map[string]identity.Verifier, mcp http.Handler) *web.Server {
+	cfg := p.cfg
+	browsers := browser.New(browser.Options{Sessions: browsersession.NewStore(rdb), CookieKey: cfg.Keys.Derive("session cookie"),
+		CSRFKey: cfg.Keys.Derive("csrf"), Secure: cfg.PublicURL.Scheme == "https", Dev: id.dev != nil, Flows: p.flows,
+		Audit: p.trail, Metrics: p.instruments, ClientAddr: cfg.TrustedProxies.ClientAddr, Logger: p.log})
+	rates := limits.New(limits.Options{Limiter: p.limiter, Rates: cfg.RateLimits, Services: cfg.Services, Counters: p.count,
+		Audit: p.trail, Logger: p.log})
+	return web.New(web.Options{
+		PublicURL: cfg.PublicURL, MCP: mcp, Limits: rates,
+		Pages: pages.New(pages.Options{Browser: browsers, Limits: rates, Flows: p.flows, Credentials: p.creds, Vault: p.seals,
+			Slots: cfg.Slots, Providers: p.providers, Keeper: p.keeper, Authorizations: authorizations.New(rdb), Upstream: p.caller,
+			Services: cfg.Services, Dev: id.dev, DevServiceKeys: id.serviceKeys, SignIn: id.signIn, Counters: p.count, Logger: p.log}),
+		Admin: admin.New(admin.Options{Browser: browsers, Flows: p.flows, Recovery: p.recoveries, OperatorSubjects: cfg.OperatorSubjects}),
+		API: api.New(api.Options{PublicURL: cfg.PublicURL, Flows: p.flows, Hub: p.hub, Asker: p.asker, Recovery: p.recoveries,
+			Credentials: p.creds, Vault: p.seals, Keeper: p.keeper, Upstream: p.caller, Slots: cfg.Slots, Providers: p.providers,
+			Services: cfg.Services, ServiceUsers: users, Verifier: id.verifier, Dev: id.dev, Issuer: id.issuer,
+			ServiceEvents: p.streams, Webhooks: p.deliveries, Audit: p.trail, Counters: p.count,
+			StatusWaitLimit: cfg.Waits.StatusLimit, Logger: p.log}),
+		Identity: web.Identity{Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens, cfg.OperatorReadOnlyTokens),
+			Services: cfg.Services, RequiredScopes: id.scopes, Issuer: id.issuer, BadTokens: cfg.RateLimits.BadTokens},
+		TrustedProxies: cfg.TrustedProxies, Dev: id.dev != nil, DemoAPI: id.demoAPI, BodyReadTimeout: cfg.BodyReadTimeout,
+		Flows: p.flows, Vault: p.seals, Counters: p.count, Metrics: p.instruments, Audit: p.trail, Logger: p.log,
+	})
+}
+
 // runService assembles urlflow on rdb and listener and serves until ctx ends. started runs
 // once everything is in place, before the first request is served.
 func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, listener net.Listener, id users, log *slog.Logger, started func()) error {
@@ -95,48 +186,12 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	if err != nil {
 		return fmt.Errorf("configuration file %s: %w", describeFile(cfg.ConfigFile), err)
 	}
-	replica := replicaName()
-	log = log.With("replica", replica)
-	count := counters.New(rdb, log)
-	limiter := ratelimit.NewLimiter(rdb, nil)
-	instruments := metrics.New()
-	trail := audit.New(rdb, audit.Options{Retention: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries, Replica: replica, Logger: log})
-	streams := serviceevents.New(rdb, nil, log)
-	deliveries := webhooks.New(rdb, cfg.Services.HasWebhook)
-	flows := flow.NewStore(rdb, flow.StoreOptions{Logger: log, Counters: count, IDKeys: cfg.Keys.DeriveAll("elicitation id"),
-		Outboxes: []flow.Outbox{streams, deliveries}, StuckAfter: cfg.StuckAfter, Audit: trail, Metrics: instruments})
-	creds := credentials.NewStore(rdb, credentials.Options{Logger: log, Audit: trail})
-	hub := flow.NewHub(rdb, log)
-	seals := vault.NewVault(cfg.Keys)
-	keeper := thirdparty.NewKeeper(creds, seals, count, log)
-	caller := upstream.New(nil)
-	asker := ask.New(ask.Options{Flows: flows, Credentials: creds, Keys: once.New(rdb), Vault: seals, Slots: cfg.Slots,
-		TTL: cfg.TTL, ToolStateKey: cfg.Keys.Derive("mcp request state"), ServiceStateKey: cfg.Keys.Derive("service request state"),
-		Logger: log})
-	mcpSessions := mcpsessions.New(rdb, nil)
-	recoveries := recovery.New(recovery.Options{Flows: flows, Sessions: mcpSessions, Hub: hub, Audit: trail, TTL: cfg.TTL})
-	mcpServer := mcp.New(mcp.Options{
-		Flows: flows, Sessions: mcpSessions, Recovery: recoveries, Credentials: creds, Counters: count, Metrics: instruments, Hub: hub, Vault: seals,
-		Upstream: caller, Slots: cfg.Slots, Providers: providers, Keeper: keeper, Asker: asker,
-		PublicURL: cfg.PublicURL, Style: cfg.Style,
-		Replica: replica, Version: version(), Logger: log,
-		PushWait: cfg.Waits.Push, ProgressInterval: cfg.Waits.Progress,
-		RetryWait: cfg.Waits.Retry, StatusWaitLimit: cfg.Waits.StatusLimit,
-		SessionsPerUser: cfg.MCPSessions.PerUser, SessionIdleTimeout: cfg.MCPSessions.IdleTimeout,
-	})
-	webServer := web.New(web.Options{
-		Asker: asker, Recovery: recoveries, MCPSessions: mcpSessions, Authorizations: authorizations.New(rdb), ServiceEvents: streams, Webhooks: deliveries, PublicURL: cfg.PublicURL, Flows: flows, Hub: hub, Credentials: creds, Vault: seals, Keys: cfg.Keys,
-		Sessions: browsersession.NewStore(rdb), Limiter: limiter, Counters: count, Audit: trail, Metrics: instruments, OperatorSubjects: cfg.OperatorSubjects,
-		Slots: cfg.Slots, Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens, cfg.OperatorReadOnlyTokens),
-		Services: cfg.Services, ServiceUsers: users, StatusWaitLimit: cfg.Waits.StatusLimit,
-		Dev: id.dev, DevServiceKeys: id.serviceKeys, SignIn: id.signIn, Issuer: id.issuer, RequiredScopes: id.scopes,
-		MCP: mcpServer.Handler(), Upstream: caller, Providers: providers, Keeper: keeper,
-		DemoAPI: id.demoAPI, RateLimits: cfg.RateLimits, BodyReadTimeout: cfg.BodyReadTimeout, TrustedProxies: cfg.TrustedProxies, Logger: log,
-	})
-
-	sender := webhook.NewSender(webhook.Options{Queue: deliveries, Targets: webhookTargets(cfg.Services),
-		Schedule: webhookSchedule(cfg.Waits.WebhookRetry), Counters: count, Logger: log})
-
+	p := newParts(cfg, rdb, providers, log)
+	log = p.log
+	mcpServer := p.mcpServer()
+	webServer := p.webServer(rdb, id, users, mcpServer.Handler())
+	sender := webhook.NewSender(webhook.Options{Queue: p.deliveries, Targets: webhookTargets(cfg.Services),
+		Schedule: webhookSchedule(cfg.Waits.WebhookRetry), Counters: p.count, Logger: log})
 	var debug net.Listener
 	if cfg.DebugAddr != "" {
 		if debug, err = net.Listen("tcp", cfg.DebugAddr); err != nil {
@@ -150,20 +205,8 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	// returns, so that the caller closes Redis only once nothing uses it. The first one to
 	// fail (the HTTP server) stops the others.
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { flows.RunSweeper(ctx, sweepInterval); return nil })
+	p.runBackground(ctx, g)
 	g.Go(func() error { mcpServer.Run(ctx); return nil })
-	g.Go(func() error { hub.Run(ctx); return nil })
-	g.Go(func() error { count.Run(ctx); return nil })
-	g.Go(func() error { trail.Run(ctx); return nil })
-	g.Go(func() error {
-		if moved, err := creds.MoveAuditLogs(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("moving the users' audit logs into the audit trail failed; the next start tries again", "err", err)
-		} else if moved {
-			log.Info("the users' audit logs of an earlier urlflow moved into the audit trail")
-		}
-		return nil
-	})
-	g.Go(func() error { limiter.Run(ctx, log); return nil })
 	g.Go(func() error { sender.Run(ctx); return nil })
 	g.Go(func() error { return serveHTTP(ctx, listener, webServer.Handler(), log) })
 	if debug != nil {
@@ -176,6 +219,25 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	err = g.Wait()
 	log.Info("urlflow stopped")
 	return err
+}
+
+// runBackground starts the parts' background work in g: the sweeper, the event
+// subscription, the counters', audit trail's and rate limits' syncs, and the one-time move
+// of the users' audit logs of an earlier urlflow.
+func (p *parts) runBackground(ctx context.Context, g *errgroup.Group) {
+	g.Go(func() error { p.flows.RunSweeper(ctx, sweepInterval); return nil })
+	g.Go(func() error { p.hub.Run(ctx); return nil })
+	g.Go(func() error { p.count.Run(ctx); return nil })
+	g.Go(func() error { p.trail.Run(ctx); return nil })
+	g.Go(func() error { p.limiter.Run(ctx, p.log); return nil })
+	g.Go(func() error {
+		if moved, err := p.creds.MoveAuditLogs(ctx); err != nil && ctx.Err() == nil {
+			p.log.Warn("moving the users' audit logs into the audit trail failed; the next start tries again", "err", err)
+		} else if moved {
+			p.log.Info("the users' audit logs of an earlier urlflow moved into the audit trail")
+		}
+		return nil
+	})
 }
 
 // openRedis connects to url, or starts the embedded Redis when url is empty. It returns a

@@ -796,8 +796,11 @@ func TestMalformedAndUnknownIDsAreNotFound(t *testing.T) {
 				_, err := s.Apply(ctx, id, CancelRequested, state.ActorUser, "test")
 				return err
 			},
-			"Retry":          func(id string) error { _, err := s.Retry(ctx, id, Act{Actor: state.ActorUser}, time.Hour); return err },
-			"Requeue":        func(id string) error { _, err := s.Deliveries().Requeue(ctx, id, Act{Actor: state.ActorOperator}); return err },
+			"Retry": func(id string) error { _, err := s.Retry(ctx, id, Act{Actor: state.ActorUser}, time.Hour); return err },
+			"Requeue": func(id string) error {
+				_, err := s.Deliveries().Requeue(ctx, id, Act{Actor: state.ActorOperator})
+				return err
+			},
 			"RecordDelivery": func(id string) error { _, err := s.Deliveries().Record(ctx, id, SessionStream, nil); return err },
 		}
 		for name, op := range ops {

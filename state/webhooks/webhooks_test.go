@@ -102,4 +102,3 @@ func TestOneReplicaAtATimeAttemptsADelivery(t *testing.T) {
 		t.Errorf("calendar's flow: %v, want no webhook", err)
 	}
 }
-

@@ -1,4 +1,13 @@
-package web
+// Package admin serves the operators' pages under /admin: the flows that need attention,
+// each flow's timeline, and retry and cancel with a reason and a confirmation step. An
+// operator in the browser is a signed-in user whose subject Options.OperatorSubjects names,
+// or whose ID token had the operators' claim when they signed in
+// (identity.BrowserSignIn.RecogniseOperators); anyone else signed in gets 403, and nobody
+// signed in is sent to sign in. The pages need no JavaScript.
+//
+// The one idea to hold: an operator acts through package recovery, as the API does, and
+// every action carries its reason.
+package admin
 
 import (
 	"errors"
@@ -16,39 +25,65 @@ import (
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/templates"
+	"github.com/urlflow/urlflow/web/api"
+	"github.com/urlflow/urlflow/web/browser"
+	"github.com/urlflow/urlflow/web/respond"
 )
 
-// The operators' pages under /admin: the flows that need attention, each flow's timeline,
-// and retry and cancel with a reason and a confirmation step. An operator in the browser is
-// a signed-in user whose subject Options.OperatorSubjects names, or whose ID token had the
-// operators' claim when they signed in (identity.BrowserSignIn.RecogniseOperators); anyone
-// else signed in gets 403, and nobody signed in is sent to sign in. The pages need no JavaScript.
+// Options configure the Admin pages. All fields are required but OperatorSubjects.
+type Options struct {
+	// Browser knows who is at the browser.
+	Browser *browser.Browser
+	// Flows are listed and read; Recovery acts on them.
+	Flows    *flow.Store
+	Recovery *recovery.Recovery
+	// OperatorSubjects are the subjects of the signed-in users who are operators, besides
+	// those whose ID token had the operators' claim.
+	OperatorSubjects []string
+}
 
-// operatorVisitor returns the signed-in operator behind c, or the answer for anyone else.
-func (s *Server) operatorVisitor(c echo.Context) (*visitor, error) {
-	v, err := s.visitor(c)
+// Admin serves the operators' pages.
+type Admin struct {
+	opts    Options
+	browser *browser.Browser
+}
+
+// New returns the Admin pages.
+func New(opts Options) *Admin { return &Admin{opts: opts, browser: opts.Browser} }
+
+// Mount adds the operators' pages to forms, the group of the pages that take forms.
+func (s *Admin) Mount(forms *echo.Group) {
+	forms.GET("/admin", s.adminPage)
+	forms.GET("/admin/flows/:id", s.adminFlowPage)
+	forms.POST("/admin/flows/:id/:action", s.adminAct)
+}
+
+// operatorVisitor returns the signed-in operator behind c; for anyone else its error is
+// the answer (package respond): sign in first, or 403.
+func (s *Admin) operatorVisitor(c echo.Context) (*browser.Visitor, error) {
+	v, err := s.browser.Visitor(c)
 	if err != nil {
 		return nil, err
 	}
-	if !v.signedIn {
-		return nil, c.Redirect(http.StatusSeeOther, "/auth/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
+	if !v.SignedIn {
+		return nil, respond.Redirect("/auth/login?next=" + url.QueryEscape(c.Request().URL.RequestURI()))
 	}
-	if op, _ := v.sess.Values[valueOperator].(string); op != "1" && !slices.Contains(s.opts.OperatorSubjects, v.user.Subject) {
-		s.refusedIdentity(c.Request(), v.user, "", "not an operator: refused the operators' pages")
+	if !v.Operator() && !slices.Contains(s.opts.OperatorSubjects, v.User.Subject) {
+		s.browser.RefusedIdentity(c.Request(), v.User, "", "not an operator: refused the operators' pages")
 		return nil, echo.NewHTTPError(http.StatusForbidden, "These pages are for urlflow's operators. Nothing was shown or changed.")
 	}
 	return v, nil
 }
 
 // operatorAs is the history's and the audit trail's name for operator v.
-func operatorAs(v *visitor) identity.Caller {
-	return identity.Caller{Operator: true, OperatorAs: identity.Operator{Name: "browser " + v.user.Subject}}
+func operatorAs(v *browser.Visitor) identity.Caller {
+	return identity.Caller{Operator: true, OperatorAs: identity.Operator{Name: "browser " + v.User.Subject}}
 }
 
 // adminPage is GET /admin.
-func (s *Server) adminPage(c echo.Context) error {
+func (s *Admin) adminPage(c echo.Context) error {
 	v, err := s.operatorVisitor(c)
-	if v == nil {
+	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -75,7 +110,7 @@ func (s *Server) adminPage(c echo.Context) error {
 	// The filters are the API's, read from the same query parameters.
 	view.Filter = templates.AdminFilter{State: c.QueryParam("state"), User: c.QueryParam("user"),
 		OlderThan: c.QueryParam("olderThan"), Stuck: c.QueryParam("stuck") == "true"}
-	q, err := listQuery(c, operatorAs(v), "done")
+	q, err := api.ListQuery(c.QueryParams(), operatorAs(v), "done")
 	var page flow.Page
 	if err == nil {
 		page, err = s.opts.Flows.Index().List(ctx, q)
@@ -96,14 +131,14 @@ func (s *Server) adminPage(c echo.Context) error {
 		next.Del("done")
 		view.NextURL = "/admin?" + next.Encode()
 	}
-	p, err := s.page(c, v, "Flows")
+	p, err := s.browser.Layout(c, v, "Flows")
 	if err != nil {
 		return err
 	}
-	return s.render(c, http.StatusOK, templates.AdminPage(p, view))
+	return s.browser.Render(c, http.StatusOK, templates.AdminPage(p, view))
 }
 
-func (s *Server) adminRows(es []*flow.Elicitation) []templates.AdminRow {
+func (s *Admin) adminRows(es []*flow.Elicitation) []templates.AdminRow {
 	now := s.opts.Flows.Now()
 	rows := make([]templates.AdminRow, 0, len(es))
 	for _, e := range es {
@@ -142,7 +177,7 @@ var adminNotices = map[string]string{
 }
 
 // adminFlow reads the flow named in the path, or answers 404.
-func (s *Server) adminFlow(c echo.Context) (*flow.Elicitation, error) {
+func (s *Admin) adminFlow(c echo.Context) (*flow.Elicitation, error) {
 	e, err := s.opts.Flows.Read(c.Request().Context(), c.Param("id"))
 	if errors.Is(err, state.ErrNotFound) {
 		return nil, echo.NewHTTPError(http.StatusNotFound, "There is no such flow, or it is past its retention.")
@@ -151,9 +186,9 @@ func (s *Server) adminFlow(c echo.Context) (*flow.Elicitation, error) {
 }
 
 // adminFlowPage is GET /admin/flows/{id}.
-func (s *Server) adminFlowPage(c echo.Context) error {
+func (s *Admin) adminFlowPage(c echo.Context) error {
 	v, err := s.operatorVisitor(c)
-	if v == nil {
+	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -165,7 +200,7 @@ func (s *Server) adminFlowPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.page(c, v, "Flow of "+e.User.Subject)
+	p, err := s.browser.Layout(c, v, "Flow of "+e.User.Subject)
 	if err != nil {
 		return err
 	}
@@ -184,17 +219,17 @@ func (s *Server) adminFlowPage(c echo.Context) error {
 			view.Actions = append(view.Actions, a.AdminAction)
 		}
 	}
-	return s.render(c, http.StatusOK, templates.AdminFlowPage(p, view))
+	return s.browser.Render(c, http.StatusOK, templates.AdminFlowPage(p, view))
 }
 
 // adminAct is POST /admin/flows/{id}/{action}: with a reason, it asks to confirm; with
 // confirm=yes, it acts, records the operator and the reason, and shows the flow.
-func (s *Server) adminAct(c echo.Context) error {
+func (s *Admin) adminAct(c echo.Context) error {
 	v, err := s.operatorVisitor(c)
-	if v == nil {
+	if err != nil {
 		return err
 	}
-	if err := s.checkCSRF(c, v); err != nil {
+	if err := s.browser.CheckCSRF(c, v); err != nil {
 		return err
 	}
 	i := slices.IndexFunc(adminActions, func(a adminAction) bool { return a.Name == c.Param("action") })
@@ -207,7 +242,7 @@ func (s *Server) adminAct(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	reason := display.Clean(c.FormValue("reason"), ReasonLimit)
+	reason := display.Clean(c.FormValue("reason"), api.ReasonLimit)
 	if strings.TrimSpace(reason) == "" {
 		return echo.NewHTTPError(http.StatusBadRequest, "Say why, in the reason field: it is kept in the flow's history. Nothing was changed.")
 	}
@@ -216,11 +251,11 @@ func (s *Server) adminAct(c echo.Context) error {
 			" no longer applies. Nothing was changed.")
 	}
 	if c.FormValue("confirm") != "yes" {
-		p, err := s.page(c, v, "Confirm")
+		p, err := s.browser.Layout(c, v, "Confirm")
 		if err != nil {
 			return err
 		}
-		return s.render(c, http.StatusOK, templates.AdminConfirmPage(p, templates.AdminConfirm{ID: e.ID, Action: action.Name,
+		return s.browser.Render(c, http.StatusOK, templates.AdminConfirmPage(p, templates.AdminConfirm{ID: e.ID, Action: action.Name,
 			Label: strings.ToLower(action.Label[:1]) + action.Label[1:], Explain: action.Explain, Reason: reason, CSRF: p.CSRF}))
 	}
 	act := flow.Act{Actor: state.ActorOperator, By: operatorAs(v).OperatorAs.Name, Reason: reason}

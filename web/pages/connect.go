@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"crypto/rand"
@@ -12,6 +12,7 @@ import (
 	"github.com/urlflow/urlflow/state/authorizations"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/templates"
+	"github.com/urlflow/urlflow/web/browser"
 )
 
 // oauthAttemptTTL bounds the time between leaving for the provider and coming back.
@@ -19,11 +20,11 @@ const oauthAttemptTTL = 15 * time.Minute
 
 // targetLabel is how people call what e asks for: a secret's label, or a provider's
 // account.
-func (s *Server) targetLabel(e *flow.Elicitation) string { return s.labelOf(e.Kind, e.Target) }
+func (s *Pages) targetLabel(e *flow.Elicitation) string { return s.labelOf(e.Kind, e.Target) }
 
 // labelOf is how people call the target name of kind: a secret's label, or a provider's
 // account; the name itself for one no longer configured.
-func (s *Server) labelOf(kind state.Kind, name string) string {
+func (s *Pages) labelOf(kind state.Kind, name string) string {
 	if kind == state.KindOAuth {
 		if p, ok := s.opts.Providers.Lookup(name); ok {
 			return p.Label + " account"
@@ -39,21 +40,21 @@ func (s *Server) labelOf(kind state.Kind, name string) string {
 // renderConnect renders the consent page of a third-party connection. Its Continue form
 // posts to urlflow, which redirects to the provider: the page's form-action allows the
 // provider's authorization origin, since browsers apply it to a form's redirects too.
-func (s *Server) renderConnect(c echo.Context, v *visitor, e *flow.Elicitation) error {
+func (s *Pages) renderConnect(c echo.Context, v *browser.Visitor, e *flow.Elicitation) error {
 	p, ok := s.opts.Providers.Lookup(e.Target)
 	if !ok {
 		return errProviderNotConfigured
 	}
-	page, err := s.page(c, v, "")
+	page, err := s.browser.Layout(c, v, "")
 	if err != nil {
 		return err
 	}
 	if origin := p.AuthorizationOrigin(); origin != "" {
-		c.Response().Header().Set("Content-Security-Policy", contentSecurityPolicyWithFormTarget(origin))
+		c.Response().Header().Set("Content-Security-Policy", browser.PolicyWithFormTarget(origin))
 	}
 	_, err = s.opts.Credentials.Get(c.Request().Context(), e.User, e.CredentialName())
 	service, receives := s.requester(e)
-	return s.render(c, http.StatusOK, templates.ConnectPage(page, templates.Connect{
+	return s.browser.Render(c, http.StatusOK, templates.ConnectPage(page, templates.Connect{
 		ElicitationID: e.ID, ClientName: clientName(e.Client), ClientVersion: e.Client.Version, Purpose: e.Purpose,
 		ServiceLabel: service, ServiceReceives: receives,
 		ProviderLabel: p.Label, ProviderName: p.Name, Scopes: e.Scopes, Reconnect: err == nil,
@@ -65,22 +66,22 @@ func (s *Server) renderConnect(c echo.Context, v *visitor, e *flow.Elicitation) 
 // authorize is POST /e/{id}/authorize: the user agreed to connect. urlflow keeps a
 // single-use state bound to the elicitation and this browser session, with the PKCE
 // verifier, and sends the browser to the provider.
-func (s *Server) authorize(c echo.Context) error {
+func (s *Pages) authorize(c echo.Context) error {
 	v, e, err := s.runningPost(c, false)
-	if e == nil {
+	if err != nil {
 		return err
 	}
 	p, ok := s.opts.Providers.Lookup(e.Target)
 	if e.Kind != state.KindOAuth || !ok {
 		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
 	}
-	if err := s.allowForm(c, v.user); err != nil {
+	if err := s.limits.Form(c, v.User); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	stateParam, verifier := rand.Text()+rand.Text(), rand.Text()+rand.Text()+rand.Text()
 	err = s.opts.Authorizations.Save(ctx, stateParam, authorizations.Attempt{
-		ElicitationID: e.ID, BrowserSession: v.sess.ID, Provider: p.Name, Verifier: verifier,
+		ElicitationID: e.ID, BrowserSession: v.Session.ID, Provider: p.Name, Verifier: verifier,
 		Scopes: e.Scopes, StartedAt: time.Now().UTC(),
 	}, oauthAttemptTTL)
 	if err != nil {
@@ -98,39 +99,17 @@ func (s *Server) authorize(c echo.Context) error {
 // code is exchanged with the PKCE verifier; the account is read; and the tokens are sealed
 // and stored in the same step that completes the elicitation. A provider error ends the
 // flow failed, and the user may try again; a late or replayed answer changes nothing.
-func (s *Server) oauthCallback(c echo.Context) error {
-	v, err := s.visitor(c)
+func (s *Pages) oauthCallback(c echo.Context) error {
+	v, err := s.browser.Visitor(c)
+	if err != nil {
+		return err
+	}
+	a, e, err := s.callbackFlow(c, v)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	q := c.QueryParams()
-	a, err := s.opts.Authorizations.Take(ctx, q.Get("state"))
-	if errors.Is(err, state.ErrNotFound) {
-		return echo.NewHTTPError(http.StatusBadRequest, "This answer from the provider was already used, has expired, "+
-			"or was not asked for by urlflow. Nothing was changed. Open your link again to start over.")
-	}
-	if err != nil {
-		return err
-	}
-	if !v.signedIn || v.sess.ID != a.BrowserSession {
-		s.log.WarnContext(ctx, "provider answer arrived in another browser; refused", "elicitation_id", a.ElicitationID)
-		if err := s.recordForeignAnswer(c, v, a.ElicitationID); err != nil {
-			return err
-		}
-		return echo.NewHTTPError(http.StatusForbidden, "This answer from the provider belongs to another browser. "+
-			"Nothing was changed. Open your link again in the browser you started in.")
-	}
-	e, err := s.opts.Flows.Read(ctx, a.ElicitationID)
-	if errors.Is(err, state.ErrNotFound) || (err == nil && e.User != v.user) {
-		return errNoSuchElicitation
-	}
-	if err != nil {
-		return err
-	}
-	if e.State.Terminal() {
-		return s.latePost(c, v, e)
-	}
 	p, ok := s.opts.Providers.Lookup(a.Provider)
 	if !ok || e.State != flow.InProgress {
 		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
@@ -161,14 +140,50 @@ func (s *Server) oauthCallback(c echo.Context) error {
 		templates.Done{SlotLabel: p.Label + " account", ClientName: clientName(e.Client), Account: tok.Account.Name})
 }
 
+// callbackFlow spends the authorization attempt of the provider's answer to c (a replay
+// finds nothing) and returns it with its flow, which must belong to v's browser session
+// and signed-in user and still run. Otherwise its error is the answer: the attempt is
+// unknown, of another browser (recorded in the flow's history), or of another user's flow,
+// or the flow has ended (a late answer, which changes nothing).
+func (s *Pages) callbackFlow(c echo.Context, v *browser.Visitor) (*authorizations.Attempt, *flow.Elicitation, error) {
+	ctx := c.Request().Context()
+	a, err := s.opts.Authorizations.Take(ctx, c.QueryParam("state"))
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, "This answer from the provider was already used, has expired, "+
+			"or was not asked for by urlflow. Nothing was changed. Open your link again to start over.")
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if !v.SignedIn || v.Session.ID != a.BrowserSession {
+		s.log.WarnContext(ctx, "provider answer arrived in another browser; refused", "elicitation_id", a.ElicitationID)
+		if err := s.recordForeignAnswer(c, v, a.ElicitationID); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, echo.NewHTTPError(http.StatusForbidden, "This answer from the provider belongs to another browser. "+
+			"Nothing was changed. Open your link again in the browser you started in.")
+	}
+	e, err := s.opts.Flows.Read(ctx, a.ElicitationID)
+	if errors.Is(err, state.ErrNotFound) || (err == nil && e.User != v.User) {
+		return nil, nil, errNoSuchElicitation
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if e.State.Terminal() {
+		return nil, nil, s.latePost(c, v, e)
+	}
+	return a, e, nil
+}
+
 // recordForeignAnswer records in the history of elicitation id that a provider answer
 // arrived in a browser session other than the one that asked for it, and was refused. The
 // actor is who brought it: the elicitation's user signed in elsewhere, another user, or,
 // when nobody is signed in, urlflow itself, since there is nobody it could name.
-func (s *Server) recordForeignAnswer(c echo.Context, v *visitor, id string) error {
+func (s *Pages) recordForeignAnswer(c echo.Context, v *browser.Visitor, id string) error {
 	ctx := c.Request().Context()
 	actor, reason := state.ActorSystem, "a provider answer arrived in a browser that was not signed in and was refused"
-	if v.signedIn {
+	if v.SignedIn {
 		e, err := s.opts.Flows.Read(ctx, id)
 		if errors.Is(err, state.ErrNotFound) {
 			return nil
@@ -176,8 +191,8 @@ func (s *Server) recordForeignAnswer(c echo.Context, v *visitor, id string) erro
 		if err != nil {
 			return err
 		}
-		actor, reason = state.ActorOther, "a provider answer arrived in a browser signed in as "+v.user.String()+" and was refused"
-		if e.User == v.user {
+		actor, reason = state.ActorOther, "a provider answer arrived in a browser signed in as "+v.User.String()+" and was refused"
+		if e.User == v.User {
 			actor, reason = state.ActorUser, "a provider answer arrived in another browser session of the user and was refused"
 		}
 	}

@@ -1,4 +1,4 @@
-package web
+package browser
 
 import (
 	"context"
@@ -23,12 +23,12 @@ import (
 
 // Lifetimes of a browser session from its last save, in Redis and in its cookie.
 const (
-	// browserSessionTTL is how long a browser stays signed in without coming back.
-	browserSessionTTL = 12 * time.Hour
-	// signInWindow is how long a session that names nobody is kept: long enough to sign in
+	// SessionTTL is how long a browser stays signed in without coming back.
+	SessionTTL = 12 * time.Hour
+	// SignInWindow is how long a session that names nobody is kept: long enough to sign in
 	// (the development form, or the round trip to the issuer). A visitor who never signs in
 	// costs Redis this long at most; the 12 hours start at sign-in.
-	signInWindow = 15 * time.Minute
+	SignInWindow = 15 * time.Minute
 )
 
 // sessionStore is a gorilla/sessions Store whose data lives in Redis (through package
@@ -41,7 +41,7 @@ type sessionStore struct {
 
 	// seen remembers the data of each signed-in session as this replica last read or wrote
 	// it, for sessionHintTTL: a page whose write checks that the session still holds it
-	// (Server.pageVisitor, flow.IfStill) starts from it instead of reading it.
+	// (Browser.PageVisitor, flow.IfStill) starts from it instead of reading it.
 	mu   sync.Mutex
 	seen *expiring.Map[string, []byte]
 }
@@ -55,7 +55,7 @@ const (
 
 func newSessionStore(store *browsersession.Store, hashKey []byte, secure bool) *sessionStore {
 	codec := securecookie.New(hashKey, nil)
-	codec.MaxAge(int(browserSessionTTL / time.Second))
+	codec.MaxAge(int(SessionTTL / time.Second))
 	name := "urlflow_session"
 	if secure {
 		name = "__Host-urlflow_session" // pinned to this host, Secure, Path=/
@@ -88,7 +88,7 @@ func (s *sessionStore) hint(id string) ([]byte, bool) {
 func (s *sessionStore) options() *sessions.Options {
 	return &sessions.Options{
 		Path:     "/",
-		MaxAge:   int(browserSessionTTL / time.Second),
+		MaxAge:   int(SessionTTL / time.Second),
 		Secure:   s.secure,
 		HttpOnly: true,
 		SameSite: http.SameSiteLaxMode,
@@ -143,7 +143,7 @@ func (s *sessionStore) cookieID(r *http.Request) (string, bool) {
 }
 
 // prefetchedSession is the data of a browser session read before the session was asked
-// for, together with the elicitation of the page (Server.visitor).
+// for, together with the elicitation of the page (Browser.Visitor).
 type prefetchedSession struct {
 	id   string
 	data []byte // nil: the session does not exist
@@ -172,8 +172,8 @@ func (s *sessionStore) load(r *http.Request, id string) ([]byte, error) {
 	return data, err
 }
 
-// Save writes sess to Redis and sets its cookie, both for browserSessionTTL once sess names
-// a user and for signInWindow before; a negative MaxAge deletes both.
+// Save writes sess to Redis and sets its cookie, both for SessionTTL once sess names
+// a user and for SignInWindow before; a negative MaxAge deletes both.
 func (s *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessions.Session) error {
 	if sess.Options.MaxAge < 0 {
 		if sess.ID != "" {
@@ -204,9 +204,9 @@ func (s *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 	if err != nil {
 		return fmt.Errorf("save browser session: %w", err)
 	}
-	ttl := signInWindow
+	ttl := SignInWindow
 	if _, signedIn := sessionUser(sess); signedIn {
-		ttl = browserSessionTTL
+		ttl = SessionTTL
 	}
 	s.remember(sess.ID, nil) // until the save is known to have worked
 	if err := s.store.Save(r.Context(), sess.ID, data, ttl); err != nil {

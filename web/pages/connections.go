@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"cmp"
@@ -22,33 +22,33 @@ import (
 // tokens deleted. What list_connections and disconnect do, for the user's own eyes.
 
 // connectionsPage is GET /connections.
-func (s *Server) connectionsPage(c echo.Context) error {
+func (s *Pages) connectionsPage(c echo.Context) error {
 	return s.showConnections(c, "")
 }
 
 // showConnections renders the page for the signed-in visitor, with notice.
-func (s *Server) showConnections(c echo.Context, notice string) error {
-	v, err := s.visitor(c)
+func (s *Pages) showConnections(c echo.Context, notice string) error {
+	v, err := s.browser.Visitor(c)
 	if err != nil {
 		return err
 	}
-	if !v.signedIn {
+	if !v.SignedIn {
 		return c.Redirect(http.StatusSeeOther, "/auth/login?next=/connections")
 	}
-	conns, err := s.opts.Credentials.Connections(c.Request().Context(), v.user, nil)
+	conns, err := s.opts.Credentials.Connections(c.Request().Context(), v.User, nil)
 	if err != nil {
 		return err
 	}
-	p, err := s.page(c, v, "Your connections")
+	p, err := s.browser.Layout(c, v, "Your connections")
 	if err != nil {
 		return err
 	}
-	return s.render(c, http.StatusOK, templates.ConnectionsPage(p, templates.Connections{Groups: s.connectionGroups(conns), Notice: notice}))
+	return s.browser.Render(c, http.StatusOK, templates.ConnectionsPage(p, templates.Connections{Groups: s.connectionGroups(conns), Notice: notice}))
 }
 
 // connectionGroups groups conns by holder: urlflow's own tools first, then the services in
 // their labels' order.
-func (s *Server) connectionGroups(conns []credentials.Connection) []templates.ConnectionGroup {
+func (s *Pages) connectionGroups(conns []credentials.Connection) []templates.ConnectionGroup {
 	var groups []templates.ConnectionGroup
 	for _, conn := range conns {
 		i := slices.IndexFunc(groups, func(g templates.ConnectionGroup) bool { return g.Service == conn.Service })
@@ -83,21 +83,21 @@ func (s *Server) connectionGroups(conns []credentials.Connection) []templates.Co
 
 // removeConnection is POST /connections/remove: the signed-in user removes one of their
 // credentials, named as the page's form names it.
-func (s *Server) removeConnection(c echo.Context) error {
-	v, err := s.visitor(c)
+func (s *Pages) removeConnection(c echo.Context) error {
+	v, err := s.browser.Visitor(c)
 	if err != nil {
 		return err
 	}
-	if !v.signedIn {
+	if !v.SignedIn {
 		return c.Redirect(http.StatusSeeOther, "/auth/login?next=/connections")
 	}
-	if err := s.checkCSRF(c, v); err != nil {
+	if err := s.browser.CheckCSRF(c, v); err != nil {
 		return err
 	}
-	if err := s.allowForm(c, v.user); err != nil {
+	if err := s.limits.Form(c, v.User); err != nil {
 		return err
 	}
-	notice, err := s.remove(c.Request().Context(), v.user, c.FormValue("name"))
+	notice, err := s.remove(c.Request().Context(), v.User, c.FormValue("name"))
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (s *Server) removeConnection(c echo.Context) error {
 }
 
 // remove removes user's credential name and says what it did.
-func (s *Server) remove(ctx context.Context, user state.User, name string) (string, error) {
+func (s *Pages) remove(ctx context.Context, user state.User, name string) (string, error) {
 	service, target := credentials.SplitName(name)
 	holder := "urlflow's own tools"
 	if service != "" {

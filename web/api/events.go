@@ -1,4 +1,4 @@
-package web
+package api
 
 import (
 	"cmp"
@@ -28,9 +28,9 @@ import (
 // that proxies on the way keep it open.
 const DefaultEventsKeepAlive = 15 * time.Second
 
-// maxEventStreams bounds the streams one service holds open on one replica: each holds a
+// MaxEventStreams bounds the streams one service holds open on one replica: each holds a
 // Redis connection while it waits.
-const maxEventStreams = 4
+const MaxEventStreams = 4
 
 // eventBatch bounds the events read from Redis at once.
 const eventBatch = 100
@@ -41,11 +41,11 @@ type eventStreams struct {
 	open map[string]int
 }
 
-// take counts a new stream of service, unless it holds maxEventStreams already.
+// take counts a new stream of service, unless it holds MaxEventStreams already.
 func (e *eventStreams) take(service string) (release func(), ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.open[service] >= maxEventStreams {
+	if e.open[service] >= MaxEventStreams {
 		return nil, false
 	}
 	if e.open == nil {
@@ -61,8 +61,8 @@ func (e *eventStreams) take(service string) (release func(), ok bool) {
 	}, true
 }
 
-// eventData is the data of an elicitation event on the stream.
-type eventData struct {
+// EventData is the data of an elicitation event on the stream.
+type EventData struct {
 	Event       flow.Event `json:"event"`
 	From        flow.State `json:"from,omitempty"`
 	To          flow.State `json:"to"`
@@ -71,35 +71,20 @@ type eventData struct {
 }
 
 // apiEvents is GET /api/v1/events, for delegating services only.
-func (s *Server) apiEvents(c echo.Context) error {
+func (s *API) apiEvents(c echo.Context) error {
 	who, _ := identity.CallerFrom(c.Request().Context())
 	svc, ok := s.opts.Services.Lookup(who.Service)
 	if !ok {
 		return refuse(http.StatusForbidden, "only a delegating service has an event stream; users read their elicitations one by one")
 	}
-	ctx := c.Request().Context()
-	after := cmp.Or(c.Request().Header.Get("Last-Event-ID"), c.QueryParam("lastEventId"))
-	reset := false
-	if after != "" {
-		switch err := s.opts.ServiceEvents.CheckPosition(ctx, svc.Name, after); {
-		case errors.Is(err, serviceevents.ErrBadPosition):
-			return refuse(http.StatusBadRequest, "Last-Event-ID: not an event ID of this stream; leave it out to start from now")
-		case errors.Is(err, serviceevents.ErrEventsGone):
-			reset = true
-		case err != nil:
-			return err
-		}
-	}
-	if after == "" || reset {
-		var err error
-		if after, err = s.opts.ServiceEvents.Last(ctx, svc.Name); err != nil {
-			return err
-		}
+	after, reset, err := s.startPosition(c, svc.Name)
+	if err != nil {
+		return err
 	}
 	release, ok := s.eventStreams.take(svc.Name)
 	if !ok {
 		c.Response().Header().Set("Retry-After", "5")
-		return refuse(http.StatusTooManyRequests, "the service %s has %d event streams open on this replica already; close one", svc.Name, maxEventStreams)
+		return refuse(http.StatusTooManyRequests, "the service %s has %d event streams open on this replica already; close one", svc.Name, MaxEventStreams)
 	}
 	defer release()
 
@@ -116,16 +101,44 @@ func (s *Server) apiEvents(c echo.Context) error {
 		fmt.Fprint(w, ": urlflow events\n\n")
 	}
 	w.Flush()
+	return s.streamEvents(c, svc.Name, after)
+}
 
+// startPosition returns where the event stream of service starts for c: after the
+// reader's Last-Event-ID, or now. reset is set when events after the reader's position
+// may be gone: it must read the state of its elicitations again.
+func (s *API) startPosition(c echo.Context, service string) (after string, reset bool, err error) {
+	ctx := c.Request().Context()
+	after = cmp.Or(c.Request().Header.Get("Last-Event-ID"), c.QueryParam("lastEventId"))
+	if after != "" {
+		switch err := s.opts.ServiceEvents.CheckPosition(ctx, service, after); {
+		case errors.Is(err, serviceevents.ErrBadPosition):
+			return "", false, refuse(http.StatusBadRequest, "Last-Event-ID: not an event ID of this stream; leave it out to start from now")
+		case errors.Is(err, serviceevents.ErrEventsGone):
+			reset = true
+		case err != nil:
+			return "", false, err
+		}
+	}
+	if after == "" || reset {
+		after, err = s.opts.ServiceEvents.Last(ctx, service)
+	}
+	return after, reset, err
+}
+
+// streamEvents writes the events of service after position after to c's stream as they
+// come, with a keep-alive comment when none came for a while, until the reader leaves.
+func (s *API) streamEvents(c echo.Context, service, after string) error {
+	ctx, w := c.Request().Context(), c.Response()
 	keepAlive := cmp.Or(s.opts.EventsKeepAlive, DefaultEventsKeepAlive)
 	for {
-		events, err := s.opts.ServiceEvents.Read(ctx, svc.Name, after, eventBatch, keepAlive)
+		events, err := s.opts.ServiceEvents.Read(ctx, service, after, eventBatch, keepAlive)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err != nil {
 			// The reader reconnects with the last ID it read and loses nothing.
-			s.log.WarnContext(ctx, "event stream ended", "service", svc.Name, "err", err)
+			s.log.WarnContext(ctx, "event stream ended", "service", service, "err", err)
 			return nil
 		}
 		if len(events) == 0 {
@@ -136,7 +149,7 @@ func (s *Server) apiEvents(c echo.Context) error {
 			if !v.State.Terminal() {
 				v.URL = flow.ElicitationURL(s.opts.PublicURL, v.ID)
 			}
-			data, err := json.Marshal(eventData{Event: ev.Event, From: ev.From, To: ev.To, At: ev.At, Elicitation: v})
+			data, err := json.Marshal(EventData{Event: ev.Event, From: ev.From, To: ev.To, At: ev.At, Elicitation: v})
 			if err != nil {
 				return err
 			}
@@ -149,14 +162,14 @@ func (s *Server) apiEvents(c echo.Context) error {
 
 // apiWebhook is GET /api/v1/elicitations/{id}/webhook: the delivery record of the webhook
 // that told the elicitation's service it ended, for the service and operators.
-func (s *Server) apiWebhook(c echo.Context) error {
+func (s *API) apiWebhook(c echo.Context) error {
 	who, e, err := s.callerElicitation(c)
-	if e == nil {
+	if err != nil {
 		return err
 	}
 	if !who.Operator && who.Service == "" {
 		// The delivery is the service's plumbing; its errors may name the service's hosts.
-		return unknownElicitation(c, e.ID)
+		return unknownElicitation(e.ID)
 	}
 	d, err := s.opts.Webhooks.Delivery(c.Request().Context(), e.ID)
 	if errors.Is(err, state.ErrNotFound) {

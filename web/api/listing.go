@@ -1,8 +1,9 @@
-package web
+package api
 
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,9 +19,9 @@ import (
 // apiList is GET /api/v1/elicitations: a page of the elicitations the caller may see
 // (every one for an operator, a service's own, a user's own) that the query's filters
 // select, oldest first.
-func (s *Server) apiList(c echo.Context) error {
+func (s *API) apiList(c echo.Context) error {
 	who, _ := identity.CallerFrom(c.Request().Context())
-	q, err := listQuery(c, who)
+	q, err := ListQuery(c.QueryParams(), who)
 	if err != nil {
 		return err
 	}
@@ -41,7 +42,7 @@ func (s *Server) apiList(c echo.Context) error {
 
 // apiSummary is GET /api/v1/elicitations/summary: the running elicitations the caller may
 // see by state, the notifications owed, how many are stuck, and the thresholds.
-func (s *Server) apiSummary(c echo.Context) error {
+func (s *API) apiSummary(c echo.Context) error {
 	who, _ := identity.CallerFrom(c.Request().Context())
 	sum, err := s.opts.Flows.Index().Summarize(c.Request().Context(), scope(who))
 	if err != nil {
@@ -62,62 +63,28 @@ func scope(who identity.Caller) flow.Filter {
 	return flow.Filter{UserKey: who.Claims.User.Key()}
 }
 
-// listQuery reads the filters, cursor and limit of a listing from c's query, within
-// what who may see. Parameters named in also are let through and not read.
-func listQuery(c echo.Context, who identity.Caller, also ...string) (flow.ListQuery, error) {
-	q := flow.ListQuery{Filter: scope(who), Cursor: c.QueryParam("cursor")}
-	params := c.QueryParams()
+// ListQuery reads the filters, cursor and limit of a listing from the query params, within
+// what who may see: the API's listing, and the operators' pages that show it. Parameters
+// named in also are let through and not read. Its errors are the API's refusals, whose
+// message says what is wrong.
+func ListQuery(params url.Values, who identity.Caller, also ...string) (flow.ListQuery, error) {
+	q := flow.ListQuery{Filter: scope(who), Cursor: params.Get("cursor")}
 	for name := range params {
 		if !slices.Contains(listParams, name) && !slices.Contains(also, name) {
 			return q, refuse(http.StatusBadRequest, "%s: not a filter of this listing (want %s)", name, strings.Join(listParams, ", "))
 		}
 	}
-	if v := c.QueryParam("state"); v != "" {
-		for _, name := range strings.Split(v, ",") {
-			st := flow.State(strings.TrimSpace(name))
-			if !st.Valid() {
-				return q, refuse(http.StatusBadRequest, "state: %q is not a state", name)
-			}
-			q.States = append(q.States, st)
-		}
+	if err := readStates(params, &q); err != nil {
+		return q, err
 	}
-	switch v := c.QueryParam("stuck"); v {
-	case "", "false":
-	case "true":
-		q.Stuck = true
-	default:
-		return q, refuse(http.StatusBadRequest, "stuck: want true or false")
+	if err := readScope(params, who, &q); err != nil {
+		return q, err
 	}
-	if v := c.QueryParam("olderThan"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return q, refuse(http.StatusBadRequest, "olderThan: want a duration such as 10m or 2h")
-		}
-		q.OlderThan = d
-	}
-	if v := c.QueryParam("user"); v != "" {
-		if !who.Operator {
-			return q, refuse(http.StatusForbidden, "user: only operators list other users' elicitations")
-		}
-		q.Subject = v
-	}
-	switch k := state.Kind(c.QueryParam("kind")); k {
-	case "", state.KindSecret, state.KindOAuth:
-		q.Kind = k
-	default:
-		return q, refuse(http.StatusBadRequest, "kind: want secret or oauth")
-	}
-	if v := c.QueryParam("service"); v != "" {
-		if q.Service != "" && v != q.Service {
-			return q, refuse(http.StatusForbidden, "service: a service lists only its own elicitations")
-		}
-		q.Service = v
-	}
-	if q.Era = c.QueryParam("era"); q.Era != "" && !slices.Contains(flow.Eras, q.Era) {
+	if q.Era = params.Get("era"); q.Era != "" && !slices.Contains(flow.Eras, q.Era) {
 		return q, refuse(http.StatusBadRequest, "era: want one of %s", strings.Join(flow.Eras, ", "))
 	}
-	q.Target, q.Client, q.Replica = c.QueryParam("target"), c.QueryParam("client"), c.QueryParam("replica")
-	if v := c.QueryParam("limit"); v != "" {
+	q.Target, q.Client, q.Replica = params.Get("target"), params.Get("client"), params.Get("replica")
+	if v := params.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > flow.MaxListLimit {
 			return q, refuse(http.StatusBadRequest, "limit: want a whole number from 1 to %d", flow.MaxListLimit)
@@ -125,6 +92,58 @@ func listQuery(c echo.Context, who identity.Caller, also ...string) (flow.ListQu
 		q.Limit = n
 	}
 	return q, nil
+}
+
+// readStates reads the filters on where the flows stand: state, stuck, olderThan.
+func readStates(params url.Values, q *flow.ListQuery) error {
+	if v := params.Get("state"); v != "" {
+		for _, name := range strings.Split(v, ",") {
+			st := flow.State(strings.TrimSpace(name))
+			if !st.Valid() {
+				return refuse(http.StatusBadRequest, "state: %q is not a state", name)
+			}
+			q.States = append(q.States, st)
+		}
+	}
+	switch v := params.Get("stuck"); v {
+	case "", "false":
+	case "true":
+		q.Stuck = true
+	default:
+		return refuse(http.StatusBadRequest, "stuck: want true or false")
+	}
+	if v := params.Get("olderThan"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return refuse(http.StatusBadRequest, "olderThan: want a duration such as 10m or 2h")
+		}
+		q.OlderThan = d
+	}
+	return nil
+}
+
+// readScope reads the filters on whose the flows are, within what who may see: user,
+// kind, service.
+func readScope(params url.Values, who identity.Caller, q *flow.ListQuery) error {
+	if v := params.Get("user"); v != "" {
+		if !who.Operator {
+			return refuse(http.StatusForbidden, "user: only operators list other users' elicitations")
+		}
+		q.Subject = v
+	}
+	switch k := state.Kind(params.Get("kind")); k {
+	case "", state.KindSecret, state.KindOAuth:
+		q.Kind = k
+	default:
+		return refuse(http.StatusBadRequest, "kind: want secret or oauth")
+	}
+	if v := params.Get("service"); v != "" {
+		if q.Service != "" && v != q.Service {
+			return refuse(http.StatusForbidden, "service: a service lists only its own elicitations")
+		}
+		q.Service = v
+	}
+	return nil
 }
 
 // listParams are the query parameters of GET /api/v1/elicitations.

@@ -1,4 +1,4 @@
-package web
+package api
 
 import (
 	"cmp"
@@ -16,6 +16,7 @@ import (
 	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/web/respond"
 )
 
 // actor is how the history names the caller of the API: the operator, the service or the
@@ -44,13 +45,14 @@ func mayRead(who identity.Caller, e *flow.Elicitation) bool {
 
 // unknownElicitation is the answer for anything that is not one of the caller's
 // elicitations: no such ID, another user's, or malformed. It reveals nothing.
-func unknownElicitation(c echo.Context, id string) error {
-	return c.JSON(http.StatusNotFound, map[string]string{"id": id, "state": string(flow.Unknown)})
+func unknownElicitation(id string) error {
+	return respond.JSON(http.StatusNotFound, map[string]string{"id": id, "state": string(flow.Unknown)})
 }
 
 // callerElicitation loads the elicitation named in the path if the caller (whom the bearer
-// check let through) may see it (mayRead).
-func (s *Server) callerElicitation(c echo.Context) (identity.Caller, *flow.Elicitation, error) {
+// check let through) may see it (mayRead); otherwise its error is the answer that the
+// elicitation is unknown.
+func (s *API) callerElicitation(c echo.Context) (identity.Caller, *flow.Elicitation, error) {
 	who, ok := identity.CallerFrom(c.Request().Context())
 	if !ok {
 		return who, nil, errors.New("the recovery API is served without its bearer check")
@@ -58,7 +60,7 @@ func (s *Server) callerElicitation(c echo.Context) (identity.Caller, *flow.Elici
 	id := c.Param("id")
 	e, err := s.opts.Flows.Read(c.Request().Context(), id)
 	if errors.Is(err, state.ErrNotFound) || (err == nil && !mayRead(who, e)) {
-		return who, nil, unknownElicitation(c, id)
+		return who, nil, unknownElicitation(id)
 	}
 	return who, e, err
 }
@@ -66,7 +68,7 @@ func (s *Server) callerElicitation(c echo.Context) (identity.Caller, *flow.Elici
 // view is e as the API shows it to the caller in ctx, with its history. A delegating
 // service is not told who else opened its user's link: that is the user's and the
 // operators' to know.
-func (s *Server) view(ctx context.Context, e *flow.Elicitation) (flow.View, error) {
+func (s *API) view(ctx context.Context, e *flow.Elicitation) (flow.View, error) {
 	history, err := s.opts.Flows.History(ctx, e.ID)
 	if err != nil {
 		return flow.View{}, err
@@ -81,7 +83,7 @@ func (s *Server) view(ctx context.Context, e *flow.Elicitation) (flow.View, erro
 	return e.View(flow.ElicitationURL(s.opts.PublicURL, e.ID), history), nil
 }
 
-func (s *Server) answer(c echo.Context, status int, e *flow.Elicitation) error {
+func (s *API) answer(c echo.Context, status int, e *flow.Elicitation) error {
 	v, err := s.view(c.Request().Context(), e)
 	if err != nil {
 		return err
@@ -94,7 +96,7 @@ const DefaultStatusWaitLimit = 60 * time.Second
 
 // apiStatus is GET /api/v1/elicitations/{id}. With ?wait=N (seconds, at most 60) it
 // answers once the flow has ended, or after N seconds with the flow as it then stands.
-func (s *Server) apiStatus(c echo.Context) error {
+func (s *API) apiStatus(c echo.Context) error {
 	limit := cmp.Or(s.opts.StatusWaitLimit, DefaultStatusWaitLimit)
 	var wait time.Duration
 	if v := c.QueryParam("wait"); v != "" {
@@ -113,7 +115,7 @@ func (s *Server) apiStatus(c echo.Context) error {
 		defer stop()
 	}
 	_, e, err := s.callerElicitation(c)
-	if e == nil {
+	if err != nil {
 		return err
 	}
 	if wait > 0 && !e.State.Terminal() {
@@ -126,9 +128,9 @@ func (s *Server) apiStatus(c echo.Context) error {
 
 // apiCancel is POST /api/v1/elicitations/{id}/cancel: 200 and cancelled from a running
 // state, 409 with the current state from an ended one. An operator gives a reason.
-func (s *Server) apiCancel(c echo.Context) error {
+func (s *API) apiCancel(c echo.Context) error {
 	who, e, err := s.callerElicitation(c)
-	if e == nil {
+	if err != nil {
 		return err
 	}
 	req, err := actionBody(c)
@@ -151,7 +153,7 @@ func (s *Server) apiCancel(c echo.Context) error {
 
 // recoveryRefusal answers an action that err refused: 409 with the elicitation and what
 // stands in the way (recovery.Conflict), or err itself.
-func (s *Server) recoveryRefusal(c echo.Context, err error) error {
+func (s *API) recoveryRefusal(c echo.Context, err error) error {
 	var conflict *recovery.Conflict
 	if errors.As(err, &conflict) {
 		return s.conflict(c, conflict.Elicitation, conflict.Why)
@@ -215,10 +217,10 @@ func act(who identity.Caller, reason, def string) (flow.Act, error) {
 // originating session while that lives (200 with the delivery record). With {"new": true},
 // a flow that ended without success gets a new attempt, linked both ways (201). An operator
 // gives a reason for either.
-func (s *Server) apiRetry(c echo.Context) error {
+func (s *API) apiRetry(c echo.Context) error {
 	// The caller first: without a valid token the answer is 401, whatever the body.
 	who, e, err := s.callerElicitation(c)
-	if e == nil {
+	if err != nil {
 		return err
 	}
 	req, err := actionBody(c)
@@ -248,7 +250,7 @@ func (s *Server) apiRetry(c echo.Context) error {
 }
 
 // conflict answers 409 with the elicitation and what stands in the way.
-func (s *Server) conflict(c echo.Context, e *flow.Elicitation, why string) error {
+func (s *API) conflict(c echo.Context, e *flow.Elicitation, why string) error {
 	v, err := s.view(c.Request().Context(), e)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"cmp"
@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/templates"
+	"github.com/urlflow/urlflow/web/browser"
 )
 
 // safeNext returns next if it is a path on this server, and "/" otherwise, so that sign-in
@@ -39,24 +39,20 @@ func safeNext(next string) string {
 // otherwise it sends the browser to the issuer, keeping the attempt (state, nonce, PKCE
 // verifier, where to return) in the browser session. Either way the session is saved, so
 // that a visitor not yet signed in has the whole sign-in window from this page on.
-func (s *Server) signInPage(c echo.Context) error {
-	v, err := s.visitor(c)
+func (s *Pages) signInPage(c echo.Context) error {
+	v, err := s.browser.Visitor(c)
 	if err != nil {
 		return err
 	}
 	next := safeNext(c.QueryParam("next"))
 	if s.opts.Dev != nil {
-		if err := v.sess.Save(c.Request(), c.Response()); err != nil {
+		if err := s.browser.Save(c, v); err != nil {
 			return err
 		}
 		return s.renderDevSignIn(c, v, http.StatusOK, next, "", "")
 	}
 	attempt, authURL := s.opts.SignIn.Start()
-	v.sess.Values[valueSignInState] = attempt.State
-	v.sess.Values[valueSignInNonce] = attempt.Nonce
-	v.sess.Values[valueSignInVerifier] = attempt.Verifier
-	v.sess.Values[valueSignInNext] = next
-	if err := v.sess.Save(c.Request(), c.Response()); err != nil {
+	if err := s.browser.StartSignIn(c, v, attempt, next); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusFound, authURL)
@@ -65,41 +61,28 @@ func (s *Server) signInPage(c echo.Context) error {
 // signInCallback is GET /auth/callback: the issuer sends the browser back. The attempt is
 // spent before anything else, so an answer can be used once; a browser that brings none
 // has nothing saved. The session ID rotates at sign-in.
-func (s *Server) signInCallback(c echo.Context) error {
+func (s *Pages) signInCallback(c echo.Context) error {
 	if s.opts.SignIn == nil {
 		return echo.NewHTTPError(http.StatusNotFound, "Sign-in is not configured on this server.")
 	}
-	v, err := s.visitor(c)
+	v, err := s.browser.Visitor(c)
 	if err != nil {
 		return err
 	}
-	attempt := identity.SignInAttempt{}
-	attempt.State, _ = v.sess.Values[valueSignInState].(string)
-	attempt.Nonce, _ = v.sess.Values[valueSignInNonce].(string)
-	attempt.Verifier, _ = v.sess.Values[valueSignInVerifier].(string)
-	next, _ := v.sess.Values[valueSignInNext].(string)
-	spent := false
-	for _, k := range []string{valueSignInState, valueSignInNonce, valueSignInVerifier, valueSignInNext} {
-		if _, kept := v.sess.Values[k]; kept {
-			delete(v.sess.Values, k)
-			spent = true
-		}
-	}
-	if spent {
-		if err := v.sess.Save(c.Request(), c.Response()); err != nil {
-			return err
-		}
+	attempt, next, err := s.browser.TakeSignIn(c, v)
+	if err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	who, err := s.opts.SignIn.Finish(ctx, attempt, c.QueryParams())
 	switch {
 	case errors.Is(err, identity.ErrSignInDenied):
-		s.refusedIdentity(c.Request(), state.User{}, "", "sign-in refused or cancelled at the issuer")
+		s.browser.RefusedIdentity(c.Request(), state.User{}, "", "sign-in refused or cancelled at the issuer")
 		return echo.NewHTTPError(http.StatusForbidden, "You were not signed in: the sign-in was refused or cancelled at "+
 			"your organisation's sign-in page. Nothing was changed. Open your link again to retry.")
 	case errors.Is(err, identity.ErrSignInState):
 		s.log.WarnContext(ctx, "sign-in answer refused", "err", err)
-		s.refusedIdentity(c.Request(), state.User{}, "", "sign-in answer already used, expired, or of another browser")
+		s.browser.RefusedIdentity(c.Request(), state.User{}, "", "sign-in answer already used, expired, or of another browser")
 		return echo.NewHTTPError(http.StatusBadRequest, "This sign-in answer was already used, has expired, or belongs to "+
 			"another browser. Nothing was changed. Open your link again to sign in.")
 	case err != nil:
@@ -107,59 +90,37 @@ func (s *Server) signInCallback(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadGateway, "Signing you in failed at the last step. Nothing was changed. "+
 			"Open your link again to retry.")
 	}
-	if err := s.signInAs(c, v, who.User, who.Name, who.Operator); err != nil {
+	if err := s.browser.SignInAs(c, v, who.User, who.Name, who.Operator); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, safeNext(next))
 }
 
-// signInAs makes v's browser session the session of user, under a new session ID;
-// operator says whether the issuer's ID token made the user an operator.
-func (s *Server) signInAs(c echo.Context, v *visitor, user state.User, name string, operator bool) error {
-	if err := s.sessions.rotate(c.Request(), v.sess); err != nil {
-		return err
-	}
-	v.sess.Values[valueIssuer] = user.Issuer
-	v.sess.Values[valueSubject] = user.Subject
-	v.sess.Values[valueName] = name
-	v.sess.Values[valueSignedIn] = time.Now().UTC().Format(time.RFC3339)
-	delete(v.sess.Values, valueOperator)
-	if operator {
-		v.sess.Values[valueOperator] = "1"
-	}
-	if err := v.sess.Save(c.Request(), c.Response()); err != nil {
-		return err
-	}
-	s.log.InfoContext(c.Request().Context(), "browser signed in", "user", user.Key(), "development", s.opts.Dev != nil)
-	s.signedIn(c.Request().Context(), user)
-	return nil
-}
-
-func (s *Server) renderDevSignIn(c echo.Context, v *visitor, status int, next, name, problem string) error {
-	token, err := s.csrfToken(c, v)
+func (s *Pages) renderDevSignIn(c echo.Context, v *browser.Visitor, status int, next, name, problem string) error {
+	token, err := s.browser.CSRFToken(c, v)
 	if err != nil {
 		return err
 	}
-	p, err := s.page(c, v, "Sign in (development)")
+	p, err := s.browser.Layout(c, v, "Sign in (development)")
 	if err != nil {
 		return err
 	}
-	return s.render(c, status, templates.DevSignInPage(p, templates.DevSignIn{
+	return s.browser.Render(c, status, templates.DevSignInPage(p, templates.DevSignIn{
 		Next: next, CSRF: token, Error: problem, Name: name,
 	}))
 }
 
 // signIn is POST /auth/login: in development, the typed name becomes the signed-in user.
 // The session ID rotates, so an ID planted before sign-in is worthless afterwards.
-func (s *Server) signIn(c echo.Context) error {
+func (s *Pages) signIn(c echo.Context) error {
 	if s.opts.Dev == nil {
 		return echo.NewHTTPError(http.StatusNotFound, "Sign-in is not configured on this server.")
 	}
-	v, err := s.visitor(c)
+	v, err := s.browser.Visitor(c)
 	if err != nil {
 		return err
 	}
-	if err := s.checkCSRF(c, v); err != nil {
+	if err := s.browser.CheckCSRF(c, v); err != nil {
 		return err
 	}
 	next := safeNext(c.FormValue("next"))
@@ -168,31 +129,30 @@ func (s *Server) signIn(c echo.Context) error {
 		return s.renderDevSignIn(c, v, http.StatusUnprocessableEntity, next, "",
 			"Use 1 to 64 lower-case letters, digits, dots, dashes or underscores, for example alice.")
 	}
-	if err := s.signInAs(c, v, s.opts.Dev.User(name), name, false); err != nil {
+	if err := s.browser.SignInAs(c, v, s.opts.Dev.User(name), name, false); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
 // signOut is POST /auth/logout.
-func (s *Server) signOut(c echo.Context) error {
-	v, err := s.visitor(c)
+func (s *Pages) signOut(c echo.Context) error {
+	v, err := s.browser.Visitor(c)
 	if err != nil {
 		return err
 	}
-	if err := s.checkCSRF(c, v); err != nil {
+	if err := s.browser.CheckCSRF(c, v); err != nil {
 		return err
 	}
-	v.sess.Options.MaxAge = -1
-	if err := v.sess.Save(c.Request(), c.Response()); err != nil {
+	if err := s.browser.SignOut(c, v); err != nil {
 		return err
 	}
-	return s.render(c, http.StatusOK, templates.SignedOutPage(templates.Page{Title: "Signed out", Dev: s.opts.Dev != nil}, templates.SignedOut{}))
+	return s.browser.Render(c, http.StatusOK, templates.SignedOutPage(templates.Page{Title: "Signed out", Dev: s.opts.Dev != nil}, templates.SignedOut{}))
 }
 
 // devToken is GET /dev/token?user=NAME: a bearer token for a development user, for
 // urlflow, or with &resource=URL for a configured service whose resource URL that is.
-func (s *Server) devToken(c echo.Context) error {
+func (s *Pages) devToken(c echo.Context) error {
 	name := c.QueryParam("user")
 	if !identity.ValidDevName(name) {
 		return echo.NewHTTPError(http.StatusBadRequest,
@@ -217,7 +177,7 @@ func (s *Server) devToken(c echo.Context) error {
 // devServiceKey is GET /dev/service-key?service=NAME (development only, on loopback like
 // /dev/token): the key of a development service, "demo" by default, so that a delegating
 // server run next to urlflow dev needs no key pasted.
-func (s *Server) devServiceKey(c echo.Context) error {
+func (s *Pages) devServiceKey(c echo.Context) error {
 	name := cmp.Or(c.QueryParam("service"), "demo")
 	key, ok := s.opts.DevServiceKeys[name]
 	if !ok {

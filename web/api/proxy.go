@@ -1,0 +1,122 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/proxy"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/upstream"
+)
+
+// proxyRequest is the body of POST /api/v1/proxy: the request to make, as call_api takes
+// it, and whose credential to use.
+type proxyRequest struct {
+	Slot     string            `json:"slot"`
+	Provider string            `json:"provider"`
+	Method   string            `json:"method"`
+	Path     string            `json:"path"`
+	Query    map[string]string `json:"query"`
+	Body     string            `json:"body"`
+	// User names the user instead of a user token, for services with assert_users.
+	User string `json:"user"`
+}
+
+// Reasons of a proxy request refused for what is stored: the service asks the user first
+// (POST /api/v1/elicitations, which replaces a locked or unusable credential).
+const (
+	reasonNotStored  = "not_stored" // nothing stored for this service
+	reasonLocked     = "locked"     // a secret locked until its user enters it again
+	reasonReconnect  = "reconnect"  // a connection the provider no longer honours
+	reasonUnopenable = "unopenable" // a secret sealed under a retired key
+	reasonCarried    = "carried"    // the request carried the credential; nothing was sent
+	// not_releasable: a release of a credential provided before the service had release
+	reasonNotReleasable = "not_releasable"
+)
+
+// notStored refuses a request for a secret the user has not stored for the service.
+func notStored(c echo.Context, t serviceTarget) error {
+	return apiRefusal(c, http.StatusConflict, reasonNotStored, "the user has no "+t.label+" stored for this service: create an elicitation")
+}
+
+// apiProxy is POST /api/v1/proxy, for delegating services only: the request is made to
+// the slot's or provider's API with the user's credential that the service holds
+// injected, under call_api's rules (package proxy), and the answer is call_api's
+// structured result: status, the configured headers, the body, redacted.
+func (s *API) apiProxy(c echo.Context) error {
+	var req proxyRequest
+	svc, t, err := s.targetedRequest(c, &req, &req.Slot, &req.Provider)
+	if err != nil {
+		return err
+	}
+	api := (*upstream.API)(nil)
+	if t.slot != nil {
+		api = t.slot.API
+	} else {
+		api = t.provider.API
+	}
+	if api == nil {
+		return refuse(http.StatusBadRequest, "urlflow has no API configured for the %s %s", kindNoun(t.kind), t.name)
+	}
+	if req.Path == "" {
+		return refuse(http.StatusBadRequest, `path is required: the API path to call ("/" for the API's base URL)`)
+	}
+	call := upstream.Request{Method: req.Method, Path: req.Path, Query: req.Query, Body: req.Body}
+	if err := proxy.Check(api, call); err != nil {
+		return refuse(http.StatusBadRequest, "%v", err)
+	}
+	user, err := s.delegatedUser(c, svc, req.User)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	use := proxy.Use{User: user, Name: credentials.Name(svc.Name, t.name), Actor: state.ActorService,
+		Via: "a proxy request of the service " + svc.Name}
+	var resp *upstream.Response
+	if t.slot != nil {
+		cred, err := s.opts.Credentials.Get(ctx, user, use.Name)
+		if errors.Is(err, state.ErrNotFound) {
+			return notStored(c, t)
+		}
+		if err != nil {
+			return err
+		}
+		resp, _, err = s.proxy.Secret(ctx, use, t.slot, cred, call)
+		if err != nil {
+			return s.proxyRefusal(c, t, err)
+		}
+	} else if resp, err = s.proxy.Provider(ctx, use, t.provider, call); err != nil {
+		return s.proxyRefusal(c, t, err)
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+// proxyRefusal answers a proxy request that failed with err.
+func (s *API) proxyRefusal(c echo.Context, t serviceTarget, err error) error {
+	var (
+		locked  *proxy.LockedError
+		carried *proxy.CarriedError
+	)
+	switch {
+	case errors.As(err, &locked):
+		return apiRefusal(c, http.StatusConflict, reasonLocked, fmt.Sprintf("the user's %s is locked (%s): create an elicitation to have it entered again", t.label, locked.Reason))
+	case errors.Is(err, proxy.ErrUnopenable):
+		return apiRefusal(c, http.StatusConflict, reasonUnopenable, "the stored "+t.label+" no longer opens (its key was retired): create an elicitation with replace")
+	case errors.As(err, &carried) && carried.Locked:
+		return apiRefusal(c, http.StatusUnprocessableEntity, reasonCarried, "the request's "+carried.Where+" carries the credential, or a form of it, so urlflow sent nothing and locked the "+t.label+" until the user enters it again; never send it: urlflow adds it")
+	case errors.As(err, &carried):
+		return apiRefusal(c, http.StatusUnprocessableEntity, reasonCarried, "the request's "+carried.Where+" carries the credential, or a form of it, so urlflow sent nothing; never send it: urlflow adds it")
+	case errors.Is(err, thirdparty.ErrNotConnected):
+		return apiRefusal(c, http.StatusConflict, reasonNotStored, "the user has no "+t.label+" connected for this service: create an elicitation")
+	case errors.Is(err, thirdparty.ErrReconnect):
+		return apiRefusal(c, http.StatusConflict, reasonReconnect, "the provider no longer honours the user's connection: create an elicitation to connect again")
+	case errors.Is(err, proxy.ErrNoToken):
+		s.log.ErrorContext(c.Request().Context(), "connection tokens unusable", "credential", t.name, "err", err)
+		return refuse(http.StatusServiceUnavailable, "urlflow could not get a working token right now; nothing was changed, try again in a moment")
+	}
+	return refuse(http.StatusBadGateway, "the call failed: %v", err)
+}

@@ -1,0 +1,178 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/urlflow/urlflow/oauth/identity"
+	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/services"
+	"github.com/urlflow/urlflow/slots"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/web/respond"
+)
+
+// UserTokenHeader carries the access token the delegating service received from its user
+// on the MCP request: evidence of who the user is, checked against the service's resource
+// and never accepted as authentication to urlflow.
+const UserTokenHeader = "Urlflow-User-Token"
+
+// readBody reads the request body, whose time to arrive is bounded by the body deadline.
+func readBody(c echo.Context) ([]byte, error) {
+	body, err := io.ReadAll(c.Request().Body)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, respond.ErrBodyTooSlow
+	}
+	return body, err
+}
+
+// targetedRequest is serviceRequest for a body that names a slot or a provider (into slot
+// and provider, fields of req): it returns the one the service names, if it may use it.
+func (s *API) targetedRequest(c echo.Context, req any, slot, provider *string) (*services.Service, serviceTarget, error) {
+	svc, err := s.serviceRequest(c, req)
+	if err != nil {
+		return nil, serviceTarget{}, err
+	}
+	t, err := s.serviceTarget(svc, *slot, *provider)
+	return svc, t, err
+}
+
+// isJSON reports whether the request's body is declared as JSON. A form's body would be
+// read by the form parser (limitBody) before the handler sees it.
+func isJSON(c echo.Context) bool {
+	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
+	return mt == echo.MIMEApplicationJSON
+}
+
+// serviceRequest returns the service that sent c, with its JSON body decoded into req
+// (decodeJSONBody: one JSON value, unknown fields refused); it refuses a caller that is
+// not a service and a body that is not such JSON.
+func (s *API) serviceRequest(c echo.Context, req any) (*services.Service, error) {
+	who, _ := identity.CallerFrom(c.Request().Context())
+	svc, ok := s.opts.Services.Lookup(who.Service)
+	if !ok {
+		return nil, refuse(http.StatusForbidden,
+			"only a delegating service uses this part of the API; users go through urlflow's MCP tools")
+	}
+	if !isJSON(c) {
+		return nil, refuse(http.StatusUnsupportedMediaType, "send the body as application/json")
+	}
+	body, err := readBody(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := decodeJSONBody(body, req, true); err != nil {
+		return nil, refuse(http.StatusBadRequest, "the body must be JSON as docs/openapi.yaml describes: %v", err)
+	}
+	return svc, nil
+}
+
+// refuse is the error that answers a request the API refuses with status and
+// {"error": message} (handleError).
+func refuse(status int, format string, a ...any) error {
+	return echo.NewHTTPError(status, fmt.Sprintf(format, a...))
+}
+
+// serviceTarget is a slot or provider a service names.
+type serviceTarget struct {
+	kind     state.Kind
+	name     string
+	label    string
+	slot     *slots.Slot          // for a slot
+	provider *thirdparty.Provider // for a provider
+}
+
+// serviceTarget returns the slot or provider (one of the two names is set) that svc may
+// use.
+func (s *API) serviceTarget(svc *services.Service, slot, provider string) (serviceTarget, error) {
+	var t serviceTarget
+	switch {
+	case (slot == "") == (provider == ""):
+		return t, refuse(http.StatusBadRequest, "name one of slot and provider")
+	case slot != "":
+		t.kind, t.name = state.KindSecret, slot
+		if sl, ok := s.opts.Slots.Lookup(slot); ok {
+			t.slot, t.label = sl, sl.Label
+		}
+	default:
+		t.kind, t.name = state.KindOAuth, provider
+		if p, ok := s.opts.Providers.Lookup(provider); ok {
+			t.provider, t.label = p, p.Label+" account"
+		}
+	}
+	if t.label == "" || !svc.Allows(t.kind, t.name) {
+		return t, refuse(http.StatusForbidden, "the service %s may not use the %s %q", svc.Name, kindNoun(t.kind), t.name)
+	}
+	return t, nil
+}
+
+func kindNoun(k state.Kind) string {
+	if k == state.KindOAuth {
+		return "provider"
+	}
+	return "slot"
+}
+
+// delegatedUser returns the user a service acts for: the one its user token proves, or,
+// for a service trusted to assert users, the one it names.
+func (s *API) delegatedUser(c echo.Context, svc *services.Service, named string) (state.User, error) {
+	token := strings.TrimSpace(c.Request().Header.Get(UserTokenHeader))
+	switch {
+	case token != "" && named != "":
+		return state.User{}, refuse(http.StatusBadRequest, "send the user's token or name the user, not both")
+	case token == "" && named == "":
+		return state.User{}, refuse(http.StatusUnauthorized,
+			"send the access token your user sent you in the %s header: it shows which user this is for", UserTokenHeader)
+	case token == "" && !svc.AssertUsers:
+		return state.User{}, refuse(http.StatusForbidden,
+			"the service %s may not name users: send the user's access token in the %s header", svc.Name, UserTokenHeader)
+	case token == "":
+		user := state.User{Issuer: s.userIssuer(), Subject: named}
+		if s.opts.Dev != nil && !identity.ValidDevName(named) {
+			return state.User{}, refuse(http.StatusBadRequest, "user: not a development user name")
+		}
+		return user, nil
+	}
+	verifier, ok := s.serviceUsers[svc.Name]
+	if !ok {
+		return state.User{}, refuse(http.StatusServiceUnavailable, "urlflow cannot check this service's user tokens")
+	}
+	claims, err := verifier.Verify(c.Request().Context(), token)
+	if errors.Is(err, identity.ErrInvalidToken) && svc.ClientID != "" {
+		// Or a token for urlflow that the issuer exchanged for this service (RFC 8693):
+		// its act names the service's client.
+		if exchanged, xerr := s.verifier.Verify(c.Request().Context(), token); xerr == nil && exchanged.Actor == svc.ClientID && !exchanged.ClientOnly() {
+			claims, err = exchanged, nil
+		}
+	}
+	switch {
+	case errors.Is(err, identity.ErrInvalidToken):
+		reason := strings.TrimPrefix(err.Error(), identity.ErrInvalidToken.Error()+": ")
+		return state.User{}, refuse(http.StatusUnauthorized, "the user token is not valid: %s", reason)
+	case err != nil:
+		s.log.ErrorContext(c.Request().Context(), "user token of a service not checked", "service", svc.Name, "err", err)
+		return state.User{}, refuse(http.StatusServiceUnavailable, "urlflow cannot check tokens right now; please try again in a moment")
+	case claims.ClientOnly():
+		return state.User{}, refuse(http.StatusUnauthorized, "the user token is not valid: a client's own token (client credentials) names no user")
+	}
+	return claims.User, nil
+}
+
+// userIssuer is the issuer of the users of this deployment.
+func (s *API) userIssuer() string {
+	if s.opts.Dev != nil {
+		return identity.DevIssuer
+	}
+	return s.opts.Issuer
+}
+
+// apiRefusal answers status with {"error": message, "reason": reason}.
+func apiRefusal(c echo.Context, status int, reason, message string) error {
+	return c.JSON(status, map[string]string{"error": message, "reason": reason})
+}
