@@ -141,3 +141,6 @@ func (r *Recovery) audit(ctx context.Context, e *flow.Elicitation, what string, 
 	r.opts.Audit.Record(ctx, audit.Event{Event: audit.OperatorAction, Actor: state.ActorOperator, By: act.By, Cause: what,
 		Elicitation: e.ID, Kind: string(e.Kind), Target: e.Target, Service: e.Service, Reason: act.Reason}.About(e.User))
 }
+
+// ReasonLimit bounds the reason of an action, in runes.
+const ReasonLimit = 300

@@ -25,8 +25,8 @@ import (
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/templates"
-	"github.com/urlflow/urlflow/web/api"
 	"github.com/urlflow/urlflow/web/browser"
+	"github.com/urlflow/urlflow/web/listing"
 	"github.com/urlflow/urlflow/web/respond"
 )
 
@@ -110,7 +110,7 @@ func (s *Admin) adminPage(c echo.Context) error {
 	// The filters are the API's, read from the same query parameters.
 	view.Filter = templates.AdminFilter{State: c.QueryParam("state"), User: c.QueryParam("user"),
 		OlderThan: c.QueryParam("olderThan"), Stuck: c.QueryParam("stuck") == "true"}
-	q, err := api.ListQuery(c.QueryParams(), operatorAs(v), "done")
+	q, err := listing.Query(c.QueryParams(), operatorAs(v), "done")
 	var page flow.Page
 	if err == nil {
 		page, err = s.opts.Flows.Index().List(ctx, q)
@@ -242,7 +242,7 @@ func (s *Admin) adminAct(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	reason := display.Clean(c.FormValue("reason"), api.ReasonLimit)
+	reason := display.Clean(c.FormValue("reason"), recovery.ReasonLimit)
 	if strings.TrimSpace(reason) == "" {
 		return echo.NewHTTPError(http.StatusBadRequest, "Say why, in the reason field: it is kept in the flow's history. Nothing was changed.")
 	}

@@ -169,9 +169,6 @@ type actionRequest struct {
 	Reason string `json:"reason"`
 }
 
-// ReasonLimit bounds the reason of an action, in runes.
-const ReasonLimit = 300
-
 // actionBody reads the optional JSON body of the cancel and retry endpoints.
 func actionBody(c echo.Context) (actionRequest, error) {
 	var req actionRequest
@@ -188,7 +185,7 @@ func actionBody(c echo.Context) (actionRequest, error) {
 			return req, refuse(http.StatusBadRequest, `the body must be empty or one JSON value like {"new": true} or {"reason": "..."}: %v`, err)
 		}
 	}
-	req.Reason = display.Clean(req.Reason, ReasonLimit)
+	req.Reason = display.Clean(req.Reason, recovery.ReasonLimit)
 	return req, nil
 }
 
