@@ -17,7 +17,7 @@ import (
 
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/oauth/identity"
-	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/vault"
@@ -137,7 +137,7 @@ func (cs *connectSetup) connectAlice(t *testing.T) (*client, *sdk.ElicitParams) 
 
 // storedToken opens the sealed token of user's connection to acme with urlflow dev's own
 // keys, so that the test can look for it where it must not be.
-func (cs *connectSetup) storedToken(t *testing.T, user string) thirdparty.Token {
+func (cs *connectSetup) storedToken(t *testing.T, user string) providers.Token {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(cs.s.configHome, "urlflow", "dev.json"))
 	if err != nil {
@@ -163,7 +163,7 @@ func (cs *connectSetup) storedToken(t *testing.T, user string) thirdparty.Token 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tok thirdparty.Token
+	var tok providers.Token
 	if err := json.Unmarshal([]byte(secret.Reveal()), &tok); err != nil {
 		t.Fatal(err)
 	}

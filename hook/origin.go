@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/urlflow/urlflow/internal/loopback"
 	"golang.org/x/net/idna"
 )
 
@@ -35,11 +36,7 @@ func (o Origin) String() string {
 
 // Loopback reports whether the origin's host is this machine.
 func (o Origin) Loopback() bool {
-	if o.Host == "localhost" || strings.HasSuffix(o.Host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(o.Host)
-	return ip != nil && ip.IsLoopback()
+	return loopback.Host(o.Host)
 }
 
 func defaultPort(scheme string) int {

@@ -31,7 +31,7 @@ import (
 	"github.com/urlflow/urlflow/demoapi"
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/oauth/identity"
-	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
@@ -79,8 +79,8 @@ type fixture struct {
 	trail       *audit.Trail
 	hub         *flow.Hub
 	vault       *vault.Vault
-	keeper      *thirdparty.Keeper
-	providers   *thirdparty.Providers
+	keeper      *providers.Keeper
+	providers   *providers.Set
 	server      *Server
 	opts        testOptions
 	logs        *logRecorder
@@ -134,12 +134,12 @@ func newFixture(t *testing.T, configure ...func(*testOptions)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	providers, err := thirdparty.NewProviders(ctx, []thirdparty.Config{{
+	known, err := providers.New(ctx, []providers.Config{{
 		Name: acme, Label: "Acme", ClientID: "urlflow", ClientSecretEnv: "ACME_SECRET",
 		AuthorizationURL: "https://acme.test/authorize", TokenURL: "https://acme.test/token",
 		UserinfoURL: "https://acme.test/userinfo", Scopes: []string{"read"},
 		API: &upstream.API{BaseURL: apiURL, Methods: []string{"GET"}},
-	}}, thirdparty.Options{
+	}}, providers.Options{
 		PublicURL: publicURL.String(),
 		Getenv:    func(string) (string, bool) { return "acme-client-secret", true },
 	})
@@ -155,10 +155,10 @@ func newFixture(t *testing.T, configure ...func(*testOptions)) *fixture {
 	creds := credentials.NewStore(rdb, credentials.Options{Logger: log, Now: now, Audit: trail})
 	hub := flow.NewHub(rdb, log)
 	vault := vault.NewVault(ring)
-	keeper := thirdparty.NewKeeper(creds, vault, count, log)
+	keeper := providers.NewKeeper(creds, vault, count, log)
 	sessions := mcpsessions.New(rdb, now)
 	opts := testOptions{TTL: 10 * time.Minute, Options: Options{
-		Flows: store, Sessions: sessions, Credentials: creds, Counters: count, Hub: hub, Vault: vault, Slots: catalog, Providers: providers, Keeper: keeper,
+		Flows: store, Sessions: sessions, Credentials: creds, Counters: count, Hub: hub, Vault: vault, Slots: catalog, Providers: known, Keeper: keeper,
 		Upstream: upstream.New(nil), PublicURL: publicURL, Style: StylePush,
 		Replica: "test-replica", Version: "test", Logger: log,
 		PushWait: 15 * time.Second, RetryWait: 15 * time.Second,
@@ -183,7 +183,7 @@ func newFixture(t *testing.T, configure ...func(*testOptions)) *fixture {
 	case <-time.After(waitLimit):
 		t.Fatal("the hub did not subscribe to Redis")
 	}
-	f := &fixture{t: t, ctx: ctx, store: store, mcpSessions: sessions, creds: creds, trail: trail, hub: hub, vault: vault, keeper: keeper, providers: providers,
+	f := &fixture{t: t, ctx: ctx, store: store, mcpSessions: sessions, creds: creds, trail: trail, hub: hub, vault: vault, keeper: keeper, providers: known,
 		server: server, opts: opts, logs: logs, redis: rs, skew: skew}
 	f.shutdown = func() {
 		stopRun()
@@ -597,8 +597,8 @@ func (f *fixture) browserConnects(id, name, account, accessToken string) {
 	f.browserOpens(id)
 	p, _ := f.providers.Lookup(name)
 	e := f.get(id)
-	tok := &thirdparty.Token{AccessToken: accessToken, TokenType: "Bearer", Scopes: e.Scopes,
-		Account: thirdparty.Account{ID: account, Name: account}}
+	tok := &providers.Token{AccessToken: accessToken, TokenType: "Bearer", Scopes: e.Scopes,
+		Account: providers.Account{ID: account, Name: account}}
 	cred, err := f.keeper.Seal(e.User, credentials.Name(e.Service, p.Name), id, tok, f.store.Now().UTC())
 	if err != nil {
 		f.t.Fatal(err)

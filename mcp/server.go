@@ -32,7 +32,7 @@ import (
 	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
-	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/proxy"
 	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/slots"
@@ -84,8 +84,8 @@ type Options struct {
 	Vault   *vault.Vault
 	Slots   *slots.Catalog
 	// Providers are the third-party OAuth providers of connect; Keeper keeps their tokens.
-	Providers *thirdparty.Providers
-	Keeper    *thirdparty.Keeper
+	Providers *providers.Set
+	Keeper    *providers.Keeper
 	// Upstream makes call_api's requests.
 	Upstream *upstream.Caller
 	// PublicURL starts every elicitation URL.

@@ -216,7 +216,7 @@ func (s *Server) elicitationStatus(ctx context.Context, t turn, args statusArgs)
 			return nil, err
 		}
 	}
-	return s.statusResult(ctx, e, false)
+	return s.statusResult(ctx, e)
 }
 
 func (s *Server) cancelElicitation(ctx context.Context, t turn, args elicitationArgs) (*sdk.CallToolResult, error) {
@@ -231,30 +231,34 @@ func (s *Server) cancelElicitation(ctx context.Context, t turn, args elicitation
 	var ended *recovery.Conflict
 	switch {
 	case errors.As(err, &ended):
-		return s.statusResult(ctx, ended.Elicitation, true)
+		return s.notCancelled(ctx, ended.Elicitation)
 	case errors.Is(err, state.ErrNotFound): // gone since this replica saw it
 		return unknownElicitation(args.ElicitationID), nil
 	case err != nil:
 		return nil, s.unavailable(ctx, err)
 	}
-	return s.statusResult(ctx, cancelled, false)
+	return s.statusResult(ctx, cancelled)
 }
 
-// statusResult returns e's public view with its history. notCancelled marks a cancel that
-// found the flow already ended.
-func (s *Server) statusResult(ctx context.Context, e *flow.Elicitation, notCancelled bool) (*sdk.CallToolResult, error) {
+// statusResult returns e's public view with its history.
+func (s *Server) statusResult(ctx context.Context, e *flow.Elicitation) (*sdk.CallToolResult, error) {
 	history, err := s.opts.Flows.History(ctx, e.ID)
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
 	view := e.View(flow.ElicitationURL(s.opts.PublicURL, e.ID), history)
-	text := describe(e, s.asked(e), view.URL)
-	if notCancelled {
-		text = "Nothing was cancelled: this request had already ended. " + text
+	return textResult(describe(e, s.asked(e), view.URL), view), nil
+}
+
+// notCancelled is cancel_elicitation's error result for e, which had already ended: its
+// status, after saying that nothing was cancelled.
+func (s *Server) notCancelled(ctx context.Context, e *flow.Elicitation) (*sdk.CallToolResult, error) {
+	res, err := s.statusResult(ctx, e)
+	if err != nil {
+		return nil, err
 	}
-	return &sdk.CallToolResult{
-		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
-		StructuredContent: view,
-		IsError:           notCancelled,
-	}, nil
+	text := res.Content[0].(*sdk.TextContent)
+	text.Text = notCancelledText + text.Text
+	res.IsError = true
+	return res, nil
 }

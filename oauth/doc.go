@@ -4,7 +4,7 @@
 //   - identity establishes who a user is: the bearer tokens presented to /mcp and the API
 //     (urlflow as a resource server of the deployment's issuer), the browser sign-in to
 //     urlflow's pages, operator tokens, and the development identity of `urlflow dev`;
-//   - thirdparty connects users' accounts at third-party providers (authorization code with
+//   - providers connects users' accounts at third-party providers (authorization code with
 //     PKCE, presets for common providers) and keeps their tokens fresh.
 //
 // The one idea to hold: there is one way to discover a server (Discover, through go-oidc),

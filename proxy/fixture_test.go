@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/urlflow/urlflow/internal/redistest"
-	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/audit"
@@ -42,7 +42,7 @@ type fixture struct {
 	vault    *vault.Vault
 	creds    *credentials.Store
 	flows    *flow.Store
-	keeper   *thirdparty.Keeper
+	keeper   *providers.Keeper
 	caller   *upstream.Caller
 	trail    *audit.Trail
 	counters *counters.Counters
@@ -66,7 +66,7 @@ func newFixture(t *testing.T) *fixture {
 	creds := credentials.NewStore(rdb, credentials.Options{Now: clk.Now, Logger: log, Audit: trail})
 	count := counters.New(rdb, log)
 	v := vault.NewVault(ring)
-	keeper := thirdparty.NewKeeper(creds, v, count, log)
+	keeper := providers.NewKeeper(creds, v, count, log)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)
 	caller := upstream.New(tr)
@@ -127,7 +127,7 @@ func (f *fixture) enterSealed(t *testing.T, v *vault.Vault, user state.User, ser
 }
 
 // connect stores tok as user's connection to the provider target of service.
-func (f *fixture) connect(t *testing.T, user state.User, service, target string, tok *thirdparty.Token) *credentials.Credential {
+func (f *fixture) connect(t *testing.T, user state.User, service, target string, tok *providers.Token) *credentials.Credential {
 	t.Helper()
 	return f.complete(t, user, state.KindOAuth, service, target, false, func(name, id string) *credentials.Credential {
 		c, err := f.keeper.Seal(user, name, id, tok, time.Now())
@@ -385,24 +385,24 @@ func accessToken(n int) string  { return fmt.Sprintf("at%d-Q7mZp9Lw2Rv8Kd4Xn6", 
 func refreshToken(n int) string { return fmt.Sprintf("rt%d-Hs3Jc8Vb1Ny5Tf0Gq2", n) }
 
 // tokenExpiringIn is generation 1, obtained an hour ago and expiring in d.
-func tokenExpiringIn(d time.Duration) *thirdparty.Token {
+func tokenExpiringIn(d time.Duration) *providers.Token {
 	now := time.Now().UTC()
-	return &thirdparty.Token{AccessToken: accessToken(1), RefreshToken: refreshToken(1), TokenType: "Bearer",
-		Expiry: now.Add(d), Obtained: now.Add(-time.Hour), Scopes: []string{"read"}, Account: thirdparty.Account{ID: "42", Name: "ada"}}
+	return &providers.Token{AccessToken: accessToken(1), RefreshToken: refreshToken(1), TokenType: "Bearer",
+		Expiry: now.Add(d), Obtained: now.Add(-time.Hour), Scopes: []string{"read"}, Account: providers.Account{ID: "42", Name: "ada"}}
 }
 
 // newProvider configures the provider acme with explicit endpoints at te and its API at
 // apiURL, as the configuration file does.
-func newProvider(t *testing.T, te *tokenEndpoint, apiURL string) *thirdparty.Provider {
+func newProvider(t *testing.T, te *tokenEndpoint, apiURL string) *providers.Provider {
 	t.Helper()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)
 	getenv := func(name string) (string, bool) { return "client-secret-of-urlflow", name == "ACME_SECRET" }
-	ps, err := thirdparty.NewProviders(context.Background(), []thirdparty.Config{{
+	ps, err := providers.New(context.Background(), []providers.Config{{
 		Name: "acme", Label: "Acme", ClientID: "urlflow", ClientSecretEnv: "ACME_SECRET",
 		AuthorizationURL: te.URL + "/authorize", TokenURL: te.URL + "/token", UserinfoURL: te.URL + "/userinfo",
 		API: &upstream.API{BaseURL: apiURL + "/v1", Methods: []string{"GET", "POST"}},
-	}}, thirdparty.Options{PublicURL: "http://127.0.0.1:1", Getenv: getenv, HTTPClient: &http.Client{Transport: tr}})
+	}}, providers.Options{PublicURL: "http://127.0.0.1:1", Getenv: getenv, HTTPClient: &http.Client{Transport: tr}})
 	if err != nil {
 		t.Fatalf("the test provider: %v", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/credentials"
@@ -24,7 +24,7 @@ type providerTest struct {
 	*fixture
 	tokens *tokenEndpoint
 	api    *apiServer
-	acme   *thirdparty.Provider
+	acme   *providers.Provider
 
 	mu       sync.Mutex
 	accepted func(token string) bool
@@ -220,7 +220,7 @@ func TestARefreshTheProviderRefusesAsksForANewConnection(t *testing.T) {
 	pt.accept() // the API refuses every token
 	tests := []struct {
 		name      string
-		token     *thirdparty.Token
+		token     *providers.Token
 		refusedBy string // what makes the proxy refresh: "expiry" or "api"
 		answer    func(int) (int, string)
 		reconnect bool // ErrReconnect, and the connection marked so
@@ -243,7 +243,7 @@ func TestARefreshTheProviderRefusesAsksForANewConnection(t *testing.T) {
 
 			for call := 1; call <= 2; call++ {
 				resp, err := pt.proxy.Provider(t.Context(), u, pt.acme, upstream.Request{Method: "GET", Path: "/me"})
-				if !errors.Is(err, ErrNoToken) || resp != nil || errors.Is(err, thirdparty.ErrReconnect) != tt.reconnect || errors.Is(err, thirdparty.ErrNotConnected) {
+				if !errors.Is(err, ErrNoToken) || resp != nil || errors.Is(err, providers.ErrReconnect) != tt.reconnect || errors.Is(err, providers.ErrNotConnected) {
 					t.Fatalf("call %d: Provider = %+v, %v; want ErrNoToken, ErrReconnect %v", call, resp, err, tt.reconnect)
 				}
 				pt.wantNotShown(t, "the error", err.Error(), accessToken(1), refreshToken(1), "client-secret-of-urlflow")
@@ -277,7 +277,7 @@ func answer(status int, body string) func(int) (int, string) {
 	return func(int) (int, string) { return status, body }
 }
 
-func withoutRefreshToken(tok *thirdparty.Token) *thirdparty.Token {
+func withoutRefreshToken(tok *providers.Token) *providers.Token {
 	tok.RefreshToken = ""
 	return tok
 }
@@ -289,7 +289,7 @@ func TestAProviderCallWithoutAConnectionIsRefusedUnsent(t *testing.T) {
 	pt.connect(t, bob, "", "acme", tokenExpiringIn(time.Hour))     // another user's
 	pt.connect(t, ada, "svc", "acme", tokenExpiringIn(time.Hour))  // a service's, not urlflow's own
 	pt.enterSecret(t, ada, "other", "acme", accessToken(1), false) // a secret under the provider's name
-	pt.connect(t, ada, "", "acme", withoutRefreshToken(&thirdparty.Token{AccessToken: accessToken(1)}))
+	pt.connect(t, ada, "", "acme", withoutRefreshToken(&providers.Token{AccessToken: accessToken(1)}))
 	if _, err := pt.creds.Delete(t.Context(), ada, "acme", state.ActorUser, "disconnect tool"); err != nil {
 		t.Fatal(err) // connected, then disconnected
 	}
@@ -306,7 +306,7 @@ func TestAProviderCallWithoutAConnectionIsRefusedUnsent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, err := pt.proxy.Provider(t.Context(), tt.use, pt.acme, upstream.Request{Method: "GET", Path: "/me"})
-			if !errors.Is(err, ErrNoToken) || resp != nil || errors.Is(err, thirdparty.ErrNotConnected) != tt.notConnected || errors.Is(err, thirdparty.ErrReconnect) {
+			if !errors.Is(err, ErrNoToken) || resp != nil || errors.Is(err, providers.ErrNotConnected) != tt.notConnected || errors.Is(err, providers.ErrReconnect) {
 				t.Fatalf("Provider = %+v, %v; want ErrNoToken, not connected %v", resp, err, tt.notConnected)
 			}
 			pt.wantNotShown(t, "the error", err.Error(), accessToken(1))
@@ -392,7 +392,7 @@ func TestAProviderCallWhileTheStoreIsDownIsNoTokenButNoReconnect(t *testing.T) {
 	pt.redis.Stop()
 
 	resp, err := pt.proxy.Provider(t.Context(), u, pt.acme, upstream.Request{Method: "GET", Path: "/me"})
-	if !errors.Is(err, ErrNoToken) || resp != nil || errors.Is(err, thirdparty.ErrReconnect) || errors.Is(err, thirdparty.ErrNotConnected) {
+	if !errors.Is(err, ErrNoToken) || resp != nil || errors.Is(err, providers.ErrReconnect) || errors.Is(err, providers.ErrNotConnected) {
 		t.Fatalf("Provider = %+v, %v; want ErrNoToken for a passing trouble", resp, err)
 	}
 	pt.api.wantNothing(t)

@@ -18,7 +18,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/counters"
@@ -31,7 +31,7 @@ import (
 type Proxy struct {
 	creds    *credentials.Store
 	vault    *vault.Vault
-	keeper   *thirdparty.Keeper
+	keeper   *providers.Keeper
 	upstream *upstream.Caller
 	counters *counters.Counters
 	log      *slog.Logger
@@ -39,7 +39,7 @@ type Proxy struct {
 
 // New returns a Proxy that reads credentials from creds, opens secrets with v, gets
 // providers' tokens from keeper, calls out with caller and counts refused requests in c.
-func New(creds *credentials.Store, v *vault.Vault, keeper *thirdparty.Keeper, caller *upstream.Caller, c *counters.Counters, log *slog.Logger) *Proxy {
+func New(creds *credentials.Store, v *vault.Vault, keeper *providers.Keeper, caller *upstream.Caller, c *counters.Counters, log *slog.Logger) *Proxy {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -78,7 +78,7 @@ func (e *CarriedError) Error() string {
 var ErrUnopenable = vault.ErrUnopenable
 
 // ErrNoToken wraps why no working token of a connection could be had: it is not connected
-// (thirdparty.ErrNotConnected), the provider no longer honours it (thirdparty.ErrReconnect),
+// (providers.ErrNotConnected), the provider no longer honours it (providers.ErrReconnect),
 // or the store or the provider failed.
 var ErrNoToken = errors.New("no working token")
 
@@ -127,8 +127,8 @@ func (p *Proxy) Secret(ctx context.Context, u Use, slot *slots.Slot, cred *crede
 // Provider calls prov's API with the access token of u.User's connection u.Name. A
 // token about to expire is refreshed first, and one the API refuses (401) is refreshed
 // once and the call made again. Not getting a token is ErrNoToken, wrapping why
-// (thirdparty.ErrNotConnected and thirdparty.ErrReconnect: the user must connect again).
-func (p *Proxy) Provider(ctx context.Context, u Use, prov *thirdparty.Provider, req upstream.Request) (*upstream.Response, error) {
+// (providers.ErrNotConnected and providers.ErrReconnect: the user must connect again).
+func (p *Proxy) Provider(ctx context.Context, u Use, prov *providers.Provider, req upstream.Request) (*upstream.Response, error) {
 	tok, err := p.keeper.Token(ctx, u.User, u.Name, prov, "")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoToken, err)

@@ -17,7 +17,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -25,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/urlflow/urlflow/delegate"
+	"github.com/urlflow/urlflow/internal/loopback"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/ratelimit"
@@ -305,7 +305,7 @@ func readWebhook(cfg WebhookConfig, readFile func(string) ([]byte, error)) (*Web
 	switch {
 	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
 		return nil, fmt.Errorf("url: want an absolute https URL, got %q", cfg.URL)
-	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+	case u.Scheme == "http" && !loopback.Host(u.Hostname()):
 		return nil, fmt.Errorf("url: want https (http only to a loopback address), got %q", cfg.URL)
 	case cfg.SecretFile == "":
 		return nil, errors.New(`secret_file is required: a file holding "whsec_" and the base64 of 24 to 64 random bytes`)
@@ -319,14 +319,6 @@ func readWebhook(cfg WebhookConfig, readFile func(string) ([]byte, error)) (*Web
 		return nil, fmt.Errorf("secret_file %s: %w", cfg.SecretFile, err)
 	}
 	return &Webhook{URL: cfg.URL, Key: key}, nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // HasWebhook reports whether the service named name has a webhook.

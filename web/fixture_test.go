@@ -34,7 +34,7 @@ import (
 	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/oauth/identity"
-	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
@@ -223,11 +223,11 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var configs []thirdparty.Config
+	var configs []providers.Config
 	if opts.provider != nil {
 		configs = append(configs, opts.provider.config(publicURL.JoinPath("oauth", "callback").String()))
 	}
-	providers, err := thirdparty.NewProviders(ctx, configs, thirdparty.Options{
+	known, err := providers.New(ctx, configs, providers.Options{
 		PublicURL: publicURL.String(),
 		Getenv:    func(name string) (string, bool) { return "secret-of-" + name, true },
 	})
@@ -292,7 +292,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		ServiceStateKey: keys.Derive("service request state"), Logger: log})
 	operators := identity.NewOperators([]string{f.operatorToken}, []string{f.readOnlyToken})
 	recoveries := recovery.New(recovery.Options{Flows: store, Sessions: mcpSessions, Hub: hub, Audit: trail, TTL: 10 * time.Minute})
-	keeper := thirdparty.NewKeeper(creds, vault, count, log)
+	keeper := providers.NewKeeper(creds, vault, count, log)
 	f.browsers = browser.New(browser.Options{Sessions: sessions, CookieKey: keys.Derive("session cookie"), CSRFKey: keys.Derive("csrf"),
 		Secure: publicURL.Scheme == "https", Dev: f.dev != nil, Flows: store, Audit: trail, Metrics: instruments,
 		ClientAddr: opts.trustedProxies.ClientAddr, Logger: log})
@@ -301,12 +301,12 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	f.server = New(Options{
 		PublicURL: publicURL, MCP: f.mcp, Limits: rateLimits,
 		Pages: pages.New(pages.Options{Browser: f.browsers, Limits: rateLimits, Flows: store, Credentials: creds, Vault: vault,
-			Slots: catalog, Providers: providers, Keeper: keeper, Authorizations: authorizations.New(rdb), Upstream: upstream.New(nil),
+			Slots: catalog, Providers: known, Keeper: keeper, Authorizations: authorizations.New(rdb), Upstream: upstream.New(nil),
 			Services: f.services, Dev: f.dev, DevServiceKeys: map[string]string{"demo": "urlflow_sk_DEMOKEYOFTHEFIXTURE"},
 			SignIn: signIn, Counters: count, Logger: log}),
 		Admin: admin.New(admin.Options{Browser: f.browsers, Flows: store, Recovery: recoveries, OperatorSubjects: []string{"operator"}}),
 		API: api.New(api.Options{PublicURL: publicURL, Flows: store, Hub: hub, Asker: f.asker, Recovery: recoveries,
-			Credentials: creds, Vault: vault, Keeper: keeper, Upstream: upstream.New(nil), Slots: catalog, Providers: providers,
+			Credentials: creds, Vault: vault, Keeper: keeper, Upstream: upstream.New(nil), Slots: catalog, Providers: known,
 			Services: f.services, ServiceUsers: serviceUsers, Verifier: verifier, Dev: f.dev, Issuer: issuer,
 			ServiceEvents: streams, Webhooks: deliveries, Audit: trail, Counters: count,
 			EventsKeepAlive: 300 * time.Millisecond, Logger: log}),
@@ -1203,11 +1203,11 @@ func newProvider(t testing.TB) *provider {
 	return p
 }
 
-func (p *provider) config(redirectURI string) thirdparty.Config {
+func (p *provider) config(redirectURI string) providers.Config {
 	p.mu.Lock()
 	p.redirectURI = redirectURI
 	p.mu.Unlock()
-	return thirdparty.Config{
+	return providers.Config{
 		Name: "acme", Label: "Acme", ClientID: providerClientID, ClientSecretEnv: "ACME_SECRET",
 		AuthorizationURL: p.srv.URL + "/authorize", TokenURL: p.srv.URL + "/token", UserinfoURL: p.srv.URL + "/userinfo",
 		Scopes: []string{"profile"}, Issuer: p.issuer,

@@ -3,6 +3,8 @@ package web
 import (
 	"net/http"
 	"time"
+
+	"github.com/urlflow/urlflow/internal/loopback"
 )
 
 // mcpRoute is the path of the MCP endpoint.
@@ -26,7 +28,7 @@ func (s *Server) serveMCPOutsideEcho(mcp http.Handler, bodyTimeout time.Duration
 		defer s.finishMCPRequest(sw, r, start)
 		setBodyReadDeadline(w, r, bodyTimeout)
 		setSecurityHeaders(w.Header(), r.URL.Path, https)
-		if dev && !isLoopbackHost(r.Host) {
+		if dev && !loopback.HostPort(r.Host) {
 			http.Error(sw, errNotLoopback.Message.(string), errNotLoopback.Code)
 			return
 		}

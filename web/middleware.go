@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/urlflow/urlflow/internal/loopback"
 	"github.com/urlflow/urlflow/templates"
 	"github.com/urlflow/urlflow/web/browser"
 	"github.com/urlflow/urlflow/web/respond"
@@ -54,7 +54,7 @@ func setSecurityHeaders(h http.Header, path string, https bool) {
 // cannot reach a development server through DNS rebinding.
 func loopbackHostOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if !isLoopbackHost(c.Request().Host) {
+		if !loopback.HostPort(c.Request().Host) {
 			return errNotLoopback
 		}
 		return next(c)
@@ -63,19 +63,6 @@ func loopbackHostOnly(next echo.HandlerFunc) echo.HandlerFunc {
 
 var errNotLoopback = echo.NewHTTPError(http.StatusMisdirectedRequest,
 	"this development server answers only to a loopback host name (127.0.0.1, [::1] or localhost)")
-
-func isLoopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
 
 // limitBody refuses bodies over n bytes with 413, without reading them whole.
 func limitBody(n int64) echo.MiddlewareFunc {

@@ -14,8 +14,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/urlflow/urlflow/internal/loopback"
 	"github.com/urlflow/urlflow/mcp"
-	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
@@ -78,7 +79,7 @@ type config struct {
 	// Slots is set by resolvePublicURL: API base URLs may name the public URL.
 	Slots     *slots.Catalog
 	secrets   []slots.Slot
-	providers []thirdparty.Config
+	providers []providers.Config
 	// DemoResource is the resource of urlflow dev's demo service (URLFLOW_DEV_DEMO_RESOURCE).
 	DemoResource string
 	// Services are the delegating MCP servers (buildServices).
@@ -180,7 +181,7 @@ func (c *config) loadListen(l *loading) {
 	c.Addr = l.v.raw("addr")
 	if host, _, err := net.SplitHostPort(c.Addr); err != nil {
 		l.fail("addr", "want host:port, got %q", c.Addr)
-	} else if l.mode == cmdDev && !isLoopback(host) {
+	} else if l.mode == cmdDev && !loopback.Host(host) {
 		l.fail("addr", "urlflow dev listens on loopback only (127.0.0.1, [::1] or localhost), got %q", c.Addr)
 	}
 	if c.publicURLGiven = l.v.raw("public_url"); c.publicURLGiven != "" {
@@ -191,7 +192,7 @@ func (c *config) loadListen(l *loading) {
 		l.fail("trusted_proxies", "%v", err)
 	}
 	if c.DebugAddr = l.v.raw("debug_addr"); c.DebugAddr != "" {
-		if host, _, err := net.SplitHostPort(c.DebugAddr); err != nil || !isLoopback(host) {
+		if host, _, err := net.SplitHostPort(c.DebugAddr); err != nil || !loopback.Host(host) {
 			l.fail("debug_addr", "the profiling listener listens on loopback only (127.0.0.1:PORT, [::1]:PORT or localhost:PORT), got %q", c.DebugAddr)
 		}
 	}
@@ -207,9 +208,9 @@ func (l *loading) publicURL(given string) *url.URL {
 		l.fail("public_url", "want an absolute http(s) URL, got %q", given)
 	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
 		l.fail("public_url", "no query, fragment or user info, got %q", given)
-	case l.mode == cmdDev && !isLoopback(u.Hostname()):
+	case l.mode == cmdDev && !loopback.Host(u.Hostname()):
 		l.fail("public_url", "urlflow dev serves loopback only, got %q", given)
-	case l.mode == cmdServe && u.Scheme != "https" && !isLoopback(u.Hostname()):
+	case l.mode == cmdServe && u.Scheme != "https" && !loopback.Host(u.Hostname()):
 		l.fail("public_url", "must be https (cookies and tokens travel over it), got %q", given)
 	default:
 		u.Path = strings.TrimRight(u.Path, "/")
@@ -302,7 +303,7 @@ func (c *config) loadIdentity(l *loading) {
 	}
 	c.OIDC.Issuer = l.v.raw("oidc_issuer")
 	if u, err := url.Parse(c.OIDC.Issuer); c.OIDC.Issuer != "" &&
-		(err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname())))) {
+		(err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopback.Host(u.Hostname())))) {
 		l.fail("oidc_issuer", "want an https URL, got %q", c.OIDC.Issuer)
 	}
 	c.OIDC.ClientID = l.v.raw("oidc_client_id")
@@ -348,7 +349,7 @@ func (c *config) loadCatalogs(l *loading, file fileConfig, getenv env) {
 	}
 	// Providers name the variables of their client secrets (client_secret_env): those are
 	// the file's, not settings of urlflow.
-	if _, err := thirdparty.NewProviders(context.Background(), c.providers, thirdparty.Options{
+	if _, err := providers.New(context.Background(), c.providers, providers.Options{
 		PublicURL: "http://127.0.0.1", Getenv: getenv, CheckOnly: true,
 	}); err != nil {
 		l.problemf("%s: %v", where, err)
@@ -446,14 +447,6 @@ func describeFile(path string) string {
 		return "(built-in demo)"
 	}
 	return path
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
 }
 
 // resolvePublicURL sets the public URL once the listener's address is known (the

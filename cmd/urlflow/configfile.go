@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state/flow"
@@ -24,11 +24,11 @@ import (
 // types, and its top-level settings (the settings table's YAML keys), kept as nodes for
 // readSettings. A key that is neither is an error.
 type fileConfig struct {
-	Secrets   []slots.Slot        `yaml:"secrets"`
-	Providers []thirdparty.Config `yaml:"providers"`
-	Services  []services.Config   `yaml:"services"`
-	Operators operatorsConfig     `yaml:"operators"`
-	Settings  fileSettings        `yaml:",inline"`
+	Secrets   []slots.Slot       `yaml:"secrets"`
+	Providers []providers.Config `yaml:"providers"`
+	Services  []services.Config  `yaml:"services"`
+	Operators operatorsConfig    `yaml:"operators"`
+	Settings  fileSettings       `yaml:",inline"`
 }
 
 // operatorsConfig is the operators: section of the YAML file.

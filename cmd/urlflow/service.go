@@ -21,7 +21,7 @@ import (
 	"github.com/urlflow/urlflow/mcp"
 	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
-	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state"
@@ -105,17 +105,17 @@ type parts struct {
 	creds       *credentials.Store
 	hub         *flow.Hub
 	seals       *vault.Vault
-	keeper      *thirdparty.Keeper
+	keeper      *providers.Keeper
 	caller      *upstream.Caller
 	asker       *ask.Asker
 	mcpSessions *mcpsessions.Registry
 	recoveries  *recovery.Recovery
-	providers   *thirdparty.Providers
+	providers   *providers.Set
 }
 
 // newParts makes the parts of the service on rdb.
-func newParts(cfg *config, rdb redis.UniversalClient, providers *thirdparty.Providers, log *slog.Logger) *parts {
-	p := &parts{cfg: cfg, replica: replicaName(), providers: providers, caller: upstream.New(nil), instruments: metrics.New()}
+func newParts(cfg *config, rdb redis.UniversalClient, known *providers.Set, log *slog.Logger) *parts {
+	p := &parts{cfg: cfg, replica: replicaName(), providers: known, caller: upstream.New(nil), instruments: metrics.New()}
 	p.log = log.With("replica", p.replica)
 	p.count = counters.New(rdb, p.log)
 	p.limiter = ratelimit.NewLimiter(rdb, nil)
@@ -127,7 +127,7 @@ func newParts(cfg *config, rdb redis.UniversalClient, providers *thirdparty.Prov
 	p.creds = credentials.NewStore(rdb, credentials.Options{Logger: p.log, Audit: p.trail})
 	p.hub = flow.NewHub(rdb, p.log)
 	p.seals = vault.NewVault(cfg.Keys)
-	p.keeper = thirdparty.NewKeeper(p.creds, p.seals, p.count, p.log)
+	p.keeper = providers.NewKeeper(p.creds, p.seals, p.count, p.log)
 	p.asker = ask.New(ask.Options{Flows: p.flows, Credentials: p.creds, Keys: once.New(rdb), Vault: p.seals, Slots: cfg.Slots,
 		TTL: cfg.TTL, ToolStateKey: cfg.Keys.Derive("mcp request state"), ServiceStateKey: cfg.Keys.Derive("service request state"),
 		Logger: p.log})
@@ -178,7 +178,7 @@ func (p *parts) webServer(rdb redis.UniversalClient, id users, users map[string]
 // runService assembles urlflow on rdb and listener and serves until ctx ends. started runs
 // once everything is in place, before the first request is served.
 func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, listener net.Listener, id users, log *slog.Logger, started func()) error {
-	providers, err := thirdparty.NewProviders(ctx, cfg.providers, thirdparty.Options{PublicURL: cfg.PublicURL.String()})
+	known, err := providers.New(ctx, cfg.providers, providers.Options{PublicURL: cfg.PublicURL.String()})
 	if err != nil {
 		return fmt.Errorf("configuration file %s: %w", describeFile(cfg.ConfigFile), err)
 	}
@@ -186,7 +186,7 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	if err != nil {
 		return fmt.Errorf("configuration file %s: %w", describeFile(cfg.ConfigFile), err)
 	}
-	p := newParts(cfg, rdb, providers, log)
+	p := newParts(cfg, rdb, known, log)
 	log = p.log
 	mcpServer := p.mcpServer()
 	webServer := p.webServer(rdb, id, users, mcpServer.Handler())

@@ -9,7 +9,7 @@ import "strings"
 // lower layers only; a new package must be placed here.
 var layers = [][]string{
 	// Libraries that import nothing of the service, and those built on them.
-	{"internal/ages", "internal/display", "internal/embedded", "internal/every", "internal/expiring",
+	{"internal/ages", "internal/display", "internal/embedded", "internal/every", "internal/expiring", "internal/loopback",
 		"internal/resend", "internal/signed", "internal/layers"},
 	{"internal/", "delegate", "metrics", "templates", "demoapi", "hook", "hook/settings", "oauth"},
 	// The stores' shared vocabulary, and the stores that need no other store.
@@ -17,7 +17,7 @@ var layers = [][]string{
 	{"state/vault", "state/audit", "state/counters", "state/ratelimit", "state/browsersession", "state/once",
 		"state/authorizations", "upstream"},
 	{"state/credentials", "slots"},
-	{"state/flow", "oauth/identity", "oauth/thirdparty", "services"},
+	{"state/flow", "oauth/identity", "oauth/providers", "services"},
 	{"state/mcpsessions", "state/serviceevents", "state/webhooks", "proxy"},
 	// The use cases, and the background sender of webhooks.
 	{"ask", "recovery", "webhook"},

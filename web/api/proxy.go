@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/proxy"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
@@ -110,9 +110,9 @@ func (s *API) proxyRefusal(c echo.Context, t serviceTarget, err error) error {
 		return apiRefusal(c, http.StatusUnprocessableEntity, reasonCarried, "the request's "+carried.Where+" carries the credential, or a form of it, so urlflow sent nothing and locked the "+t.label+" until the user enters it again; never send it: urlflow adds it")
 	case errors.As(err, &carried):
 		return apiRefusal(c, http.StatusUnprocessableEntity, reasonCarried, "the request's "+carried.Where+" carries the credential, or a form of it, so urlflow sent nothing; never send it: urlflow adds it")
-	case errors.Is(err, thirdparty.ErrNotConnected):
+	case errors.Is(err, providers.ErrNotConnected):
 		return apiRefusal(c, http.StatusConflict, reasonNotStored, "the user has no "+t.label+" connected for this service: create an elicitation")
-	case errors.Is(err, thirdparty.ErrReconnect):
+	case errors.Is(err, providers.ErrReconnect):
 		return apiRefusal(c, http.StatusConflict, reasonReconnect, "the provider no longer honours the user's connection: create an elicitation to connect again")
 	case errors.Is(err, proxy.ErrNoToken):
 		s.log.ErrorContext(c.Request().Context(), "connection tokens unusable", "credential", t.name, "err", err)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/oauth/identity"
-	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/proxy"
 	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/services"
@@ -46,10 +46,10 @@ type Options struct {
 	// providers' tokens fresh; Upstream calls the APIs behind slots and providers.
 	Credentials *credentials.Store
 	Vault       *vault.Vault
-	Keeper      *thirdparty.Keeper
+	Keeper      *providers.Keeper
 	Upstream    *upstream.Caller
 	Slots       *slots.Catalog
-	Providers   *thirdparty.Providers
+	Providers   *providers.Set
 	// Services are the delegating services; ServiceUsers verifies, per service, the user
 	// tokens it forwards (aud = the service's resource), and Verifier urlflow's own (a user
 	// token exchanged for urlflow on behalf of a service).

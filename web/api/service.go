@@ -11,7 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/urlflow/urlflow/oauth/identity"
-	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
@@ -84,8 +84,8 @@ type serviceTarget struct {
 	kind     state.Kind
 	name     string
 	label    string
-	slot     *slots.Slot          // for a slot
-	provider *thirdparty.Provider // for a provider
+	slot     *slots.Slot         // for a slot
+	provider *providers.Provider // for a provider
 }
 
 // serviceTarget returns the slot or provider (one of the two names is set) that svc may

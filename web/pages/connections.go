@@ -3,14 +3,12 @@ package pages
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/urlflow/urlflow/oauth/thirdparty"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/templates"
@@ -115,14 +113,11 @@ func (s *Pages) remove(ctx context.Context, user state.User, name string) (strin
 		}
 	}
 	if p, ok := s.opts.Providers.Lookup(target); ok {
-		deleted, revokeErr, err := s.opts.Keeper.Disconnect(ctx, user, name, p, state.ActorUser)
+		d, err := s.opts.Keeper.Disconnect(ctx, user, name, p, state.ActorUser)
 		if err != nil {
 			return "", err
 		}
-		if deleted && revokeErr != nil && !errors.Is(revokeErr, thirdparty.ErrNoRevocation) {
-			s.log.WarnContext(ctx, "revocation failed; tokens deleted anyway", "provider", p.Name, "err", revokeErr)
-		}
-		return holder + ": " + p.DisconnectedText(deleted, revokeErr), nil
+		return holder + ": " + d.Text(), nil
 	}
 	deleted, err := s.opts.Credentials.Delete(ctx, user, name, state.ActorUser, "removed on the connections page")
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/urlflow/urlflow/oauth/identity"
-	"github.com/urlflow/urlflow/oauth/thirdparty"
+	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state/authorizations"
@@ -40,8 +40,8 @@ type Options struct {
 	// and Authorizations the authorizations in progress. Upstream checks a new secret with
 	// its slot's API before it is stored.
 	Slots          *slots.Catalog
-	Providers      *thirdparty.Providers
-	Keeper         *thirdparty.Keeper
+	Providers      *providers.Set
+	Keeper         *providers.Keeper
 	Authorizations *authorizations.Store
 	Upstream       *upstream.Caller
 	// Services name the delegating services on the pages.

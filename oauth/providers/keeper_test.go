@@ -1,4 +1,4 @@
-package thirdparty
+package providers
 
 import (
 	"context"
@@ -275,7 +275,8 @@ func TestRefusedRefreshMeansReconnect(t *testing.T) {
 	if _, err := k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, ""); !errors.Is(err, ErrReconnect) {
 		t.Errorf("Token again: %v, want ErrReconnect", err)
 	}
-	deleted, revokeErr, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient)
+	d, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient)
+	deleted, revokeErr := d.Deleted, d.RevokeErr
 	if !deleted || revokeErr != nil || err != nil {
 		t.Errorf("Disconnect = %v, %v, %v; want deleted without revoking", deleted, revokeErr, err)
 	}
@@ -315,7 +316,8 @@ func TestKeeperWithoutAConnection(t *testing.T) {
 	if _, err := k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, ""); !errors.Is(err, ErrNotConnected) {
 		t.Errorf("Token: %v, want ErrNotConnected", err)
 	}
-	deleted, revokeErr, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient)
+	d, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient)
+	deleted, revokeErr := d.Deleted, d.RevokeErr
 	if deleted || revokeErr != nil || err != nil {
 		t.Errorf("Disconnect = %v, %v, %v; want nothing deleted", deleted, revokeErr, err)
 	}
@@ -368,7 +370,8 @@ func TestDisconnectRevokesWhereItCanAndDeletesAnyway(t *testing.T) {
 			k.connect(t, user, tokenExpiringIn(time.Hour))
 			k.s.reset()
 			k.s.handle(acmeRevokeRoute, tt.answer)
-			deleted, revokeErr, err := k.keeper.Disconnect(t.Context(), user, tt.provider.Name, tt.provider, state.ActorClient)
+			d, err := k.keeper.Disconnect(t.Context(), user, tt.provider.Name, tt.provider, state.ActorClient)
+			deleted, revokeErr := d.Deleted, d.RevokeErr
 			if !deleted || err != nil {
 				t.Fatalf("Disconnect = %v, %v, %v; want deleted", deleted, revokeErr, err)
 			}
@@ -421,8 +424,8 @@ func TestDisconnectDuringARefreshIsNotUndone(t *testing.T) {
 		tok, err = k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, "")
 	}()
 	waitFor(t, entered, "a refresh")
-	if deleted, _, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient); !deleted || err != nil {
-		t.Fatalf("Disconnect = %v, %v", deleted, err)
+	if d, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient); !d.Deleted || err != nil {
+		t.Fatalf("Disconnect = %v, %v", d.Deleted, err)
 	}
 	unblock()
 	waitFor(t, done, "the refreshing caller")
@@ -475,7 +478,8 @@ func TestConnectionSealedWithALostKeyCanStillBeDisconnected(t *testing.T) {
 	if _, err := other.Token(t.Context(), user, k.acme.Name, k.acme, ""); !errors.Is(err, vault.ErrUnopenable) {
 		t.Errorf("Token: %v, want ErrUnopenable", err)
 	}
-	deleted, revokeErr, err := other.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient)
+	d, err := other.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient)
+	deleted, revokeErr := d.Deleted, d.RevokeErr
 	if !deleted || !errors.Is(revokeErr, vault.ErrUnopenable) || err != nil {
 		t.Errorf("Disconnect = %v, %v, %v; want deleted, not revoked", deleted, revokeErr, err)
 	}

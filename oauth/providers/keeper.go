@@ -1,4 +1,4 @@
-package thirdparty
+package providers
 
 import (
 	"context"
@@ -190,28 +190,63 @@ func (k *Keeper) refreshLocked(ctx context.Context, user state.User, name string
 	return next, nil
 }
 
+// Disconnection is what Disconnect did to a user's connection.
+type Disconnection struct {
+	// Deleted says whether there was a connection. It is deleted even when revoking its
+	// tokens failed, since urlflow no longer holds them.
+	Deleted bool
+	// RevokeErr is what came of revoking the tokens at the provider: nil when revoked (or
+	// when the provider had already stopped honouring them), ErrNoRevocation, or the failure.
+	RevokeErr error
+	// label is the provider's.
+	label string
+}
+
 // Disconnect revokes user's connection to p called name (p's name in its service's
-// namespace, credentials.Name) at the provider where it can, then deletes it.
-// It reports whether there was a connection and, if revoking failed, why: the connection
-// is deleted all the same, since urlflow no longer holds it. A connection the provider
-// already stopped honouring is not revoked again.
-func (k *Keeper) Disconnect(ctx context.Context, user state.User, name string, p *Provider, actor state.Actor) (deleted bool, revokeErr, err error) {
+// namespace, credentials.Name) at the provider where it can, then deletes it; a
+// revocation that failed is logged. A connection the provider already stopped honouring
+// is not revoked again.
+func (k *Keeper) Disconnect(ctx context.Context, user state.User, name string, p *Provider, actor state.Actor) (Disconnection, error) {
+	d := Disconnection{label: p.Label}
 	c, err := k.store.Get(ctx, user, name)
 	if errors.Is(err, state.ErrNotFound) {
-		return false, nil, nil
+		return d, nil
 	}
 	if err != nil {
-		return false, nil, err
+		return d, err
 	}
 	if !c.NeedsReconnect {
 		if t, err := k.open(user, c); err != nil {
-			revokeErr = err
+			d.RevokeErr = err
 		} else {
-			revokeErr = p.Revoke(ctx, t)
+			d.RevokeErr = p.Revoke(ctx, t)
 		}
 	}
-	deleted, err = k.store.Delete(ctx, user, name, actor, "disconnect tool")
-	return deleted, revokeErr, err
+	d.Deleted, err = k.store.Delete(ctx, user, name, actor, "disconnect tool")
+	if d.Deleted && d.RevokeErr != nil && !errors.Is(d.RevokeErr, ErrNoRevocation) {
+		k.log.WarnContext(ctx, "revocation failed; tokens deleted anyway", "provider", p.Name, "err", d.RevokeErr)
+	}
+	return d, err
+}
+
+// Revoked reports whether the connection was deleted and its tokens revoked.
+func (d Disconnection) Revoked() bool { return d.Deleted && d.RevokeErr == nil }
+
+// Text tells the user what Disconnect did to their account. It never quotes RevokeErr,
+// whose text is the provider's.
+func (d Disconnection) Text() string {
+	label := d.label
+	switch {
+	case !d.Deleted:
+		return fmt.Sprintf("You had no %s account connected; nothing was deleted.", label)
+	case d.RevokeErr == nil:
+		return fmt.Sprintf("Your %s account is disconnected: urlflow revoked its access at %s and deleted its tokens.", label, label)
+	case errors.Is(d.RevokeErr, ErrNoRevocation):
+		return fmt.Sprintf("urlflow deleted its tokens for your %s account. %s offers no way for urlflow to revoke "+
+			"them; to remove urlflow's access there too, use your %s account settings.", label, label, label)
+	}
+	return fmt.Sprintf("urlflow deleted its tokens for your %s account, but revoking them at %s failed; "+
+		"to be sure, remove urlflow's access in your %s account settings.", label, label, label)
 }
 
 func refreshResult(err error) string {
@@ -222,21 +257,4 @@ func refreshResult(err error) string {
 		return "reconnect"
 	}
 	return "error"
-}
-
-// DisconnectedText tells a user what Disconnect did to their account at p: deleted says
-// whether there was one, revokeErr what came of revoking its tokens there. It never quotes
-// revokeErr, whose text is the provider's.
-func (p *Provider) DisconnectedText(deleted bool, revokeErr error) string {
-	switch {
-	case !deleted:
-		return fmt.Sprintf("You had no %s account connected; nothing was deleted.", p.Label)
-	case revokeErr == nil:
-		return fmt.Sprintf("Your %s account is disconnected: urlflow revoked its access at %s and deleted its tokens.", p.Label, p.Label)
-	case errors.Is(revokeErr, ErrNoRevocation):
-		return fmt.Sprintf("urlflow deleted its tokens for your %s account. %s offers no way for urlflow to revoke "+
-			"them; to remove urlflow's access there too, use your %s account settings.", p.Label, p.Label, p.Label)
-	}
-	return fmt.Sprintf("urlflow deleted its tokens for your %s account, but revoking them at %s failed; "+
-		"to be sure, remove urlflow's access in your %s account settings.", p.Label, p.Label, p.Label)
 }

@@ -1,4 +1,4 @@
-package thirdparty
+package providers
 
 import (
 	"context"
@@ -39,6 +39,9 @@ func TestPresetAuthorizationURLs(t *testing.T) {
 			params: map[string]string{"scope": "openid profile email offline_access User.Read"}, pkce: true},
 		{name: "microsoft tenant in the path", preset: "microsoft", edit: func(c *Config) { c.Tenant = "72f988bf-86f1-41af-91ab-2d7cd011db47" },
 			endpoint: "https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/oauth2/v2.0/authorize",
+			params:   map[string]string{"scope": "openid profile email offline_access User.Read"}, pkce: true},
+		{name: "microsoft tenant by domain name", preset: "microsoft", edit: func(c *Config) { c.Tenant = "contoso.onmicrosoft.com" },
+			endpoint: "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/authorize",
 			params:   map[string]string{"scope": "openid profile email offline_access User.Read"}, pkce: true},
 		{name: "slack asks user scopes with user_scope and no PKCE", preset: "slack", endpoint: "https://slack.com/oauth/v2/authorize",
 			params: map[string]string{"user_scope": "users:read", "scope": ""}},

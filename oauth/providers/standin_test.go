@@ -1,4 +1,4 @@
-package thirdparty
+package providers
 
 import (
 	"bytes"
@@ -247,9 +247,9 @@ func testConfig(name string) Config {
 	return Config{Name: name, ClientID: testClientID, ClientSecretEnv: testSecretEnv}
 }
 
-// newProviders is NewProviders talking to s.
-func (s *standIn) newProviders(configs ...Config) (*Providers, error) {
-	return NewProviders(context.Background(), configs, Options{PublicURL: testPublicURL, Getenv: testGetenv, HTTPClient: s.client()})
+// newProviders is New talking to s.
+func (s *standIn) newProviders(configs ...Config) (*Set, error) {
+	return New(context.Background(), configs, Options{PublicURL: testPublicURL, Getenv: testGetenv, HTTPClient: s.client()})
 }
 
 // provider configures one provider talking to s.

@@ -1,4 +1,4 @@
-package thirdparty
+package providers
 
 import (
 	"context"
@@ -153,7 +153,7 @@ func TestDiscoveryIsRefused(t *testing.T) {
 			cfg.Issuer = tt.issuer
 			_, err := s.newProviders(cfg)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("NewProviders: %v, want %q", err, tt.want)
+				t.Fatalf("New: %v, want %q", err, tt.want)
 			}
 			wantNoSecret(t, err)
 		})
@@ -167,7 +167,7 @@ func TestPlainHTTPIssuerIsNotAskedForItsEndpoints(t *testing.T) {
 	cfg.Issuer = "http://idp.example"
 	_, err := s.newProviders(cfg)
 	if err == nil || !strings.Contains(err.Error(), `provider acme: issuer must be an https URL, got "http://idp.example"`) {
-		t.Fatalf("NewProviders: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	if reqs := s.requests(); len(reqs) != 0 {
 		t.Errorf("sent %q over plain http", routesOf(reqs))
@@ -403,7 +403,7 @@ func TestClientSecretFileIsReadWithoutItsNewline(t *testing.T) {
 	wantValues(t, "token request", s.requests()[0].form(t), map[string]string{"client_secret": testClientSecret})
 }
 
-func TestNewProvidersNamesEveryProblem(t *testing.T) {
+func TestNewNamesEveryProblem(t *testing.T) {
 	const clear = "clear-text-secret-never-in-errors"
 	preset := func(name, preset string, edit func(*Config)) Config {
 		cfg := testConfig(name)
@@ -458,6 +458,12 @@ func TestNewProvidersNamesEveryProblem(t *testing.T) {
 			[]string{`provider idp: issuer must be an https URL, got "http://idp.example"`}},
 		{"http issuer with explicit endpoints", []Config{explicit(func(c *Config) { c.Issuer = "http://auth.acme.example" })},
 			[]string{`provider acme: issuer must be an https URL, got "http://auth.acme.example"`}},
+		{"a tenant that would leave its path segment", []Config{preset("ms", "microsoft", func(c *Config) { c.Tenant = "common/../evil" })},
+			[]string{`provider ms: tenant must be common, organizations, consumers, a tenant ID or a domain name, got "common/../evil"`}},
+		{"a tenant with an encoded slash", []Config{preset("ms", "microsoft", func(c *Config) { c.Tenant = "a%2Fb" })},
+			[]string{`provider ms: tenant must be`}},
+		{"a tenant for another preset", []Config{preset("gh", "github", func(c *Config) { c.Tenant = "contoso.onmicrosoft.com" })},
+			[]string{"provider gh: tenant is a setting of the microsoft preset only"}},
 		{"bad name", []Config{preset("Git Hub", "github", nil)}, []string{"provider Git Hub: name must match [a-z0-9_]+"}},
 		{"no name", []Config{preset("", "github", nil)}, []string{"provider (no name): name must match [a-z0-9_]+"}},
 		{"defined twice", []Config{preset("gh", "github", nil), preset("gh", "gitlab", nil)}, []string{"provider gh: defined twice"}},
@@ -484,10 +490,10 @@ func TestNewProvidersNamesEveryProblem(t *testing.T) {
 			s := newStandIn(t)
 			ps, err := s.newProviders(tt.configs...)
 			if err == nil {
-				t.Fatalf("NewProviders accepted the configuration: %v", ps.Names())
+				t.Fatalf("New accepted the configuration: %v", ps.Names())
 			}
 			if ps != nil {
-				t.Errorf("NewProviders returned providers with its error")
+				t.Errorf("New returned providers with its error")
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {

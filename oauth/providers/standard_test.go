@@ -1,4 +1,4 @@
-package thirdparty
+package providers
 
 import (
 	"net/http"
