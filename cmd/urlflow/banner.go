@@ -52,7 +52,7 @@ urlflow dev: a development server with a development identity. Not for productio
   Keys and tokens: kept in {{.StatePath}} so that they survive a restart
 {{- with .DemoService}}
 
-Delegating MCP server (service "{{.Name}}", README: Delegating from your MCP server):
+Delegating MCP server (service "{{.Name}}", docs/delegation.md):
   Service key:     {{.Key}}
   Its resource:    {{.Resource}}
                    (its users' tokens: {{$.TokenURL}}?user=NAME&resource={{.Resource}})

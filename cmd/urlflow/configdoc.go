@@ -7,12 +7,12 @@ import (
 )
 
 // fileSections are the sections of the configuration file that their packages decode
-// (fileConfig), with where the README describes them.
-var fileSections = []struct{ key, what, readme string }{
-	{"secrets", "secret slots: what urlflow asks users for, how a value is checked, and how `call_api` uses it", "the-configuration-file"},
-	{"providers", "third-party OAuth providers", "third-party-providers"},
-	{"services", "delegating MCP servers: what each may ask for, and how it authenticates", "delegating-from-your-mcp-server"},
-	{"operators", "operators in the browser (`subjects`, `claim`) and the thresholds of stuck flows (`stuck_after`)", "operating-urlflow"},
+// (fileConfig), with the guide that describes each: its title and its link from docs/.
+var fileSections = []struct{ key, what, guide, link string }{
+	{"secrets", "secret slots: what urlflow asks users for, how a value is checked, and how `call_api` uses it", "Configuring urlflow", "configuring.md#the-configuration-file"},
+	{"providers", "third-party OAuth providers", "Configuring urlflow", "configuring.md#third-party-providers"},
+	{"services", "delegating MCP servers: what each may ask for, and how it authenticates", "Delegating from your MCP server", "delegation.md"},
+	{"operators", "operators in the browser (`subjects`, `claim`) and the thresholds of stuck flows (`stuck_after`)", "Operating urlflow", "operating.md"},
 }
 
 // configurationDocHeader opens docs/configuration.md.
@@ -57,9 +57,9 @@ func writeConfigurationDoc(w io.Writer) error {
 			}
 		}
 	}
-	b.WriteString("\n## Sections of the configuration file\n\nBeside the settings above that have a YAML key, the file has these sections, each\ndescribed in the README:\n\n")
+	b.WriteString("\n## Sections of the configuration file\n\nBeside the settings above that have a YAML key, the file has these sections, each\ndescribed in a guide:\n\n")
 	for _, f := range fileSections {
-		fmt.Fprintf(&b, "- `%s:` %s ([README](../README.md#%s)).\n", f.key, f.what, f.readme)
+		fmt.Fprintf(&b, "- `%s:` %s ([%s](%s)).\n", f.key, f.what, f.guide, f.link)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -23,7 +23,7 @@ import (
 )
 
 const hookLong = `urlflow's policy for Claude Code's Elicitation hooks: URL mode only to allowed origins, no
-secrets asked for or answered in form mode (README, "Using urlflow with Claude Code").
+secrets asked for or answered in form mode (docs/claude-code.md).
 
 elicitation, elicitation-result, test and serve take --policy FILE (default
 ~/.config/urlflow/hook.yaml) and --allow-origin URL (repeatable).`
