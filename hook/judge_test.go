@@ -193,3 +193,17 @@ func TestNewJudgeNamesEveryBadRule(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainHTTPOnlyOnLoopback: a policy may allow http only for localhost (in any case) and
+// the loopback addresses; a subdomain of localhost is not loopback (internal/loopback).
+func TestPlainHTTPOnlyOnLoopback(t *testing.T) {
+	for origin, allowed := range map[string]bool{
+		"http://localhost:8080": true, "http://LOCALHOST:8080": true, "http://127.0.0.2:8080": true, "http://[::1]:8080": true,
+		"http://app.localhost:8080": false, "http://localhost.example.com": false, "http://10.0.0.1": false,
+	} {
+		_, err := NewJudge(Policy{AllowedOrigins: []string{origin}}, Options{})
+		if allowed != (err == nil) {
+			t.Errorf("allowed origin %s: err = %v, want allowed %v", origin, err, allowed)
+		}
+	}
+}

@@ -178,8 +178,13 @@ func newProvider(ctx context.Context, cfg Config, opts Options) (*Provider, prob
 // locate finds the provider's endpoints: its preset's, its issuer's discovery document's,
 // or the ones given; endpoints given override the first two.
 func (p *Provider) locate(ctx context.Context, cfg Config, checkOnly bool, ps *problems) {
-	explicit := cfg.AuthorizationURL != "" && cfg.Preset == "" && cfg.Issuer == ""
-	if ways := len(slices.DeleteFunc([]bool{cfg.Preset != "", cfg.Issuer != "", explicit}, func(set bool) bool { return !set })); ways != 1 {
+	ways := 0
+	for _, given := range []bool{cfg.Preset != "", cfg.Issuer != "", cfg.AuthorizationURL != "" && cfg.Preset == "" && cfg.Issuer == ""} {
+		if given {
+			ways++
+		}
+	}
+	if ways != 1 {
 		ps.add("give exactly one of preset, issuer, or explicit endpoints (authorization_url and token_url)")
 	}
 	if cfg.Tenant != "" && cfg.Preset != "microsoft" {
