@@ -12,7 +12,7 @@ import (
 // consent) and no documented PKCE; its token requests are JSON with basic authentication
 // and a Notion-Version header; its tokens do not expire; and the account is in the token
 // answer (owner.user), not behind a userinfo endpoint.
-type notion struct{ standard }
+type notion struct{}
 
 // notionVersion is the Notion-Version header Notion's API wants.
 const notionVersion = "2022-06-28"

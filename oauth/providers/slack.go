@@ -15,7 +15,7 @@ import (
 // user_scope (commas), answers HTTP 200 with {"ok": false} on errors, and nests the user
 // token in authed_user. Turning PKCE on at Slack makes the app public for good, so the
 // state alone protects the flow.
-type slack struct{ standard }
+type slack struct{}
 
 func (slack) configure(p *Provider) {
 	p.Label = "Slack"

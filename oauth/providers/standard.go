@@ -13,8 +13,8 @@ import (
 
 // standard is the dialect of plain OAuth 2.0: x/oauth2's code exchange and refresh, the
 // account read as JSON at the account URL, and revocation at an RFC 7009 endpoint when the
-// provider has one. The presets' dialects embed it and replace what their provider does
-// differently.
+// provider has one. Most presets' dialects embed it and replace what their provider does
+// differently; Notion's and Slack's differ in all four.
 type standard struct{}
 
 func (standard) exchange(ctx context.Context, p *Provider, code, verifier string) (*Token, error) {
