@@ -203,7 +203,7 @@ func indentation(b []byte) string {
 
 // A layout is how a settings file is written, as far as what is added to it follows.
 type layout struct {
-	newline string // "\r\n" when the file's first line ends so, else "\n"
+	newline string // "\r\n" when the file's first line ends so (or it has none, and a "\r"), else "\n"
 	indent  string // one step: the indentation of the first indented line, else two spaces
 	spaced  bool   // a space after the colon of the object's first member (and after commas)
 	oneLine bool   // the object has members and no line break: what is added stays on its line
@@ -217,7 +217,12 @@ func (d *doc) layout() (layout, error) {
 		return layout{}, err
 	}
 	l := layout{newline: "\n", indent: "  ", spaced: true}
-	if i := bytes.IndexByte(d.data, '\n'); i > 0 && d.data[i-1] == '\r' {
+	switch i := bytes.IndexByte(d.data, '\n'); {
+	case i > 0 && d.data[i-1] == '\r':
+		l.newline = "\r\n"
+	case i < 0 && bytes.IndexByte(d.data, '\r') >= 0:
+		// No line break yet but a carriage return, which what insert adds may follow: its
+		// lines end in "\r\n", so that the file's first line break reads the same after.
 		l.newline = "\r\n"
 	}
 	for _, line := range bytes.Split(d.data, []byte("\n"))[1:] {
