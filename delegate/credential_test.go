@@ -22,12 +22,13 @@ import (
 // weather's tool got.
 func storedFor(t *testing.T, u *urlflow, w *weather, name string) (string, *user, *delegate.Credential) {
 	t.Helper()
-	c := w.connect(t, clientOptions{Token: u.userToken(name)})
+	token := u.userToken(name)
+	c := w.connect(t, clientOptions{Token: token})
 	link, _ := structured(t, c.callOK("forecast", forecast))["url"].(string)
 	key := demoKey()
 	newPerson(t, u, name).completeSecret(link, key)
 	wantForecast(t, c.callOK("forecast", forecast))
-	return key, c, w.credential(t)
+	return key, c, w.credentialOf(t, token)
 }
 
 func TestCallPassesTheAPIsAnswerThroughWithTheCredentialRedacted(t *testing.T) {

@@ -34,8 +34,8 @@ type weather struct {
 	Log *syncBuffer
 	API *apiRecorder
 
-	mu   sync.Mutex
-	cred *delegate.Credential // the last credential a tool got
+	mu     sync.Mutex
+	credOf map[string]*delegate.Credential // the last credential a tool got, by the caller's Authorization
 }
 
 // startWeather starts weather with opts, whose URL and Key default to u's.
@@ -47,7 +47,7 @@ func startWeather(t testing.TB, u *urlflow, opts delegate.Options) *weather {
 	if opts.Key == "" && opts.TokenSource == nil {
 		opts.Key = u.Key
 	}
-	w := &weather{Log: &syncBuffer{}}
+	w := &weather{Log: &syncBuffer{}, credOf: map[string]*delegate.Credential{}}
 	opts.Logger = slogTo(w.Log)
 	var next http.RoundTripper
 	if opts.HTTPClient != nil {
@@ -71,7 +71,9 @@ func startWeather(t testing.TB, u *urlflow, opts delegate.Options) *weather {
 				return res, nil, err // the user is asked first, the way this client understands
 			}
 			w.mu.Lock()
-			w.cred = cred
+			if req.Extra != nil && req.Extra.Header != nil {
+				w.credOf[req.Extra.Header.Get("Authorization")] = cred
+			}
 			w.mu.Unlock()
 			resp, err := cred.Call(ctx, delegate.Request{Method: "GET", Path: "/whoami"})
 			if err != nil {
@@ -99,15 +101,17 @@ func slogTo(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// credential returns the last credential a tool of w got from Require.
-func (w *weather) credential(t testing.TB) *delegate.Credential {
+// credentialOf returns the last credential a tool of w got from Require in a call of the
+// client with this user token: tests that run side by side each get their own user's.
+func (w *weather) credentialOf(t testing.TB, token string) *delegate.Credential {
 	t.Helper()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.cred == nil {
-		t.Fatal("no tool got a credential")
+	cred := w.credOf["Bearer "+token]
+	if cred == nil {
+		t.Fatal("no tool got a credential for this user")
 	}
-	return w.cred
+	return cred
 }
 
 // follow runs Client.Follow until the test ends, and waits until its stream is open:
