@@ -185,29 +185,29 @@ func TestSettleSaysWhereAnElicitationLeftTheNeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o, err := f.asker.Settle(ctx, n, running.Elicitation, false); err != nil || o.Status != Asking || o.Elicitation.ID != running.Elicitation.ID {
-		t.Errorf("running: %+v, %v", o, err)
+	if o := Settle(running.Elicitation); o.Status != Asking || o.Elicitation.ID != running.Elicitation.ID {
+		t.Errorf("running: %+v", o)
 	}
 	change, err := f.flows.Apply(ctx, running.Elicitation.ID, flow.ClientDecline, state.ActorClient, "declined")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o, err := f.asker.Settle(ctx, n, change.Elicitation, true); err != nil || o.Status != Ended || o.Elicitation.State != flow.Declined {
+	if o, err := f.asker.Recheck(ctx, n, change.Elicitation); err != nil || o.Status != Ended || o.Elicitation.State != flow.Declined {
 		t.Errorf("declined: %+v, %v", o, err)
 	}
 
 	done := f.store(n, credentials.Credential{}, strongKey)
-	if o, err := f.asker.Settle(ctx, n, done, false); err != nil || o.Status != Stored || o.Elicitation.ID != done.ID || o.Credential != nil {
-		t.Errorf("just completed: %+v, %v; want stored without a read", o, err)
+	if o := Settle(done); o.Status != Stored || o.Elicitation.ID != done.ID || o.Credential != nil {
+		t.Errorf("just completed: %+v; want stored without a read", o)
 	}
 	n.Replace = true // what the flow stored is the replacement
-	if o, err := f.asker.Settle(ctx, n, done, true); err != nil || o.Status != Stored || o.Credential == nil || o.Elicitation.ID != done.ID {
+	if o, err := f.asker.Recheck(ctx, n, done); err != nil || o.Status != Stored || o.Credential == nil || o.Elicitation.ID != done.ID {
 		t.Errorf("completed earlier: %+v, %v; want stored, read again", o, err)
 	}
 	if _, err := f.creds.Delete(ctx, alice, apiSlot, state.ActorUser, "deleted"); err != nil {
 		t.Fatal(err)
 	}
-	if o, err := f.asker.Settle(ctx, n, done, true); err != nil || o.Status != Asking || !o.Created {
+	if o, err := f.asker.Recheck(ctx, n, done); err != nil || o.Status != Asking || !o.Created {
 		t.Errorf("completed earlier, deleted since: %+v, %v; want a new elicitation", o, err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 // A retry of a 2026-07-28 call carries its requestState (Redeem) and the client's answer to
 // the input request it was shown; the caller records that answer and reads where the
 // elicitation stands (Current), may wait for it to end (flow.Store.AwaitEnd), and turns it
-// into an Outcome (Settle).
+// into an Outcome (Settle, or Recheck when it had ended before: what it stored may be gone).
 
 // Current returns user's elicitation id, from a requestState that Redeem accepted for
 // user, as it now stands, after recording the client's answer to it when action is one
@@ -45,25 +45,32 @@ func (a *Asker) Current(ctx context.Context, user state.User, id, action, report
 	return e, nil
 }
 
-// Settle is the Outcome of n once its elicitation reads as e: Asking while it runs, Ended
-// when it ended without success, and when it completed, Stored (with e). endedEarlier says that e
-// had ended before the caller last looked (a retry after the end): then what is stored is
-// checked again, since the credential may have been deleted since (a requestState outlives
-// its flow), and a new elicitation is opened if it was. A flow the caller saw complete
-// stored the credential in that same step: it is not read again.
-func (a *Asker) Settle(ctx context.Context, n Need, e *flow.Elicitation, endedEarlier bool) (Outcome, error) {
+// Settle is the Outcome of an elicitation the caller watched and that now reads as e:
+// Asking while it runs, Ended when it ended without success, and Stored (with e) when it
+// completed. The credential is not read again: the step that completed the flow stored it,
+// and Outcome.Credential is nil.
+func Settle(e *flow.Elicitation) Outcome {
 	switch {
-	case e.State == flow.Complete && endedEarlier:
-		n.Replace = false // what the flow stored is the replacement
-		o, err := a.Ensure(ctx, n)
-		if o.Status == Stored {
-			o.Elicitation = e
-		}
-		return o, err
 	case e.State == flow.Complete:
-		return Outcome{Status: Stored, Elicitation: e}, nil
+		return Outcome{Status: Stored, Elicitation: e}
 	case e.State.Terminal():
-		return Outcome{Status: Ended, Elicitation: e}, nil
+		return Outcome{Status: Ended, Elicitation: e}
 	}
-	return Outcome{Status: Asking, Elicitation: e}, nil
+	return Outcome{Status: Asking, Elicitation: e}
+}
+
+// Recheck is the Outcome of n's elicitation e for a caller that comes back to it later (a
+// retry with a requestState, which outlives its flow): as Settle, but when e completed, what
+// is stored is checked again, since the credential may have been deleted since, and a new
+// elicitation is opened if it was.
+func (a *Asker) Recheck(ctx context.Context, n Need, e *flow.Elicitation) (Outcome, error) {
+	if e.State != flow.Complete {
+		return Settle(e), nil
+	}
+	n.Replace = false // what the flow stored is the replacement
+	o, err := a.Ensure(ctx, n)
+	if o.Status == Stored {
+		o.Elicitation = e
+	}
+	return o, err
 }

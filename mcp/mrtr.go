@@ -57,9 +57,11 @@ func (s *Server) multiRoundTrip(ctx context.Context, t turn, n ask.Need, missing
 	if err != nil {
 		return nil, nil, err
 	}
-	o, err := s.opts.Asker.Settle(ctx, n, e, cur.State.Terminal())
-	if err != nil {
-		return nil, nil, s.unavailable(ctx, err)
+	o := ask.Settle(e)
+	if cur.State.Terminal() { // it had ended before this retry: what it stored may be gone
+		if o, err = s.opts.Asker.Recheck(ctx, n, e); err != nil {
+			return nil, nil, s.unavailable(ctx, err)
+		}
 	}
 	return s.roundResult(t, o, binding)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/urlflow/urlflow/internal/display"
 	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/proxy"
 	"github.com/urlflow/urlflow/slots"
@@ -133,14 +134,6 @@ func (a asked) onThePage() string {
 		"it never passes through this conversation, and the link by itself gives no one access."
 }
 
-// capitalized returns s with its first letter in upper case (s starts with ASCII).
-func capitalized(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
-
 // describe says in a sentence where e, which asks for a, stands.
 func describe(e *flow.Elicitation, a asked, url string) string {
 	nothing := strings.ToLower(a.nothing())
@@ -232,9 +225,9 @@ func (a asked) ended(st flow.State) string {
 	case flow.Declined:
 		return fmt.Sprintf("%s was declined. %s If that was a mistake, %s for a new link.", a.request(), a.nothing(), a.again())
 	case flow.Cancelled:
-		return fmt.Sprintf("%s was cancelled. %s %s to start over.", a.request(), a.nothing(), capitalized(a.again()))
+		return fmt.Sprintf("%s was cancelled. %s %s to start over.", a.request(), a.nothing(), display.Capitalized(a.again()))
 	}
-	return fmt.Sprintf("%s expired before it was used. %s %s for a new link.", a.link(), a.nothing(), capitalized(a.again()))
+	return fmt.Sprintf("%s expired before it was used. %s %s for a new link.", a.link(), a.nothing(), display.Capitalized(a.again()))
 }
 
 // stillWaiting says that the flow id still waits for the user at url until expires.

@@ -13,13 +13,5 @@ import (
 // refusedToken audits a bearer token refused by the bearer check, with why.
 func (s *Server) refusedToken(r *http.Request, why string) {
 	s.metrics.Refused(metrics.RefusedBearer)
-	s.opts.Audit.Repeated(r.Context(), audit.Event{Event: audit.IdentityRefused, Address: clientAddr(s.opts.TrustedProxies, r), Reason: why})
-}
-
-// clientAddr is the address of the client of r, as the trusted proxies say; "" if none.
-func clientAddr(t TrustedProxies, r *http.Request) string {
-	if a := t.ClientAddr(r); a.IsValid() {
-		return a.String()
-	}
-	return ""
+	s.opts.Audit.Repeated(r.Context(), audit.Event{Event: audit.IdentityRefused, Address: audit.AddressOf(s.opts.TrustedProxies.ClientAddr(r)), Reason: why})
 }

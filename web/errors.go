@@ -42,12 +42,22 @@ func (s *Server) renderProblem(c echo.Context, status int, message string) {
 const somethingWentWrong = "Something went wrong on our side. Nothing was changed. Please try again in a moment."
 
 // handleError is the one error handler of the HTTP surface: a handler that cannot go on
-// returns an error, and this turns it into the answer. An respond.Error sends itself (a page, a redirect, a JSON
+// returns an error, and this turns it into the answer. A respond.Error sends itself (a page, a redirect, a JSON
 // body); any other in the form the caller reads, JSON for the API and a page for
 // browsers.
 func (s *Server) handleError(err error, c echo.Context) {
-	if c.Response().Committed || respond.Send(c, err) {
+	if c.Response().Committed {
 		return
+	}
+	if answer, ok := respond.As(err); ok {
+		sendErr := answer.Send(c)
+		if sendErr == nil || c.Response().Committed {
+			if sendErr != nil {
+				s.log.WarnContext(c.Request().Context(), "answer not sent whole", "path", c.Request().URL.Path, "err", sendErr)
+			}
+			return
+		}
+		err = sendErr // nothing was written: the failure to answer is the answer
 	}
 	status := http.StatusInternalServerError
 	message := somethingWentWrong

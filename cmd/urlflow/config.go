@@ -232,8 +232,8 @@ func (c *config) loadRedis(l *loading) {
 
 // loadKeys parses the key ring, when one is set (urlflow dev makes its own otherwise).
 func (c *config) loadKeys(l *loading) {
-	if !l.v["keys"].given() {
-		return
+	if !l.v["keys"].given() || l.v.raw("keys") == "" {
+		return // unset, or set empty: reported once as missing where the key ring is required
 	}
 	c.keysGiven = true
 	var err error

@@ -416,6 +416,17 @@ func TestServeRefusesToStartNamingEveryMissingSetting(t *testing.T) {
 	}
 }
 
+// TestAnEmptyKeyRingIsOneProblem: URLFLOW_KEYS set to nothing is reported once, as missing.
+func TestAnEmptyKeyRingIsOneProblem(t *testing.T) {
+	err := run(t.Context(), []string{"serve"}, envOf(map[string]string{"URLFLOW_KEYS": ""}), nil, io.Discard, io.Discard)
+	if err == nil {
+		t.Fatal("serve started without any setting")
+	}
+	if n := strings.Count(err.Error(), "URLFLOW_KEYS"); n != 1 {
+		t.Errorf("URLFLOW_KEYS is named %d times, want once:\n%v", n, err)
+	}
+}
+
 func TestServeRefusesInsecureAndInvalidSettings(t *testing.T) {
 	_, err := loadArgs("serve", nil, envOf(map[string]string{
 		"URLFLOW_REDIS_URL":          "redis://127.0.0.1:6379",

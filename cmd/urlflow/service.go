@@ -152,6 +152,7 @@ func (p *parts) mcpServer() *mcp.Server {
 // users verifies the user tokens that each service forwards.
 func (p *parts) webServer(rdb redis.UniversalClient, id users, users map[string]identity.Verifier, mcp http.Handler) *web.Server {
 	cfg := p.cfg
+	verifier := identity.Remember(id.verifier) // one memory of accepted tokens, for /mcp and the API
 	browsers := browser.New(browser.Options{Sessions: browsersession.NewStore(rdb), CookieKey: cfg.Keys.Derive("session cookie"),
 		CSRFKey: cfg.Keys.Derive("csrf"), Secure: cfg.PublicURL.Scheme == "https", Dev: id.dev != nil, Flows: p.flows,
 		Audit: p.trail, Metrics: p.instruments, ClientAddr: cfg.TrustedProxies.ClientAddr, Logger: p.log})
@@ -165,10 +166,10 @@ func (p *parts) webServer(rdb redis.UniversalClient, id users, users map[string]
 		Admin: admin.New(admin.Options{Browser: browsers, Flows: p.flows, Recovery: p.recoveries, OperatorSubjects: cfg.OperatorSubjects}),
 		API: api.New(api.Options{PublicURL: cfg.PublicURL, Flows: p.flows, Hub: p.hub, Asker: p.asker, Recovery: p.recoveries,
 			Credentials: p.creds, Vault: p.seals, Keeper: p.keeper, Upstream: p.caller, Slots: cfg.Slots, Providers: p.providers,
-			Services: cfg.Services, ServiceUsers: users, Verifier: id.verifier, Dev: id.dev, Issuer: id.issuer,
+			Services: cfg.Services, ServiceUsers: users, Verifier: verifier, Dev: id.dev, Issuer: id.issuer,
 			ServiceEvents: p.streams, Webhooks: p.deliveries, Audit: p.trail, Counters: p.count,
 			StatusWaitLimit: cfg.Waits.StatusLimit, Logger: p.log}),
-		Identity: web.Identity{Verifier: id.verifier, Operators: identity.NewOperators(cfg.OperatorTokens, cfg.OperatorReadOnlyTokens),
+		Identity: web.Identity{Verifier: verifier, Operators: identity.NewOperators(cfg.OperatorTokens, cfg.OperatorReadOnlyTokens),
 			Services: cfg.Services, RequiredScopes: id.scopes, Issuer: id.issuer, BadTokens: cfg.RateLimits.BadTokens},
 		TrustedProxies: cfg.TrustedProxies, Dev: id.dev != nil, DemoAPI: id.demoAPI, BodyReadTimeout: cfg.BodyReadTimeout,
 		Flows: p.flows, Vault: p.seals, Counters: p.count, Metrics: p.instruments, Audit: p.trail, Logger: p.log,

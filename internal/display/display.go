@@ -4,9 +4,14 @@
 //
 // The one idea to hold: text is cleaned once, where it enters urlflow, so that every reader
 // of a stored value sees the same clean value; nothing downstream cleans again.
+// Capitalized, beside it, starts a sentence with a phrase of urlflow's own.
 package display
 
-import "unicode"
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // ellipsis ends a text that Clean shortened.
 const ellipsis = '…'
@@ -69,4 +74,14 @@ func Clean(s string, limit int) string {
 func visible(r rune) bool {
 	return unicode.IsGraphic(r) && !unicode.IsSpace(r) &&
 		!unicode.In(r, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
+}
+
+// Capitalized returns s with its first letter in upper case: a phrase of urlflow's own
+// ("call set_secret again", "this request has already ended") at the start of a sentence.
+func Capitalized(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return strings.ToUpper(string(r)) + s[n:]
 }

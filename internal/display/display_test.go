@@ -106,3 +106,13 @@ func plainClean(s string, limit int) string {
 	}
 	return words
 }
+
+func TestCapitalizedStartsASentence(t *testing.T) {
+	for in, want := range map[string]string{
+		"": "", "call set_secret again": "Call set_secret again", "This": "This", "émoi": "Émoi", "1 minute": "1 minute",
+	} {
+		if got := Capitalized(in); got != want {
+			t.Errorf("Capitalized(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

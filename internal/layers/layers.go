@@ -10,7 +10,7 @@ import "strings"
 var layers = [][]string{
 	// Libraries that import nothing of the service, and those built on them.
 	{"internal/ages", "internal/display", "internal/embedded", "internal/every", "internal/expiring", "internal/loopback",
-		"internal/resend", "internal/signed", "internal/layers"},
+		"internal/resend", "internal/signed", "internal/layers", "web/respond"},
 	{"internal/", "delegate", "metrics", "templates", "demoapi", "hook", "hook/settings", "oauth"},
 	// The stores' shared vocabulary, and the stores that need no other store.
 	{"state"},
@@ -22,7 +22,7 @@ var layers = [][]string{
 	// The use cases, and the background sender of webhooks.
 	{"ask", "recovery", "webhook"},
 	// The MCP server, and what the HTTP surface's audiences share.
-	{"mcp", "web/browser", "web/limits", "web/respond", "web/listing"},
+	{"mcp", "web/browser", "web/limits", "web/listing"},
 	// The HTTP surface's audiences, then the server.
 	{"web/pages", "web/admin", "web/api"},
 	{"web"},

@@ -27,8 +27,13 @@ const (
 // token is introspected, and ResourceServer keeps the issuer's answers itself
 // (ActiveAnswerLifetime), which remembering them again would stretch. What v refuses or
 // cannot check is not remembered; a token without an expiry is not remembered either. The
-// claims it returns are shared between requests and must not be changed.
+// claims it returns are shared between requests and must not be changed. A v that already
+// remembers is returned as it is, so that the parts of the HTTP surface that share a
+// verifier share one memory.
 func Remember(v Verifier) Verifier {
+	if r, ok := v.(*remembering); ok {
+		return r
+	}
 	return &remembering{v: v, now: time.Now, accepted: expiring.New[[sha256.Size]byte, Claims](rememberedTokens)}
 }
 

@@ -98,3 +98,25 @@ func TestRememberLeavesOpaqueTokensToTheirIntrospection(t *testing.T) {
 		}
 	}
 }
+
+// TestRememberingTwiceIsOneMemory: the parts of the HTTP surface that each remember the
+// verifier they are given (/mcp and the API) share one memory when given the same one, so
+// that a token the one accepted is not checked again by the other.
+func TestRememberingTwiceIsOneMemory(t *testing.T) {
+	dev := NewDev([]byte(strings.Repeat("k", 32)), "https://urlflow.example/mcp")
+	checks := &counting{Verifier: dev}
+	shared := Remember(checks)
+	mcpSide, apiSide := Remember(shared), Remember(shared)
+	alice, err := dev.Issue("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []Verifier{mcpSide, apiSide, mcpSide} {
+		if _, err := v.Verify(t.Context(), alice); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := checks.checks.Load(); got != 1 {
+		t.Errorf("the token was checked %d times, want once", got)
+	}
+}

@@ -229,7 +229,7 @@ func (p *Provider) usePreset(cfg Config, ps *problems) {
 	}
 	if cfg.Tenant != "" && !tenantPattern.MatchString(cfg.Tenant) {
 		ps.add("tenant must be common, organizations, consumers, a tenant ID or a domain name, got %q", cfg.Tenant)
-		return
+		cfg.Tenant = "" // the preset's default, so that no other problem follows from this one
 	}
 	preset := newPreset(cfg)
 	preset.configure(p)
@@ -345,8 +345,7 @@ func (p *Provider) readAccountAs(given *AccountConfig, ps *problems) {
 		p.account.Name = cmp.Or(given.Name, p.account.Name)
 	}
 	p.account.URL = cmp.Or(p.account.URL, p.userinfo)
-	// Only the standard dialect reads the account at a URL; presets read it their way.
-	if _, standardRead := p.dialect.(standard); standardRead && p.account.URL == "" {
+	if _, own := p.dialect.(ownAccountReader); p.account.URL == "" && !own {
 		ps.add("no way to read the connected account: give account.url (or userinfo_url, or an issuer with a userinfo endpoint)")
 	}
 }

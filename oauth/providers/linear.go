@@ -21,6 +21,8 @@ func (linear) configure(p *Provider) {
 	p.API = bearerAPI("https://api.linear.app")
 }
 
+func (linear) readsAccountItself() {}
+
 func (linear) account(ctx context.Context, p *Provider, t *Token) (Account, error) {
 	req, err := newBearerRequest(ctx, http.MethodPost, "https://api.linear.app/graphql", t.AccessToken,
 		strings.NewReader(`{"query":"{ viewer { id name } }"}`))

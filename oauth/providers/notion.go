@@ -71,6 +71,8 @@ func (n notion) token(ctx context.Context, p *Provider, body map[string]string) 
 	return t, nil
 }
 
+func (notion) readsAccountItself() {}
+
 // account is the owner the token answer named.
 func (notion) account(_ context.Context, _ *Provider, t *Token) (Account, error) {
 	if t.Account.ID == "" {

@@ -773,3 +773,16 @@ func TestSlackRefreshWithoutAccessTokenFails(t *testing.T) {
 		t.Fatalf("Refresh = %+v, %v; want an error that is not ErrReconnect", tok, err)
 	}
 }
+
+// TestEveryPresetCanReadTheAccount: a preset reads the connected account at a URL it gives,
+// or its own way; never at no URL.
+func TestEveryPresetCanReadTheAccount(t *testing.T) {
+	for name, newPreset := range presets {
+		p := &Provider{authParams: map[string]string{}}
+		d := newPreset(Config{})
+		d.configure(p)
+		if _, own := d.(ownAccountReader); p.account.URL == "" && !own {
+			t.Errorf("preset %s gives no account URL and does not read the account its own way", name)
+		}
+	}
+}

@@ -59,6 +59,12 @@ type dialect interface {
 	revoke(ctx context.Context, p *Provider, t *Token) error
 }
 
+// ownAccountReader is a dialect that reads the connected account its own way (from the
+// token answer, or from an API of its provider) rather than at the account URL.
+type ownAccountReader interface {
+	readsAccountItself()
+}
+
 // issuerPattern is a dialect whose issuer is a pattern rather than one URL (Microsoft's
 // multi-tenant endpoints): it checks the iss of an authorization response itself.
 type issuerPattern interface {

@@ -623,3 +623,17 @@ func FuzzAccountFields(f *testing.F) {
 		}
 	})
 }
+
+// TestABadTenantIsOneProblem: a tenant urlflow refuses is reported once, without the
+// missing endpoints it would otherwise have led to.
+func TestABadTenantIsOneProblem(t *testing.T) {
+	cfg := testConfig("ms")
+	cfg.Preset, cfg.Tenant = "microsoft", "common/../evil"
+	_, err := newStandIn(t).newProviders(cfg)
+	if err == nil || !strings.Contains(err.Error(), "tenant must be") {
+		t.Fatalf("New: %v, want the tenant refused", err)
+	}
+	if n := strings.Count(err.Error(), "provider ms:"); n != 1 {
+		t.Errorf("New named %d problems, want the tenant alone:\n%v", n, err)
+	}
+}

@@ -85,6 +85,8 @@ func (slack) token(ctx context.Context, p *Provider, form url.Values, answer any
 	return p.doJSON(req, answer)
 }
 
+func (slack) readsAccountItself() {}
+
 // account reads the user's handle with auth.test: the exchange already read team and
 // user, and the handle is for display only, so a failure keeps what the exchange read.
 func (slack) account(ctx context.Context, p *Provider, t *Token) (Account, error) {

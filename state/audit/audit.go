@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,14 @@ type User struct {
 	Subject string `json:"sub"`
 }
 
+// AddressOf is an Event's Address for the client address a: "" when it is not known.
+func AddressOf(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}
+
 // About returns e about user u: its issuer and subject, and its key (state.User.Key), by
 // which urlflow's logs name it.
 func (e Event) About(u state.User) Event {
@@ -89,7 +98,7 @@ type Event struct {
 	Service string `json:"service,omitempty"`
 	Client  string `json:"client,omitempty"`
 	Replica string `json:"replica,omitempty"`
-	// Address is the client address of a refused request.
+	// Address is the client address of a refused request (AddressOf).
 	Address string `json:"address,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	// Count is how many identical events this one stands for, from At to LastAt; 0 (left

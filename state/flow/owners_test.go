@@ -262,6 +262,11 @@ func TestReadAlongReadsTheRecordAndAnotherKeyTogether(t *testing.T) {
 			if err != nil || got.ID != e.ID || string(val) != "value of "+k {
 				t.Fatalf("Read along %s = %v, %q, %v", k, got, val, err)
 			}
+			// A copy that would do for the record does not keep the other key from being read.
+			val = nil
+			if got, err := s.Read(ctx, e.ID, IfCopy(func(*Elicitation) bool { return true }), Along(k, &val)); err != nil || got.ID != e.ID || string(val) != "value of "+k {
+				t.Fatalf("Read with a copy along %s = %v, %q, %v; want the record and the value", k, got, val, err)
+			}
 			// An ID that does not exist still gives the other value.
 			missing := NewStore(b.Client, StoreOptions{Logger: quiet})
 			id, _ := missing.ids.newID(alice.Key())

@@ -221,7 +221,8 @@ type readConfig struct {
 // last two minutes, without a round trip, when will says that copy will do: for example
 // (*Elicitation).Ended, since an ended flow never changes again. A transition this replica
 // is writing that ends the flow is waited for first: its script's notice, which callers
-// act on, can arrive before its answer.
+// act on, can arrive before its answer. With Along, no copy will do: the other key is
+// read from Redis, and the record with it.
 func IfCopy(will func(*Elicitation) bool) ReadOption {
 	return func(c *readConfig) { c.copyWill = will }
 }
@@ -242,7 +243,7 @@ func (s *Store) Read(ctx context.Context, id string, opts ...ReadOption) (*Elici
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.copyWill != nil {
+	if cfg.copyWill != nil && cfg.alongKey == "" {
 		if err := s.waitEnding(ctx, id); err != nil {
 			return nil, err
 		}

@@ -273,18 +273,10 @@ func (s *Admin) adminAct(c echo.Context) error {
 	}
 	var conflict *recovery.Conflict
 	if errors.As(err, &conflict) {
-		return echo.NewHTTPError(http.StatusConflict, upperFirst(conflict.Why)+". Nothing was changed.")
+		return echo.NewHTTPError(http.StatusConflict, display.Capitalized(conflict.Why)+". Nothing was changed.")
 	}
 	if err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/admin/flows/"+target+"?done="+action.Name)
-}
-
-// upperFirst returns s with its first letter in upper case (s starts with ASCII).
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -102,7 +102,7 @@ func (s *API) apiStatus(c echo.Context) error {
 	if v := c.QueryParam("wait"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > int(DefaultStatusWaitLimit/time.Second) {
-			return refuse(http.StatusBadRequest, "wait: want whole seconds from 0 to 60")
+			return respond.Refuse(http.StatusBadRequest, "wait: want whole seconds from 0 to 60")
 		}
 		wait = min(time.Duration(n)*time.Second, limit)
 	}
@@ -138,7 +138,7 @@ func (s *API) apiCancel(c echo.Context) error {
 		return err
 	}
 	if req.New {
-		return refuse(http.StatusBadRequest, "new: only a retry starts a new attempt")
+		return respond.Refuse(http.StatusBadRequest, "new: only a retry starts a new attempt")
 	}
 	cancel, err := act(who, req.Reason, "cancel requested through the API")
 	if err != nil {
@@ -174,7 +174,7 @@ func actionBody(c echo.Context) (actionRequest, error) {
 	var req actionRequest
 	if c.Request().Header.Get(echo.HeaderContentType) != "" && !isJSON(c) {
 		// A form's body is read by the form parser before this handler would see it.
-		return req, refuse(http.StatusUnsupportedMediaType, "send the body as application/json, or none")
+		return req, respond.Refuse(http.StatusUnsupportedMediaType, "send the body as application/json, or none")
 	}
 	body, err := readBody(c)
 	if err != nil {
@@ -182,7 +182,7 @@ func actionBody(c echo.Context) (actionRequest, error) {
 	}
 	if len(strings.TrimSpace(string(body))) > 0 {
 		if err := decodeJSONBody(body, &req, false); err != nil {
-			return req, refuse(http.StatusBadRequest, `the body must be empty or one JSON value like {"new": true} or {"reason": "..."}: %v`, err)
+			return req, respond.Refuse(http.StatusBadRequest, `the body must be empty or one JSON value like {"new": true} or {"reason": "..."}: %v`, err)
 		}
 	}
 	req.Reason = display.Clean(req.Reason, recovery.ReasonLimit)
@@ -196,10 +196,10 @@ func act(who identity.Caller, reason, def string) (flow.Act, error) {
 	a := flow.Act{Actor: actor(who), Reason: reason}
 	if who.Operator {
 		if who.OperatorAs.ReadOnly {
-			return a, refuse(http.StatusForbidden, "this operator token may only read: cancel and retry need a read-write token")
+			return a, respond.Refuse(http.StatusForbidden, "this operator token may only read: cancel and retry need a read-write token")
 		}
 		if a.Reason == "" {
-			return a, refuse(http.StatusBadRequest, `reason: an operator says why, in the body: {"reason": "..."}`)
+			return a, respond.Refuse(http.StatusBadRequest, `reason: an operator says why, in the body: {"reason": "..."}`)
 		}
 		a.By = who.OperatorAs.Name
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state/audit"
+	"github.com/urlflow/urlflow/web/respond"
 )
 
 // apiAudit is GET /api/v1/audit: the audit trail from since to until, as JSON Lines, for
@@ -15,19 +16,19 @@ import (
 func (s *API) apiAudit(c echo.Context) error {
 	who, _ := identity.CallerFrom(c.Request().Context())
 	if !who.Operator {
-		return refuse(http.StatusForbidden, "the audit trail is for operators")
+		return respond.Refuse(http.StatusForbidden, "the audit trail is for operators")
 	}
 	if s.opts.Audit == nil {
-		return refuse(http.StatusNotFound, "this server keeps no audit trail")
+		return respond.Refuse(http.StatusNotFound, "this server keeps no audit trail")
 	}
 	now := time.Now() // the trail's positions are Redis's clock, not the store's
 	since, err := parseWhen(c.QueryParam("since"), now)
 	if err != nil || since.IsZero() {
-		return refuse(http.StatusBadRequest, "since: want a time (RFC 3339, such as 2026-12-01T00:00:00Z) or a duration before now (such as 24h)")
+		return respond.Refuse(http.StatusBadRequest, "since: want a time (RFC 3339, such as 2026-12-01T00:00:00Z) or a duration before now (such as 24h)")
 	}
 	until, err := parseWhen(c.QueryParam("until"), now)
 	if err != nil {
-		return refuse(http.StatusBadRequest, "until: want a time (RFC 3339) or a duration before now")
+		return respond.Refuse(http.StatusBadRequest, "until: want a time (RFC 3339) or a duration before now")
 	}
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, "application/x-ndjson")

@@ -18,6 +18,7 @@ import (
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/web/respond"
 )
 
 // The API of delegating services (package services): an MCP server that authenticates
@@ -86,12 +87,12 @@ func (s *API) apiCreate(c echo.Context) error {
 	}
 	switch {
 	case len(req.Call) > ask.MaxCall:
-		return refuse(http.StatusBadRequest, "call: at most %d bytes", ask.MaxCall)
+		return respond.Refuse(http.StatusBadRequest, "call: at most %d bytes", ask.MaxCall)
 	case req.Action != "" && req.RequestState == "":
-		return refuse(http.StatusBadRequest, "action is the client's answer to the input request of a requestState: send it with that requestState")
+		return respond.Refuse(http.StatusBadRequest, "action is the client's answer to the input request of a requestState: send it with that requestState")
 	}
 	if _, _, ok := flow.ClientAnswer(req.Action); req.Action != "" && !ok {
-		return refuse(http.StatusBadRequest, "action: want accept, decline or cancel")
+		return respond.Refuse(http.StatusBadRequest, "action: want accept, decline or cancel")
 	}
 	if n.User, err = s.delegatedUser(c, svc, req.User); err != nil {
 		return err
@@ -132,7 +133,7 @@ func idempotencyKey(c echo.Context) (string, error) {
 		valid = key[i] > ' ' && key[i] < 0x7f && key[i] != '"'
 	}
 	if !valid {
-		return "", refuse(http.StatusBadRequest, "%s: want one value of 1 to 255 visible ASCII characters", IdempotencyHeader)
+		return "", respond.Refuse(http.StatusBadRequest, "%s: want one value of 1 to 255 visible ASCII characters", IdempotencyHeader)
 	}
 	return key, nil
 }
@@ -145,14 +146,14 @@ const IdempotencyHeader = "Idempotency-Key"
 func createRefusal(err error) error {
 	switch {
 	case errors.Is(err, ask.ErrKeyReused):
-		return refuse(http.StatusUnprocessableEntity, "this %s was sent with another request; use a new key for a new request", IdempotencyHeader)
+		return respond.Refuse(http.StatusUnprocessableEntity, "this %s was sent with another request; use a new key for a new request", IdempotencyHeader)
 	case errors.Is(err, ask.ErrKeyBusy):
-		return refuse(http.StatusConflict, "the first request with this %s is still being answered; send it again in a moment", IdempotencyHeader)
+		return respond.Refuse(http.StatusConflict, "the first request with this %s is still being answered; send it again in a moment", IdempotencyHeader)
 	case errors.Is(err, ask.ErrKeyGone):
-		return refuse(http.StatusConflict, "the elicitation of the first request with this %s is gone; use a new key", IdempotencyHeader)
+		return respond.Refuse(http.StatusConflict, "the elicitation of the first request with this %s is gone; use a new key", IdempotencyHeader)
 	case errors.Is(err, ask.ErrBadState):
 		why := strings.TrimPrefix(err.Error(), ask.ErrBadState.Error()+": ")
-		return refuse(http.StatusBadRequest, "requestState: %s; nothing was changed: create again without it to start over", why)
+		return respond.Refuse(http.StatusBadRequest, "requestState: %s; nothing was changed: create again without it to start over", why)
 	}
 	return err
 }
@@ -207,7 +208,7 @@ func (s *API) resume(ctx context.Context, svc *services.Service, n ask.Need, req
 	if err != nil {
 		return ask.Outcome{}, err
 	}
-	return s.opts.Asker.Settle(ctx, n, e, true)
+	return s.opts.Asker.Recheck(ctx, n, e)
 }
 
 // delegatedNeed checks what svc asks for in req and returns it, but for its user.
@@ -223,7 +224,7 @@ func (s *API) delegatedNeed(svc *services.Service, req CreateRequest) (ask.Need,
 	n.Kind, n.Target = t.kind, t.name
 	switch {
 	case t.kind == state.KindSecret && len(req.Scopes) > 0:
-		return n, refuse(http.StatusBadRequest, "scopes are for providers; a secret slot has none")
+		return n, respond.Refuse(http.StatusBadRequest, "scopes are for providers; a secret slot has none")
 	case t.kind == state.KindOAuth:
 		n.Scopes = req.Scopes
 		if len(n.Scopes) == 0 {
@@ -231,7 +232,7 @@ func (s *API) delegatedNeed(svc *services.Service, req CreateRequest) (ask.Need,
 		}
 	}
 	if utf8.RuneCountInString(req.Message) > MaxMessage {
-		return n, refuse(http.StatusBadRequest, "message: at most %d characters", MaxMessage)
+		return n, respond.Refuse(http.StatusBadRequest, "message: at most %d characters", MaxMessage)
 	}
 	purpose := display.Clean(req.Message, MaxMessage)
 	if purpose == "" {
@@ -263,7 +264,7 @@ func (s *API) apiAnswer(c echo.Context) error {
 	}
 	ev, reason, ok := flow.ClientAnswer(req.Action)
 	if !ok {
-		return refuse(http.StatusBadRequest, "action: want accept, decline or cancel")
+		return respond.Refuse(http.StatusBadRequest, "action: want accept, decline or cancel")
 	}
 	change, err := s.opts.Flows.Apply(c.Request().Context(), e.ID, ev, state.ActorClient, reason+", as the service "+svc.Name+" reports")
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/state/serviceevents"
+	"github.com/urlflow/urlflow/web/respond"
 )
 
 // A delegating service follows its elicitations on GET /api/v1/events: a server-sent-events
@@ -75,7 +76,7 @@ func (s *API) apiEvents(c echo.Context) error {
 	who, _ := identity.CallerFrom(c.Request().Context())
 	svc, ok := s.opts.Services.Lookup(who.Service)
 	if !ok {
-		return refuse(http.StatusForbidden, "only a delegating service has an event stream; users read their elicitations one by one")
+		return respond.Refuse(http.StatusForbidden, "only a delegating service has an event stream; users read their elicitations one by one")
 	}
 	after, reset, err := s.startPosition(c, svc.Name)
 	if err != nil {
@@ -84,7 +85,7 @@ func (s *API) apiEvents(c echo.Context) error {
 	release, ok := s.eventStreams.take(svc.Name)
 	if !ok {
 		c.Response().Header().Set("Retry-After", "5")
-		return refuse(http.StatusTooManyRequests, "the service %s has %d event streams open on this replica already; close one", svc.Name, MaxEventStreams)
+		return respond.Refuse(http.StatusTooManyRequests, "the service %s has %d event streams open on this replica already; close one", svc.Name, MaxEventStreams)
 	}
 	defer release()
 
@@ -113,7 +114,7 @@ func (s *API) startPosition(c echo.Context, service string) (after string, reset
 	if after != "" {
 		switch err := s.opts.ServiceEvents.CheckPosition(ctx, service, after); {
 		case errors.Is(err, serviceevents.ErrBadPosition):
-			return "", false, refuse(http.StatusBadRequest, "Last-Event-ID: not an event ID of this stream; leave it out to start from now")
+			return "", false, respond.Refuse(http.StatusBadRequest, "Last-Event-ID: not an event ID of this stream; leave it out to start from now")
 		case errors.Is(err, serviceevents.ErrEventsGone):
 			reset = true
 		case err != nil:
@@ -173,7 +174,7 @@ func (s *API) apiWebhook(c echo.Context) error {
 	}
 	d, err := s.opts.Webhooks.Delivery(c.Request().Context(), e.ID)
 	if errors.Is(err, state.ErrNotFound) {
-		return refuse(http.StatusNotFound, "no webhook was queued for this elicitation: it has not ended, or its service has no webhook")
+		return respond.Refuse(http.StatusNotFound, "no webhook was queued for this elicitation: it has not ended, or its service has no webhook")
 	}
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/web/listing"
+	"github.com/urlflow/urlflow/web/respond"
 )
 
 // apiList is GET /api/v1/elicitations: a page of the elicitations the caller may see
@@ -22,7 +23,7 @@ func (s *API) apiList(c echo.Context) error {
 	}
 	page, err := s.opts.Flows.Index().List(c.Request().Context(), q)
 	if errors.Is(err, flow.ErrBadCursor) {
-		return refuse(http.StatusBadRequest, "cursor: not one this listing handed out; start again without it")
+		return respond.Refuse(http.StatusBadRequest, "cursor: not one this listing handed out; start again without it")
 	}
 	if err != nil {
 		return err

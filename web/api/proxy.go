@@ -11,6 +11,7 @@ import (
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/upstream"
+	"github.com/urlflow/urlflow/web/respond"
 )
 
 // proxyRequest is the body of POST /api/v1/proxy: the request to make, as call_api takes
@@ -60,14 +61,14 @@ func (s *API) apiProxy(c echo.Context) error {
 		api = t.provider.API
 	}
 	if api == nil {
-		return refuse(http.StatusBadRequest, "urlflow has no API configured for the %s %s", kindNoun(t.kind), t.name)
+		return respond.Refuse(http.StatusBadRequest, "urlflow has no API configured for the %s %s", kindNoun(t.kind), t.name)
 	}
 	if req.Path == "" {
-		return refuse(http.StatusBadRequest, `path is required: the API path to call ("/" for the API's base URL)`)
+		return respond.Refuse(http.StatusBadRequest, `path is required: the API path to call ("/" for the API's base URL)`)
 	}
 	call := upstream.Request{Method: req.Method, Path: req.Path, Query: req.Query, Body: req.Body}
 	if err := proxy.Check(api, call); err != nil {
-		return refuse(http.StatusBadRequest, "%v", err)
+		return respond.Refuse(http.StatusBadRequest, "%v", err)
 	}
 	user, err := s.delegatedUser(c, svc, req.User)
 	if err != nil {
@@ -116,7 +117,7 @@ func (s *API) proxyRefusal(c echo.Context, t serviceTarget, err error) error {
 		return apiRefusal(c, http.StatusConflict, reasonReconnect, "the provider no longer honours the user's connection: create an elicitation to connect again")
 	case errors.Is(err, proxy.ErrNoToken):
 		s.log.ErrorContext(c.Request().Context(), "connection tokens unusable", "credential", t.name, "err", err)
-		return refuse(http.StatusServiceUnavailable, "urlflow could not get a working token right now; nothing was changed, try again in a moment")
+		return respond.Refuse(http.StatusServiceUnavailable, "urlflow could not get a working token right now; nothing was changed, try again in a moment")
 	}
-	return refuse(http.StatusBadGateway, "the call failed: %v", err)
+	return respond.Refuse(http.StatusBadGateway, "the call failed: %v", err)
 }

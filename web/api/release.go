@@ -10,6 +10,7 @@ import (
 	"github.com/urlflow/urlflow/proxy"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/web/respond"
 )
 
 // releaseRequest is the body of POST /api/v1/release: whose credential the service wants.
@@ -43,7 +44,7 @@ func (s *API) apiRelease(c echo.Context) error {
 		return err
 	}
 	if !svc.Release {
-		return refuse(http.StatusForbidden, "the service %s may not receive credentials (its configuration does not set release); use them through POST /api/v1/proxy", svc.Name)
+		return respond.Refuse(http.StatusForbidden, "the service %s may not receive credentials (its configuration does not set release); use them through POST /api/v1/proxy", svc.Name)
 	}
 	user, err := s.delegatedUser(c, svc, req.User)
 	if err != nil {

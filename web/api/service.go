@@ -2,7 +2,6 @@ package api
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -57,26 +56,20 @@ func (s *API) serviceRequest(c echo.Context, req any) (*services.Service, error)
 	who, _ := identity.CallerFrom(c.Request().Context())
 	svc, ok := s.opts.Services.Lookup(who.Service)
 	if !ok {
-		return nil, refuse(http.StatusForbidden,
+		return nil, respond.Refuse(http.StatusForbidden,
 			"only a delegating service uses this part of the API; users go through urlflow's MCP tools")
 	}
 	if !isJSON(c) {
-		return nil, refuse(http.StatusUnsupportedMediaType, "send the body as application/json")
+		return nil, respond.Refuse(http.StatusUnsupportedMediaType, "send the body as application/json")
 	}
 	body, err := readBody(c)
 	if err != nil {
 		return nil, err
 	}
 	if err := decodeJSONBody(body, req, true); err != nil {
-		return nil, refuse(http.StatusBadRequest, "the body must be JSON as docs/openapi.yaml describes: %v", err)
+		return nil, respond.Refuse(http.StatusBadRequest, "the body must be JSON as docs/openapi.yaml describes: %v", err)
 	}
 	return svc, nil
-}
-
-// refuse is the error that answers a request the API refuses with status and
-// {"error": message} (handleError).
-func refuse(status int, format string, a ...any) error {
-	return echo.NewHTTPError(status, fmt.Sprintf(format, a...))
 }
 
 // serviceTarget is a slot or provider a service names.
@@ -94,7 +87,7 @@ func (s *API) serviceTarget(svc *services.Service, slot, provider string) (servi
 	var t serviceTarget
 	switch {
 	case (slot == "") == (provider == ""):
-		return t, refuse(http.StatusBadRequest, "name one of slot and provider")
+		return t, respond.Refuse(http.StatusBadRequest, "name one of slot and provider")
 	case slot != "":
 		t.kind, t.name = state.KindSecret, slot
 		if sl, ok := s.opts.Slots.Lookup(slot); ok {
@@ -107,7 +100,7 @@ func (s *API) serviceTarget(svc *services.Service, slot, provider string) (servi
 		}
 	}
 	if t.label == "" || !svc.Allows(t.kind, t.name) {
-		return t, refuse(http.StatusForbidden, "the service %s may not use the %s %q", svc.Name, kindNoun(t.kind), t.name)
+		return t, respond.Refuse(http.StatusForbidden, "the service %s may not use the %s %q", svc.Name, kindNoun(t.kind), t.name)
 	}
 	return t, nil
 }
@@ -125,23 +118,23 @@ func (s *API) delegatedUser(c echo.Context, svc *services.Service, named string)
 	token := strings.TrimSpace(c.Request().Header.Get(UserTokenHeader))
 	switch {
 	case token != "" && named != "":
-		return state.User{}, refuse(http.StatusBadRequest, "send the user's token or name the user, not both")
+		return state.User{}, respond.Refuse(http.StatusBadRequest, "send the user's token or name the user, not both")
 	case token == "" && named == "":
-		return state.User{}, refuse(http.StatusUnauthorized,
+		return state.User{}, respond.Refuse(http.StatusUnauthorized,
 			"send the access token your user sent you in the %s header: it shows which user this is for", UserTokenHeader)
 	case token == "" && !svc.AssertUsers:
-		return state.User{}, refuse(http.StatusForbidden,
+		return state.User{}, respond.Refuse(http.StatusForbidden,
 			"the service %s may not name users: send the user's access token in the %s header", svc.Name, UserTokenHeader)
 	case token == "":
 		user := state.User{Issuer: s.userIssuer(), Subject: named}
 		if s.opts.Dev != nil && !identity.ValidDevName(named) {
-			return state.User{}, refuse(http.StatusBadRequest, "user: not a development user name")
+			return state.User{}, respond.Refuse(http.StatusBadRequest, "user: not a development user name")
 		}
 		return user, nil
 	}
 	verifier, ok := s.serviceUsers[svc.Name]
 	if !ok {
-		return state.User{}, refuse(http.StatusServiceUnavailable, "urlflow cannot check this service's user tokens")
+		return state.User{}, respond.Refuse(http.StatusServiceUnavailable, "urlflow cannot check this service's user tokens")
 	}
 	claims, err := verifier.Verify(c.Request().Context(), token)
 	if errors.Is(err, identity.ErrInvalidToken) && svc.ClientID != "" {
@@ -154,12 +147,12 @@ func (s *API) delegatedUser(c echo.Context, svc *services.Service, named string)
 	switch {
 	case errors.Is(err, identity.ErrInvalidToken):
 		reason := strings.TrimPrefix(err.Error(), identity.ErrInvalidToken.Error()+": ")
-		return state.User{}, refuse(http.StatusUnauthorized, "the user token is not valid: %s", reason)
+		return state.User{}, respond.Refuse(http.StatusUnauthorized, "the user token is not valid: %s", reason)
 	case err != nil:
 		s.log.ErrorContext(c.Request().Context(), "user token of a service not checked", "service", svc.Name, "err", err)
-		return state.User{}, refuse(http.StatusServiceUnavailable, "urlflow cannot check tokens right now; please try again in a moment")
+		return state.User{}, respond.Refuse(http.StatusServiceUnavailable, "urlflow cannot check tokens right now; please try again in a moment")
 	case claims.ClientOnly():
-		return state.User{}, refuse(http.StatusUnauthorized, "the user token is not valid: a client's own token (client credentials) names no user")
+		return state.User{}, respond.Refuse(http.StatusUnauthorized, "the user token is not valid: a client's own token (client credentials) names no user")
 	}
 	return claims.User, nil
 }

@@ -18,18 +18,10 @@ func (b *Browser) RefusedIdentity(r *http.Request, user state.User, elicitation,
 	}
 	b.opts.Metrics.Refused(where)
 	b.opts.Audit.Repeated(r.Context(), audit.Event{Event: audit.IdentityRefused, Actor: state.ActorOther, Elicitation: elicitation,
-		Address: b.clientAddr(r), Reason: why}.About(user))
+		Address: audit.AddressOf(b.opts.ClientAddr(r)), Reason: why}.About(user))
 }
 
 // signedIn audits the sign-in of user.
 func (b *Browser) signedIn(ctx context.Context, user state.User) {
 	b.opts.Audit.Later(ctx, audit.Event{Event: audit.SignedIn, Actor: state.ActorUser}.About(user))
-}
-
-// clientAddr is the address of the client of r, as the trusted proxies say.
-func (b *Browser) clientAddr(r *http.Request) string {
-	if a := b.opts.ClientAddr(r); a.IsValid() {
-		return a.String()
-	}
-	return ""
 }

@@ -4,7 +4,6 @@
 package listing
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -12,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/web/respond"
 )
 
 // Scope is the filter that keeps to what who may see: everything for an operator, a
@@ -38,7 +37,7 @@ func Query(params url.Values, who identity.Caller, also ...string) (flow.ListQue
 	q := flow.ListQuery{Filter: Scope(who), Cursor: params.Get("cursor")}
 	for name := range params {
 		if !slices.Contains(listParams, name) && !slices.Contains(also, name) {
-			return q, refuse(http.StatusBadRequest, "%s: not a filter of this listing (want %s)", name, strings.Join(listParams, ", "))
+			return q, respond.Refuse(http.StatusBadRequest, "%s: not a filter of this listing (want %s)", name, strings.Join(listParams, ", "))
 		}
 	}
 	if err := readStates(params, &q); err != nil {
@@ -48,13 +47,13 @@ func Query(params url.Values, who identity.Caller, also ...string) (flow.ListQue
 		return q, err
 	}
 	if q.Era = params.Get("era"); q.Era != "" && !slices.Contains(flow.Eras, q.Era) {
-		return q, refuse(http.StatusBadRequest, "era: want one of %s", strings.Join(flow.Eras, ", "))
+		return q, respond.Refuse(http.StatusBadRequest, "era: want one of %s", strings.Join(flow.Eras, ", "))
 	}
 	q.Target, q.Client, q.Replica = params.Get("target"), params.Get("client"), params.Get("replica")
 	if v := params.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > flow.MaxListLimit {
-			return q, refuse(http.StatusBadRequest, "limit: want a whole number from 1 to %d", flow.MaxListLimit)
+			return q, respond.Refuse(http.StatusBadRequest, "limit: want a whole number from 1 to %d", flow.MaxListLimit)
 		}
 		q.Limit = n
 	}
@@ -67,7 +66,7 @@ func readStates(params url.Values, q *flow.ListQuery) error {
 		for _, name := range strings.Split(v, ",") {
 			st := flow.State(strings.TrimSpace(name))
 			if !st.Valid() {
-				return refuse(http.StatusBadRequest, "state: %q is not a state", name)
+				return respond.Refuse(http.StatusBadRequest, "state: %q is not a state", name)
 			}
 			q.States = append(q.States, st)
 		}
@@ -77,12 +76,12 @@ func readStates(params url.Values, q *flow.ListQuery) error {
 	case "true":
 		q.Stuck = true
 	default:
-		return refuse(http.StatusBadRequest, "stuck: want true or false")
+		return respond.Refuse(http.StatusBadRequest, "stuck: want true or false")
 	}
 	if v := params.Get("olderThan"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
-			return refuse(http.StatusBadRequest, "olderThan: want a duration such as 10m or 2h")
+			return respond.Refuse(http.StatusBadRequest, "olderThan: want a duration such as 10m or 2h")
 		}
 		q.OlderThan = d
 	}
@@ -94,7 +93,7 @@ func readStates(params url.Values, q *flow.ListQuery) error {
 func readScope(params url.Values, who identity.Caller, q *flow.ListQuery) error {
 	if v := params.Get("user"); v != "" {
 		if !who.Operator {
-			return refuse(http.StatusForbidden, "user: only operators list other users' elicitations")
+			return respond.Refuse(http.StatusForbidden, "user: only operators list other users' elicitations")
 		}
 		q.Subject = v
 	}
@@ -102,11 +101,11 @@ func readScope(params url.Values, who identity.Caller, q *flow.ListQuery) error 
 	case "", state.KindSecret, state.KindOAuth:
 		q.Kind = k
 	default:
-		return refuse(http.StatusBadRequest, "kind: want secret or oauth")
+		return respond.Refuse(http.StatusBadRequest, "kind: want secret or oauth")
 	}
 	if v := params.Get("service"); v != "" {
 		if q.Service != "" && v != q.Service {
-			return refuse(http.StatusForbidden, "service: a service lists only its own elicitations")
+			return respond.Refuse(http.StatusForbidden, "service: a service lists only its own elicitations")
 		}
 		q.Service = v
 	}
@@ -115,8 +114,3 @@ func readScope(params url.Values, who identity.Caller, q *flow.ListQuery) error 
 
 // listParams are the query parameters of a listing (GET /api/v1/elicitations).
 var listParams = []string{"state", "stuck", "olderThan", "user", "kind", "target", "service", "client", "era", "replica", "cursor", "limit"}
-
-// refuse is a refusal of the query with status and a message that says what is wrong.
-func refuse(status int, format string, a ...any) error {
-	return echo.NewHTTPError(status, fmt.Sprintf(format, a...))
-}

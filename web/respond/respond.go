@@ -19,16 +19,11 @@ type Error interface {
 	Send(c echo.Context) error
 }
 
-// Send writes the answer err is, if it is an Error, and reports whether it was.
-func Send(c echo.Context, err error) bool {
+// As returns the answer err is, if it is an Error.
+func As(err error) (Error, bool) {
 	var a Error
-	if !errors.As(err, &a) {
-		return false
-	}
-	if sendErr := a.Send(c); sendErr != nil {
-		c.Logger().Error(sendErr)
-	}
-	return true
+	ok := errors.As(err, &a)
+	return a, ok
 }
 
 // JSON answers status with body, as JSON.
@@ -57,6 +52,13 @@ type funcAnswer func(c echo.Context) error
 
 func (f funcAnswer) Error() string             { return "answered" }
 func (f funcAnswer) Send(c echo.Context) error { return f(c) }
+
+// Refuse is the error that refuses a request with status and a message that says what is
+// wrong: the server's error handler answers it as JSON ({"error": message}) under /api/
+// and as a page elsewhere.
+func Refuse(status int, format string, a ...any) error {
+	return echo.NewHTTPError(status, fmt.Sprintf(format, a...))
+}
 
 // Refusals of a request's body, which every part of the HTTP surface reads under the same
 // limits (the body's size and the time it has to arrive).
