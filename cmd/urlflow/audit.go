@@ -16,7 +16,7 @@ func newAuditCommand(getenv env) *cobra.Command {
 		Use:   "audit",
 		Short: "for operators: the audit trail of a running urlflow, as JSON Lines",
 		Long:  "For operators: the audit trail of a running urlflow.",
-		RunE:  runGroup("unknown command %q of urlflow audit"),
+		RunE:  runGroup,
 	}
 	export := &cobra.Command{
 		Use:   "export --since T",

@@ -20,7 +20,8 @@ import (
 
 const flowsLong = `For operators: find, read, cancel and retry the flows of a running urlflow (--server, or
 URLFLOW_SERVER; default http://127.0.0.1:8080) with an operator token (URLFLOW_TOKEN, or
---token). Errors are one line on stderr and exit status 1.`
+--token). Errors are one line on stderr and exit status 1; a mistake in the command line
+exits 2.`
 
 // newFlowsCommand returns urlflow flows and its commands.
 func newFlowsCommand(getenv env) *cobra.Command {
@@ -28,7 +29,7 @@ func newFlowsCommand(getenv env) *cobra.Command {
 		Use:   "flows",
 		Short: "for operators: list, summary, show, cancel, retry the flows of a running urlflow",
 		Long:  flowsLong,
-		RunE:  runGroup("unknown command %q of urlflow flows"),
+		RunE:  runGroup,
 	}
 	addFlags(cmd.PersistentFlags(), cmdFlows)
 	cmd.PersistentFlags().Bool("json", false, "print JSON for scripts instead of a table")
@@ -144,7 +145,7 @@ func newFlowsEndCommand(verb string, getenv env) *cobra.Command {
 	}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if strings.TrimSpace(*reason) == "" {
-			return errors.New("--reason is required: say why, for the flow's history")
+			return &usageError{cmd: cmd, err: errors.New("--reason is required: say why, for the flow's history")}
 		}
 		op, err := newOperatorCall(cmd, getenv)
 		if err != nil {

@@ -37,7 +37,7 @@ func newHookCommand(getenv env) *cobra.Command {
 		Use:   "hook",
 		Short: "on a user's machine: the policy for Claude Code's Elicitation hooks that keeps secrets out of form mode",
 		Long:  hookLong,
-		RunE:  runGroup("unknown hook command %q"),
+		RunE:  runGroup,
 	}
 	cmd.AddCommand(
 		newHookInstallCommand(getenv), newHookUninstallCommand(getenv), newHookTestCommand(getenv),
@@ -184,9 +184,9 @@ func newHookTestCommand(getenv env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "test FILE",
 		Short: "print the decision for a hook input (- for standard input); logs nothing",
-		Args: func(_ *cobra.Command, args []string) error {
+		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return fmt.Errorf("hook test takes one file, the hook's input (- for standard input); got %d arguments", len(args))
+				return &usageError{cmd: cmd, err: fmt.Errorf("want one file, the hook's input (- for standard input); got %d arguments", len(args))}
 			}
 			return nil
 		},

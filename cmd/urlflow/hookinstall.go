@@ -36,14 +36,6 @@ func (f *settingsFileFlags) path(cmd *cobra.Command, getenv env) (string, error)
 	return settingsPath(f.scope, v.raw("claude_config_dir"))
 }
 
-// takesNoArgs is the argument check of hook install and uninstall.
-func takesNoArgs(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("hook %s takes no arguments", cmd.Name())
-	}
-	return nil
-}
-
 // newHookUninstallCommand returns urlflow hook uninstall, which takes urlflow's hooks out
 // of a Claude Code settings file again.
 func newHookUninstallCommand(getenv env) *cobra.Command {
@@ -51,7 +43,7 @@ func newHookUninstallCommand(getenv env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "uninstall",
 		Short: "take them out again",
-		Args:  takesNoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path, err := where.path(cmd, getenv)
 			if err != nil {
@@ -81,7 +73,7 @@ func newHookInstallCommand(getenv env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "add the two hooks to Claude Code's settings, leaving the rest as it is",
-		Args:  takesNoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path, err := f.path(cmd, getenv)
 			if err != nil {

@@ -16,7 +16,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -27,15 +26,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	var status exitStatus
-	switch {
-	case err == nil:
-	case errors.As(err, &status):
-		os.Exit(int(status))
-	default:
-		fmt.Fprintf(os.Stderr, "urlflow: %v\n", indentLines(err.Error()))
-		os.Exit(1)
-	}
+	os.Exit(report(err, os.Stderr))
 }
 
 // exitStatus is an error that makes main exit with that status and print nothing more: what
@@ -44,8 +35,9 @@ type exitStatus int
 
 func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
 
-// usageStatus is the exit status of a command run without the command it needs (urlflow,
-// urlflow flows, ...): its usage is on stderr.
+// usageStatus is the exit status of a command line that does not say what to do: a
+// command run without the command it needs (urlflow, urlflow flows, ...), whose usage is
+// on stderr, or a usageError.
 const usageStatus exitStatus = 2
 
 // indentLines puts each line after the first of a multi-line error on its own indented line.

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 const rootLong = `urlflow collects secrets and third-party OAuth grants for MCP servers through URL-mode
@@ -15,32 +18,31 @@ elicitation, in the user's own browser.
 
 Every setting is a flag, an environment variable or a key of the configuration file, in
 that order of precedence: docs/configuration.md lists them all. Flags take two dashes
-(--addr); one dash (-addr) works too, as with earlier versions.`
+(--addr); one dash (-addr) works too, as with earlier versions.
+
+Exit status: 0 when done, 1 on an error (one line on stderr), 2 on a mistake in the command
+line. Shell completion: urlflow completion bash|zsh|fish|powershell.`
 
 // run runs the command line args with the environment getenv and the standard streams.
 func run(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	root := newRootCommand(getenv)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root := newRootCommand(getenv, stdin, stdout, stderr)
 	root.SetArgs(twoDashes(root, args))
 	return root.ExecuteContext(ctx)
 }
 
-// newRootCommand returns the command urlflow, with every command under it.
-func newRootCommand(getenv env) *cobra.Command {
+// newRootCommand returns the command urlflow, with every command under it, on the standard
+// streams given.
+func newRootCommand(getenv env, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:     "urlflow",
 		Short:   "collects secrets for MCP servers through URL-mode elicitation",
 		Long:    rootLong,
 		Version: version(),
 		Args:    cobra.ArbitraryArgs, // an unknown command is runGroup's to name
-		RunE:    runGroup("unknown command %q"),
-		// main prints the error, once; a flag error prints the usage (flagError).
+		RunE:    runGroup,
+		// main prints the error, once (report); a usage error points to the help (usageError).
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		// Shell completion waits for the operator-tools issue to be made public.
-		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
 	root.SetVersionTemplate("urlflow {{.Version}}\n")
 	// A command that holds others is run with one of them, not with flags of its own.
@@ -48,36 +50,136 @@ func newRootCommand(getenv env) *cobra.Command {
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newDevCommand(getenv), newServeCommand(getenv), newVersionCommand(), newServiceKeyCommand(),
 		newFlowsCommand(getenv), newAuditCommand(getenv), newHookCommand(getenv))
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.InitDefaultCompletionCmd() // after SetOut: its commands write where the root does
+	if completion, _, err := root.Find([]string{"completion"}); err == nil && completion != root {
+		completion.Short = "print the shell completion script for bash, zsh, fish or powershell"
+		completion.RunE = runGroup
+	}
+	walk(root, func(c *cobra.Command) { c.SuggestionsMinimumDistance = 2 }) // "Did you mean" up to two edits away
 	return root
 }
 
-// runGroup is the RunE of a command that holds others: without one it prints its help on
-// stderr and exits 2, "help" prints it on stdout, and anything else is an unknown command
-// (unknown formats the error with its name).
-func runGroup(unknown string) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) > 0 && args[0] == "help" {
-			return cmd.Help()
-		}
-		stderr := cmd.ErrOrStderr()
-		if len(args) > 0 {
-			if suggestions := cmd.SuggestionsFor(args[0]); len(suggestions) > 0 {
-				fmt.Fprintf(stderr, "Did you mean %s?\n\n", strings.Join(suggestions, " or "))
-			}
-		}
-		fmt.Fprintf(stderr, "%s\n\n%s", cmd.Long, cmd.UsageString())
-		if len(args) == 0 {
-			return usageStatus
-		}
-		return fmt.Errorf(unknown, args[0])
+// walk calls visit for cmd and every command under it.
+func walk(cmd *cobra.Command, visit func(*cobra.Command)) {
+	visit(cmd)
+	for _, c := range cmd.Commands() {
+		walk(c, visit)
 	}
 }
 
-// flagError prints the usage of the command whose flags are wrong on stderr, as Go's flag
-// package did, and returns the error for main to print.
+// runGroup is the RunE of a command that holds others: without one it prints its help on
+// stderr and exits 2, "help" prints it on stdout, and anything else is an unknown command.
+func runGroup(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 && args[0] == "help" {
+		return cmd.Help()
+	}
+	if len(args) == 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s\n\n%s", cmd.Long, cmd.UsageString())
+		return usageStatus
+	}
+	u := &usageError{cmd: cmd, err: fmt.Errorf("unknown command %q", args[0])}
+	if suggestions := cmd.SuggestionsFor(args[0]); len(suggestions) > 0 {
+		u.hint = "Did you mean " + strings.Join(quoted(suggestions), " or ") + "?"
+	}
+	return u
+}
+
+// A usageError is a command line that does not say what to do: an unknown command or
+// flag, a missing or extra argument. main prints it as one line naming the command, a
+// suggestion when there is one, and where the command's help is, and exits 2.
+type usageError struct {
+	cmd  *cobra.Command
+	err  error
+	hint string // "Did you mean \"list\"?", or empty
+}
+
+func (u *usageError) Error() string { return u.cmd.CommandPath() + ": " + u.err.Error() }
+func (u *usageError) Unwrap() error { return u.err }
+
+// report writes what main says about err, the error of a command line, on stderr, and
+// returns the exit status: 0 for no error, 2 for a usage error, the status of an
+// exitStatus (whose command has said what there was to say), and 1 for any other error,
+// said in one line.
+func report(err error, stderr io.Writer) int {
+	var (
+		usage  *usageError
+		status exitStatus
+	)
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &status):
+		return int(status)
+	case errors.As(err, &usage):
+		fmt.Fprintf(stderr, "%s\n", usage)
+		if usage.hint != "" {
+			fmt.Fprintln(stderr, usage.hint)
+		}
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", usage.cmd.CommandPath())
+		return int(usageStatus)
+	}
+	fmt.Fprintf(stderr, "urlflow: %v\n", indentLines(err.Error()))
+	return 1
+}
+
+// flagError is the usage error of a flag that cmd does not know or cannot read, with the
+// flag that was probably meant.
 func flagError(cmd *cobra.Command, err error) error {
-	fmt.Fprint(cmd.ErrOrStderr(), cmd.UsageString())
-	return err
+	u := &usageError{cmd: cmd, err: err}
+	if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+		if near := nearFlags(cmd, name); len(near) > 0 {
+			u.hint = "Did you mean " + strings.Join(near, " or ") + "?"
+		}
+	}
+	return u
+}
+
+// nearFlags returns cmd's flags whose names are at most two edits from name, or that start
+// with it, as --name.
+func nearFlags(cmd *cobra.Command, name string) []string {
+	var near []string
+	visit := func(f *pflag.Flag) {
+		if !f.Hidden && (strings.HasPrefix(f.Name, name) || editDistance(f.Name, name) <= 2) {
+			near = append(near, "--"+f.Name)
+		}
+	}
+	cmd.LocalFlags().VisitAll(visit)
+	cmd.InheritedFlags().VisitAll(visit)
+	slices.Sort(near)
+	return slices.Compact(near)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes (flag names are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// quoted returns names, each in double quotes.
+func quoted(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strconv.Quote(n)
+	}
+	return out
 }
 
 // wantArgs returns the argument check of a command that takes n arguments: elicitation IDs
@@ -87,17 +189,19 @@ func wantArgs(n int) cobra.PositionalArgs {
 		switch {
 		case len(args) == n:
 			return nil
+		case n == 1 && len(args) == 0:
+			return &usageError{cmd: cmd, err: errors.New("want an elicitation ID")}
 		case n == 1:
-			return fmt.Errorf("%s: want one elicitation ID, got %d arguments", cmd.CommandPath(), len(args))
+			return &usageError{cmd: cmd, err: fmt.Errorf("want one elicitation ID, got %d arguments", len(args))}
 		}
-		return fmt.Errorf("%s: unexpected arguments: %s", cmd.CommandPath(), strings.Join(args, " "))
+		return noArgs(cmd, args)
 	}
 }
 
-// noArgs is the argument check of urlflow dev and serve, which take none.
-func noArgs(_ *cobra.Command, args []string) error {
+// noArgs is the argument check of a command that takes none.
+func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(args, " "))
+		return &usageError{cmd: cmd, err: fmt.Errorf("unexpected arguments: %s", strings.Join(args, " "))}
 	}
 	return nil
 }

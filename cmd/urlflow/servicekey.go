@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -15,12 +14,7 @@ func newServiceKeyCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "service-key",
 		Short: "make a key for a delegating MCP server and the digest line for its keys_file",
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return errors.New("service-key takes no arguments")
-			}
-			return nil
-		},
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			key, digest := services.NewKey()
 			_, err := fmt.Fprintf(cmd.OutOrStdout(), "key (give it to the service only):   %s\nkeys_file line (all urlflow keeps): %s\n", key, digest)

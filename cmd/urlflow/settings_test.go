@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,7 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-var update = flag.Bool("update", false, "write docs/configuration.md from the settings table")
+var update = flag.Bool("update", false, "write what the tests compare with: docs/configuration.md, docs/cli/ and testdata/cli/")
 
 const configurationDoc = "../../docs/configuration.md"
 
@@ -219,7 +220,7 @@ func TestTheFileNamesUnknownKeysWithTheirLines(t *testing.T) {
 // TestFlagsWithOneDashStillWork: the command lines of Go's flag package, one dash before a
 // long flag, mean what they meant.
 func TestFlagsWithOneDashStillWork(t *testing.T) {
-	root := newRootCommand(envOf(nil))
+	root := newRootCommand(envOf(nil), strings.NewReader(""), io.Discard, io.Discard)
 	for _, tt := range []struct{ args, want []string }{
 		{[]string{"dev", "-addr", "127.0.0.1:0", "-public-url=http://127.0.0.1:1"}, []string{"dev", "--addr", "127.0.0.1:0", "--public-url=http://127.0.0.1:1"}},
 		{[]string{"flows", "list", "-json", "-state", "pending", "-server", "http://x"}, []string{"flows", "list", "--json", "--state", "pending", "--server", "http://x"}},
@@ -236,9 +237,9 @@ func TestFlagsWithOneDashStillWork(t *testing.T) {
 	}
 }
 
-// TestCommandsAnswerAsBefore: what a command line without a command, with an unknown one,
-// or asking for help prints, and its exit status.
-func TestCommandsAnswerAsBefore(t *testing.T) {
+// TestCommandsAnswer: what a command line without a command, with an unknown one, or asking
+// for help prints, and the error it returns (testdata/cli holds what a user sees).
+func TestCommandsAnswer(t *testing.T) {
 	for _, tt := range []struct {
 		args           []string
 		err            error
@@ -249,16 +250,16 @@ func TestCommandsAnswerAsBefore(t *testing.T) {
 		{[]string{"-help"}, nil, "Available Commands:", ""},
 		{[]string{"--version"}, nil, "urlflow ", ""},
 		{[]string{"version"}, nil, "urlflow ", ""},
-		{[]string{"frobnicate"}, errors.New(`unknown command "frobnicate"`), "", "Available Commands:"},
+		{[]string{"frobnicate"}, errors.New(`urlflow: unknown command "frobnicate"`), "", ""},
 		{[]string{"flows"}, usageStatus, "", "summary"},
 		{[]string{"flows", "help"}, nil, "summary", ""},
-		{[]string{"flows", "frobnicate"}, errors.New(`unknown command "frobnicate" of urlflow flows`), "", "summary"},
+		{[]string{"flows", "frobnicate"}, errors.New(`urlflow flows: unknown command "frobnicate"`), "", ""},
 		{[]string{"audit"}, usageStatus, "", "export"},
-		{[]string{"audit", "import"}, errors.New(`unknown command "import" of urlflow audit`), "", "export"},
+		{[]string{"audit", "import"}, errors.New(`urlflow audit: unknown command "import"`), "", ""},
 		{[]string{"hook"}, usageStatus, "", "elicitation-result"},
-		{[]string{"hook", "frobnicate"}, errors.New(`unknown hook command "frobnicate"`), "", "elicitation-result"},
-		{[]string{"dev", "extra"}, errors.New("unexpected arguments: extra"), "", ""},
-		{[]string{"service-key", "extra"}, errors.New("service-key takes no arguments"), "", ""},
+		{[]string{"hook", "frobnicate"}, errors.New(`urlflow hook: unknown command "frobnicate"`), "", ""},
+		{[]string{"dev", "extra"}, errors.New("urlflow dev: unexpected arguments: extra"), "", ""},
+		{[]string{"service-key", "extra"}, errors.New("urlflow service-key: unexpected arguments: extra"), "", ""},
 		{[]string{"dev", "--help"}, nil, "--public-url", ""},
 		// A hook that Claude Code runs refuses what it cannot read, --help too.
 		{[]string{"hook", "elicitation", "--nope"}, refusedStatus, "", "unknown flag"},

@@ -192,7 +192,7 @@ func moduleRoot(t *testing.T) string {
 func documents(t *testing.T, root string) []string {
 	t.Helper()
 	var docs []string
-	for _, pattern := range []string{"README.md", "docs/*.md", "e2e/*/README.md", "e2e/*/NOTES.md"} {
+	for _, pattern := range []string{"README.md", "docs/*.md", "docs/*/*.md", "e2e/*/README.md", "e2e/*/NOTES.md"} {
 		matches, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(pattern)))
 		if err != nil {
 			t.Fatal(err)
