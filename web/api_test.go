@@ -129,6 +129,27 @@ func TestCancelOfACompleteFlowChangesNothing(t *testing.T) {
 	}
 }
 
+// TestAnOperatorReadsWhatTheListingShowsOperators: one elicitation read by an operator has
+// its user, client, era, replica and session, as a listing shows operators; its user reads
+// it without them.
+func TestAnOperatorReadsWhatTheListingShowsOperators(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice", func(n *flow.NewElicitation) { n.SessionID, n.Replica = "session-1", "replica-a" })
+	var op flow.Listed
+	f.api(t, http.MethodGet, "/api/v1/elicitations/"+e.ID, f.operatorToken, "").decode(t, &op)
+	if op.User == nil || op.User.Subject != "alice" || op.Client.Name != "probe-client" || op.Client.Version != "1.2.3" ||
+		op.Era != "2025-11-25" || op.Replica != "replica-a" || op.Session != "session-1" || len(op.History) != 1 {
+		t.Errorf("the operator read %+v", op)
+	}
+	raw := f.api(t, http.MethodGet, "/api/v1/elicitations/"+e.ID, f.token(t, "alice"), "")
+	for _, field := range []string{`"user"`, `"session"`, "session-1"} {
+		if strings.Contains(raw.Body, field) {
+			t.Errorf("alice reads %s in %s", field, raw.Body)
+		}
+	}
+}
+
 func TestAnOperatorReadsAndCancelsAnyonesElicitation(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOptions{})

@@ -292,9 +292,22 @@ func (t *terminal) timeline(e *opsclient.Elicitation, now time.Time) error {
 	tw := tabwriter.NewWriter(t.w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "ID\t%s\n", e.ID)
 	fmt.Fprintf(tw, "State\t%s (for %s)\n", t.paint(stateColour(e.State), string(e.State)), ages.Of(now.Sub(e.UpdatedAt)))
+	if why := stuckWhy(e, now); why != "" {
+		fmt.Fprintf(tw, "Stuck\t%s\n", t.paint(red, why))
+	}
 	fmt.Fprintf(tw, "Kind\t%s %s\n", e.Kind, e.Target)
+	if e.User != nil {
+		fmt.Fprintf(tw, "User\t%s (issuer %s)\n", e.User.Subject, e.User.Issuer)
+	}
+	fmt.Fprintf(tw, "Client\t%s\n", clientOf(e))
 	if e.Service != "" {
-		fmt.Fprintf(tw, "Service\t%s\n", e.Service)
+		fmt.Fprintf(tw, "Service\t%s (verified by its key)\n", e.Service)
+	}
+	fmt.Fprintf(tw, "Era\t%s\n", orDash(e.Era))
+	for _, f := range []struct{ name, value string }{{"Replica", e.Replica}, {"Session", e.Session}} {
+		if f.value != "" {
+			fmt.Fprintf(tw, "%s\t%s\n", f.name, f.value)
+		}
 	}
 	fmt.Fprintf(tw, "Created\t%s (%s ago)\n", e.CreatedAt.Format(time.RFC3339), ages.Of(now.Sub(e.CreatedAt)))
 	fmt.Fprintf(tw, "Deadline\t%s\n", e.ExpiresAt.Format(time.RFC3339))
@@ -331,6 +344,43 @@ func (t *terminal) timeline(e *opsclient.Elicitation, now time.Time) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.At.Local().Format("2006-01-02 15:04:05"), event, actor, change, orDash(h.Reason))
 	}
 	return tw.Flush()
+}
+
+// clientOf says which MCP client asked for e, as it reported itself: its name, title and
+// version.
+func clientOf(e *opsclient.Elicitation) string {
+	c := e.Client
+	name := strings.TrimSpace(c.Name + " " + c.Version)
+	if c.Title != "" && c.Title != c.Name {
+		name += " (" + c.Title + ")"
+	}
+	if name == "" {
+		return "- (none reported)"
+	}
+	return name
+}
+
+// stuckWhy says why e is stuck and what an operator can do (docs/operating.md, "Finding
+// stuck flows"), or "" when it is not stuck.
+func stuckWhy(e *opsclient.Elicitation, now time.Time) string {
+	held := ages.Of(now.Sub(e.UpdatedAt))
+	switch e.Stuck {
+	case "":
+		return ""
+	case flow.StuckNotification:
+		return "its completion notification is owed: urlflow flows retry " + e.ID + " --reason R sends it again while the session lives"
+	case flow.Stuck(flow.Pending):
+		return "pending for " + held + ": the client has not answered; it may never have shown the link"
+	case flow.Stuck(flow.Consented):
+		return "consented for " + held + ": the user has not opened the link (see other_user_opened below)"
+	case flow.Stuck(flow.InProgress):
+		return "in_progress for " + held + ": the user opened the page and has not finished"
+	case flow.Stuck(flow.Failed):
+		return "failed for " + held + ": verification or the provider failed; see the reasons below"
+	case flow.Stuck(flow.Unknown):
+		return "unknown for " + held + ": the client never answered; the link still works (urlflow flows retry " + e.ID + " --reason R answers it)"
+	}
+	return string(e.Stuck) + " for " + held
 }
 
 func orDash(s string) string {

@@ -113,6 +113,13 @@ func TestTheFlowsCommandsWorkAgainstARunningServer(t *testing.T) {
 	if err != nil || !strings.Contains(out, "TIME") || !strings.Contains(out, "created") || !strings.Contains(out, "service") {
 		t.Errorf("flows show: %v\n%s\nwant the timeline", err, out)
 	}
+	for _, want := range []*regexp.Regexp{regexp.MustCompile(`(?m)^User\s+alice \(issuer \S+\)$`),
+		regexp.MustCompile(`(?m)^Client\s+flows-test$`), regexp.MustCompile(`(?m)^Service\s+demo \(verified by its key\)$`),
+		regexp.MustCompile(`(?m)^Era\s+api$`)} {
+		if !want.MatchString(out) {
+			t.Errorf("flows show does not say %s:\n%s", want, out)
+		}
+	}
 	out, err = flows(operator, "summary")
 	if err != nil || !regexp.MustCompile(`(?m)^pending\s+2\s+0\s+2m00s$`).MatchString(out) {
 		t.Errorf("flows summary: %v\n%s\nwant 2 pending, none stuck, after 2m00s", err, out)

@@ -454,8 +454,9 @@ func (x *Index) StuckAfter() StuckAfter { return x.s.stuckAfter }
 // without the history, and what an operator looks for in a list.
 type Listed struct {
 	View
-	// User is shown to operators only.
+	// User and Session (the MCP session that asked, 2025-11-25) are shown to operators only.
 	User    *state.User      `json:"user,omitempty"`
+	Session string           `json:"session,omitempty"`
 	Client  state.ClientInfo `json:"client"`
 	Replica string           `json:"replica,omitempty"`
 	Era     string           `json:"era"`
@@ -471,13 +472,13 @@ type Listing struct {
 }
 
 // Listed returns e as a listing shows it at now: url is its elicitation URL, and withUser
-// says whether to show its user.
+// says whether to show its user and session (to an operator).
 func (x *Index) Listed(e *Elicitation, url string, now time.Time, withUser bool) Listed {
 	s := x.s
 	l := Listed{View: e.View(url, nil), Client: e.Client, Replica: e.Replica, Era: e.Era(), Stuck: s.stuckAfter.Check(e, now)}
 	if withUser {
 		u := e.User
-		l.User = &u
+		l.User, l.Session = &u, e.SessionID
 	}
 	return l
 }

@@ -83,10 +83,19 @@ func (s *API) view(ctx context.Context, e *flow.Elicitation) (flow.View, error) 
 	return e.View(flow.ElicitationURL(s.opts.PublicURL, e.ID), history), nil
 }
 
+// answer answers status with e as the caller may see it, with its history; an operator
+// also sees what a listing shows operators: user, client, era, replica, session, and why
+// it is stuck.
 func (s *API) answer(c echo.Context, status int, e *flow.Elicitation) error {
-	v, err := s.view(c.Request().Context(), e)
+	ctx := c.Request().Context()
+	v, err := s.view(ctx, e)
 	if err != nil {
 		return err
+	}
+	if who, _ := identity.CallerFrom(ctx); who.Operator {
+		l := s.opts.Flows.Index().Listed(e, v.URL, time.Now(), true)
+		l.View = v
+		return c.JSON(status, l)
 	}
 	return c.JSON(status, v)
 }

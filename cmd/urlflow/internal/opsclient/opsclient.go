@@ -20,8 +20,8 @@ import (
 	"github.com/urlflow/urlflow/state/flow"
 )
 
-// Elicitation is one elicitation with its history, as the API shows it.
-type Elicitation = flow.View
+// Elicitation is one elicitation with its history, as the API shows it to operators.
+type Elicitation = flow.Listed
 
 // Listed is one elicitation of a listing.
 type Listed = flow.Listed
