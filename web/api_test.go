@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
@@ -147,6 +148,45 @@ func TestAnOperatorReadsWhatTheListingShowsOperators(t *testing.T) {
 		if strings.Contains(raw.Body, field) {
 			t.Errorf("alice reads %s in %s", field, raw.Body)
 		}
+	}
+}
+
+// TestAnOperatorNamesAnElicitationByTheBeginningOfItsID: eight or more characters of an ID
+// name it for an operator, in any case and for any action; a beginning that several IDs
+// share is refused with them; for anyone else, a beginning names nothing.
+func TestAnOperatorNamesAnElicitationByTheBeginningOfItsID(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	for _, prefix := range []string{e.ID[:flow.MinPrefix], strings.ToLower(e.ID[:12])} {
+		var v flow.Listed
+		got := f.api(t, http.MethodGet, "/api/v1/elicitations/"+prefix, f.operatorToken, "")
+		if got.decode(t, &v); got.Status != http.StatusOK || v.ID != e.ID {
+			t.Errorf("GET %s: %d %s", prefix, got.Status, got.Body)
+		}
+	}
+	f.api(t, http.MethodGet, "/api/v1/elicitations/"+e.ID[:flow.MinPrefix-1], f.operatorToken, "").want(t, http.StatusNotFound, "unknown")
+	f.api(t, http.MethodGet, "/api/v1/elicitations/"+e.ID[:12], f.token(t, "alice"), "").want(t, http.StatusNotFound, "unknown")
+	cancel := f.api(t, http.MethodPost, "/api/v1/elicitations/"+e.ID[:10]+"/cancel", f.operatorToken, `{"reason": "by its beginning"}`)
+	if cancel.Status != http.StatusOK || f.get(t, e.ID).State != flow.Cancelled {
+		t.Errorf("cancel by the beginning of the ID: %d %s", cancel.Status, cancel.Body)
+	}
+
+	twins := []string{"QQQQQQQQQQ" + strings.Repeat("A", 54), "QQQQQQQQQQ" + strings.Repeat("B", 54)}
+	for i, id := range twins { // two entries of the listing index that share ten characters
+		key := fmt.Sprintf("%s{flows:%d}:all", state.KeyPrefix, i)
+		if err := f.redis.Client(t).ZAdd(t.Context(), key, redis.Z{Member: "1764649587413:" + id}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ambiguous struct {
+		Error      string
+		Candidates []string
+	}
+	got := f.api(t, http.MethodGet, "/api/v1/elicitations/QQQQQQQQ", f.operatorToken, "")
+	if got.decode(t, &ambiguous); got.Status != http.StatusBadRequest || !slices.Equal(ambiguous.Candidates, twins) ||
+		!strings.Contains(ambiguous.Error, "give more of the ID") {
+		t.Errorf("an ambiguous beginning: %d %s", got.Status, got.Body)
 	}
 }
 

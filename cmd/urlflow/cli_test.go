@@ -107,6 +107,8 @@ func TestTheCommandLineAnswers(t *testing.T) {
 		{"completion-without-shell", []string{"completion"}},
 		{"required-flag", []string{"flows", "cancel", "ID"}},
 		{"error-is-one-line", []string{"flows", "list"}},
+		{"server-without-scheme", []string{"flows", "list", "--server", "urlflow.example:8080"}},
+		{"server-of-another-scheme", []string{"flows", "summary", "--server", "ftp://urlflow.example"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

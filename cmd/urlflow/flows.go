@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/urlflow/urlflow/cmd/urlflow/internal/opsclient"
 	"github.com/urlflow/urlflow/internal/ages"
@@ -32,7 +36,9 @@ func newFlowsCommand(getenv env) *cobra.Command {
 		RunE:  runGroup,
 	}
 	addFlags(cmd.PersistentFlags(), cmdFlows)
-	cmd.PersistentFlags().Bool("json", false, "print JSON for scripts instead of a table")
+	cmd.PersistentFlags().StringP("output", "o", "table", "table, json or yaml (json and yaml: what the API answers, for scripts)")
+	cmd.PersistentFlags().Bool("json", false, "the same as --output json")
+	cmd.PersistentFlags().StringSlice("fields", nil, "with json or yaml: only these fields, comma separated (id,state,user,...)")
 	cmd.AddCommand(newFlowsListCommand(getenv), newFlowsSummaryCommand(getenv), newFlowsShowCommand(getenv),
 		newFlowsEndCommand("cancel", getenv), newFlowsEndCommand("retry", getenv))
 	return cmd
@@ -62,6 +68,7 @@ func newFlowsListCommand(getenv env) *cobra.Command {
 		cmd.Flags().String(f.flag, "", f.usage)
 	}
 	stuck := cmd.Flags().Bool("stuck", false, "only stuck flows")
+	wide := cmd.Flags().Bool("wide", false, "whole IDs, and every column: kind, service, era, replica")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		q := url.Values{}
 		for _, f := range listFilters {
@@ -80,10 +87,7 @@ func newFlowsListCommand(getenv env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if op.json {
-			return writeJSON(op.stdout, items)
-		}
-		return op.term.flowTable(items, time.Now())
+		return op.print(items, func() error { return op.term.flowTable(items, time.Now(), *wide) })
 	}
 	return cmd
 }
@@ -102,10 +106,7 @@ func newFlowsSummaryCommand(getenv env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if op.json {
-				return writeJSON(op.stdout, sum)
-			}
-			return op.term.summary(sum)
+			return op.print(sum, func() error { return op.term.summary(sum) })
 		},
 	}
 }
@@ -157,6 +158,11 @@ func newFlowsEndCommand(verb string, getenv env) *cobra.Command {
 		} else {
 			e, err = op.client.Retry(cmd.Context(), args[0], newAttempt, *reason)
 		}
+		var refused *opsclient.Error
+		if errors.As(err, &refused) && verb == "retry" && !newAttempt && refused.Status == http.StatusConflict &&
+			refused.State.Terminal() && refused.State != flow.Complete {
+			return fmt.Errorf("%w; to ask the user again in a new flow, add --new", err)
+		}
 		if err != nil {
 			return err
 		}
@@ -169,7 +175,8 @@ func newFlowsEndCommand(verb string, getenv env) *cobra.Command {
 // the token its settings name, and where and how it prints.
 type operatorCall struct {
 	client *opsclient.Client
-	json   bool
+	output string   // table, json or yaml
+	fields []string // the fields json and yaml keep; all when empty
 	stdout io.Writer
 	term   *terminal
 }
@@ -180,26 +187,93 @@ func newOperatorCall(cmd *cobra.Command, getenv env) (*operatorCall, error) {
 	if err != nil {
 		return nil, err
 	}
-	op := &operatorCall{client: opsclient.New(v.raw("server"), v.raw("token")), stdout: cmd.OutOrStdout()}
-	if f := cmd.Flags().Lookup("json"); f != nil {
-		op.json = f.Value.String() == "true"
+	client, err := opsclient.New(v.raw("server"), v.raw("token"))
+	if err != nil {
+		return nil, err
+	}
+	op := &operatorCall{client: client, stdout: cmd.OutOrStdout(), output: "table"}
+	if f := cmd.Flags().Lookup("output"); f != nil {
+		op.output = f.Value.String()
+	}
+	if json, _ := cmd.Flags().GetBool("json"); json {
+		op.output = "json"
+	}
+	if op.output != "table" && op.output != "json" && op.output != "yaml" {
+		return nil, &usageError{cmd: cmd, err: fmt.Errorf("--output %s: want table, json or yaml", op.output)}
+	}
+	op.fields, _ = cmd.Flags().GetStringSlice("fields")
+	if len(op.fields) > 0 && op.output == "table" {
+		return nil, &usageError{cmd: cmd, err: errors.New("--fields selects what json and yaml print: add --output json or --output yaml")}
 	}
 	op.term = newTerminal(op.stdout, v["no_color"].given())
 	return op, nil
 }
 
-// timeline prints e: its timeline, or JSON.
+// timeline prints e: its timeline, or JSON or YAML.
 func (op *operatorCall) timeline(e *opsclient.Elicitation) error {
-	if op.json {
-		return writeJSON(op.stdout, e)
-	}
-	return op.term.timeline(e, time.Now())
+	return op.print(e, func() error { return op.term.timeline(e, time.Now()) })
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+// print prints v as the output the command was asked for: table draws it for people; JSON
+// and YAML print what the API answered, only the fields asked for when some were.
+func (op *operatorCall) print(v any, table func() error) error {
+	if op.output == "table" {
+		return table()
+	}
+	doc, err := selectFields(v, op.fields)
+	if err != nil {
+		return err
+	}
+	if op.output == "yaml" {
+		enc := yaml.NewEncoder(op.stdout)
+		enc.SetIndent(2)
+		return enc.Encode(doc)
+	}
+	enc := json.NewEncoder(op.stdout)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return enc.Encode(doc)
+}
+
+// selectFields returns v as plain JSON values, an object or each object of a list keeping
+// only fields (all when fields is empty). A field no object has is an error naming those
+// there are.
+func selectFields(v any, fields []string) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	if len(fields) == 0 {
+		return doc, nil
+	}
+	objects, isList := doc.([]any)
+	if !isList {
+		objects = []any{doc}
+	}
+	known := map[string]bool{}
+	for i, o := range objects {
+		m, _ := o.(map[string]any)
+		kept := map[string]any{}
+		for k, val := range m {
+			known[k] = true
+			if slices.Contains(fields, k) {
+				kept[k] = val
+			}
+		}
+		objects[i] = kept
+	}
+	for _, f := range fields {
+		if len(objects) > 0 && !known[f] {
+			return nil, fmt.Errorf("--fields: no field %q; the fields are %s", f, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+		}
+	}
+	if !isList {
+		return objects[0], nil
+	}
+	return objects, nil
 }
 
 // terminal writes tables for people, in colour when it is a terminal and NO_COLOR is unset.
@@ -246,27 +320,53 @@ func stateColour(st flow.State) string {
 	return dim
 }
 
-func (t *terminal) flowTable(items []opsclient.Listed, now time.Time) error {
+// shortID is how many characters of an ID the table shows: enough to name it (urlflow
+// takes the beginning of an ID wherever it takes one), short enough to fit.
+const shortID = 12
+
+// cellWidth bounds the narrow table's cells of text others chose (user, target, client),
+// so that a row fits 100 columns.
+const cellWidth = 14
+
+// flowTable prints items as a table: narrow (short IDs, the columns an operator scans,
+// long cells cut) unless wide.
+func (t *terminal) flowTable(items []opsclient.Listed, now time.Time, wide bool) error {
 	if len(items) == 0 {
 		_, err := fmt.Fprintln(t.w, "no flows")
 		return err
 	}
 	tw := tabwriter.NewWriter(t.w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tFOR\tAGE\tSTUCK\tUSER\tKIND\tTARGET\tSERVICE\tCLIENT")
+	cut := func(s string) string { return cutTo(orDash(s), cellWidth) }
+	if wide {
+		fmt.Fprintln(tw, "ID\tSTATE\tFOR\tAGE\tSTUCK\tUSER\tKIND\tTARGET\tSERVICE\tCLIENT\tERA\tREPLICA")
+		cut = orDash
+	} else {
+		fmt.Fprintln(tw, "ID\tSTATE\tFOR\tSTUCK\tUSER\tTARGET\tCLIENT")
+	}
 	for _, e := range items {
 		user := ""
 		if e.User != nil {
 			user = e.User.Subject
 		}
-		stuck := ""
-		if e.Stuck != "" {
-			stuck = t.paint(red, string(e.Stuck))
+		state := t.paint(stateColour(e.State), string(e.State))
+		stuck, held := t.paint(red, orDash(string(e.Stuck))), ages.Of(now.Sub(e.UpdatedAt))
+		if wide {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, state, held, ages.Of(now.Sub(e.CreatedAt)), stuck,
+				cut(user), e.Kind, cut(e.Target), cut(e.Service), cut(e.Client.Name), e.Era, orDash(e.Replica))
+			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, t.paint(stateColour(e.State), string(e.State)),
-			ages.Of(now.Sub(e.UpdatedAt)), ages.Of(now.Sub(e.CreatedAt)), stuck, orDash(user), e.Kind, e.Target,
-			orDash(e.Service), orDash(e.Client.Name))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID[:min(len(e.ID), shortID)], state, held, stuck, cut(user), cut(e.Target), cut(e.Client.Name))
 	}
 	return tw.Flush()
+}
+
+// cutTo returns s cut to n runes, the last of them an ellipsis when it was longer.
+func cutTo(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 func (t *terminal) summary(s *opsclient.Summary) error {

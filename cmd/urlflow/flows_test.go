@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/urlflow/urlflow/cmd/urlflow/internal/opsclient"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // devFlow asks, as urlflow dev's demo service, for user's demo API key, and returns the
@@ -76,7 +78,7 @@ func TestTheFlowsCommandsWorkAgainstARunningServer(t *testing.T) {
 		t.Fatalf("flows list: %v\n%s", err, table)
 	}
 	lines := strings.Split(strings.TrimSpace(table), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID ") || !strings.HasPrefix(lines[1], alices) || !strings.HasPrefix(lines[2], bobs) ||
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID ") || !strings.HasPrefix(lines[1], alices[:shortID]+" ") || !strings.HasPrefix(lines[2], bobs[:shortID]+" ") ||
 		!strings.Contains(lines[1], "pending") || !strings.Contains(lines[1], "alice") || !strings.Contains(lines[1], "flows-test") ||
 		strings.Contains(table, "\x1b[") {
 		t.Errorf("flows list printed\n%s\nwant a header and alice's then bob's flow, without colour", table)
@@ -84,6 +86,18 @@ func TestTheFlowsCommandsWorkAgainstARunningServer(t *testing.T) {
 	// The columns line up: every row has its state where the header has STATE.
 	if col := strings.Index(lines[0], "STATE"); lines[1][col:col+7] != "pending" || lines[2][col:col+7] != "pending" {
 		t.Errorf("columns do not line up:\n%s", table)
+	}
+
+	if wide, err := flows(operator, "list", "--wide"); err != nil || !strings.Contains(wide, alices) || !strings.Contains(wide, "ERA") {
+		t.Errorf("flows list --wide: %v\n%s\nwant whole IDs and every column", err, wide)
+	}
+	if out, err := flows(operator, "list", "--output", "yaml", "--fields", "id,state"); err != nil ||
+		out != "- id: "+alices+"\n  state: pending\n- id: "+bobs+"\n  state: pending\n" {
+		t.Errorf("flows list --output yaml --fields id,state: %v\n%s", err, out)
+	}
+	if _, err := flows(operator, "list", "--output", "json", "--fields", "id,colour"); err == nil ||
+		!strings.Contains(err.Error(), `no field "colour"`) || !strings.Contains(err.Error(), "state") {
+		t.Errorf("an unknown field: %v, want the fields there are", err)
 	}
 
 	out, err := flows(operator, "list", "--user", "bob", "--json")
@@ -104,6 +118,10 @@ func TestTheFlowsCommandsWorkAgainstARunningServer(t *testing.T) {
 		!regexp.MustCompile(`operator \(token [0-9a-f]{8}\)`).MatchString(out) {
 		t.Errorf("flows cancel: %v\n%s\nwant the timeline with the operator's cancel and reason", err, out)
 	}
+	if _, err := flows(operator, "retry", bobs, "--reason", "tell the client"); err == nil ||
+		!strings.Contains(err.Error(), "no client session") || !strings.HasSuffix(err.Error(), "add --new") {
+		t.Errorf("a retry without --new of a flow without a session: %v, want the refusal and a pointer to --new", err)
+	}
 	out, err = flows(operator, "retry", bobs, "--new", "--reason", "second try")
 	if err != nil || !strings.Contains(out, "Retry of") || !strings.Contains(out, bobs) || !strings.Contains(out, "pending") {
 		t.Errorf("flows retry --new: %v\n%s\nwant the new attempt", err, out)
@@ -119,6 +137,9 @@ func TestTheFlowsCommandsWorkAgainstARunningServer(t *testing.T) {
 		if !want.MatchString(out) {
 			t.Errorf("flows show does not say %s:\n%s", want, out)
 		}
+	}
+	if out, err := flows(operator, "show", strings.ToLower(alices[:10])); err != nil || !strings.Contains(out, alices) {
+		t.Errorf("flows show with the beginning of the ID: %v\n%s", err, out)
 	}
 	out, err = flows(operator, "summary")
 	if err != nil || !regexp.MustCompile(`(?m)^pending\s+2\s+0\s+2m00s$`).MatchString(out) {
@@ -180,5 +201,29 @@ func TestTheFlowsCommandsSayWhyTheTokenCannotBeRead(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("with %v: %v", tt.env, err)
 		}
+	}
+}
+
+// TestTheFlowTableFitsAHundredColumns: however long the users, targets and clients, the
+// narrow table's rows fit 100 columns; --wide shows them whole.
+func TestTheFlowTableFitsAHundredColumns(t *testing.T) {
+	long := strings.Repeat("x", 60)
+	now := time.Now()
+	e := opsclient.Listed{User: &state.User{Subject: "someone-with-a-long-name@example.com"}, Stuck: flow.StuckNotification,
+		Client: state.ClientInfo{Name: long}, Era: "2025-11-25", Replica: long}
+	e.ID, e.State, e.Target, e.Service = strings.Repeat("A", 64), flow.InProgress, long, long
+	e.CreatedAt, e.UpdatedAt = now.Add(-100*24*time.Hour), now.Add(-99*24*time.Hour)
+	var out bytes.Buffer
+	if err := (&terminal{w: &out}).flowTable([]opsclient.Listed{e, e}, now, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if n := len([]rune(line)); n > 100 {
+			t.Errorf("a row of %d columns:\n%s", n, line)
+		}
+	}
+	out.Reset()
+	if err := (&terminal{w: &out}).flowTable([]opsclient.Listed{e}, now, true); err != nil || !strings.Contains(out.String(), long) {
+		t.Errorf("--wide: %v\n%s", err, out.String())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -58,11 +59,43 @@ func (s *API) callerElicitation(c echo.Context) (identity.Caller, *flow.Elicitat
 		return who, nil, errors.New("the recovery API is served without its bearer check")
 	}
 	id := c.Param("id")
+	if who.Operator && !flow.ValidID(id) && flow.IsPrefix(id) {
+		var err error
+		if id, err = s.byPrefix(c.Request().Context(), id); err != nil {
+			return who, nil, err
+		}
+	}
 	e, err := s.opts.Flows.Read(c.Request().Context(), id)
 	if errors.Is(err, state.ErrNotFound) || (err == nil && !mayRead(who, e)) {
 		return who, nil, unknownElicitation(id)
 	}
 	return who, e, err
+}
+
+// prefixCandidates is the most IDs an ambiguous prefix answer names.
+const prefixCandidates = 10
+
+// byPrefix returns the ID of the one elicitation whose ID begins with prefix, for an
+// operator who typed the beginning of an ID (flow.MinPrefix characters or more); otherwise
+// the answer that it is unknown, or, when several begin so, a 400 that names them.
+func (s *API) byPrefix(ctx context.Context, prefix string) (string, error) {
+	ids, err := s.opts.Flows.Index().Prefixed(ctx, prefix, prefixCandidates)
+	switch {
+	case err != nil:
+		return "", err
+	case len(ids) == 0:
+		return "", unknownElicitation(prefix)
+	case len(ids) > 1:
+		some := ""
+		if len(ids) == prefixCandidates {
+			some = "at least "
+		}
+		return "", respond.JSON(http.StatusBadRequest, map[string]any{
+			"error":      fmt.Sprintf("the ID prefix %s begins %s%d elicitations: give more of the ID", prefix, some, len(ids)),
+			"candidates": ids,
+		})
+	}
+	return ids[0], nil
 }
 
 // view is e as the API shows it to the caller in ctx, with its history. A delegating

@@ -55,14 +55,21 @@ type Client struct {
 // requestTimeout bounds a request but an audit export, which takes as long as it takes.
 const requestTimeout = time.Minute
 
-// New returns a client of the urlflow whose public URL is server, with token.
-func New(server, token string) *Client {
+// New returns a client of the urlflow whose public URL is server, with token, or an error
+// that says what a URL urlflow can be reached at looks like. The error does not quote
+// server, which may hold a password.
+func New(server, token string) (*Client, error) {
 	server = strings.TrimRight(server, "/")
-	shown := "the --server URL"
-	if u, err := url.Parse(server); err == nil {
-		shown = u.Redacted()
+	u, err := url.Parse(server)
+	switch {
+	case err != nil || u.Host == "" && (u.Scheme == "" || u.Opaque != ""):
+		return nil, errors.New("the server is not a URL: add http:// or https://, as in --server https://urlflow.example")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("the server's URL starts with %s://: want http:// or https://, as in --server https://urlflow.example", u.Scheme)
+	case u.Host == "":
+		return nil, errors.New("the server's URL names no host, as in --server https://urlflow.example")
 	}
-	return &Client{server: server, shown: shown, token: token, http: &http.Client{}}
+	return &Client{server: server, shown: u.Redacted(), token: token, http: &http.Client{}}, nil
 }
 
 // List returns every elicitation that the filters of query select, oldest first, reading
@@ -132,6 +139,8 @@ func (c *Client) ExportAudit(ctx context.Context, since, until string, w io.Writ
 type Error struct {
 	Status  int
 	Message string
+	// State is the elicitation's state when the refusal showed it (a conflict does).
+	State flow.State
 }
 
 func (e *Error) Error() string {
@@ -173,7 +182,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.server+path, reader)
 	if err != nil {
-		return nil, fmt.Errorf("server %s is not a URL urlflow can be reached at", c.shown) // err would quote it whole
+		return nil, fmt.Errorf("%s is not a URL urlflow can be reached at", c.shown) // err would quote it whole
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	if body != nil {
@@ -189,19 +198,23 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var refusal struct {
-		Error   string `json:"error"`
-		Message string `json:"message"`
-		State   string `json:"state"`
+		Error      string     `json:"error"`
+		Message    string     `json:"message"`
+		State      flow.State `json:"state"`
+		Candidates []string   `json:"candidates"`
 	}
 	json.Unmarshal(answer, &refusal)
 	msg := refusal.Error
+	if len(refusal.Candidates) > 0 {
+		msg += " (" + strings.Join(refusal.Candidates, ", ") + ")"
+	}
 	switch {
 	case msg == "" && refusal.Message != "":
 		msg = refusal.Message
-	case msg == "" && resp.StatusCode == http.StatusNotFound && refusal.State == string(flow.Unknown):
+	case msg == "" && resp.StatusCode == http.StatusNotFound && refusal.State == flow.Unknown:
 		msg = "no such elicitation"
 	case msg == "":
 		msg = strings.TrimSpace(string(answer))
 	}
-	return nil, &Error{Status: resp.StatusCode, Message: msg}
+	return nil, &Error{Status: resp.StatusCode, Message: msg, State: refusal.State}
 }

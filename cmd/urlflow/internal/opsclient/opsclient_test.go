@@ -16,8 +16,12 @@ func TestErrorsDoNotShowAPasswordInTheServerURL(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing answers there
-	for _, server := range []string{"http://op:hunter2@" + addr, "http://op:hunter2@" + addr + "/%zz", "ht tp://op:hunter2@x"} {
-		_, err := New(server, "token").Summary(context.Background())
+	for _, server := range []string{"http://op:hunter2@" + addr, "http://op:hunter2@" + addr + "/%zz", "ht tp://op:hunter2@x",
+		"op:hunter2@" + addr, "ftp://op:hunter2@x"} {
+		c, err := New(server, "token")
+		if err == nil {
+			_, err = c.Summary(context.Background())
+		}
 		if err == nil || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("%s: %v", server, err)
 		}
