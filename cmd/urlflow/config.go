@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"slices"
@@ -42,6 +43,9 @@ type config struct {
 	publicURLGiven string
 	RedisURL       string
 	RedisTopology  state.Topology
+	// LogLevel and LogFormat ("text" or "json") say what is logged, and how.
+	LogLevel  slog.Level
+	LogFormat string
 	// ConfigFile is the YAML file the slots came from; empty for the embedded demo.
 	ConfigFile     string
 	Keys           *vault.KeyRing
@@ -160,6 +164,7 @@ func loadConfig(mode string, flags *pflag.FlagSet, getenv env) (*config, error) 
 	l.problems = append(problems, l.problems...)
 
 	cfg.loadListen(l)
+	cfg.loadLogs(l)
 	cfg.loadRedis(l)
 	cfg.loadKeys(l)
 	cfg.loadElicitation(l)
@@ -219,9 +224,28 @@ func (l *loading) publicURL(given string) *url.URL {
 	return nil
 }
 
-// loadRedis checks where Redis is. The URL itself is checked when connecting.
+// loadLogs checks the log level and format.
+func (c *config) loadLogs(l *loading) {
+	if err := c.LogLevel.UnmarshalText([]byte(l.v.raw("log_level"))); err != nil || strings.ContainsAny(l.v.raw("log_level"), "+-") {
+		l.fail("log_level", "want debug, info, warn or error, got %q", l.v.raw("log_level"))
+	}
+	switch c.LogFormat = l.v.raw("log_format"); c.LogFormat {
+	case "text", "json":
+	default:
+		l.fail("log_format", "want text or json, got %q", c.LogFormat)
+	}
+}
+
+// redisSchemes are the beginnings of the Redis URLs go-redis reads.
+var redisSchemes = []string{"redis://", "rediss://", "unix://"}
+
+// loadRedis checks where Redis is: the URL's form here, the rest when connecting. The
+// URL is not quoted in errors, since it may hold a password.
 func (c *config) loadRedis(l *loading) {
 	c.RedisURL = l.v.raw("redis_url")
+	if c.RedisURL != "" && !slices.ContainsFunc(redisSchemes, func(s string) bool { return strings.HasPrefix(c.RedisURL, s) }) {
+		l.fail("redis_url", "want redis://HOST:PORT (rediss:// for TLS, unix:///PATH for a socket), as in redis://127.0.0.1:6379")
+	}
 	var err error
 	if c.RedisTopology, err = state.ParseTopology(l.v.raw("redis_topology")); err != nil {
 		l.fail("redis_topology", "%v", err)

@@ -1,12 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -92,23 +91,58 @@ func (c *config) readFile(l *loading, flags *pflag.FlagSet, getenv env) fileConf
 		}
 		raw = b
 	}
+	where := describeFile(c.ConfigFile)
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		l.problemf("configuration file %s: %v", where, err)
+		return fileConfig{}
+	}
+	// Keys no setting takes, each with where it is and what was probably meant; the
+	// decoder's own "field not found" would name a Go type instead.
+	var settingKeys []string
+	for _, s := range settingsTable {
+		if s.YAML != "" && s.readBy(l.mode) {
+			settingKeys = append(settingKeys, s.YAML)
+		}
+	}
+	for _, p := range unknownKeys(&doc, reflect.TypeFor[fileConfig](), settingKeys) {
+		l.problemf("configuration file %s:%s", where, p)
+	}
 	var file fileConfig
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(&file); err != nil && !errors.Is(err, io.EOF) {
-		l.problemf("configuration file %s: %v", describeFile(c.ConfigFile), err)
+	if err := doc.Decode(&file); err != nil {
+		var typeErr *yaml.TypeError
+		if !errors.As(err, &typeErr) {
+			l.problemf("configuration file %s: %v", where, err)
+		}
+		for _, e := range typeErrors(typeErr) {
+			l.problemf("configuration file %s: %s", where, e)
+		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(file.Settings)) {
 		node := file.Settings[key]
 		switch {
-		case !slices.ContainsFunc(settingsTable, func(s setting) bool { return s.YAML == key && s.readBy(l.mode) }):
-			l.problemf("configuration file %s: line %d: field %s not found", describeFile(c.ConfigFile), node.Line, key)
+		case !slices.Contains(settingKeys, key): // reported above
 		case node.Kind != yaml.ScalarNode:
-			l.problemf("configuration file %s: line %d: %s: want a single value", describeFile(c.ConfigFile), node.Line, key)
+			l.problemf("configuration file %s:%d:%d: %s: want a single value", where, node.Line, node.Column, key)
 		default:
 			continue
 		}
 		delete(file.Settings, key)
 	}
 	return file
+}
+
+// typeErrors returns the decoder's complaints of a value of the wrong type, each as
+// "LINE: what" ("3: cannot unmarshal !!seq into string"); unknown keys are unknownKeys'.
+func typeErrors(err *yaml.TypeError) []string {
+	if err == nil {
+		return nil
+	}
+	var out []string
+	for _, e := range err.Errors {
+		if !strings.Contains(e, " not found in type ") {
+			out = append(out, strings.TrimPrefix(e, "line "))
+		}
+	}
+	return out
 }

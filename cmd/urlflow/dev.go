@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -57,7 +56,7 @@ configuration.`,
 // runDev runs urlflow dev with cfg until ctx ends: the development state fills in what
 // the settings leave open, and the banner is printed once everything is in place.
 func runDev(ctx context.Context, cfg *config, stdout, stderr io.Writer) error {
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := newLogger(cfg, stderr)
 	statePath, err := devStatePath()
 	if err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 
 	"github.com/spf13/cobra"
@@ -39,7 +38,7 @@ It refuses to start, naming every missing or invalid setting.`,
 
 // runServe runs urlflow serve with cfg until ctx ends.
 func runServe(ctx context.Context, cfg *config, stdout, stderr io.Writer) error {
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := newLogger(cfg, stderr)
 
 	rdb, _, closeRedis, err := openRedis(ctx, cfg.RedisURL, cfg.RedisTopology, log)
 	if err != nil {

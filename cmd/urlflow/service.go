@@ -234,8 +234,8 @@ func (p *parts) runBackground(ctx context.Context, g *errgroup.Group) {
 	g.Go(func() error {
 		if moved, err := p.creds.MoveAuditLogs(ctx); err != nil && ctx.Err() == nil {
 			p.log.Warn("moving the users' audit logs into the audit trail failed; the next start tries again", "err", err)
-		} else if moved {
-			p.log.Info("the users' audit logs of an earlier urlflow moved into the audit trail")
+		} else if moved > 0 {
+			p.log.Info("the users' audit logs of an earlier urlflow moved into the audit trail", "users", moved)
 		}
 		return nil
 	})

@@ -82,6 +82,7 @@ var (
 var sections = []section{
 	{"listen", "Listening and addresses", "Where urlflow listens and the URL people and clients reach it at."},
 	{"file", "The configuration file", "The YAML file. Its top level may set the settings of this page that have a YAML key; its sections are at the end of this page."},
+	{"logs", "Logs", "What urlflow logs, and how: on stderr, one line per event, with go-redis's own messages among them."},
 	{"redis", "Redis", "Where urlflow keeps elicitations, credentials and sessions."},
 	{"keys", "Keys", "The key ring that encrypts credentials."},
 	{"elicitation", "Elicitations", "How urlflow asks, and for how long a link is valid."},
@@ -119,6 +120,15 @@ var settingsTable = []setting{
 		Default: durationText(web.DefaultBodyReadTimeout), Example: "45s", Commands: forServers,
 		Summary:     "the time a request has to send its body (1s to 10m)",
 		Description: "The time a request has to send its body once its headers have arrived (1s to 10m); past it the request fails (the pages and the API answer `408`) and the connection is closed. It bounds reading only: answers, event streams and tool calls that wait are not cut."},
+
+	{Name: "log_level", Section: "logs", Flag: "log-level", Env: "URLFLOW_LOG_LEVEL", YAML: "log_level", Type: "debug, info, warn or error",
+		Default: "info", Example: "debug", Commands: forServers,
+		Summary:     "the least important events logged",
+		Description: "The least important events logged: `debug` adds what helps to follow one request through urlflow; `warn` keeps only what may need attention. Secrets and tokens are never logged at any level."},
+	{Name: "log_format", Section: "logs", Flag: "log-format", Env: "URLFLOW_LOG_FORMAT", YAML: "log_format", Type: "text or json",
+		Default: "text", DefaultIn: map[string]string{cmdServe: "json"}, Example: "json", Commands: forServers,
+		Summary:     "text for people, json for a log collector",
+		Description: "`text` (key=value, the default of `urlflow dev`) or `json` (one object per line, the default of `urlflow serve`, for a log collector)."},
 
 	{Name: "config", Section: "file", Flag: "config", Env: "URLFLOW_CONFIG", Type: "path",
 		DefaultNote: "the built-in demo in urlflow dev, none in serve", Example: "/etc/urlflow/urlflow.yaml", Commands: forServers,

@@ -210,7 +210,8 @@ func TestTheLoopNamesEveryProblemAtOnce(t *testing.T) {
 func TestTheFileNamesUnknownKeysWithTheirLines(t *testing.T) {
 	file := writeFile(t, "addr: 127.0.0.1:9\npublic_urls: http://127.0.0.1:9\ntrusted_proxies: [10.0.0.1]\nsecrets:\n  - name: Bad-Name\n    label: x\n")
 	_, err := loadArgs(cmdDev, []string{"--config", file}, envOf(nil))
-	for _, want := range []string{"line 2: field public_urls not found", "line 3: trusted_proxies: want a single value", "Bad-Name: name must match"} {
+	for _, want := range []string{`urlflow.yaml:2:1: public_urls: unknown key; did you mean "public_url"?`,
+		"urlflow.yaml:3:18: trusted_proxies: want a single value", "Bad-Name: name must match"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not say %q:\n%v", want, err)
 		}

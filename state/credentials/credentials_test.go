@@ -305,8 +305,8 @@ func TestTheAuditLogsOfAnEarlierUrlflowMoveIntoTheTrailOnce(t *testing.T) {
 		}
 		trail := audit.New(b.Client, audit.Options{Logger: quiet})
 		s := NewStore(b.Client, Options{Logger: quiet, Audit: trail})
-		if did, err := s.MoveAuditLogs(ctx); !did || err != nil {
-			t.Fatalf("MoveAuditLogs = %v, %v", did, err)
+		if moved, err := s.MoveAuditLogs(ctx); moved != 1 || err != nil {
+			t.Fatalf("MoveAuditLogs = %v, %v; want the one user's log", moved, err)
 		}
 		got := auditOf(t, trail)
 		if len(got) != 2 || got[0].Event != audit.CredentialStored || !got[0].At.Equal(at) || !got[0].Migrated ||
@@ -316,8 +316,19 @@ func TestTheAuditLogsOfAnEarlierUrlflowMoveIntoTheTrailOnce(t *testing.T) {
 		if n, _ := b.Client.Exists(ctx, legacy).Result(); n != 0 {
 			t.Error("the old log is still there")
 		}
-		if did, err := s.MoveAuditLogs(ctx); did || err != nil {
-			t.Errorf("a second MoveAuditLogs = %v, %v; want false, nil", did, err)
+		if moved, err := s.MoveAuditLogs(ctx); moved != 0 || err != nil {
+			t.Errorf("a second MoveAuditLogs = %v, %v; want none", moved, err)
+		}
+	})
+}
+
+// TestAFreshDeploymentHasNoAuditLogsToMove: with no audit log of an earlier urlflow, the
+// first start moves none (and says so by the count, which its log line depends on).
+func TestAFreshDeploymentHasNoAuditLogsToMove(t *testing.T) {
+	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		s := NewStore(b.Client, Options{Logger: quiet, Audit: audit.New(b.Client, audit.Options{Logger: quiet})})
+		if moved, err := s.MoveAuditLogs(t.Context()); moved != 0 || err != nil {
+			t.Errorf("MoveAuditLogs = %v, %v; want none", moved, err)
 		}
 	})
 }

@@ -30,30 +30,39 @@ const auditMovedKey = state.KeyPrefix + "audit-logs-moved"
 
 // MoveAuditLogs moves every user's audit log of an earlier urlflow into the audit trail,
 // marked migrated, and deletes it; the first replica to start does it, once per
-// deployment. It reports whether this call did it.
-func (s *Store) MoveAuditLogs(ctx context.Context) (bool, error) {
+// deployment. It returns how many users' logs this call moved: none when there were none,
+// or another replica did it.
+func (s *Store) MoveAuditLogs(ctx context.Context) (int, error) {
 	if s.audit == nil {
-		return false, nil
+		return 0, nil
 	}
-	did, err := state.Once(ctx, s.rdb, auditMovedKey, 10*time.Minute, func(ctx context.Context) error {
-		return state.ScanKeys(ctx, s.rdb, state.KeyPrefix+"{u:*}:audit", func(key string) error { return s.moveAuditLog(ctx, key) })
+	moved := 0
+	_, err := state.Once(ctx, s.rdb, auditMovedKey, 10*time.Minute, func(ctx context.Context) error {
+		return state.ScanKeys(ctx, s.rdb, state.KeyPrefix+"{u:*}:audit", func(key string) error {
+			did, err := s.moveAuditLog(ctx, key)
+			if did {
+				moved++
+			}
+			return err
+		})
 	})
 	if err != nil {
-		return false, fmt.Errorf("move audit logs: %w", err)
+		return moved, fmt.Errorf("move audit logs: %w", err)
 	}
-	return did, nil
+	return moved, nil
 }
 
-// moveAuditLog moves the audit log at key into the trail and deletes it.
-func (s *Store) moveAuditLog(ctx context.Context, key string) error {
+// moveAuditLog moves the audit log at key into the trail and deletes it, and reports
+// whether key was a user's audit log.
+func (s *Store) moveAuditLog(ctx context.Context, key string) (bool, error) {
 	userKey, prefixed := strings.CutPrefix(key, state.KeyPrefix+"{u:")
 	userKey, suffixed := strings.CutSuffix(userKey, "}:audit")
 	if !prefixed || !suffixed {
-		return nil
+		return false, nil
 	}
 	lines, err := s.rdb.LRange(ctx, key, 0, -1).Result()
 	if err != nil {
-		return err
+		return false, err
 	}
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, line := range lines {
@@ -67,7 +76,7 @@ func (s *Store) moveAuditLog(ctx context.Context, key string) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
-	return s.rdb.Del(ctx, key).Err()
+	return true, s.rdb.Del(ctx, key).Err()
 }
