@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -75,8 +77,9 @@ type claudeSetup struct {
 	// servers are its MCP servers, by name, as --mcp-config takes them.
 	servers map[string]any
 	// action is the answer of the test's Elicitation hook to a URL-mode request: it stands
-	// for the user. A form goes to the user's dialog instead, which Claude Code asks its
-	// host (the test) for; the test answers accept with formContent.
+	// for the user. A form, or a URL-mode request when action is empty, goes to the user's
+	// dialog instead, which Claude Code asks its host (the test) for; the test answers
+	// accept, with formContent for a form.
 	action      string
 	formContent map[string]any
 	// prepare runs before Claude Code starts, with its home and the environment it will
@@ -96,8 +99,10 @@ func startClaudeCodeWith(t *testing.T, setup claudeSetup) *claudeCode {
 	hook := filepath.Join(dir, "hook.sh")
 	c.formContent = setup.formContent
 	answer := fmt.Sprintf(`{"hookSpecificOutput":{"hookEventName":"Elicitation","action":%q}}`, setup.action)
-	script := "#!/bin/sh\ninput=$(cat)\nprintf '%s\\n' \"$input\" >> '" + c.hookLog + "'\n" +
-		"case \"$input\" in *'\"mode\":\"url\"'*) echo '" + answer + "' ;; esac\n"
+	script := "#!/bin/sh\ninput=$(cat)\nprintf '%s\\n' \"$input\" >> '" + c.hookLog + "'\n"
+	if setup.action != "" { // else the hook stays silent, and Claude Code asks its host
+		script += "case \"$input\" in *'\"mode\":\"url\"'*) echo '" + answer + "' ;; esac\n"
+	}
 	if err := os.WriteFile(hook, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +403,8 @@ func TestClaudeCodeConnectsAThirdPartyAccount(t *testing.T) {
 
 // TestTheBannersClaudeCodeLineConnects runs the `claude mcp add` line that `urlflow dev`
 // prints, as printed, with the pinned Claude Code, and checks that Claude Code then reaches
-// urlflow.
+// urlflow, from another directory than the one the line ran in (the line adds urlflow for
+// the user, not for one project).
 func TestTheBannersClaudeCodeLineConnects(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, serverConfig{Redis: redistest.Start(t)})
@@ -416,9 +422,13 @@ func TestTheBannersClaudeCodeLineConnects(t *testing.T) {
 	}
 	binary := claudeCodeBinary(t)
 	home := t.TempDir()
-	run := func(command string) string {
+	elsewhere := filepath.Join(home, "another-project")
+	if err := os.Mkdir(elsewhere, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	run := func(dir, command string) string {
 		cmd := exec.Command("sh", "-c", command)
-		cmd.Dir = home
+		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(binary)+":"+os.Getenv("PATH"),
 			"HOME="+home, "CLAUDE_CONFIG_DIR="+filepath.Join(home, ".claude"), "DISABLE_AUTOUPDATER=1",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "ANTHROPIC_API_KEY=sk-ant-e2e-dummy", "ANTHROPIC_BASE_URL=http://127.0.0.1:9")
@@ -428,8 +438,43 @@ func TestTheBannersClaudeCodeLineConnects(t *testing.T) {
 		}
 		return string(out)
 	}
-	run(line)
-	if out := run("claude mcp list"); !strings.Contains(out, "urlflow: "+s.MCPURL) || !strings.Contains(out, "Connected") {
+	run(home, line)
+	if out := run(elsewhere, "claude mcp list"); !strings.Contains(out, "urlflow: "+s.MCPURL) || !strings.Contains(out, "Connected") {
 		t.Fatalf("claude mcp list after the banner's line:\n%s", out)
+	}
+}
+
+// TestAHeadlessHostIsAskedToShowTheLink: Claude Code run headless (stream-json), whose
+// Elicitation hooks leave a URL-mode request alone, asks its host with a control_request
+// of subtype elicitation that carries the link; the host shows it and answers accept, which
+// is consent only: the call ends once the user has entered the secret in the browser.
+func TestAHeadlessHostIsAskedToShowTheLink(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, serverConfig{Redis: redistest.Start(t)})
+	cc := startClaudeCodeWith(t, claudeSetup{servers: map[string]any{"urlflow": map[string]any{"type": "http", "url": s.MCPURL,
+		"headers": map[string]string{"Authorization": "Bearer " + s.Token}}}})
+	done := make(chan map[string]any, 1)
+	go func() { done <- cc.call("set_secret", map[string]any{"name": "demo_api_key"}) }()
+	var asked map[string]any
+	for deadline := time.Now().Add(claudeCodeWait); asked == nil; time.Sleep(50 * time.Millisecond) {
+		if dialogs := cc.shownDialogs(); len(dialogs) > 0 {
+			asked = dialogs[0]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("Claude Code asked its host nothing:\n%s", cc.stderr.String())
+		}
+	}
+	link, _ := asked["url"].(string)
+	if asked["mode"] != "url" || !strings.HasPrefix(link, s.BaseURL+"/e/") || asked["mcp_server_name"] != "urlflow" {
+		t.Fatalf("the host was asked %v", asked)
+	}
+	t.Logf("the control request's fields: %v", slices.Sorted(maps.Keys(asked)))
+	newPerson(t, sharedBrowser(t), "dev").completeSecret(t, link, canary)
+	select {
+	case stored := <-done:
+		if str(stored, "status") != "stored" {
+			t.Fatalf("set_secret: %v", stored)
+		}
+	case <-time.After(claudeCodeWait):
+		t.Fatal("the call did not end after the browser step")
 	}
 }

@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -223,4 +225,37 @@ func requireNoKey(t *testing.T, key string, places ...string) {
 			t.Errorf("place %d carries the key", i)
 		}
 	}
+}
+
+// TestTheExampleServerSaysToStartUrlflowFirstAndStopsCleanly: started without urlflow dev,
+// the example says to start it first and exits 1; started beside it, Ctrl-C stops it with
+// exit status 0.
+func TestTheExampleServerSaysToStartUrlflowFirstAndStopsCleanly(t *testing.T) {
+	t.Parallel()
+	t.Run("without urlflow", func(t *testing.T) {
+		t.Parallel()
+		cmd := exec.Command(exampleBinary, "--addr", fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t)))
+		cmd.Env = []string{fmt.Sprintf("URLFLOW_URL=http://127.0.0.1:%d", redistest.FreePort(t))}
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "waiting") ||
+			!strings.Contains(string(out), "start it first with go run ./cmd/urlflow dev") {
+			t.Errorf("the example without urlflow: %v\n%s", err, out)
+		}
+	})
+	t.Run("ctrl-c", func(t *testing.T) {
+		t.Parallel()
+		x := startExample(t, "push")
+		if err := x.proc.cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-x.proc.exited:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the example did not stop on Ctrl-C")
+		}
+		if code := x.proc.cmd.ProcessState.ExitCode(); code != 0 {
+			t.Errorf("the example exited %d on Ctrl-C, want 0:\n%s", code, x.proc.output.String())
+		}
+	})
 }

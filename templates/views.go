@@ -37,6 +37,8 @@ type DevSignIn struct {
 	Error string
 	// Name is the name typed last time, to show again after an error.
 	Name string
+	// Operator is the name that signs in as an operator (the /admin pages).
+	Operator string
 }
 
 // Consent is the page that opens an elicitation URL: who asks, for what, and two buttons.

@@ -69,7 +69,8 @@ func TestTheOperatorsPagesRefuseEveryoneElse(t *testing.T) {
 	e := f.newFlow(t, "bob")
 	alice := f.browser(t, "alice")
 	alice.signIn("/connections")
-	alice.get("/admin").want(t, http.StatusForbidden, "for urlflow's operators")
+	alice.get("/admin").want(t, http.StatusForbidden, "for urlflow's operators, and you are signed in as alice", "operators:",
+		"In urlflow dev, sign out and sign in as operator")
 	alice.get("/admin/flows/"+e.ID).want(t, http.StatusForbidden, "for urlflow's operators")
 	page := alice.get("/connections")
 	before := f.snapshot(t, e.ID)
@@ -90,5 +91,9 @@ func TestTheIssuersGroupClaimMakesAnOperator(t *testing.T) {
 	carol.get("/admin").want(t, http.StatusOK, "Stuck flows")
 	dave := f.browser(t, "dave")
 	dave.signIn("/admin")
-	dave.get("/admin").want(t, http.StatusForbidden, "for urlflow's operators")
+	refused := dave.get("/admin")
+	refused.want(t, http.StatusForbidden, "for urlflow's operators, and you are signed in as dave")
+	if strings.Contains(refused.Text(), "urlflow dev") {
+		t.Errorf("urlflow serve's refusal speaks of urlflow dev: %s", refused.Text())
+	}
 }

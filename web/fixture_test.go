@@ -304,7 +304,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 			Slots: catalog, Providers: known, Keeper: keeper, Authorizations: authorizations.New(rdb), Upstream: upstream.New(nil),
 			Services: f.services, Dev: f.dev, DevServiceKeys: map[string]string{"demo": "urlflow_sk_DEMOKEYOFTHEFIXTURE"},
 			SignIn: signIn, Counters: count, Logger: log}),
-		Admin: admin.New(admin.Options{Browser: f.browsers, Flows: store, Recovery: recoveries, OperatorSubjects: []string{"operator"}}),
+		Admin: admin.New(admin.Options{Browser: f.browsers, Flows: store, Recovery: recoveries, OperatorSubjects: []string{"operator"}, Dev: f.dev != nil}),
 		API: api.New(api.Options{PublicURL: publicURL, Flows: store, Hub: hub, Asker: f.asker, Recovery: recoveries,
 			Credentials: creds, Vault: vault, Keeper: keeper, Upstream: upstream.New(nil), Slots: catalog, Providers: known,
 			Services: f.services, ServiceUsers: serviceUsers, Verifier: verifier, Dev: f.dev, Issuer: issuer,

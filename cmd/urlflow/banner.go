@@ -62,7 +62,7 @@ Delegating MCP server (service "{{.Name}}", docs/delegation.md):
 {{- end}}
 
 Claude Code:
-  claude mcp add --transport http urlflow {{.MCPURL}} --header "Authorization: Bearer {{.Token}}"
+  claude mcp add --scope user --transport http urlflow {{.MCPURL}} --header "Authorization: Bearer {{.Token}}"
 
 VS Code (.vscode/mcp.json):
   {

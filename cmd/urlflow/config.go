@@ -17,6 +17,7 @@ import (
 
 	"github.com/urlflow/urlflow/internal/loopback"
 	"github.com/urlflow/urlflow/mcp"
+	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
@@ -56,7 +57,7 @@ type config struct {
 	// StuckAfter are the thresholds of stuck flows (operators.stuck_after in YAML).
 	StuckAfter flow.StuckAfter
 	// OperatorSubjects are the users who are operators in the browser (operators.subjects,
-	// and in urlflow dev the development operator, DevOperator).
+	// and in urlflow dev the development operator, identity.DevOperator).
 	OperatorSubjects []string
 	// OperatorClaim and OperatorClaimValue make operators in the browser by a claim of the
 	// ID token (operators.claim).
@@ -129,10 +130,6 @@ var testSettings = []struct {
 	{"test_status_wait_limit", func(w *waits) *time.Duration { return &w.StatusLimit }},
 	{"test_webhook_retry", func(w *waits) *time.Duration { return &w.WebhookRetry }},
 }
-
-// DevOperator is the name of urlflow dev's development operator: signed in with it, the
-// /admin pages are open.
-const DevOperator = "operator"
 
 // loading is one run of loadConfig: the command, the settings read, and every problem
 // found so far.
@@ -309,7 +306,7 @@ func (c *config) loadOperators(l *loading, file operatorsConfig) {
 	l.problems = append(l.problems, stuckProblems...)
 	c.OperatorSubjects = file.Subjects
 	if l.mode == cmdDev {
-		c.OperatorSubjects = append(c.OperatorSubjects, DevOperator)
+		c.OperatorSubjects = append(c.OperatorSubjects, identity.DevOperator)
 	}
 	c.OperatorClaim, c.OperatorClaimValue = file.Claim.Name, file.Claim.Value
 	if (c.OperatorClaim == "") != (c.OperatorClaimValue == "") {

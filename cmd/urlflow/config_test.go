@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/urlflow/urlflow/mcp"
+	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
@@ -555,7 +556,7 @@ operators:
 	if cfg.StuckAfter != want {
 		t.Errorf("stuck thresholds %+v, want %+v", cfg.StuckAfter, want)
 	}
-	if !slices.Equal(cfg.OperatorSubjects, []string{"ops-oncall", DevOperator}) {
+	if !slices.Equal(cfg.OperatorSubjects, []string{"ops-oncall", identity.DevOperator}) {
 		t.Errorf("operators in the browser %q, want the configured one and the development operator", cfg.OperatorSubjects)
 	}
 	if !slices.Equal(cfg.OperatorReadOnlyTokens, []string{"reader-one-0123456789", "reader-two-0123456789"}) {

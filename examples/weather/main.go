@@ -19,7 +19,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -50,9 +49,10 @@ func main() {
 	if *style == "error" {
 		opts.Style = delegate.StyleError
 	}
-	if err := run(ctx, *addr, opts, *slot); err != nil && !errors.Is(err, context.Canceled) {
+	if err := run(ctx, *addr, opts, *slot); err != nil && ctx.Err() == nil {
 		log.Fatal(err)
 	}
+	// Ctrl-C or SIGTERM: a stop asked for, which exits 0.
 }
 
 func run(ctx context.Context, addr string, opts delegate.Options, slot string) error {
@@ -64,7 +64,8 @@ func run(ctx context.Context, addr string, opts delegate.Options, slot string) e
 	if key == "" {
 		var err error
 		if key, err = devServiceKey(ctx, urlflowURL); err != nil {
-			return fmt.Errorf("no URLFLOW_SERVICE_KEY, and none from urlflow dev at %s: %w", urlflowURL, err)
+			return fmt.Errorf("cannot reach urlflow dev at %s (%w): start it first with go run ./cmd/urlflow dev, "+
+				"or set URLFLOW_URL and URLFLOW_SERVICE_KEY for another urlflow", urlflowURL, err)
 		}
 	}
 	opts.URL, opts.Key = urlflowURL, key
@@ -113,7 +114,7 @@ func run(ctx context.Context, addr string, opts delegate.Options, slot string) e
 	fmt.Printf("weather: MCP on %s (delegating to urlflow at %s)\n", resource, urlflowURL)
 	if token, err := devToken(ctx, urlflowURL, resource); err == nil {
 		fmt.Printf("weather: a token of the development user alice for it:\n  %s\n", token)
-		fmt.Printf("weather: Claude Code: claude mcp add --transport http weather %s --header \"Authorization: Bearer %s\"\n", resource, token)
+		fmt.Printf("weather: Claude Code: claude mcp add --scope user --transport http weather %s --header \"Authorization: Bearer %s\"\n", resource, token)
 	}
 	return srv.Serve(listener)
 }
@@ -143,17 +144,23 @@ func bothEras(server *mcp.Server) http.Handler {
 	})
 }
 
+// devWait is how long weather waits for urlflow dev to answer, when started first.
+const devWait = 10 * time.Second
+
 // devServiceKey asks urlflow dev for its demo service's key, waiting up to 30 seconds for
 // it to start.
 func devServiceKey(ctx context.Context, urlflowURL string) (string, error) {
 	var answer struct {
 		Key string `json:"key"`
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	deadline := time.Now().Add(devWait)
+	for said := false; ; said = true {
 		err := getJSON(ctx, urlflowURL+"/dev/service-key?service=demo", &answer)
 		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
 			return answer.Key, err
+		}
+		if !said {
+			fmt.Fprintf(os.Stderr, "weather: waiting %s for urlflow dev at %s (start it with go run ./cmd/urlflow dev)\n", devWait, urlflowURL)
 		}
 		time.Sleep(time.Second)
 	}

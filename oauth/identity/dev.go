@@ -108,3 +108,7 @@ func reason(err error) string {
 	}
 	return "not valid"
 }
+
+// DevOperator is the name of urlflow dev's development operator: signed in with it on the
+// development sign-in, the operators' pages (/admin) are open.
+const DevOperator = "operator"

@@ -11,6 +11,7 @@ package admin
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -40,6 +41,9 @@ type Options struct {
 	// OperatorSubjects are the subjects of the signed-in users who are operators, besides
 	// those whose ID token had the operators' claim.
 	OperatorSubjects []string
+	// Dev says that this is urlflow dev, where the development operator
+	// (identity.DevOperator) may sign in.
+	Dev bool
 }
 
 // Admin serves the operators' pages.
@@ -70,9 +74,19 @@ func (s *Admin) operatorVisitor(c echo.Context) (*browser.Visitor, error) {
 	}
 	if !v.Operator() && !slices.Contains(s.opts.OperatorSubjects, v.User.Subject) {
 		s.browser.RefusedIdentity(c.Request(), v.User, "", "not an operator: refused the operators' pages")
-		return nil, echo.NewHTTPError(http.StatusForbidden, "These pages are for urlflow's operators. Nothing was shown or changed.")
+		return nil, echo.NewHTTPError(http.StatusForbidden, s.notAnOperator(v.User.Subject))
 	}
 	return v, nil
+}
+
+// notAnOperator tells a signed-in user who is not an operator who is, and how to become one.
+func (s *Admin) notAnOperator(subject string) string {
+	text := fmt.Sprintf("These pages are for urlflow's operators, and you are signed in as %s. The operators are the users "+
+		"urlflow's configuration file names under operators: (their subjects, or a claim of their ID token).", subject)
+	if s.opts.Dev {
+		text += fmt.Sprintf(" In urlflow dev, sign out and sign in as %s.", identity.DevOperator)
+	}
+	return text + " Nothing was shown or changed."
 }
 
 // operatorAs is the history's and the audit trail's name for operator v.

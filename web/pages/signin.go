@@ -106,7 +106,7 @@ func (s *Pages) renderDevSignIn(c echo.Context, v *browser.Visitor, status int, 
 		return err
 	}
 	return s.browser.Render(c, status, templates.DevSignInPage(p, templates.DevSignIn{
-		Next: next, CSRF: token, Error: problem, Name: name,
+		Next: next, CSRF: token, Error: problem, Name: name, Operator: identity.DevOperator,
 	}))
 }
 
