@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/urlflow/urlflow/internal/signed"
+	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
@@ -161,7 +162,7 @@ func (a *Asker) Open(ctx context.Context, n Need, missing Outcome) (Outcome, err
 		User: n.User, Kind: n.Kind, Target: n.Target, Scopes: n.Scopes,
 		Service: n.Caller.Service, Releasable: n.Caller.Releasable, Client: n.Caller.Client,
 		SessionID: n.Caller.SessionID, Replica: n.Caller.Replica, TTL: a.ttl,
-		Replace: replaced != nil, Replaced: replaced,
+		Replace: replaced != nil, Replaced: replaced, Trace: tracing.Carried(ctx),
 	}
 	if n.Purpose != nil {
 		ne.Purpose = n.Purpose(replaced)

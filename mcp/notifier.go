@@ -9,6 +9,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/internal/expiring"
+	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/flow"
@@ -218,7 +219,7 @@ func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
 		}
 		return true
 	}
-	sendCtx, cancel := context.WithTimeout(ctx, deliveryTimeout)
+	sendCtx, cancel := context.WithTimeout(tracing.InFlow(ctx, e.Trace), deliveryTimeout)
 	sendErr := ls.ss.NotifyElicitationComplete(sendCtx, &sdk.ElicitationCompleteParams{ElicitationID: id})
 	cancel()
 	n.record(ctx, e, flow.SessionStream, sendErr)

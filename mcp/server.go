@@ -30,6 +30,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/ask"
+	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/providers"
@@ -191,9 +192,15 @@ func New(opts Options) *Server {
 
 	s.legacy = s.newSDKServer(era2025)
 	s.legacy.AddReceivingMiddleware(s.trackSessions)
+	s.modern = s.newSDKServer(era2026)
+	if tracing.Enabled() {
+		for _, srv := range []*sdk.Server{s.legacy, s.modern} {
+			srv.AddReceivingMiddleware(traceReceived)
+			srv.AddSendingMiddleware(traceSent)
+		}
+	}
 	s.legacyHandler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.legacy },
 		&sdk.StreamableHTTPOptions{Logger: sdkLogger(log), SessionTimeout: opts.SessionIdleTimeout})
-	s.modern = s.newSDKServer(era2026)
 	s.modernHandler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.modern },
 		&sdk.StreamableHTTPOptions{Logger: sdkLogger(log), Stateless: true, PropagateRequestCancellation: true})
 	return s

@@ -47,6 +47,10 @@ type API struct {
 	// UTF-8 only; Resolve refuses them otherwise. Look-alikes of dots and slashes (U+2024,
 	// U+FF0E, U+FF0F) then reach the API, which must not read them as such.
 	AllowNonASCIIPath bool `yaml:"allow_non_ascii_path"`
+	// TraceContext sends the W3C trace context (traceparent, tracestate) with each call,
+	// when tracing is on (package tracing). Off by default: a trace ID tells a third party
+	// which of its calls belong to one flow.
+	TraceContext bool `yaml:"trace_context"`
 
 	base *url.URL
 }

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/state"
 )
 
@@ -108,6 +109,7 @@ func New(transport http.RoundTripper) *Caller {
 			c.headerLimit = 10 << 20 // net/http's own
 		}
 	}
+	c.transport = tracing.Transport(transport, false)
 	return c
 }
 
@@ -299,6 +301,9 @@ func (c *Caller) do(ctx context.Context, api *API, secret state.Secret, method s
 	var reader io.Reader
 	if body != "" {
 		reader = strings.NewReader(body)
+	}
+	if api.TraceContext {
+		ctx = tracing.Propagate(ctx)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target.String(), reader)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/urlflow/urlflow/internal/loopback"
+	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/templates"
 	"github.com/urlflow/urlflow/web/browser"
 	"github.com/urlflow/urlflow/web/respond"
@@ -154,6 +155,9 @@ func (s *Server) logPanic(r *http.Request, p any) {
 func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
+		if tracing.Enabled() {
+			c.SetRequest(c.Request().WithContext(tracing.StartVisit(c.Request().Context())))
+		}
 		err := next(c)
 		if err != nil {
 			c.Error(err)
@@ -163,10 +167,13 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// logRequest logs request r (method, path but never the query, status, duration) and
-// counts it in the metrics under route.
+// logRequest logs request r (method, path but never the query, status, duration), counts
+// it in the metrics under route, and names its span after route (with a span in the
+// trace of the flow whose page it showed).
 func (s *Server) logRequest(r *http.Request, route string, status int, took time.Duration) {
 	s.metrics.Request(route, r.Method, status, took)
+	tracing.Route(r.Context(), r.Method, route)
+	tracing.EndVisit(r.Context(), r.Method, route)
 	s.log.InfoContext(r.Context(), "http request", "method", r.Method, "path", r.URL.Path,
 		"status", status, "duration_ms", took.Milliseconds())
 }

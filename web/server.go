@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/services"
@@ -166,7 +167,7 @@ func (s *Server) routes() {
 	usersOnly := identity.BearerOptions{ResourceMetadataURL: s.resourceMetadataURL(), Scopes: id.RequiredScopes,
 		BadTokens: badTokens, Refused: s.refusedToken, Logger: s.log}
 	mcp := identity.RequireBearer(s.verifier, usersOnly)(s.opts.Limits.MCP(identity.ForSDK(s.opts.MCP)))
-	s.handler = s.serveMCPOutsideEcho(mcp, bodyTimeout)
+	s.handler = tracing.Handler(s.serveMCPOutsideEcho(mcp, bodyTimeout))
 	apiOpts := usersOnly
 	apiOpts.Operators = id.Operators
 	if id.Services != nil {

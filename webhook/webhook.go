@@ -21,6 +21,7 @@ import (
 
 	"github.com/urlflow/urlflow/delegate"
 	"github.com/urlflow/urlflow/internal/every"
+	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/webhooks"
 )
@@ -74,6 +75,11 @@ func NewSender(opts Options) *Sender {
 			Timeout:       10 * time.Second,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
+	}
+	if tracing.Enabled() { // each attempt gets a span, and the receiver the trace context
+		traced := *opts.Client
+		traced.Transport = tracing.Transport(traced.Transport, true)
+		opts.Client = &traced
 	}
 	if len(opts.Schedule) == 0 {
 		opts.Schedule = DefaultSchedule
@@ -135,7 +141,7 @@ func (s *Sender) attempt(ctx context.Context, id string) error {
 	status, sendErr := 0, error(nil)
 	target, configured := s.opts.Targets(d.Service)
 	if configured {
-		status, sendErr = s.post(ctx, target, d.ID, body)
+		status, sendErr = s.post(tracing.InFlow(ctx, d.Trace()), target, d.ID, body)
 	} else {
 		sendErr = fmt.Errorf("the service %s has no webhook configured", d.Service)
 	}

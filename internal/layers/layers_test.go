@@ -61,8 +61,8 @@ func TestEveryImportPointsDown(t *testing.T) {
 
 func TestLayerMatchesTheLongestEntry(t *testing.T) {
 	for path, want := range map[string]int{
-		"internal/every": 0, "internal/redistest": 1, "state": 2, "state/flow": 5, "web": 10, "web/api": 9,
-		"cmd/urlflow/internal/opsclient": 11, "cmd/urlflow": 12, "examples/weather": 12,
+		"internal/tracing": 0, "internal/every": 1, "internal/redistest": 2, "state": 3, "state/flow": 6, "web": 11, "web/api": 10,
+		"cmd/urlflow/internal/opsclient": 12, "cmd/urlflow": 13, "examples/weather": 13,
 	} {
 		if got, ok := Layer(path); !ok || got != want {
 			t.Errorf("Layer(%s) = %d, %v; want %d", path, got, ok, want)

@@ -17,6 +17,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+
+	"github.com/urlflow/urlflow/internal/tracing"
 )
 
 // attempts bounds the tries of one request: each failed try drops one stale connection,
@@ -24,9 +26,10 @@ import (
 const attempts = 3
 
 // Client returns an http.Client like http.DefaultClient whose requests are sent again when
-// a reused connection fails under them.
+// a reused connection fails under them, each in a client span when tracing is on (the
+// trace context is not sent: authorization servers are not urlflow's).
 func Client() *http.Client {
-	return &http.Client{Transport: Transport(http.DefaultTransport)}
+	return &http.Client{Transport: tracing.Transport(Transport(http.DefaultTransport), false)}
 }
 
 // Transport wraps base (http.DefaultTransport if nil) so that a request is sent again when

@@ -1,7 +1,9 @@
 package resend
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +11,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/urlflow/urlflow/internal/tracing"
 )
 
 // closingServer answers the first request on each connection and resets the connection
@@ -115,5 +122,31 @@ func TestABodyThatCannotBeReadAgainIsNotSentAgain(t *testing.T) {
 	}
 	if got := s.read(); len(got) != 2 {
 		t.Errorf("the server read %q, want two requests", got)
+	}
+}
+
+// With tracing on, each request to an authorization server is a client span, and the
+// server is not sent the trace context. (Not parallel: it turns tracing on for the process.)
+func TestCallsToAuthorizationServersAreSpansWithoutTraceContext(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	shutdown := tracing.Use(sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)), slog.New(slog.DiscardHandler))
+	defer shutdown(context.Background())
+	var sent string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { sent = r.Header.Get("traceparent") }))
+	defer srv.Close()
+	ctx, span := tracing.Tracer().Start(context.Background(), "sign-in")
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/token", strings.NewReader("code=x"))
+	resp, err := Client().Do(req)
+	span.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if sent != "" {
+		t.Errorf("the authorization server received traceparent %q", sent)
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 2 || spans[0].Name != "POST" || spans[0].Parent.SpanID() != span.SpanContext().SpanID() {
+		t.Errorf("spans %v; want the request's POST under the caller's span", spans)
 	}
 }

@@ -127,7 +127,11 @@ type Elicitation struct {
 	// SessionID is the originating MCP session (2025-11-25), if any.
 	SessionID string `json:"sessionId,omitempty"`
 	// Replica is the urlflow process that held that session when the flow started.
-	Replica   string    `json:"replica,omitempty"`
+	Replica string `json:"replica,omitempty"`
+	// Trace is the W3C traceparent of the span that started the flow (a tool call, a
+	// service's request), so that its page visits and completion notification join that
+	// trace: 55 bytes, and only while tracing is on (package tracing).
+	Trace     string    `json:"trace,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 	ExpiresAt time.Time `json:"expiresAt"`

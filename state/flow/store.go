@@ -154,6 +154,8 @@ type NewElicitation struct {
 	Replica    string
 	// TTL is the time from creation to the deadline.
 	TTL time.Duration
+	// Trace is the trace context of the span that asks (Elicitation.Trace).
+	Trace string
 }
 
 // Create stores a new pending elicitation and returns it.
@@ -223,7 +225,7 @@ func (s *Store) newRecord(n NewElicitation) (*Elicitation, error) {
 	return &Elicitation{
 		ID: id, User: n.User, Kind: n.Kind, Target: n.Target, Service: n.Service, Releasable: n.Releasable, State: Pending,
 		Purpose: n.Purpose, Replace: n.Replace, Replaced: n.Replaced, Scopes: n.Scopes, Client: n.Client, SessionID: n.SessionID,
-		Replica: n.Replica, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(n.TTL),
+		Replica: n.Replica, Trace: n.Trace, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(n.TTL),
 	}, nil
 }
 

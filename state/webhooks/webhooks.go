@@ -68,12 +68,21 @@ type Delivery struct {
 	// the schedule failed.
 	DeliveredAt *time.Time `json:"deliveredAt,omitempty"`
 	GivenUpAt   *time.Time `json:"givenUpAt,omitempty"`
+
+	trace string
 }
+
+// Trace is the trace context of the delivery's flow (flow.Elicitation.Trace), as Claim
+// read it; empty when tracing was off.
+func (d *Delivery) Trace() string { return d.trace }
 
 // record is how a delivery is stored: with its body.
 type record struct {
 	Delivery
 	Body string `json:"body"`
+	// Trace is the trace context of the flow (flow.Elicitation.Trace), for the attempts'
+	// spans; kept here, out of what services read.
+	Trace string `json:"trace,omitempty"`
 }
 
 // Message is the body of a webhook: the Standard Webhooks shape.
@@ -103,7 +112,7 @@ func (q *Queue) QueueStep(ctx context.Context, w flow.Writes, step flow.Step) er
 	}
 	due := e.UpdatedAt
 	rec := record{Delivery: Delivery{ID: ID(e.ID), Service: e.Service, ElicitationID: e.ID,
-		Type: msg.Type, CreatedAt: e.UpdatedAt, NextAttemptAt: &due}, Body: string(body)}
+		Type: msg.Type, CreatedAt: e.UpdatedAt, NextAttemptAt: &due}, Body: string(body), Trace: e.Trace}
 	doc, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("encode webhook of %s: %w", e.ID, err)
@@ -155,6 +164,7 @@ func (q *Queue) Claim(ctx context.Context, elicitationID string, now time.Time, 
 	if err != nil {
 		return nil, nil, false, err
 	}
+	rec.Delivery.trace = rec.Trace
 	return &rec.Delivery, []byte(rec.Body), true, nil
 }
 
@@ -172,7 +182,7 @@ func (q *Queue) Record(ctx context.Context, d *Delivery, body []byte, at time.Ti
 	default:
 		d.LastError, d.NextAttemptAt = attemptErr.Error(), &next
 	}
-	doc, err := json.Marshal(record{Delivery: *d, Body: string(body)})
+	doc, err := json.Marshal(record{Delivery: *d, Body: string(body), Trace: d.trace})
 	if err != nil {
 		return fmt.Errorf("encode webhook of %s: %w", d.ElicitationID, err)
 	}

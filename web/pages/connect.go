@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/authorizations"
 	"github.com/urlflow/urlflow/state/flow"
@@ -170,6 +171,7 @@ func (s *Pages) callbackFlow(c echo.Context, v *browser.Visitor) (*authorization
 	if err != nil {
 		return nil, nil, err
 	}
+	tracing.Visited(ctx, e.ID, e.Trace)
 	if e.State.Terminal() {
 		return nil, nil, s.latePost(c, v, e)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
@@ -55,6 +56,7 @@ func (s *Pages) elicitationFor(c echo.Context, v *browser.Visitor) (*flow.Elicit
 		refused := templates.RefusedPage(p, templates.Refused{SignedInAs: v.Name(), SignOutAction: "/auth/logout", CSRF: p.CSRF})
 		return nil, respond.Func(func(c echo.Context) error { return s.browser.Render(c, http.StatusForbidden, refused) })
 	}
+	tracing.Visited(ctx, e.ID, e.Trace)
 	return e, nil
 }
 

@@ -1,0 +1,65 @@
+package webhook
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/internal/tracing"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/flow"
+)
+
+// With tracing on, a webhook of a flow started in a trace is sent in a client span of that
+// trace, and the receiver gets its traceparent. (Not parallel: it turns tracing on for the
+// process.)
+func TestAWebhookCarriesTheTraceOfItsFlow(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	shutdown := tracing.Use(sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)), slog.New(slog.DiscardHandler))
+	defer shutdown(context.Background())
+
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, r.Header.Get("traceparent"))
+	}))
+	defer srv.Close()
+	b := redistest.StartEmbedded(t)
+	flows, queue := storeOn(b)
+	ctx, span := tracing.Tracer().Start(t.Context(), "POST /api/v1/elicitations")
+	e, err := flows.Create(ctx, flow.NewElicitation{User: alice, Kind: state.KindSecret, Target: "demo_api_key",
+		Service: "weather", Purpose: "test", TTL: time.Minute, Trace: tracing.Carried(ctx)})
+	span.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flows.Apply(t.Context(), e.ID, flow.CancelRequested, state.ActorService, "test"); err != nil {
+		t.Fatal(err)
+	}
+	s := NewSender(Options{Queue: queue, Targets: func(string) (Target, bool) { return Target{URL: srv.URL, Key: key(t)}, true }})
+	sendUntil(t, s, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) > 0 })
+
+	traceID := span.SpanContext().TraceID().String()
+	if !strings.HasPrefix(got[0], "00-"+traceID+"-") {
+		t.Errorf("the receiver got traceparent %q, want one of the flow's trace %s", got[0], traceID)
+	}
+	var sent bool
+	for _, s := range exp.GetSpans() {
+		sent = sent || (s.SpanKind == trace.SpanKindClient && s.Name == "POST" && s.SpanContext.TraceID().String() == traceID)
+	}
+	if !sent {
+		t.Errorf("no client span of the webhook in the flow's trace: %v", exp.GetSpans())
+	}
+}
