@@ -109,6 +109,9 @@ func TestTheCommandLineAnswers(t *testing.T) {
 		{"error-is-one-line", []string{"flows", "list"}},
 		{"server-without-scheme", []string{"flows", "list", "--server", "urlflow.example:8080"}},
 		{"server-of-another-scheme", []string{"flows", "summary", "--server", "ftp://urlflow.example"}},
+		{"config-check-without-settings", []string{"config", "check"}},
+		{"config-check-mis-indented", []string{"config", "check", "--config", "testdata/config/mis-indented.yaml"}},
+		{"config-check-mistakes", []string{"config", "check", "--mode", "dev", "--config", "testdata/config/mistakes.yaml"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/urlflow/urlflow/internal/loopback"
+	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/mcp"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/providers"
@@ -47,6 +48,8 @@ type config struct {
 	// LogLevel and LogFormat ("text" or "json") say what is logged, and how.
 	LogLevel  slog.Level
 	LogFormat string
+	// Tracing says whether and how spans are exported, as the OTEL_* variables ask.
+	Tracing tracing.Settings
 	// ConfigFile is the YAML file the slots came from; empty for the embedded demo.
 	ConfigFile     string
 	Keys           *vault.KeyRing
@@ -131,28 +134,20 @@ var testSettings = []struct {
 	{"test_webhook_retry", func(w *waits) *time.Duration { return &w.WebhookRetry }},
 }
 
-// loading is one run of loadConfig: the command, the settings read, and every problem
-// found so far.
-type loading struct {
-	mode     string
-	v        values
-	problems []error
-}
-
-// problemf adds a problem.
-func (l *loading) problemf(format string, a ...any) {
-	l.problems = append(l.problems, fmt.Errorf(format, a...))
-}
-
-// fail adds a problem of setting name, named by its environment variable.
-func (l *loading) fail(name, format string, a ...any) {
-	l.problems = append(l.problems, fmt.Errorf(lookupSetting(name).Env+": "+format, a...))
-}
-
 // loadConfig reads the settings of mode ("dev" or "serve") from flags, the environment
 // and the YAML file, applies mode's defaults, and validates them section by section. Its
-// error names every problem, one per line.
+// error names every problem, once, one per line.
 func loadConfig(mode string, flags *pflag.FlagSet, getenv env) (*config, error) {
+	cfg, l := load(mode, flags, getenv)
+	if err := l.err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// load is loadConfig that keeps what it read for urlflow config check: the config as far
+// as it is valid, and the loading with every value, where it came from, and every problem.
+func load(mode string, flags *pflag.FlagSet, getenv env) (*config, *loading) {
 	l := &loading{mode: mode}
 	cfg := &config{}
 	file := cfg.readFile(l, flags, getenv)
@@ -172,48 +167,50 @@ func loadConfig(mode string, flags *pflag.FlagSet, getenv env) (*config, error) 
 	cfg.loadDevelopment(l)
 	cfg.loadTestSettings(l)
 	cfg.loadCatalogs(l, file, getenv)
-	if err := errors.Join(l.problems...); err != nil {
-		return nil, err
-	}
-	return cfg, nil
+	cfg.loadTracing(l, getenv)
+	return cfg, l
 }
 
 // loadListen checks where urlflow listens and the URL it is reached at.
 func (c *config) loadListen(l *loading) {
 	c.Addr = l.v.raw("addr")
 	if host, _, err := net.SplitHostPort(c.Addr); err != nil {
-		l.fail("addr", "want host:port, got %q", c.Addr)
+		l.fail("addr", "want host:port, %s, got %q", l.example("addr"), c.Addr)
 	} else if l.mode == cmdDev && !loopback.Host(host) {
-		l.fail("addr", "urlflow dev listens on loopback only (127.0.0.1, [::1] or localhost), got %q", c.Addr)
+		l.fail("addr", "urlflow dev listens on loopback only (127.0.0.1, [::1] or localhost), %s, got %q", l.example("addr"), c.Addr)
 	}
 	if c.publicURLGiven = l.v.raw("public_url"); c.publicURLGiven != "" {
 		c.PublicURL = l.publicURL(c.publicURLGiven)
 	}
 	var err error
 	if c.TrustedProxies, err = web.ParseTrustedProxies(l.v.raw("trusted_proxies")); err != nil {
-		l.fail("trusted_proxies", "%v", err)
+		l.fail("trusted_proxies", "%v; %s", err, l.example("trusted_proxies"))
 	}
 	if c.DebugAddr = l.v.raw("debug_addr"); c.DebugAddr != "" {
 		if host, _, err := net.SplitHostPort(c.DebugAddr); err != nil || !loopback.Host(host) {
-			l.fail("debug_addr", "the profiling listener listens on loopback only (127.0.0.1:PORT, [::1]:PORT or localhost:PORT), got %q", c.DebugAddr)
+			l.fail("debug_addr", "the profiling listener listens on loopback only (127.0.0.1:PORT, [::1]:PORT or localhost:PORT), %s, got %q", l.example("debug_addr"), c.DebugAddr)
 		}
 	}
-	c.BodyReadTimeout = l.durationLike("body_read_timeout", time.Second, 10*time.Minute, "1s and 10m")
+	c.BodyReadTimeout = l.duration("body_read_timeout", time.Second, 10*time.Minute)
 }
 
 // publicURL returns the public URL given, without its trailing slash, or nil after adding
 // its problem.
 func (l *loading) publicURL(given string) *url.URL {
+	example := l.example("public_url")
+	if l.mode == cmdDev {
+		example = l.exampleOf("public_url", "http://127.0.0.1:8080")
+	}
 	u, err := url.Parse(given)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		l.fail("public_url", "want an absolute http(s) URL, got %q", given)
+		l.fail("public_url", "want an absolute http(s) URL, %s, got %q", example, given)
 	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
-		l.fail("public_url", "no query, fragment or user info, got %q", given)
+		l.fail("public_url", "no query, fragment or user info, %s, got %q", example, given)
 	case l.mode == cmdDev && !loopback.Host(u.Hostname()):
-		l.fail("public_url", "urlflow dev serves loopback only, got %q", given)
+		l.fail("public_url", "urlflow dev serves loopback only, %s, got %q", example, given)
 	case l.mode == cmdServe && u.Scheme != "https" && !loopback.Host(u.Hostname()):
-		l.fail("public_url", "must be https (cookies and tokens travel over it), got %q", given)
+		l.fail("public_url", "must be https (cookies and tokens travel over it), %s, got %q", example, given)
 	default:
 		u.Path = strings.TrimRight(u.Path, "/")
 		return u
@@ -247,7 +244,8 @@ func (c *config) loadRedis(l *loading) {
 	if c.RedisTopology, err = state.ParseTopology(l.v.raw("redis_topology")); err != nil {
 		l.fail("redis_topology", "%v", err)
 	} else if c.RedisTopology != state.Standalone && c.RedisURL == "" {
-		l.problemf("URLFLOW_REDIS_TOPOLOGY is %s but URLFLOW_REDIS_URL is not set", c.RedisTopology)
+		l.problemf("%s: %s needs URLFLOW_REDIS_URL, the nodes to start from, e.g. URLFLOW_REDIS_URL=redis://host1:6379?addr=host2:6379",
+			l.named("redis_topology"), c.RedisTopology)
 	}
 }
 
@@ -259,7 +257,7 @@ func (c *config) loadKeys(l *loading) {
 	c.keysGiven = true
 	var err error
 	if c.Keys, err = vault.ParseKeyRing(l.v.raw("keys")); err != nil {
-		l.fail("keys", "%v", err)
+		l.fail("keys", "%v; a key ring is kid:base64-of-32-bytes, comma separated, e.g. one made by: echo k1:$(openssl rand -base64 32)", err)
 	}
 }
 
@@ -271,13 +269,13 @@ func (c *config) loadElicitation(l *loading) {
 	default:
 		l.fail("elicitation_style", "want push or error, got %q", style)
 	}
-	c.TTL = l.durationLike("elicitation_ttl", 5*time.Second, 24*time.Hour, "5s and 24h")
+	c.TTL = l.duration("elicitation_ttl", 5*time.Second, 24*time.Hour)
 }
 
 // loadMCPSessions checks the limits of MCP sessions.
 func (c *config) loadMCPSessions(l *loading) {
 	c.MCPSessions.PerUser = int(l.number("mcp_sessions_per_user", 1, 10_000))
-	c.MCPSessions.IdleTimeout = l.duration("mcp_session_idle_timeout", time.Minute, 24*time.Hour, "want a duration from 1m to 24h, got %q")
+	c.MCPSessions.IdleTimeout = l.duration("mcp_session_idle_timeout", time.Minute, 24*time.Hour)
 }
 
 // loadRateLimits parses the rate limits.
@@ -291,7 +289,7 @@ func (c *config) loadRateLimits(l *loading) {
 	} {
 		var err error
 		if *rl.limit, err = ratelimit.ParseLimit(l.v.raw(rl.name)); err != nil {
-			l.fail(rl.name, "%v", err)
+			l.fail(rl.name, "%v (%s)", err, l.example(rl.name))
 		}
 	}
 }
@@ -301,18 +299,16 @@ func (c *config) loadRateLimits(l *loading) {
 func (c *config) loadOperators(l *loading, file operatorsConfig) {
 	c.OperatorTokens = l.tokens("operator_tokens")
 	c.OperatorReadOnlyTokens = l.tokens("operator_readonly_tokens")
-	var stuckProblems []error
-	c.StuckAfter, stuckProblems = file.stuckAfter()
-	l.problems = append(l.problems, stuckProblems...)
+	c.StuckAfter = file.stuckAfter(l.fileProblemf)
 	c.OperatorSubjects = file.Subjects
 	if l.mode == cmdDev {
 		c.OperatorSubjects = append(c.OperatorSubjects, identity.DevOperator)
 	}
 	c.OperatorClaim, c.OperatorClaimValue = file.Claim.Name, file.Claim.Value
 	if (c.OperatorClaim == "") != (c.OperatorClaimValue == "") {
-		l.problemf("operators.claim: set both name and value")
+		l.fileProblemf("operators.claim", "set both name and value, e.g. claim: {name: groups, value: urlflow-operators}")
 	}
-	c.AuditRetention = l.duration("audit_retention", time.Hour, 3650*24*time.Hour, "want a duration from 1h to 87600h (ten years), got %q")
+	c.AuditRetention = l.duration("audit_retention", time.Hour, 3650*24*time.Hour)
 	c.AuditMaxEntries = l.number("audit_max_entries", 10_000, 1_000_000_000)
 }
 
@@ -325,7 +321,7 @@ func (c *config) loadIdentity(l *loading) {
 	c.OIDC.Issuer = l.v.raw("oidc_issuer")
 	if u, err := url.Parse(c.OIDC.Issuer); c.OIDC.Issuer != "" &&
 		(err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopback.Host(u.Hostname())))) {
-		l.fail("oidc_issuer", "want an https URL, got %q", c.OIDC.Issuer)
+		l.fail("oidc_issuer", "want an https URL (http only on loopback), %s, got %q", l.example("oidc_issuer"), c.OIDC.Issuer)
 	}
 	c.OIDC.ClientID = l.v.raw("oidc_client_id")
 	c.OIDC.ClientSecret = l.v.raw("oidc_client_secret")
@@ -335,7 +331,7 @@ func (c *config) loadIdentity(l *loading) {
 		c.OIDC.Introspection = true
 	case "false", "0", "no":
 	default:
-		l.fail("oidc_introspection", "want true or false, got %q", v)
+		l.fail("oidc_introspection", "want true or false, %s, got %q", l.example("oidc_introspection"), v)
 	}
 }
 
@@ -346,7 +342,7 @@ func (c *config) loadDevelopment(l *loading) {
 	}
 	c.DemoResource = l.v.raw("dev_demo_resource")
 	if u, err := url.Parse(c.DemoResource); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		l.fail("dev_demo_resource", "want the demo service's MCP URL (absolute http or https), got %q", c.DemoResource)
+		l.fail("dev_demo_resource", "want the demo service's MCP URL (absolute http or https), %s, got %q", l.example("dev_demo_resource"), c.DemoResource)
 	}
 }
 
@@ -355,7 +351,7 @@ func (c *config) loadDevelopment(l *loading) {
 func (c *config) loadTestSettings(l *loading) {
 	for _, ts := range testSettings {
 		if l.v[ts.name].given() {
-			*ts.wait(&c.Waits) = l.duration(ts.name, 10*time.Millisecond, time.Hour, "want a duration between 10ms and 1h, got %q")
+			*ts.wait(&c.Waits) = l.duration(ts.name, 10*time.Millisecond, time.Hour)
 		}
 	}
 }
@@ -363,25 +359,24 @@ func (c *config) loadTestSettings(l *loading) {
 // loadCatalogs checks the file's secret slots, providers and services now; they are built
 // again once the public URL is known (resolvePublicURL, runService).
 func (c *config) loadCatalogs(l *loading, file fileConfig, getenv env) {
-	where := "configuration file " + describeFile(c.ConfigFile)
 	c.secrets, c.providers, c.services = file.Secrets, file.Providers, file.Services
 	if _, err := slots.NewCatalog(c.secrets, "http://127.0.0.1"); err != nil {
-		l.problemf("%s: %v", where, err)
+		l.catalogProblems(err)
 	}
 	// Providers name the variables of their client secrets (client_secret_env): those are
 	// the file's, not settings of urlflow.
 	if _, err := providers.New(context.Background(), c.providers, providers.Options{
 		PublicURL: "http://127.0.0.1", Getenv: getenv, CheckOnly: true,
 	}); err != nil {
-		l.problemf("%s: %v", where, err)
+		l.catalogProblems(err)
 	}
-	for _, p := range c.providers {
+	for i, p := range c.providers {
 		if hasSlot(c.secrets, p.Name) {
-			l.problemf("%s: %q is both a secret slot and a provider", where, p.Name)
+			l.fileProblemf(fmt.Sprintf("providers[%d]", i), "%q is both a secret slot and a provider: rename one", p.Name)
 		}
 	}
 	if err := c.buildServices(nil); err != nil {
-		l.problems = append(l.problems, err)
+		l.catalogProblems(errors.Unwrap(err)) // without buildServices' "configuration file" prefix
 	}
 }
 
@@ -392,7 +387,7 @@ func (l *loading) tokens(name string) []string {
 	for _, t := range strings.Split(l.v.raw(name), ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			if len(t) < 16 {
-				l.fail(name, "every token needs at least 16 characters")
+				l.fail(name, "every token needs at least 16 characters, e.g. one made by: openssl rand -hex 16")
 				return out
 			}
 			out = append(out, t)
@@ -401,28 +396,15 @@ func (l *loading) tokens(name string) []string {
 	return out
 }
 
-// duration returns setting name as a duration from least to most, or adds the problem
-// want (which shows the value as given).
-func (l *loading) duration(name string, least, most time.Duration, want string) time.Duration {
-	raw := l.v.raw(name)
-	d, err := time.ParseDuration(raw)
-	if err != nil || d < least || d > most {
-		l.fail(name, want, raw)
-		return 0
-	}
-	return d
-}
-
-// durationLike is duration with two problems: not a duration (like the default), or not
-// within span.
-func (l *loading) durationLike(name string, least, most time.Duration, span string) time.Duration {
+// duration returns setting name as a duration from least to most, or adds its problem.
+func (l *loading) duration(name string, least, most time.Duration) time.Duration {
 	raw := l.v.raw(name)
 	d, err := time.ParseDuration(raw)
 	switch {
 	case err != nil:
-		l.fail(name, "want a duration like %s, got %q", lookupSetting(name).Default, raw)
+		l.fail(name, "want a duration (a number and a unit: ms, s, m or h), %s, got %q", l.example(name), raw)
 	case d < least || d > most:
-		l.fail(name, "want between %s, got %s", span, d)
+		l.fail(name, "want a duration from %s to %s, %s, got %q", durationText(least), durationText(most), l.example(name), raw)
 	default:
 		return d
 	}
@@ -434,7 +416,7 @@ func (l *loading) number(name string, least, most int64) int64 {
 	raw := l.v.raw(name)
 	n, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || n < least || n > most {
-		l.fail(name, "want a number from %d to %d, got %q", least, most, raw)
+		l.fail(name, "want a number from %d to %d, %s, got %q", least, most, l.example(name), raw)
 		return 0
 	}
 	return n

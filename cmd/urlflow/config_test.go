@@ -197,8 +197,9 @@ unknown_key: 1
 	for _, want := range []string{"URLFLOW_ELICITATION_STYLE", "URLFLOW_ELICITATION_TTL", "URLFLOW_KEYS",
 		"URLFLOW_PUBLIC_URL", "URLFLOW_OPERATOR_TOKENS", "loopback only", "unknown_key",
 		`URLFLOW_REDIS_TOPOLOGY: unknown Redis topology "ring"`, `URLFLOW_RATE_LIMIT_MCP: want EVENTS/WINDOW`,
-		`URLFLOW_RATE_LIMIT_FORMS: want a window`, `URLFLOW_MCP_SESSIONS_PER_USER: want a number from 1 to 10000, got "0"`,
-		`URLFLOW_MCP_SESSION_IDLE_TIMEOUT: want a duration from 1m to 24h, got "1s"`, "URLFLOW_BODY_READ_TIMEOUT: want between 1s and 10m, got 1h0m0s",
+		`URLFLOW_RATE_LIMIT_FORMS: want a window`, `URLFLOW_MCP_SESSIONS_PER_USER: want a number from 1 to 10000, e.g. URLFLOW_MCP_SESSIONS_PER_USER=50, got "0"`,
+		`URLFLOW_MCP_SESSION_IDLE_TIMEOUT: want a duration from 1m to 24h, e.g. URLFLOW_MCP_SESSION_IDLE_TIMEOUT=30m, got "1s"`,
+		`URLFLOW_BODY_READ_TIMEOUT: want a duration from 1s to 10m, e.g. URLFLOW_BODY_READ_TIMEOUT=45s, got "1h"`,
 		`URLFLOW_RATE_LIMIT_BAD_TOKENS: want EVENTS/WINDOW`, `URLFLOW_RATE_LIMIT_SERVICES: `,
 		`URLFLOW_TRUSTED_PROXIES: want IP addresses or CIDR prefixes, comma separated; got "proxy.internal"`,
 		`URLFLOW_DEBUG_ADDR: the profiling listener listens on loopback only`} {
@@ -227,7 +228,7 @@ secrets:
 
 func TestARedisTopologyNeedsARedisURL(t *testing.T) {
 	_, err := loadArgs("dev", nil, envOf(map[string]string{"URLFLOW_REDIS_TOPOLOGY": "cluster"}))
-	if err == nil || !strings.Contains(err.Error(), "URLFLOW_REDIS_TOPOLOGY is cluster but URLFLOW_REDIS_URL is not set") {
+	if err == nil || !strings.Contains(err.Error(), "URLFLOW_REDIS_TOPOLOGY: cluster needs URLFLOW_REDIS_URL, the nodes to start from, e.g. URLFLOW_REDIS_URL=redis://") {
 		t.Fatalf("a cluster without a URL: %v", err)
 	}
 	cfg, err := loadArgs("dev", nil, envOf(map[string]string{"URLFLOW_REDIS_TOPOLOGY": "sentinel",
@@ -493,7 +494,7 @@ func TestTestOnlyWaitsAreAcceptedByDevAndRefusedByServe(t *testing.T) {
 	}
 
 	_, err = loadArgs("dev", nil, envOf(map[string]string{"URLFLOW_TEST_PUSH_WAIT": "soon", "URLFLOW_TEST_RETRY_WAIT": "2h"}))
-	for _, want := range []string{`URLFLOW_TEST_PUSH_WAIT: want a duration between 10ms and 1h, got "soon"`, "URLFLOW_TEST_RETRY_WAIT: want a duration"} {
+	for _, want := range []string{`URLFLOW_TEST_PUSH_WAIT: want a duration (a number and a unit: ms, s, m or h), e.g. URLFLOW_TEST_PUSH_WAIT=200ms, got "soon"`, "URLFLOW_TEST_RETRY_WAIT: want a duration"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not say %q:\n%v", want, err)
 		}
@@ -570,7 +571,7 @@ operators:
 `),
 		"URLFLOW_OPERATOR_READONLY_TOKENS": "short-reader",
 	}))
-	for _, want := range []string{`operators.stuck_after: "pendng" is not a running state`, "operators.stuck_after.consented",
+	for _, want := range []string{`urlflow.yaml:3:17: operators.stuck_after.pendng: not a running state`, "operators.stuck_after.consented",
 		"operators.stuck_after.failed", "URLFLOW_OPERATOR_READONLY_TOKENS: every token needs at least 16 characters"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s:\n%v", want, err)

@@ -26,7 +26,10 @@ variable, else its key in the configuration file (` + "`URLFLOW_CONFIG`" + `), e
 A flag or variable set to the empty string counts as not set. A setting that holds a secret
 also accepts ` + "`NAME_FILE`" + `, the path of a file that holds the value (its trailing newline
 is dropped); setting both is an error, and no error ever shows the value. ` + "`urlflow dev`" + ` and
-` + "`urlflow serve`" + ` check every setting at start and name every problem at once.
+` + "`urlflow serve`" + ` check every setting at start and name every problem at once;
+` + "`urlflow config check`" + ` does the same without starting, and prints the configuration in
+effect with the source of each setting. [` + "`urlflow.schema.json`" + `](urlflow.schema.json), the JSON
+Schema of the file, lets an editor check it as you type ([how](configuring.md#your-editor-checks-the-file-the-json-schema)).
 
 Flags take two dashes (` + "`--addr`" + `); one dash (` + "`-addr`" + `) works too, as with earlier versions.
 Each command lists its flags with ` + "`--help`" + `.

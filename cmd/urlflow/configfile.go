@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"maps"
 	"os"
 	"reflect"
@@ -46,28 +45,29 @@ type operatorsConfig struct {
 	StuckAfter map[string]string `yaml:"stuck_after"`
 }
 
-// stuckAfter returns the thresholds of c over the defaults, and names every problem.
-func (c operatorsConfig) stuckAfter() (flow.StuckAfter, []error) {
+// stuckAfter returns the thresholds of c over the defaults, and adds every problem at its
+// path in the file.
+func (c operatorsConfig) stuckAfter(problemf func(path, format string, a ...any)) flow.StuckAfter {
 	t := flow.DefaultStuckAfter
 	fields := map[string]*time.Duration{
 		string(flow.Pending): &t.Pending, string(flow.Consented): &t.Consented, string(flow.InProgress): &t.InProgress,
 		string(flow.Failed): &t.Failed, string(flow.Unknown): &t.Unknown, string(flow.StuckNotification): &t.Notification,
 	}
-	var problems []error
 	for _, name := range slices.Sorted(maps.Keys(c.StuckAfter)) {
 		field, ok := fields[name]
 		d, err := time.ParseDuration(c.StuckAfter[name])
+		path := "operators.stuck_after." + name
 		switch {
 		case !ok:
-			problems = append(problems, fmt.Errorf("operators.stuck_after: %q is not a running state nor notification (want %s)",
-				name, strings.Join(slices.Sorted(maps.Keys(fields)), ", ")))
+			problemf(path, "not a running state nor notification: want one of %s, e.g. pending: 30m",
+				strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
 		case err != nil || d < 0:
-			problems = append(problems, fmt.Errorf("operators.stuck_after.%s: want a duration such as 5m, got %q", name, c.StuckAfter[name]))
+			problemf(path, "want a duration such as 5m or 1h30m, got %q", c.StuckAfter[name])
 		default:
 			*field = d
 		}
 	}
-	return t, problems
+	return t
 }
 
 // readFile reads the configuration file that the config setting names (urlflow dev's
@@ -79,6 +79,7 @@ func (c *config) readFile(l *loading, flags *pflag.FlagSet, getenv env) fileConf
 	if err != nil {
 		l.problems = append(l.problems, err)
 	}
+	l.v = values{"config": v} // until readSettings reads them all, for the problems of this file
 	c.ConfigFile = v.Raw
 	var raw []byte
 	if l.mode == cmdDev {
@@ -91,39 +92,21 @@ func (c *config) readFile(l *loading, flags *pflag.FlagSet, getenv env) fileConf
 		}
 		raw = b
 	}
-	where := describeFile(c.ConfigFile)
+	l.file = describeFile(c.ConfigFile)
 	var doc yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		l.problemf("configuration file %s: %v", where, err)
+		l.problemf("configuration file %s:%s", l.file, syntaxError(raw, err))
 		return fileConfig{}
 	}
-	// Keys no setting takes, each with where it is and what was probably meant; the
-	// decoder's own "field not found" would name a Go type instead.
-	var settingKeys []string
-	for _, s := range settingsTable {
-		if s.YAML != "" && s.readBy(l.mode) {
-			settingKeys = append(settingKeys, s.YAML)
-		}
-	}
-	for _, p := range unknownKeys(&doc, reflect.TypeFor[fileConfig](), settingKeys) {
-		l.problemf("configuration file %s:%s", where, p)
-	}
-	var file fileConfig
-	if err := doc.Decode(&file); err != nil {
-		var typeErr *yaml.TypeError
-		if !errors.As(err, &typeErr) {
-			l.problemf("configuration file %s: %v", where, err)
-		}
-		for _, e := range typeErrors(typeErr) {
-			l.problemf("configuration file %s: %s", where, e)
-		}
-	}
+	l.doc = &doc
+	file := l.decode(&doc)
 	for _, key := range slices.Sorted(maps.Keys(file.Settings)) {
 		node := file.Settings[key]
 		switch {
-		case !slices.Contains(settingKeys, key): // reported above
+		case !slices.Contains(l.fileSettingKeys(), key): // reported by decode
 		case node.Kind != yaml.ScalarNode:
-			l.problemf("configuration file %s:%d:%d: %s: want a single value", where, node.Line, node.Column, key)
+			l.problemf("configuration file %s:%d:%d: %s: want a single value, e.g. %s: %s",
+				l.file, node.Line, node.Column, key, key, yamlExample(key))
 		default:
 			continue
 		}
@@ -132,17 +115,44 @@ func (c *config) readFile(l *loading, flags *pflag.FlagSet, getenv env) fileConf
 	return file
 }
 
-// typeErrors returns the decoder's complaints of a value of the wrong type, each as
-// "LINE: what" ("3: cannot unmarshal !!seq into string"); unknown keys are unknownKeys'.
-func typeErrors(err *yaml.TypeError) []string {
-	if err == nil {
-		return nil
-	}
-	var out []string
-	for _, e := range err.Errors {
-		if !strings.Contains(e, " not found in type ") {
-			out = append(out, strings.TrimPrefix(e, "line "))
+// fileSettingKeys are the top-level keys of the settings the mode reads.
+func (l *loading) fileSettingKeys() []string {
+	var keys []string
+	for _, s := range settingsTable {
+		if s.YAML != "" && s.readBy(l.mode) {
+			keys = append(keys, s.YAML)
 		}
 	}
-	return out
+	return keys
+}
+
+// decode decodes doc, adding as problems the keys no setting takes, each with where it is
+// and what was probably meant (the decoder's own "field not found" would name a Go type),
+// and the values of the wrong type.
+func (l *loading) decode(doc *yaml.Node) fileConfig {
+	for _, p := range unknownKeys(doc, reflect.TypeFor[fileConfig](), l.fileSettingKeys()) {
+		l.problemf("configuration file %s:%s", l.file, p)
+	}
+	var file fileConfig
+	if err := doc.Decode(&file); err != nil {
+		var typeErr *yaml.TypeError
+		if !errors.As(err, &typeErr) {
+			l.problemf("configuration file %s: %v", l.file, err)
+		}
+		for _, e := range typeErrors(doc, typeErr) {
+			l.problemf("configuration file %s:%s", l.file, e)
+		}
+	}
+	return file
+}
+
+// yamlExample is the example of the setting whose YAML key is key, quoted when YAML would
+// not read it as one string.
+func yamlExample(key string) string {
+	for _, s := range settingsTable {
+		if s.YAML == key {
+			return yamlScalar(s.Example)
+		}
+	}
+	return ""
 }

@@ -56,7 +56,11 @@ configuration.`,
 // runDev runs urlflow dev with cfg until ctx ends: the development state fills in what
 // the settings leave open, and the banner is printed once everything is in place.
 func runDev(ctx context.Context, cfg *config, stdout, stderr io.Writer) error {
-	log := newLogger(cfg, stderr)
+	log, stopTracing, err := startTracing(ctx, cfg, newLogger(cfg, stderr))
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	statePath, err := devStatePath()
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@
 //	urlflow flows     find, read, cancel and retry flows of a running urlflow (operators)
 //	urlflow audit export  the audit trail of a running urlflow, as JSON Lines (operators)
 //	urlflow hook      the policy for Claude Code's Elicitation hooks, on a user's machine
+//	urlflow config check  check the configuration as serve would, and print it with its sources
 //
 // Each command has a file of its own (dev.go, serve.go, flows.go, ...) on cobra, under the
 // root command of root.go. Every setting is one row of the settings table (settings.go),

@@ -49,7 +49,7 @@ func newRootCommand(getenv env, stdin io.Reader, stdout, stderr io.Writer) *cobr
 	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newDevCommand(getenv), newServeCommand(getenv), newVersionCommand(), newServiceKeyCommand(),
-		newFlowsCommand(getenv), newAuditCommand(getenv), newHookCommand(getenv))
+		newFlowsCommand(getenv), newAuditCommand(getenv), newHookCommand(getenv), newConfigCommand(getenv))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -38,7 +38,11 @@ It refuses to start, naming every missing or invalid setting.`,
 
 // runServe runs urlflow serve with cfg until ctx ends.
 func runServe(ctx context.Context, cfg *config, stdout, stderr io.Writer) error {
-	log := newLogger(cfg, stderr)
+	log, stopTracing, err := startTracing(ctx, cfg, newLogger(cfg, stderr))
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 
 	rdb, _, closeRedis, err := openRedis(ctx, cfg.RedisURL, cfg.RedisTopology, log)
 	if err != nil {

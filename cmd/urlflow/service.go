@@ -18,6 +18,7 @@ import (
 
 	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/internal/embedded"
+	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/mcp"
 	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
@@ -242,9 +243,23 @@ func (p *parts) runBackground(ctx context.Context, g *errgroup.Group) {
 	})
 }
 
-// openRedis connects to url, or starts the embedded Redis when url is empty. It returns a
-// note for the banner that never holds a password.
+// openRedis connects to url, or starts the embedded Redis when url is empty, with a span
+// for each command when tracing is on. It returns a note for the banner that never holds a
+// password.
 func openRedis(ctx context.Context, rawURL string, topology state.Topology, log *slog.Logger) (redis.UniversalClient, string, func(), error) {
+	rdb, note, closeRedis, err := connectRedis(ctx, rawURL, topology, log)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if err := tracing.InstrumentRedis(rdb); err != nil {
+		closeRedis()
+		return nil, "", nil, err
+	}
+	return rdb, note, closeRedis, nil
+}
+
+// connectRedis is openRedis without the tracing.
+func connectRedis(ctx context.Context, rawURL string, topology state.Topology, log *slog.Logger) (redis.UniversalClient, string, func(), error) {
 	if rawURL == "" {
 		mem, err := embedded.Start()
 		if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -17,8 +18,8 @@ import (
 )
 
 // A setting is one row of the settings table: everything the loader, the generated
-// docs/configuration.md (and later a JSON Schema and `urlflow config check`) know about one
-// setting. readSettings reads every row the same way; the validators of config.go turn the
+// docs/configuration.md and docs/urlflow.schema.json, and `urlflow config check` know about
+// one setting. readSettings reads every row the same way; the validators of config.go turn the
 // values into the config, section by section.
 type setting struct {
 	// Name identifies the setting in the code: the variable's name without URLFLOW_, in
@@ -338,8 +339,8 @@ const (
 type value struct {
 	Raw  string
 	From source
-	// Line is the line of the configuration file that set it, when From is fromFile.
-	Line int
+	// Line and Column are where the configuration file set it, when From is fromFile.
+	Line, Column int
 }
 
 // given reports whether a flag, the environment or the configuration file set the value.
@@ -416,7 +417,7 @@ func (s *setting) read(command string, flags *pflag.FlagSet, getenv env, file fi
 		return v, err
 	}
 	if node, ok := file[s.YAML]; s.YAML != "" && ok && node.Tag != "!!null" && node.Value != "" {
-		return value{Raw: node.Value, From: fromFile, Line: node.Line}, nil
+		return value{Raw: node.Value, From: fromFile, Line: node.Line, Column: node.Column}, nil
 	}
 	if d := s.defaultFor(command); d != "" {
 		return value{Raw: d, From: fromDefault}, nil
@@ -456,10 +457,14 @@ func (s *setting) missing() error {
 	if s.Secret && s.RequiredWhy == "" {
 		name += " (or " + s.Env + "_FILE)"
 	}
-	if s.RequiredWhy == "" {
-		return fmt.Errorf("%s is required", name)
+	text := name + " is required"
+	if s.RequiredWhy != "" {
+		text += ": " + s.RequiredWhy
 	}
-	return fmt.Errorf("%s is required: %s", name, s.RequiredWhy)
+	if !s.Secret {
+		text += ", e.g. " + s.Env + "=" + shellWord(s.Example)
+	}
+	return errors.New(text)
 }
 
 // addFlags defines on fs the flags of the settings that command reads, each empty by
@@ -469,5 +474,18 @@ func addFlags(fs *pflag.FlagSet, command string) {
 		if s := &settingsTable[i]; s.Flag != "" && s.readBy(command) {
 			fs.String(s.Flag, "", s.usage(command))
 		}
+	}
+}
+
+// openTelemetryEnv reads OpenTelemetry's own variables (OTEL_*), which package tracing
+// interprets as the OpenTelemetry SDKs do everywhere: the one reading of the environment
+// outside the table, and only of those names.
+func openTelemetryEnv(getenv env) func(string) string {
+	return func(name string) string {
+		if !strings.HasPrefix(name, "OTEL_") {
+			return ""
+		}
+		v, _ := getenv(name)
+		return v
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-var update = flag.Bool("update", false, "write what the tests compare with: docs/configuration.md, docs/cli/ and testdata/cli/")
+var update = flag.Bool("update", false, "write what the tests compare with: docs/configuration.md, docs/urlflow.schema.json, docs/cli/ and testdata/cli/")
 
 const configurationDoc = "../../docs/configuration.md"
 
@@ -112,7 +112,7 @@ func TestNoSettingIsReadOutsideTheTable(t *testing.T) {
 
 // TestTheLoopReadsFlagThenEnvironmentThenFileThenDefault, for a setting that has all four.
 func TestTheLoopReadsFlagThenEnvironmentThenFileThenDefault(t *testing.T) {
-	file := fileSettings{"addr": yaml.Node{Kind: yaml.ScalarNode, Value: "127.0.0.1:3", Line: 4}}
+	file := fileSettings{"addr": yaml.Node{Kind: yaml.ScalarNode, Value: "127.0.0.1:3", Line: 4, Column: 7}}
 	for _, tt := range []struct {
 		name  string
 		flag  string
@@ -121,13 +121,13 @@ func TestTheLoopReadsFlagThenEnvironmentThenFileThenDefault(t *testing.T) {
 		want  value
 		serve bool
 	}{
-		{"flag", "127.0.0.1:1", map[string]string{"URLFLOW_ADDR": "127.0.0.1:2"}, file, value{"127.0.0.1:1", fromFlag, 0}, false},
-		{"environment", "", map[string]string{"URLFLOW_ADDR": "127.0.0.1:2"}, file, value{"127.0.0.1:2", fromEnv, 0}, false},
-		{"file", "", nil, file, value{"127.0.0.1:3", fromFile, 4}, false},
-		{"empty variable", "", map[string]string{"URLFLOW_ADDR": ""}, file, value{"127.0.0.1:3", fromFile, 4}, false},
-		{"null in the file", "", nil, fileSettings{"addr": yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "~"}}, value{"127.0.0.1:8080", fromDefault, 0}, false},
-		{"default", "", nil, nil, value{"127.0.0.1:8080", fromDefault, 0}, false},
-		{"the command's own default", "", nil, nil, value{":8080", fromDefault, 0}, true},
+		{"flag", "127.0.0.1:1", map[string]string{"URLFLOW_ADDR": "127.0.0.1:2"}, file, value{"127.0.0.1:1", fromFlag, 0, 0}, false},
+		{"environment", "", map[string]string{"URLFLOW_ADDR": "127.0.0.1:2"}, file, value{"127.0.0.1:2", fromEnv, 0, 0}, false},
+		{"file", "", nil, file, value{"127.0.0.1:3", fromFile, 4, 7}, false},
+		{"empty variable", "", map[string]string{"URLFLOW_ADDR": ""}, file, value{"127.0.0.1:3", fromFile, 4, 7}, false},
+		{"null in the file", "", nil, fileSettings{"addr": yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "~"}}, value{"127.0.0.1:8080", fromDefault, 0, 0}, false},
+		{"default", "", nil, nil, value{"127.0.0.1:8080", fromDefault, 0, 0}, false},
+		{"the command's own default", "", nil, nil, value{":8080", fromDefault, 0, 0}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			command := cmdDev
