@@ -63,6 +63,8 @@ func TestConfigurationMistakesSayWhereAndWhat(t *testing.T) {
 			want: []string{`urlflow.yaml:2:13: not YAML: found unexpected end of stream; the quoted value that starts here is not closed`}},
 		{name: "a bracket left open", file: "secrets:\n  - name: k\n    api: {base_url: https://x.example, methods: [GET, POST\n    label: K\n",
 			want: []string{`urlflow.yaml:3:49: not YAML: did not find expected ',' or ']'; the [ or { that starts here is not closed`}},
+		{name: "a list left open at the end of the file", file: "addr: 127.0.0.1:0\nsecrets: [",
+			want: []string{`urlflow.yaml:2:10: not YAML: did not find expected node content; the [ or { that starts here is not closed`}},
 
 		// Each setting named as it was written, with the form wanted and an example.
 		{name: "a setting of the file", file: "log_level: verbose\n",

@@ -31,7 +31,7 @@ func syntaxError(raw []byte, err error) string {
 	case strings.HasPrefix(le.ContextMsg, "while scanning a quoted scalar"):
 		mark, hint = le.ContextMark, "the quoted value that starts here is not closed: end it with the same quote"
 	case strings.HasPrefix(le.ContextMsg, "while parsing a flow"):
-		mark, hint = le.ContextMark, "the [ or { that starts here is not closed: end it with ] or }"
+		mark, hint = openBracket(raw, le.ContextMark), "the [ or { that starts here is not closed: end it with ] or }"
 	case strings.HasPrefix(le.ContextMsg, "while scanning a simple key") || strings.HasPrefix(le.Message, "mapping values are not allowed"):
 		if at, ok := gluedKey(raw, max(le.ContextMark.Line, 1), le.Mark.Line); ok {
 			mark, hint = at, "put a space after the colon, as in key: value"
@@ -43,6 +43,7 @@ func syntaxError(raw []byte, err error) string {
 	case strings.Contains(le.ContextMsg, "block mapping"):
 		hint = "indent this line like the other keys of its mapping"
 	}
+	mark = inFile(raw, mark)
 	out := fmt.Sprintf("%d:%d: not YAML: %s", mark.Line, mark.Column, le.Message)
 	if hint != "" {
 		out += "; " + hint
@@ -74,4 +75,31 @@ func gluedKey(raw []byte, from, to int) (yaml4.Mark, bool) {
 		}
 	}
 	return yaml4.Mark{}, false
+}
+
+// openBracket returns the place of the [ or { that a flow left open: mark when it is one
+// there, or else the last one before mark (the parser gives the end of the file for a flow
+// left open at its end), or mark when there is none.
+func openBracket(raw []byte, mark yaml4.Mark) yaml4.Mark {
+	lines := strings.Split(string(raw), "\n")
+	for n := min(mark.Line, len(lines)); n >= 1; n-- {
+		line := lines[n-1]
+		if n == mark.Line {
+			line = line[:min(max(mark.Column, 0), len(line))]
+		}
+		if i := strings.LastIndexAny(line, "[{"); i >= 0 {
+			return yaml4.Mark{Line: n, Column: i + 1}
+		}
+	}
+	return mark
+}
+
+// inFile returns mark, or the end of the last line when the parser put it past the end
+// of the file.
+func inFile(raw []byte, mark yaml4.Mark) yaml4.Mark {
+	lines := strings.Split(string(raw), "\n")
+	if mark.Line <= len(lines) {
+		return mark
+	}
+	return yaml4.Mark{Line: len(lines), Column: len(lines[len(lines)-1]) + 1}
 }
