@@ -37,10 +37,12 @@ type Options struct {
 	Slots *slots.Catalog
 	// TTL is the time from an elicitation's creation to its deadline.
 	TTL time.Duration
-	// ToolStateKey signs the requestStates of urlflow's own tools, ServiceStateKey those
-	// of delegating services: 32 bytes or more each, and not the same, so that neither kind
-	// of caller can send back the other's.
-	ToolStateKey, ServiceStateKey []byte
+	// ToolStateKeys sign the requestStates of urlflow's own tools, ServiceStateKeys those
+	// of delegating services: the first key of each signs and every one verifies, so that a
+	// requestState issued before a key rotation is still accepted (vault.KeyRing.DeriveAll).
+	// One key or more each, of 32 bytes or more, and not the same, so that neither kind of
+	// caller can send back the other's.
+	ToolStateKeys, ServiceStateKeys [][]byte
 	// Now returns the current time; time.Now if nil.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -62,7 +64,7 @@ type Asker struct {
 // New returns an Asker. It panics if a requestState key is shorter than 32 bytes.
 func New(opts Options) *Asker {
 	a := &Asker{flows: opts.Flows, creds: opts.Credentials, keys: opts.Keys, vault: opts.Vault, slots: opts.Slots,
-		ttl: opts.TTL, tools: signed.NewSealer(opts.ToolStateKey), services: signed.NewSealer(opts.ServiceStateKey),
+		ttl: opts.TTL, tools: signed.NewSealer(opts.ToolStateKeys...), services: signed.NewSealer(opts.ServiceStateKeys...),
 		now: opts.Now, log: opts.Logger}
 	if a.now == nil {
 		a.now = time.Now

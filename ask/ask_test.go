@@ -56,7 +56,7 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{t: t, flows: flow.NewStore(rdb, flow.StoreOptions{Logger: quiet}),
 		creds: credentials.NewStore(rdb, credentials.Options{Logger: quiet}), vault: vault.NewVault(ring)}
 	f.asker = New(Options{Flows: f.flows, Credentials: f.creds, Keys: once.New(rdb), Vault: f.vault, Slots: catalog,
-		TTL: testTTL, ToolStateKey: toolKey, ServiceStateKey: serviceKey, Logger: quiet})
+		TTL: testTTL, ToolStateKeys: [][]byte{toolKey}, ServiceStateKeys: [][]byte{serviceKey}, Logger: quiet})
 	return f
 }
 

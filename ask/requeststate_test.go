@@ -23,7 +23,7 @@ var (
 
 // askerAt returns an Asker for requestStates only, whose clock says at.
 func askerAt(at time.Time, toolKey, serviceKey []byte) *Asker {
-	return New(Options{ToolStateKey: toolKey, ServiceStateKey: serviceKey, Now: func() time.Time { return at }})
+	return New(Options{ToolStateKeys: [][]byte{toolKey}, ServiceStateKeys: [][]byte{serviceKey}, Now: func() time.Time { return at }})
 }
 
 func TestARequestStateRedeemsOnlyForItsCall(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/internal/redistest"
 )
@@ -57,6 +58,9 @@ type productionOptions struct {
 	// atPublicURL, if set, runs with urlflow's public URL before urlflow starts (to register
 	// urlflow's redirect URI at another provider).
 	atPublicURL func(public string)
+	// command, if set, is the command that runs urlflow serve listening on addr with the
+	// environment env (URLFLOW_* only), instead of the binary (the container image).
+	command func(addr string, env []string) *exec.Cmd
 }
 
 // startProductionWith is startProduction with options.
@@ -81,19 +85,24 @@ func startProductionWith(t *testing.T, o productionOptions) *production {
 		if o.atPublicURL != nil {
 			o.atPublicURL(public)
 		}
-		cmd := exec.Command(binary, "serve", "--addr", fmt.Sprintf("127.0.0.1:%d", port))
-		cmd.Env = append(os.Environ(),
-			"URLFLOW_REDIS_URL="+p.rs.URL(),
-			"URLFLOW_PUBLIC_URL="+public,
-			"URLFLOW_KEYS=k1:"+base64.StdEncoding.EncodeToString(key),
-			"URLFLOW_OIDC_ISSUER="+p.idp.Issuer,
-			"URLFLOW_OIDC_CLIENT_ID="+p.clientID,
-			"URLFLOW_OIDC_CLIENT_SECRET="+urlflowClientSecret,
-			"URLFLOW_OPERATOR_TOKENS="+p.operatorToken,
-			"URLFLOW_ELICITATION_STYLE="+o.style,
-			"URLFLOW_CONFIG="+config,
-		)
-		cmd.Env = append(cmd.Env, o.env...)
+		env := []string{
+			"URLFLOW_REDIS_URL=" + p.rs.URL(),
+			"URLFLOW_PUBLIC_URL=" + public,
+			"URLFLOW_KEYS=k1:" + base64.StdEncoding.EncodeToString(key),
+			"URLFLOW_OIDC_ISSUER=" + p.idp.Issuer,
+			"URLFLOW_OIDC_CLIENT_ID=" + p.clientID,
+			"URLFLOW_OIDC_CLIENT_SECRET=" + urlflowClientSecret,
+			"URLFLOW_OPERATOR_TOKENS=" + p.operatorToken,
+			"URLFLOW_ELICITATION_STYLE=" + o.style,
+			"URLFLOW_CONFIG=" + config,
+		}
+		env = append(env, o.env...)
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		cmd := exec.Command(binary, "serve", "--addr", addr)
+		cmd.Env = append(os.Environ(), env...)
+		if o.command != nil {
+			cmd = o.command(addr, env)
+		}
 		s, _, err := launch(t, cmd, "urlflow serve:")
 		if err != nil {
 			return nil, err
@@ -214,19 +223,7 @@ func TestServeSignsInRealUsersAndRefusesTheWrongOne(t *testing.T) {
 		t.Fatalf("the refusal is not counted:\n%s", metrics)
 	}
 
-	// Alice signs out of the provider's session? No: her browser signs in to urlflow through it.
-	if status := p.alice.Navigate(t, params.URL); status != http.StatusOK {
-		t.Fatalf("Alice opening her link got %d:\n%s", status, p.alice.Text(t, "main"))
-	}
-	p.alice.Screenshot(t, "serve-consent")
-	if !strings.Contains(p.alice.Text(t, "header"), "alice") {
-		t.Fatalf("the page does not say who is signed in: %s", p.alice.Text(t, "header"))
-	}
-	p.alice.continueToForm(t)
-	if status := p.alice.enterSecret(t, canary); status != http.StatusOK {
-		t.Fatalf("saving the secret got %d", status)
-	}
-	alice.waitCompletion(params.ElicitationID, 30*time.Second)
+	p.aliceStores(t, alice, params, canary, "serve-consent")
 	requireEvents(t, p.s.status(params.ElicitationID, aliceToken), "created", "other_user_opened", "browser_open", "verified")
 
 	if res := bob.CallOK("list_connections", nil); strings.Contains(text(res), "demo_api_key") {
@@ -240,6 +237,25 @@ func TestServeSignsInRealUsersAndRefusesTheWrongOne(t *testing.T) {
 	// After a whole flow and a refusal, /metrics serves everything the alert rules and the
 	// dashboard use.
 	requireServedMetrics(t, func() string { return p.metrics(t) })
+}
+
+// aliceStores has Alice open params' link in her browser, which signs her in to urlflow
+// through her session at the provider, and store value on the form; it returns once her
+// MCP client alice has the completion. The consent page's screenshot is named shot.
+func (p *production) aliceStores(t *testing.T, alice *client, params *sdk.ElicitParams, value, shot string) {
+	t.Helper()
+	if status := p.alice.Navigate(t, params.URL); status != http.StatusOK {
+		t.Fatalf("Alice opening her link got %d:\n%s", status, p.alice.Text(t, "main"))
+	}
+	p.alice.Screenshot(t, shot)
+	if !strings.Contains(p.alice.Text(t, "header"), "alice") {
+		t.Fatalf("the page does not say who is signed in: %s", p.alice.Text(t, "header"))
+	}
+	p.alice.continueToForm(t)
+	if status := p.alice.enterSecret(t, value); status != http.StatusOK {
+		t.Fatalf("saving the secret got %d", status)
+	}
+	alice.waitCompletion(params.ElicitationID, 30*time.Second)
 }
 
 // A browser coming back from the provider with an answer that is not its own (replayed,

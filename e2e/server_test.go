@@ -104,6 +104,9 @@ func tryServer(t testing.TB, cfg serverConfig) (*server, error) {
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(),
+		// Stopping at the end of a test need not wait for calls the test left waiting (a
+		// test that stops a replica on purpose sets its own).
+		"URLFLOW_SHUTDOWN_GRACE=2s",
 		"XDG_CONFIG_HOME="+cfg.ConfigHome,
 		"URLFLOW_REDIS_URL="+cfg.RedisURL,
 		"URLFLOW_ELICITATION_STYLE="+cfg.Style,

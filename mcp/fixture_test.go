@@ -168,7 +168,7 @@ func newFixture(t *testing.T, configure ...func(*testOptions)) *fixture {
 	}
 	opts.Recovery = recovery.New(recovery.Options{Flows: store, Sessions: sessions, Hub: hub, Audit: trail, TTL: opts.TTL})
 	opts.Asker = ask.New(ask.Options{Flows: store, Credentials: creds, Keys: once.New(rdb), Vault: vault, Slots: catalog,
-		TTL: opts.TTL, ToolStateKey: ring.Derive("mcp request state"), ServiceStateKey: ring.Derive("service request state"),
+		TTL: opts.TTL, ToolStateKeys: ring.DeriveAll("mcp request state"), ServiceStateKeys: ring.DeriveAll("service request state"),
 		Logger: log})
 	server := New(opts.Options)
 	runCtx, stopRun := context.WithCancel(ctx)

@@ -153,7 +153,7 @@ func TestMultiRoundTripRefusesARequestStateOfAnotherCall(t *testing.T) {
 	expired := f.opts.Asker.Issue(&flow.Elicitation{ID: id, User: alice, ExpiresAt: time.Now().Add(-ask.StateGrace - time.Second)}, binding)
 	gone := f.opts.Asker.Issue(&flow.Elicitation{ID: "AAAAAAAAAAAAAAAAAAAAAAAAAA", User: alice, ExpiresAt: time.Now().Add(time.Hour)}, binding)
 	otherKey := []byte(strings.Repeat("x", 32))
-	another := ask.New(ask.Options{ToolStateKey: otherKey, ServiceStateKey: otherKey}).Issue(f.get(id), binding)
+	another := ask.New(ask.Options{ToolStateKeys: [][]byte{otherKey}, ServiceStateKeys: [][]byte{otherKey}}).Issue(f.get(id), binding)
 	tampered := []byte(first.RequestState)
 	tampered[5] ^= 1
 

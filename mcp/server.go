@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -149,7 +150,13 @@ type Server struct {
 	background                   *background
 	proxy                        *proxy.Proxy
 	log                          *slog.Logger
+	// draining is set once the process stops: no new 2025-11-25 session is started.
+	draining atomic.Bool
 }
+
+// Drain refuses new 2025-11-25 sessions from now on (503), so that a client starts its
+// next one on a replica that is not stopping; the sessions already open go on.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // New returns a Server with every tool registered. Run must be called for completion
 // notifications to flow.
@@ -236,6 +243,11 @@ func (s *Server) Handler() http.Handler {
 		if r.Method == http.MethodGet && id != "" {
 			// The client (re)opened its stream: what could not be written before can be now.
 			s.notifier.streamOpened(r.Context(), id)
+		}
+		if r.Method == http.MethodPost && id == "" && s.draining.Load() {
+			w.Header().Set("Retry-After", "1")
+			writeJSONRPCError(w, r, http.StatusServiceUnavailable, "urlflow is restarting and starts no new session here; try again.")
+			return
 		}
 		if r.Method == http.MethodPost && id == "" {
 			// A new session starts (or the SDK refuses the request): it must find a place

@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/urlflow/urlflow/internal/buildinfo"
 )
 
 // Process is the instruments of this process, and the registry /metrics serves.
@@ -49,9 +51,22 @@ func New() *Process {
 			Help: "Identities refused by this process, by where: bearer (a token that does not verify or lacks scopes), sign_in, link (an elicitation opened by another user).",
 		}, []string{"where"}),
 	}
-	p.registry.MustRegister(p.requests, p.flowDuration, p.deliveryDelay, p.refusals,
+	p.registry.MustRegister(p.requests, p.flowDuration, p.deliveryDelay, p.refusals, buildInfo(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return p
+}
+
+// buildInfo is urlflow_build_info: always 1, with this binary's version, commit and Go
+// version as labels (package buildinfo), so that a dashboard shows which urlflow runs where.
+func buildInfo() prometheus.Collector {
+	info := buildinfo.Get()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "urlflow_build_info",
+		Help:        "Always 1: the version, commit and Go version of this urlflow binary, as labels.",
+		ConstLabels: prometheus.Labels{"version": info.Version, "commit": info.Commit, "goversion": info.Go},
+	})
+	g.Set(1)
+	return g
 }
 
 // Registry is what /metrics serves; the deployment-wide collectors register with it.

@@ -25,6 +25,8 @@ type Page struct {
 	CSRF string
 	// Wide gives the page's card the width of a table (the operators' pages).
 	Wide bool
+	// Version is urlflow's version, shown in the footer of the operators' pages only.
+	Version string
 }
 
 // DevSignIn is the development sign-in page: the user types a name and becomes that

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/urlflow/urlflow/internal/buildinfo"
 )
 
 func TestSecretIsInjectedWhereTheSlotSays(t *testing.T) {
@@ -35,6 +37,9 @@ func TestSecretIsInjectedWhereTheSlotSays(t *testing.T) {
 			r := seen[0].req
 			if got := in.carried(r); got != in.want {
 				t.Errorf("the API received %q, want %q", got, in.want)
+			}
+			if ua := r.Header.Get("User-Agent"); ua != buildinfo.UserAgent() {
+				t.Errorf("User-Agent %q, want %q", ua, buildinfo.UserAgent())
 			}
 			if r.URL.Path != "/api/v1/users/1" {
 				t.Errorf("path %q, want /api/v1/users/1", r.URL.Path)

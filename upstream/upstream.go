@@ -22,6 +22,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/urlflow/urlflow/internal/buildinfo"
+
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/state"
 )
@@ -313,6 +315,7 @@ func (c *Caller) do(ctx context.Context, api *API, secret state.Secret, method s
 		req.Header.Set("Content-Type", contentType(body))
 	}
 	req.Header.Set("Accept-Encoding", acceptEncoding)
+	req.Header.Set("User-Agent", buildinfo.UserAgent())
 	inject(api, secret, req.Header, req)
 	client := &http.Client{
 		Transport: c.transport,

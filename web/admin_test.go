@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/urlflow/urlflow/internal/buildinfo"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 )
@@ -95,5 +96,23 @@ func TestTheIssuersGroupClaimMakesAnOperator(t *testing.T) {
 	refused.want(t, http.StatusForbidden, "for urlflow's operators, and you are signed in as dave")
 	if strings.Contains(refused.Text(), "urlflow dev") {
 		t.Errorf("urlflow serve's refusal speaks of urlflow dev: %s", refused.Text())
+	}
+}
+
+func TestOnlyTheOperatorsPagesSayWhichURLFlowThisIs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	op := f.browser(t, "operator")
+	op.signIn("/admin")
+	footer := "urlflow " + buildinfo.Get().Short()
+	op.get("/admin").want(t, http.StatusOK, footer)
+	op.get("/admin/flows/"+e.ID).want(t, http.StatusOK, footer)
+	alice := f.browser(t, "alice")
+	alice.signIn("/e/" + e.ID)
+	page := alice.open(e.ID)
+	page.want(t, http.StatusOK)
+	if strings.Contains(page.Body, "site-version") {
+		t.Error("a user's page shows urlflow's version")
 	}
 }

@@ -288,12 +288,12 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	}
 	mcpSessions := mcpsessions.New(rdb, clock.Now)
 	f.asker = ask.New(ask.Options{Flows: store, Credentials: creds, Keys: once.New(rdb), Vault: vault, Slots: catalog,
-		TTL: 10 * time.Minute, Now: clock.Now, ToolStateKey: keys.Derive("mcp request state"),
-		ServiceStateKey: keys.Derive("service request state"), Logger: log})
+		TTL: 10 * time.Minute, Now: clock.Now, ToolStateKeys: keys.DeriveAll("mcp request state"),
+		ServiceStateKeys: keys.DeriveAll("service request state"), Logger: log})
 	operators := identity.NewOperators([]string{f.operatorToken}, []string{f.readOnlyToken})
 	recoveries := recovery.New(recovery.Options{Flows: store, Sessions: mcpSessions, Hub: hub, Audit: trail, TTL: 10 * time.Minute})
 	keeper := providers.NewKeeper(creds, vault, count, log)
-	f.browsers = browser.New(browser.Options{Sessions: sessions, CookieKey: keys.Derive("session cookie"), CSRFKey: keys.Derive("csrf"),
+	f.browsers = browser.New(browser.Options{Sessions: sessions, CookieKeys: keys.DeriveAll("session cookie"), CSRFKeys: keys.DeriveAll("csrf"),
 		Secure: publicURL.Scheme == "https", Dev: f.dev != nil, Flows: store, Audit: trail, Metrics: instruments,
 		ClientAddr: opts.trustedProxies.ClientAddr, Logger: log})
 	rateLimits := limits.New(limits.Options{Limiter: ratelimit.NewLimiter(rdb, clock.Now), Rates: opts.rateLimits,

@@ -35,6 +35,10 @@ func (s *Server) serveMCPOutsideEcho(mcp http.Handler, bodyTimeout time.Duration
 		mcp.ServeHTTP(sw, r)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			s.posts.Add(1)
+			defer s.posts.Add(-1)
+		}
 		if r.URL.Path == mcpRoute {
 			endpoint(w, r)
 			return

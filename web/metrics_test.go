@@ -1,11 +1,13 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
 	"testing"
 
+	"github.com/urlflow/urlflow/internal/buildinfo"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 )
@@ -54,6 +56,10 @@ func TestMetricsFollowTheFlows(t *testing.T) {
 		if got, ok := m[series]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", series, got, ok, want)
 		}
+	}
+	info := buildinfo.Get()
+	if series := fmt.Sprintf(`urlflow_build_info{commit="%s",goversion="%s",version="%s"}`, info.Commit, info.Go, info.Version); m[series] != 1 {
+		t.Errorf("%s missing or not 1 in %v", series, m)
 	}
 	// The test clock moves with the real one too.
 	if got, want := m[`urlflow_flow_duration_seconds_sum{kind="secret",state="cancelled"}`], flow.DefaultStuckAfter.Pending.Seconds(); got < want || got > want+30 {

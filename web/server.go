@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -106,6 +107,29 @@ type Server struct {
 	// (identity.Remember): a client sends one token with every request.
 	verifier identity.Verifier
 	log      *slog.Logger
+	// draining is set once the process stops (Drain); posts counts the POST requests in
+	// progress, which Idle waits for.
+	draining atomic.Bool
+	posts    atomic.Int64
+}
+
+// Drain makes /readyz answer 503 from now on, so that load balancers send new requests
+// elsewhere; everything else is served as before.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Idle waits until no POST request is in progress (a tool call waiting for its user, a
+// secret being checked with its API) or ctx ends, and reports whether none is.
+func (s *Server) Idle(ctx context.Context) bool {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for s.posts.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
 }
 
 // New returns a Server with every route in place.
@@ -203,6 +227,10 @@ func (s *Server) readyz(c echo.Context) error {
 	defer cancel()
 	checks := map[string]string{"redis": "ok", "keys": "ok"}
 	status := http.StatusOK
+	if s.draining.Load() {
+		checks["process"] = "stopping"
+		status = http.StatusServiceUnavailable
+	}
 	if err := s.opts.Flows.Ping(ctx); err != nil {
 		checks["redis"] = "unavailable"
 		status = http.StatusServiceUnavailable

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/urlflow/urlflow/internal/buildinfo"
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/state"
@@ -30,10 +31,11 @@ func TestAWebhookCarriesTheTraceOfItsFlow(t *testing.T) {
 
 	var mu sync.Mutex
 	var got []string
+	var agent string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
-		got = append(got, r.Header.Get("traceparent"))
+		got, agent = append(got, r.Header.Get("traceparent")), r.Header.Get("User-Agent")
 	}))
 	defer srv.Close()
 	b := redistest.StartEmbedded(t)
@@ -51,6 +53,9 @@ func TestAWebhookCarriesTheTraceOfItsFlow(t *testing.T) {
 	s := NewSender(Options{Queue: queue, Targets: func(string) (Target, bool) { return Target{URL: srv.URL, Key: key(t)}, true }})
 	sendUntil(t, s, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) > 0 })
 
+	if want := buildinfo.UserAgent() + " (webhook)"; agent != want {
+		t.Errorf("User-Agent %q, want %q", agent, want)
+	}
 	traceID := span.SpanContext().TraceID().String()
 	if !strings.HasPrefix(got[0], "00-"+traceID+"-") {
 		t.Errorf("the receiver got traceparent %q, want one of the flow's trace %s", got[0], traceID)

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/urlflow/urlflow/internal/buildinfo"
+
 	"github.com/urlflow/urlflow/delegate"
 	"github.com/urlflow/urlflow/internal/every"
 	"github.com/urlflow/urlflow/internal/tracing"
@@ -189,7 +191,7 @@ func (s *Sender) post(ctx context.Context, target Target, id string, body []byte
 	}
 	now := time.Now()
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "urlflow-webhook")
+	req.Header.Set("User-Agent", buildinfo.UserAgent()+" (webhook)")
 	req.Header.Set(delegate.HeaderWebhookID, id)
 	req.Header.Set(delegate.HeaderWebhookTimestamp, fmt.Sprint(now.Unix()))
 	req.Header.Set(delegate.HeaderWebhookSignature, delegate.SignWebhook(target.Key, id, now, body))

@@ -79,6 +79,8 @@ type config struct {
 	MCPSessions mcpSessions
 	// BodyReadTimeout is the time a request has to deliver its body.
 	BodyReadTimeout time.Duration
+	// ShutdownGrace is the time the requests in progress have once urlflow stops.
+	ShutdownGrace time.Duration
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client.
 	TrustedProxies web.TrustedProxies
 	// Waits are the tool calls' product timeouts, shortened only by the test-only settings
@@ -192,6 +194,7 @@ func (c *config) loadListen(l *loading) {
 		}
 	}
 	c.BodyReadTimeout = l.duration("body_read_timeout", time.Second, 10*time.Minute)
+	c.ShutdownGrace = l.duration("shutdown_grace", time.Second, 10*time.Minute)
 }
 
 // publicURL returns the public URL given, without its trailing slash, or nil after adding

@@ -520,8 +520,14 @@ func TestTestOnlyWaitsAreAcceptedByDevAndRefusedByServe(t *testing.T) {
 }
 
 func TestServiceKeyPrintsAKeyAndTheDigestUrlflowKeeps(t *testing.T) {
+	for _, args := range [][]string{{"keys", "service-key"}, {"service-key"}} { // the old name still works
+		t.Run(strings.Join(args, " "), func(t *testing.T) { testServiceKey(t, args) })
+	}
+}
+
+func testServiceKey(t *testing.T, args []string) {
 	var out strings.Builder
-	if err := run(t.Context(), []string{"service-key"}, envOf(nil), nil, &out, io.Discard); err != nil {
+	if err := run(t.Context(), args, envOf(nil), nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	var key, digest string

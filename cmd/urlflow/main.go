@@ -9,6 +9,7 @@
 //	urlflow audit export  the audit trail of a running urlflow, as JSON Lines (operators)
 //	urlflow hook      the policy for Claude Code's Elicitation hooks, on a user's machine
 //	urlflow config check  check the configuration as serve would, and print it with its sources
+//	urlflow healthcheck   exit 0 when the local serve answers /readyz (the container's HEALTHCHECK)
 //
 // Each command has a file of its own (dev.go, serve.go, flows.go, ...) on cobra, under the
 // root command of root.go. Every setting is one row of the settings table (settings.go),

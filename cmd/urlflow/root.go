@@ -44,12 +44,12 @@ func newRootCommand(getenv env, stdin io.Reader, stdout, stderr io.Writer) *cobr
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.SetVersionTemplate("urlflow {{.Version}}\n")
+	root.SetVersionTemplate(versionText() + "\n")
 	// A command that holds others is run with one of them, not with flags of its own.
 	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(newDevCommand(getenv), newServeCommand(getenv), newVersionCommand(), newServiceKeyCommand(),
-		newFlowsCommand(getenv), newAuditCommand(getenv), newHookCommand(getenv), newConfigCommand(getenv))
+	root.AddCommand(newDevCommand(getenv), newServeCommand(getenv), newVersionCommand(), newKeysCommand(getenv), newServiceKeyAlias(),
+		newFlowsCommand(getenv), newAuditCommand(getenv), newHookCommand(getenv), newConfigCommand(getenv), newHealthcheckCommand(getenv))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -77,6 +77,10 @@ func webhookTargets(catalog *services.Catalog) func(string) (webhook.Target, boo
 	}
 }
 
+// defaultShutdownGrace is the default of URLFLOW_SHUTDOWN_GRACE: the longest wait of a
+// push-style tool call, and time to answer.
+const defaultShutdownGrace = mcp.DefaultPushWait + 10*time.Second
+
 // webhookSchedule is the webhook schedule: the default, or with every retry after wait
 // (URLFLOW_TEST_WEBHOOK_RETRY).
 func webhookSchedule(wait time.Duration) []time.Duration {
@@ -130,7 +134,7 @@ func newParts(cfg *config, rdb redis.UniversalClient, known *providers.Set, log 
 	p.seals = vault.NewVault(cfg.Keys)
 	p.keeper = providers.NewKeeper(p.creds, p.seals, p.count, p.log)
 	p.asker = ask.New(ask.Options{Flows: p.flows, Credentials: p.creds, Keys: once.New(rdb), Vault: p.seals, Slots: cfg.Slots,
-		TTL: cfg.TTL, ToolStateKey: cfg.Keys.Derive("mcp request state"), ServiceStateKey: cfg.Keys.Derive("service request state"),
+		TTL: cfg.TTL, ToolStateKeys: cfg.Keys.DeriveAll("mcp request state"), ServiceStateKeys: cfg.Keys.DeriveAll("service request state"),
 		Logger: p.log})
 	p.mcpSessions = mcpsessions.New(rdb, nil)
 	p.recoveries = recovery.New(recovery.Options{Flows: p.flows, Sessions: p.mcpSessions, Hub: p.hub, Audit: p.trail, TTL: cfg.TTL})
@@ -154,8 +158,8 @@ func (p *parts) mcpServer() *mcp.Server {
 func (p *parts) webServer(rdb redis.UniversalClient, id users, users map[string]identity.Verifier, mcp http.Handler) *web.Server {
 	cfg := p.cfg
 	verifier := identity.Remember(id.verifier) // one memory of accepted tokens, for /mcp and the API
-	browsers := browser.New(browser.Options{Sessions: browsersession.NewStore(rdb), CookieKey: cfg.Keys.Derive("session cookie"),
-		CSRFKey: cfg.Keys.Derive("csrf"), Secure: cfg.PublicURL.Scheme == "https", Dev: id.dev != nil, Flows: p.flows,
+	browsers := browser.New(browser.Options{Sessions: browsersession.NewStore(rdb), CookieKeys: cfg.Keys.DeriveAll("session cookie"),
+		CSRFKeys: cfg.Keys.DeriveAll("csrf"), Secure: cfg.PublicURL.Scheme == "https", Dev: id.dev != nil, Flows: p.flows,
 		Audit: p.trail, Metrics: p.instruments, ClientAddr: cfg.TrustedProxies.ClientAddr, Logger: p.log})
 	rates := limits.New(limits.Options{Limiter: p.limiter, Rates: cfg.RateLimits, Services: cfg.Services, Counters: p.count,
 		Audit: p.trail, Logger: p.log})
@@ -191,6 +195,10 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	}
 	p := newParts(cfg, rdb, known, log)
 	log = p.log
+	// A credential whose key left the ring would never open again: refuse now, naming it.
+	if err := p.creds.CheckKeys(ctx, cfg.Keys); err != nil {
+		return err
+	}
 	mcpServer := p.mcpServer()
 	webServer := p.webServer(rdb, id, users, mcpServer.Handler())
 	sender := webhook.NewSender(webhook.Options{Queue: p.deliveries, Targets: webhookTargets(cfg.Services),
@@ -206,14 +214,23 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 
 	// Every goroutine of the service runs in the group and is joined before runService
 	// returns, so that the caller closes Redis only once nothing uses it. The first one to
-	// fail (the HTTP server) stops the others.
-	g, ctx := errgroup.WithContext(ctx)
-	p.runBackground(ctx, g)
-	g.Go(func() error { mcpServer.Run(ctx); return nil })
-	g.Go(func() error { sender.Run(ctx); return nil })
-	g.Go(func() error { return serveHTTP(ctx, listener, webServer.Handler(), log) })
+	// fail (the HTTP server) stops the others. When ctx ends (SIGTERM), the HTTP server
+	// drains first (drainer), and the background work (notifications, the event
+	// subscription that wakes waiting tool calls) runs until it has.
+	background, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBackground()
+	g, gctx := errgroup.WithContext(background)
+	p.runBackground(gctx, g)
+	g.Go(func() error { mcpServer.Run(gctx); return nil })
+	g.Go(func() error { sender.Run(gctx); return nil })
+	httpCtx, stopHTTP := context.WithCancel(ctx)
+	defer context.AfterFunc(gctx, stopHTTP)()
+	g.Go(func() error {
+		defer stopBackground()
+		return serveHTTP(httpCtx, listener, webServer.Handler(), log, drainer(mcpServer, webServer, cfg.ShutdownGrace, log))
+	})
 	if debug != nil {
-		g.Go(func() error { return serveHTTP(ctx, debug, profiling(), log) })
+		g.Go(func() error { return serveHTTP(gctx, debug, profiling(), log, nil) })
 	}
 
 	started()
@@ -222,6 +239,23 @@ func runService(ctx context.Context, cfg *config, rdb redis.UniversalClient, lis
 	err = g.Wait()
 	log.Info("urlflow stopped")
 	return err
+}
+
+// drainer returns what serveHTTP does before it shuts down: /readyz turns 503, new MCP
+// sessions are refused, and the POST requests in progress get up to grace to finish while
+// everything else is still served.
+func drainer(mcpServer *mcp.Server, webServer *web.Server, grace time.Duration, log *slog.Logger) func() {
+	return func() {
+		log.Info("stopping: /readyz answers 503 and no new MCP session starts; requests in progress may finish",
+			"grace", grace.String())
+		mcpServer.Drain()
+		webServer.Drain()
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		if !webServer.Idle(ctx) {
+			log.Warn("stopping with requests still in progress: the shutdown grace ran out", "grace", grace.String())
+		}
+	}
 }
 
 // runBackground starts the parts' background work in g: the sweeper, the event
@@ -304,11 +338,12 @@ func profiling() http.Handler {
 	return mux
 }
 
-// serveHTTP serves handler on listener until ctx ends, then shuts down: open streams get a
+// serveHTTP serves handler on listener until ctx ends, then drains (drain, when not nil,
+// returns once the requests that matter have finished) and shuts down: open streams get a
 // few seconds to finish. The server bounds the time to read a request's headers and an idle
 // connection; the handler bounds the time to read a body (web.Options.BodyReadTimeout).
 // Nothing bounds writing: push waits, long polls and event streams run for minutes.
-func serveHTTP(ctx context.Context, listener net.Listener, handler http.Handler, log *slog.Logger) error {
+func serveHTTP(ctx context.Context, listener net.Listener, handler http.Handler, log *slog.Logger, drain func()) error {
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -321,6 +356,9 @@ func serveHTTP(ctx context.Context, listener net.Listener, handler http.Handler,
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	}
+	if drain != nil {
+		drain()
 	}
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -70,6 +70,12 @@ const (
 	cmdHook  = "hook"
 	// cmdHookServe is the one hook command that reads a setting of its own.
 	cmdHookServe = "hook serve"
+	// The keys commands that reach Redis read where it is and the key ring.
+	cmdKeysStatus  = "keys status"
+	cmdKeysReseal  = "keys reseal"
+	cmdKeysRecount = "keys recount"
+	// cmdHealthcheck reads the address serve listens on, to ask it /readyz.
+	cmdHealthcheck = "healthcheck"
 )
 
 var (
@@ -77,6 +83,7 @@ var (
 	forOperators = []string{cmdFlows, cmdAudit}
 	forDev       = []string{cmdDev}
 	forServe     = []string{cmdServe}
+	forKeys      = []string{cmdKeysStatus, cmdKeysReseal, cmdKeysRecount}
 )
 
 // sections are the sections of the settings table, in the order of the docs.
@@ -101,9 +108,10 @@ var sections = []section{
 // settingsTable is every setting of urlflow, in the order of the docs.
 var settingsTable = []setting{
 	{Name: "addr", Section: "listen", Flag: "addr", Env: "URLFLOW_ADDR", YAML: "addr", Type: "host:port",
-		Default: "127.0.0.1:8080", DefaultIn: map[string]string{cmdServe: ":8080"}, Example: "127.0.0.1:0", Commands: forServers,
+		Default: "127.0.0.1:8080", DefaultIn: map[string]string{cmdServe: ":8080", cmdHealthcheck: ":8080"}, Example: "127.0.0.1:0",
+		Commands:    []string{cmdDev, cmdServe, cmdHealthcheck},
 		Summary:     "listen address",
-		Description: "The address urlflow listens on. `urlflow dev` accepts loopback only (127.0.0.1, [::1] or localhost); port 0 picks a free port."},
+		Description: "The address urlflow listens on. `urlflow dev` accepts loopback only (127.0.0.1, [::1] or localhost); port 0 picks a free port. `urlflow healthcheck` asks `/readyz` at this address (on loopback when the host is empty, 0.0.0.0 or ::), from the flag or the environment, not the configuration file."},
 	{Name: "public_url", Section: "listen", Flag: "public-url", Env: "URLFLOW_PUBLIC_URL", YAML: "public_url", Type: "URL",
 		DefaultNote: "`http://` + the address as given", Example: "https://urlflow.example.com", Commands: forServers,
 		Required: forServe, RequiredWhy: "the https URL users and clients reach urlflow at (behind a TLS proxy, its outside address)",
@@ -122,6 +130,11 @@ var settingsTable = []setting{
 		Summary:     "the time a request has to send its body (1s to 10m)",
 		Description: "The time a request has to send its body once its headers have arrived (1s to 10m); past it the request fails (the pages and the API answer `408`) and the connection is closed. It bounds reading only: answers, event streams and tool calls that wait are not cut."},
 
+	{Name: "shutdown_grace", Section: "listen", Env: "URLFLOW_SHUTDOWN_GRACE", Type: "duration",
+		Default: durationText(defaultShutdownGrace), Example: "90s", Commands: forServers,
+		Summary:     "the time a stopping urlflow gives the requests in progress (1s to 10m)",
+		Description: "On SIGTERM or SIGINT urlflow drains: `/readyz` answers `503` at once (load balancers send new requests elsewhere), new 2025-11-25 MCP sessions are refused with `503`, and the requests in progress (a push-style tool call waiting for its user, a secret being checked) have up to this long to finish while everything else is still served, so that a user who is on a page can finish there. Then the listener closes, and open streams get 5 more seconds. The default is the longest wait of a push-style call (50s) and 10 seconds more; give the orchestrator's own grace period (`terminationGracePeriodSeconds`, systemd's `TimeoutStopSec`) this and 10 seconds more."},
+
 	{Name: "log_level", Section: "logs", Flag: "log-level", Env: "URLFLOW_LOG_LEVEL", YAML: "log_level", Type: "debug, info, warn or error",
 		Default: "info", Example: "debug", Commands: forServers,
 		Summary:     "the least important events logged",
@@ -137,20 +150,20 @@ var settingsTable = []setting{
 		Description: "The YAML configuration file: secret slots, providers, services, operators, and the settings of this table that have a YAML key. Unknown keys are errors; urlflow checks the whole file at start and names every problem."},
 
 	{Name: "redis_url", Section: "redis", Env: "URLFLOW_REDIS_URL", Type: "URL", Secret: true,
-		DefaultNote: "an embedded in-process Redis in urlflow dev", Example: "redis://redis:6379", Commands: forServers,
-		Required: forServe, RequiredWhy: "urlflow serve never runs the embedded Redis",
+		DefaultNote: "an embedded in-process Redis in urlflow dev", Example: "redis://redis:6379", Commands: slices.Concat(forServers, forKeys),
+		Required: slices.Concat(forServe, forKeys), RequiredWhy: "urlflow serve and the keys commands never run the embedded Redis",
 		Summary:     "the Redis URL",
 		Description: "`redis://[user:password@]host:port[/db]` or `rediss://`. Without it `urlflow dev` starts an in-process Redis (miniredis) and says so: everything is lost when it stops. For a Cluster or Sentinel see `URLFLOW_REDIS_TOPOLOGY`."},
 	{Name: "redis_topology", Section: "redis", Env: "URLFLOW_REDIS_TOPOLOGY", Type: "standalone, cluster or sentinel",
-		Default: "standalone", Example: "cluster", Commands: forServers,
+		Default: "standalone", Example: "cluster", Commands: slices.Concat(forServers, forKeys),
 		Summary:     "standalone, cluster or sentinel",
 		Description: "`standalone`; `cluster`: the URL names seed nodes, `redis://[user:password@]host:port?addr=host2:port2&addr=host3:port3`; `sentinel`: the URL names the sentinels and the primary, `redis://[sentinel-user:sentinel-password@]host:port?master_name=NAME&addr=host2:port2` (the primary's own credentials in the `username` and `password` parameters). Every key that an atomic change touches carries the user's hash tag, so each change stays in one Cluster slot. With `rediss://`, go-redis checks every node's certificate against the first host's name."},
 
 	{Name: "keys", Section: "keys", Env: "URLFLOW_KEYS", Type: "key ring", Secret: true,
-		DefaultNote: "generated in urlflow dev, and kept in its dev.json", Example: "k2:<base64 of 32 bytes>,k1:<base64 of 32 bytes>", Commands: forServers,
-		Required: forServe, RequiredWhy: "the key ring that encrypts credentials (kid:base64-of-32-bytes, comma separated)",
+		DefaultNote: "generated in urlflow dev, and kept in its dev.json", Example: "k2:<base64 of 32 bytes>,k1:<base64 of 32 bytes>", Commands: slices.Concat(forServers, forKeys),
+		Required: slices.Concat(forServe, forKeys), RequiredWhy: "the key ring that encrypts credentials (kid:base64-of-32-bytes, comma separated; urlflow keys generate makes an entry)",
 		Summary:     "the key ring: kid:base64-of-32-bytes, comma separated",
-		Description: "Key ring `kid:base64-of-32-bytes`, comma separated, the first active; older keys still decrypt (rotation)."},
+		Description: "Key ring `kid:base64-of-32-bytes`, comma separated; `urlflow keys generate` prints an entry. The first key is active: it encrypts new credentials and signs browser sessions, CSRF tokens, requestStates and elicitation IDs. Every other key is verify-only: it still decrypts and verifies what it made, so adding a key signs nobody out. To rotate: add the new key at the end on every replica, then move it to the front, run `urlflow keys reseal`, and remove the old key last (docs/production.md#keys-and-rotation). urlflow refuses to start when stored credentials need a key that is not in the ring."},
 
 	{Name: "elicitation_style", Section: "elicitation", Env: "URLFLOW_ELICITATION_STYLE", YAML: "elicitation_style", Type: "push or error",
 		Default: string(mcp.StylePush), Example: string(mcp.StyleError), Commands: forServers,

@@ -9,7 +9,7 @@ import "strings"
 // lower layers only; a new package must be placed here.
 var layers = [][]string{
 	// Libraries that import nothing of the service, and those built on them.
-	{"internal/tracing"},
+	{"internal/tracing", "internal/buildinfo"},
 	{"internal/ages", "internal/display", "internal/embedded", "internal/every", "internal/expiring", "internal/loopback",
 		"internal/resend", "internal/signed", "internal/layers", "web/respond"},
 	{"internal/", "delegate", "metrics", "templates", "demoapi", "hook", "hook/settings", "oauth"},
@@ -29,7 +29,7 @@ var layers = [][]string{
 	{"web"},
 	// Programs and whole-system tests.
 	{"cmd/urlflow/internal/opsclient"},
-	{"cmd/urlflow", "examples/", "e2e", "e2e/"},
+	{"cmd/urlflow", "examples/", "e2e", "e2e/", "deploy"},
 }
 
 // Layer returns the layer of the module's package at path (relative to the module), and

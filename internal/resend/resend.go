@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 
+	"github.com/urlflow/urlflow/internal/buildinfo"
 	"github.com/urlflow/urlflow/internal/tracing"
 )
 
@@ -33,7 +34,8 @@ func Client() *http.Client {
 }
 
 // Transport wraps base (http.DefaultTransport if nil) so that a request is sent again when
-// it failed, before any response, on a connection used before. A request whose body cannot
+// it failed, before any response, on a connection used before, and says it comes from
+// urlflow (User-Agent, when the request names none). A request whose body cannot
 // be read again, whose context has ended, or that timed out is not sent again, nor is one
 // that failed on a new connection.
 func Transport(base http.RoundTripper) http.RoundTripper {
@@ -48,6 +50,10 @@ type transport struct {
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("User-Agent") == "" {
+		req = req.Clone(req.Context()) // a RoundTripper must not change the request it is given
+		req.Header.Set("User-Agent", buildinfo.UserAgent())
+	}
 	for try := 1; ; try++ {
 		var reused bool
 		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}

@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/urlflow/urlflow/internal/buildinfo"
 	"github.com/urlflow/urlflow/internal/tracing"
 )
 
@@ -131,8 +132,10 @@ func TestCallsToAuthorizationServersAreSpansWithoutTraceContext(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	shutdown := tracing.Use(sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)), slog.New(slog.DiscardHandler))
 	defer shutdown(context.Background())
-	var sent string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { sent = r.Header.Get("traceparent") }))
+	var sent, agent string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent, agent = r.Header.Get("traceparent"), r.Header.Get("User-Agent")
+	}))
 	defer srv.Close()
 	ctx, span := tracing.Tracer().Start(context.Background(), "sign-in")
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/token", strings.NewReader("code=x"))
@@ -144,6 +147,9 @@ func TestCallsToAuthorizationServersAreSpansWithoutTraceContext(t *testing.T) {
 	resp.Body.Close()
 	if sent != "" {
 		t.Errorf("the authorization server received traceparent %q", sent)
+	}
+	if agent != buildinfo.UserAgent() {
+		t.Errorf("User-Agent %q, want %q", agent, buildinfo.UserAgent())
 	}
 	spans := exp.GetSpans()
 	if len(spans) != 2 || spans[0].Name != "POST" || spans[0].Parent.SpanID() != span.SpanContext().SpanID() {

@@ -21,21 +21,29 @@ var (
 	ErrNotIssued = errors.New("it was not issued by this server or was changed")
 )
 
-// Sealer seals and opens documents with one key.
+// Sealer seals documents with its first key and opens those that any of its keys sealed,
+// so that a document sealed before a key rotation still opens after it.
 type Sealer struct {
-	key []byte
+	keys [][]byte
 }
 
-// NewSealer returns a Sealer for key, which must have 32 bytes or more.
-func NewSealer(key []byte) Sealer {
-	if len(key) < 32 {
-		panic("signed: the key needs 32 bytes or more")
+// NewSealer returns a Sealer that seals with the first of keys and opens with every one
+// of them (the active key of a ring first, then the others: vault.KeyRing.DeriveAll).
+// There must be one key or more, each of 32 bytes or more.
+func NewSealer(keys ...[]byte) Sealer {
+	if len(keys) == 0 {
+		panic("signed: no key")
 	}
-	return Sealer{key: key}
+	for _, k := range keys {
+		if len(k) < 32 {
+			panic("signed: the key needs 32 bytes or more")
+		}
+	}
+	return Sealer{keys: keys}
 }
 
-func (s Sealer) mac(payload string) string {
-	m := hmac.New(sha256.New, s.key)
+func mac(key []byte, payload string) string {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte(payload))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
@@ -48,17 +56,17 @@ func (s Sealer) Seal(doc any) string {
 		panic("signed: a document that does not encode: " + err.Error())
 	}
 	payload := base64.RawURLEncoding.EncodeToString(data)
-	return payload + "." + s.mac(payload)
+	return payload + "." + mac(s.keys[0], payload)
 }
 
-// Open decodes into doc the document sealed in text if this key sealed it, and returns
-// ErrMalformed or ErrNotIssued otherwise.
+// Open decodes into doc the document sealed in text if one of the Sealer's keys sealed it,
+// and returns ErrMalformed or ErrNotIssued otherwise.
 func (s Sealer) Open(text string, doc any) error {
-	payload, mac, ok := strings.Cut(text, ".")
+	payload, sig, ok := strings.Cut(text, ".")
 	if !ok || len(text) > MaxLen {
 		return ErrMalformed
 	}
-	if !hmac.Equal([]byte(mac), []byte(s.mac(payload))) {
+	if !s.issued(payload, sig) {
 		return ErrNotIssued
 	}
 	data, err := base64.RawURLEncoding.DecodeString(payload)
@@ -66,4 +74,14 @@ func (s Sealer) Open(text string, doc any) error {
 		return ErrMalformed
 	}
 	return nil
+}
+
+// issued reports whether sig is the signature of payload under one of the keys.
+func (s Sealer) issued(payload, sig string) bool {
+	for _, k := range s.keys {
+		if hmac.Equal([]byte(sig), []byte(mac(k, payload))) {
+			return true
+		}
+	}
+	return false
 }

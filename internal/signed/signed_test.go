@@ -21,17 +21,17 @@ func TestSealOpen(t *testing.T) {
 	}
 
 	other := NewSealer(bytes.Repeat([]byte{2}, 32))
-	payload, mac, _ := strings.Cut(text, ".")
+	payload, sig, _ := strings.Cut(text, ".")
 	altered := other.Seal(doc{A: "y", N: 7})
 	for name, tc := range map[string]struct {
 		text string
 		want error
 	}{
 		"another key":       {altered, ErrNotIssued},
-		"payload swapped":   {strings.Split(altered, ".")[0] + "." + mac, ErrNotIssued},
+		"payload swapped":   {strings.Split(altered, ".")[0] + "." + sig, ErrNotIssued},
 		"no signature":      {payload, ErrMalformed},
 		"signature removed": {payload + ".", ErrNotIssued},
-		"too long":          {strings.Repeat("a", MaxLen) + "." + mac, ErrMalformed},
+		"too long":          {strings.Repeat("a", MaxLen) + "." + sig, ErrMalformed},
 		"empty":             {"", ErrMalformed},
 	} {
 		if err := s.Open(tc.text, &got); !errors.Is(err, tc.want) {
@@ -41,7 +41,7 @@ func TestSealOpen(t *testing.T) {
 
 	// A signed payload that is not the document's JSON is malformed, not accepted.
 	notJSON := "bm90IGpzb24" // base64url("not json")
-	if err := s.Open(notJSON+"."+s.mac(notJSON), &got); !errors.Is(err, ErrMalformed) {
+	if err := s.Open(notJSON+"."+mac(s.keys[0], notJSON), &got); !errors.Is(err, ErrMalformed) {
 		t.Errorf("signed non-JSON: Open = %v", err)
 	}
 }
@@ -53,4 +53,25 @@ func TestShortKeyRefused(t *testing.T) {
 		}
 	}()
 	NewSealer(make([]byte, 16))
+}
+
+func TestASealerOpensWhatAnyOfItsKeysSealedAndSealsWithTheFirst(t *testing.T) {
+	oldKey, newKey := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
+	before := NewSealer(oldKey)
+	during := NewSealer(newKey, oldKey)
+	after := NewSealer(newKey)
+	var got doc
+	if err := during.Open(before.Seal(doc{A: "old"}), &got); err != nil {
+		t.Errorf("sealed under [old], opened by [new, old]: %v", err)
+	}
+	sealed := during.Seal(doc{A: "new"})
+	if err := after.Open(sealed, &got); err != nil {
+		t.Errorf("sealed under [new, old], opened by [new]: %v", err)
+	}
+	if err := before.Open(sealed, &got); !errors.Is(err, ErrNotIssued) {
+		t.Errorf("sealed under [new, old], opened by [old] = %v, want ErrNotIssued: the first key seals", err)
+	}
+	if err := after.Open(before.Seal(doc{A: "old"}), &got); !errors.Is(err, ErrNotIssued) {
+		t.Errorf("sealed under [old], opened by [new] = %v, want ErrNotIssued", err)
+	}
 }

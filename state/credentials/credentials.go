@@ -173,7 +173,8 @@ func (s *Store) audited(ctx context.Context, user state.User, event, name string
 }
 
 // Queue queues on p the writes that store c for user. Package flow calls it inside the
-// atomic step that completes c's elicitation, which audits it.
+// atomic step that completes c's elicitation, which audits it, with NoteSealing before
+// that step and Settle after it.
 func Queue(ctx context.Context, p redis.Pipeliner, user state.User, c *Credential) error {
 	doc, err := json.Marshal(c)
 	if err != nil {
@@ -269,6 +270,7 @@ func (s *Store) Delete(ctx context.Context, user state.User, name string, actor 
 	if err != nil {
 		return false, fmt.Errorf("delete credential %s: %w", name, err)
 	}
+	s.settle(ctx, uk, name)
 	if del.Val() == 0 {
 		return false, nil
 	}
@@ -318,7 +320,11 @@ func (s *Store) Replace(ctx context.Context, user state.User, c *Credential) err
 	if err != nil {
 		return fmt.Errorf("encode credential %s: %w", c.Name, err)
 	}
+	if err := NoteSealing(ctx, s.rdb, user.Key(), c); err != nil {
+		return fmt.Errorf("replace credential %s: %w", c.Name, err)
+	}
 	ok, err := s.rdb.SetXX(ctx, Key(user.Key(), c.Name), doc, 0).Result()
+	s.settle(ctx, user.Key(), c.Name)
 	if err != nil {
 		return fmt.Errorf("replace credential %s: %w", c.Name, err)
 	}
@@ -350,4 +356,12 @@ func (s *Store) Unlock(ctx context.Context, user state.User, name, token string)
 		return fmt.Errorf("unlock credential %s: %w", name, err)
 	}
 	return nil
+}
+
+// settle updates the key index after a write of user's credential name, and logs when it
+// cannot: the write is done, and the next full pass (Reseal, Recount) repairs the index.
+func (s *Store) settle(ctx context.Context, userKey, name string) {
+	if err := Settle(context.WithoutCancel(ctx), s.rdb, userKey, name); err != nil {
+		s.log.WarnContext(ctx, "key index not updated", "user", userKey, "credential", name, "err", err)
+	}
 }

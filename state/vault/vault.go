@@ -3,7 +3,12 @@
 //
 // The one idea to hold: a sealed value opens only for the user and the name it was sealed
 // for (both are in the associated data), and only while the key ring still holds the key
-// that wrapped it; the first key of the ring is active, the others only open.
+// that wrapped it. The first key of the ring is active: it seals, and the keys derived from
+// it sign. Every other key is verify-only: it opens what it sealed and verifies what its
+// derived keys signed, and never seals or signs anything new. That is what lets keys
+// rotate without signing anyone out: add a key at the end (verify-only) on every replica,
+// then move it to the front (active), reseal, and remove the old key last
+// (docs/production.md#keys-and-rotation).
 package vault
 
 import (
@@ -17,6 +22,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/urlflow/urlflow/state"
 )
@@ -24,9 +30,10 @@ import (
 // KeySize is the size of every key in a KeyRing: AES-256.
 const KeySize = 32
 
-// A KeyRing holds the keys from configuration (URLFLOW_KEYS). The first key is active: it
-// wraps new data keys and derives the service's other keys. Older keys still unwrap what
-// they wrapped, which is how keys rotate.
+// A KeyRing holds the keys from configuration (URLFLOW_KEYS), in their order. The first key
+// is active: it wraps new data keys and derives the keys that sign. The others are
+// verify-only: they still unwrap what they wrapped and verify what their derived keys
+// signed, which is how keys rotate.
 type KeyRing struct {
 	keys []ringKey
 }
@@ -68,20 +75,48 @@ func ParseKeyRing(s string) (*KeyRing, error) {
 	return &r, nil
 }
 
-// GenerateKeyRing returns the text of a new key ring with one random key named kid.
+// GenerateKeyRing returns the text of a new key ring with one random key named kid: an
+// entry of URLFLOW_KEYS.
 func GenerateKeyRing(kid string) string {
 	return kid + ":" + base64.StdEncoding.EncodeToString(randomBytes(KeySize))
 }
 
+// NewKeyID returns a key ID for a key made at now: k, the date, and four random hex digits
+// (k20260512-3fa9), so that IDs sort by age and two made the same day differ.
+func NewKeyID(now time.Time) string {
+	return fmt.Sprintf("k%s-%x", now.UTC().Format("20060102"), randomBytes(2))
+}
+
+// ValidKeyID reports whether id can name a key of a ring: 1 to 32 of A-Z a-z 0-9 _ -.
+func ValidKeyID(id string) bool { return keyIDPattern.MatchString(id) }
+
 // ActiveID returns the ID of the active key.
 func (r *KeyRing) ActiveID() string { return r.keys[0].id }
 
-// Derive returns a 32-byte key for purpose, derived from the active key with HKDF-SHA256.
-// Rotating the active key changes every derived key.
+// IDs returns the IDs of the ring's keys in their order, the active one first.
+func (r *KeyRing) IDs() []string {
+	out := make([]string, len(r.keys))
+	for i, k := range r.keys {
+		out[i] = k.id
+	}
+	return out
+}
+
+// Has reports whether the ring holds a key with id.
+func (r *KeyRing) Has(id string) bool {
+	_, ok := r.key(id)
+	return ok
+}
+
+// Derive returns a 32-byte key for purpose, derived from the active key with HKDF-SHA256:
+// the key that signs. Rotating the active key changes every derived key, which is why a
+// reader verifies with DeriveAll.
 func (r *KeyRing) Derive(purpose string) []byte { return derive(r.keys[0].material, purpose) }
 
 // DeriveAll returns the key for purpose derived from each key of the ring, the active one
-// first, for what must still be read after a rotation (elicitation IDs).
+// first: the first signs or seals, and every one verifies or opens. Every derived key is
+// used this way (session cookies, CSRF tokens, requestStates, elicitation IDs), so that
+// what was signed before a rotation still verifies after it while its key is in the ring.
 func (r *KeyRing) DeriveAll(purpose string) [][]byte {
 	out := make([][]byte, len(r.keys))
 	for i, k := range r.keys {
@@ -129,13 +164,13 @@ func NewVault(ring *KeyRing) *Vault { return &Vault{ring: ring} }
 // another user or name, or tampering.
 var ErrUnopenable = errors.New("credential does not open")
 
-func associatedData(user state.User, name string) []byte {
-	return []byte("urlflow credential v1\x00" + user.Key() + "\x00" + name)
+func associatedData(userKey, name string) []byte {
+	return []byte("urlflow credential v1\x00" + userKey + "\x00" + name)
 }
 
 // Seal encrypts secret for user's credential name with the active key.
 func (v *Vault) Seal(user state.User, name string, secret state.Secret) (Sealed, error) {
-	ad := associatedData(user, name)
+	ad := associatedData(user.Key(), name)
 	dataKey := randomBytes(KeySize)
 	ct, err := gcmSeal(dataKey, []byte(secret.Reveal()), ad)
 	if err != nil {
@@ -156,7 +191,7 @@ func (v *Vault) Open(user state.User, name string, s Sealed) (state.Secret, erro
 	if !ok {
 		return state.Secret{}, fmt.Errorf("open credential %s: key %q not in the key ring: %w", name, s.KeyID, ErrUnopenable)
 	}
-	ad := associatedData(user, name)
+	ad := associatedData(user.Key(), name)
 	dataKey, err := gcmOpen(kek, s.WrappedKey, ad)
 	if err != nil {
 		return state.Secret{}, fmt.Errorf("open credential %s: %w", name, ErrUnopenable)
@@ -166,6 +201,34 @@ func (v *Vault) Open(user state.User, name string, s Sealed) (state.Secret, erro
 		return state.Secret{}, fmt.Errorf("open credential %s: %w", name, ErrUnopenable)
 	}
 	return state.NewSecret(string(plain)), nil
+}
+
+// ActiveID returns the ID of the key that Seal and Rewrap wrap data keys with.
+func (v *Vault) ActiveID() string { return v.ring.ActiveID() }
+
+// Rewrap returns s with its data key wrapped by the active key instead of the key that
+// wrapped it, for credential name of the user whose key is userKey (state.User.Key). The
+// ciphertext stays as it is: the value is never decrypted. It returns s itself when the
+// active key wraps it already, and ErrUnopenable when s does not open.
+func (v *Vault) Rewrap(userKey, name string, s Sealed) (Sealed, error) {
+	active := v.ring.keys[0]
+	if s.KeyID == active.id {
+		return s, nil
+	}
+	kek, ok := v.ring.key(s.KeyID)
+	if !ok {
+		return Sealed{}, fmt.Errorf("rewrap credential %s: key %q not in the key ring: %w", name, s.KeyID, ErrUnopenable)
+	}
+	ad := associatedData(userKey, name)
+	dataKey, err := gcmOpen(kek, s.WrappedKey, ad)
+	if err != nil {
+		return Sealed{}, fmt.Errorf("rewrap credential %s: %w", name, ErrUnopenable)
+	}
+	wrapped, err := gcmSeal(active.material, dataKey, ad)
+	if err != nil {
+		return Sealed{}, fmt.Errorf("rewrap credential %s: %w", name, err)
+	}
+	return Sealed{KeyID: active.id, WrappedKey: wrapped, Ciphertext: s.Ciphertext}, nil
 }
 
 // gcmSeal returns nonce || AES-GCM(key, plain, ad).

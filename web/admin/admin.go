@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/urlflow/urlflow/internal/buildinfo"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/urlflow/urlflow/internal/ages"
@@ -145,11 +147,19 @@ func (s *Admin) adminPage(c echo.Context) error {
 		next.Del("done")
 		view.NextURL = "/admin?" + next.Encode()
 	}
-	p, err := s.browser.Layout(c, v, "Flows")
+	p, err := s.layout(c, v, "Flows")
 	if err != nil {
 		return err
 	}
 	return s.browser.Render(c, http.StatusOK, templates.AdminPage(p, view))
+}
+
+// layout is the frame of an operator's page: the end users' layout, with the version of
+// urlflow in its footer (operators only: it tells others what to attack).
+func (s *Admin) layout(c echo.Context, v *browser.Visitor, title string) (templates.Page, error) {
+	p, err := s.browser.Layout(c, v, title)
+	p.Version = buildinfo.Get().Short()
+	return p, err
 }
 
 func (s *Admin) adminRows(es []*flow.Elicitation) []templates.AdminRow {
@@ -214,7 +224,7 @@ func (s *Admin) adminFlowPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.browser.Layout(c, v, "Flow of "+e.User.Subject)
+	p, err := s.layout(c, v, "Flow of "+e.User.Subject)
 	if err != nil {
 		return err
 	}
@@ -265,7 +275,7 @@ func (s *Admin) adminAct(c echo.Context) error {
 			" no longer applies. Nothing was changed.")
 	}
 	if c.FormValue("confirm") != "yes" {
-		p, err := s.browser.Layout(c, v, "Confirm")
+		p, err := s.layout(c, v, "Confirm")
 		if err != nil {
 			return err
 		}

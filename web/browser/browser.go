@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 
+	"github.com/gorilla/securecookie"
 	"github.com/labstack/echo/v4"
 
 	"github.com/urlflow/urlflow/metrics"
@@ -21,12 +22,14 @@ import (
 	"github.com/urlflow/urlflow/state/flow"
 )
 
-// Options configure a Browser. Sessions, CookieKey, CSRFKey and Flows are required.
+// Options configure a Browser. Sessions, CookieKeys, CSRFKeys and Flows are required.
 type Options struct {
-	// Sessions keeps the sessions' data; CookieKey signs their cookies and CSRFKey their
-	// forms' tokens (32 bytes or more each).
-	Sessions           *browsersession.Store
-	CookieKey, CSRFKey []byte
+	// Sessions keeps the sessions' data; CookieKeys sign their cookies and CSRFKeys their
+	// forms' tokens (32 bytes or more each). The first key of each signs and every one
+	// verifies, so that a key rotation signs nobody out and breaks no open form
+	// (vault.KeyRing.DeriveAll).
+	Sessions             *browsersession.Store
+	CookieKeys, CSRFKeys [][]byte
 	// Secure marks the cookie Secure and pins it to the host (an https public URL).
 	Secure bool
 	// Dev marks every page as development's.
@@ -46,7 +49,7 @@ type Options struct {
 type Browser struct {
 	opts     Options
 	sessions *sessionStore
-	csrf     csrfKey
+	csrf     csrfKeys
 	log      *slog.Logger
 }
 
@@ -59,8 +62,8 @@ func New(opts Options) *Browser {
 	if opts.ClientAddr == nil {
 		opts.ClientAddr = func(*http.Request) netip.Addr { return netip.Addr{} }
 	}
-	return &Browser{opts: opts, sessions: newSessionStore(opts.Sessions, opts.CookieKey, opts.Secure),
-		csrf: csrfKey(opts.CSRFKey), log: log}
+	return &Browser{opts: opts, sessions: newSessionStore(opts.Sessions, opts.CookieKeys, opts.Secure),
+		csrf: csrfKeys(opts.CSRFKeys), log: log}
 }
 
 // Operator reports whether v signed in as an operator by the issuer's claim
@@ -120,14 +123,10 @@ func (b *Browser) CookieName() string { return b.sessions.name }
 // SessionOfCookie returns the session ID that a session cookie's value names, if it
 // verifies.
 func (b *Browser) SessionOfCookie(value string) (string, bool) {
-	var id string
-	if err := b.sessions.codec.Decode(b.sessions.name, value, &id); err != nil {
-		return "", false
-	}
-	return id, true
+	return b.sessions.decode(value)
 }
 
 // CookieOfSession returns the value of the session cookie that names session id.
 func (b *Browser) CookieOfSession(id string) (string, error) {
-	return b.sessions.codec.Encode(b.sessions.name, id)
+	return securecookie.EncodeMulti(b.sessions.name, id, b.sessions.codecs...)
 }

@@ -35,7 +35,7 @@ const (
 // state); the cookie holds only the session ID, signed. Values are strings.
 type sessionStore struct {
 	store  *browsersession.Store
-	codec  *securecookie.SecureCookie
+	codecs []securecookie.Codec // the first signs, every one verifies
 	name   string
 	secure bool
 
@@ -53,14 +53,16 @@ const (
 	sessionHintTTL  = 2 * time.Minute
 )
 
-func newSessionStore(store *browsersession.Store, hashKey []byte, secure bool) *sessionStore {
-	codec := securecookie.New(hashKey, nil)
-	codec.MaxAge(int(SessionTTL / time.Second))
+func newSessionStore(store *browsersession.Store, hashKeys [][]byte, secure bool) *sessionStore {
+	codecs := make([]securecookie.Codec, len(hashKeys))
+	for i, k := range hashKeys {
+		codecs[i] = securecookie.New(k, nil).MaxAge(int(SessionTTL / time.Second))
+	}
 	name := "urlflow_session"
 	if secure {
 		name = "__Host-urlflow_session" // pinned to this host, Secure, Path=/
 	}
-	return &sessionStore{store: store, codec: codec, name: name, secure: secure,
+	return &sessionStore{store: store, codecs: codecs, name: name, secure: secure,
 		seen: expiring.New[string, []byte](sessionHintSize)}
 }
 
@@ -135,8 +137,14 @@ func (s *sessionStore) cookieID(r *http.Request) (string, bool) {
 	if err != nil {
 		return "", false
 	}
+	return s.decode(cookie.Value)
+}
+
+// decode returns the session ID that a session cookie's value names, if one of the
+// codecs signed it.
+func (s *sessionStore) decode(value string) (string, bool) {
 	var id string
-	if err := s.codec.Decode(s.name, cookie.Value, &id); err != nil {
+	if err := securecookie.DecodeMulti(s.name, value, &id, s.codecs...); err != nil {
 		return "", false
 	}
 	return id, true
@@ -213,7 +221,7 @@ func (s *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 		return err
 	}
 	s.remember(sess.ID, data)
-	encoded, err := s.codec.Encode(sess.Name(), sess.ID)
+	encoded, err := securecookie.EncodeMulti(sess.Name(), sess.ID, s.codecs...)
 	if err != nil {
 		return fmt.Errorf("encode session cookie: %w", err)
 	}
@@ -258,19 +266,28 @@ func sessionUser(sess *sessions.Session) (state.User, bool) {
 	return u, iss != "" && sub != ""
 }
 
-// csrfKey derives the CSRF token of a browser session. The token is an HMAC of the session
-// ID, so it changes when the session rotates and needs no storage.
-type csrfKey []byte
+// csrfKeys derive the CSRF token of a browser session. The token is an HMAC of the session
+// ID, so it changes when the session rotates and needs no storage. The first key makes
+// tokens; a token made by any of them is valid, so that a form opened before a key
+// rotation can still be sent after it.
+type csrfKeys [][]byte
 
-func (k csrfKey) token(sessionID string) string {
-	m := hmac.New(sha256.New, k)
+func csrfToken(key []byte, sessionID string) string {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte("csrf\x00" + sessionID))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-func (k csrfKey) valid(sessionID, token string) bool {
+func (k csrfKeys) token(sessionID string) string { return csrfToken(k[0], sessionID) }
+
+func (k csrfKeys) valid(sessionID, token string) bool {
 	if sessionID == "" || token == "" {
 		return false
 	}
-	return hmac.Equal([]byte(k.token(sessionID)), []byte(token))
+	for _, key := range k {
+		if hmac.Equal([]byte(csrfToken(key, sessionID)), []byte(token)) {
+			return true
+		}
+	}
+	return false
 }

@@ -13,7 +13,7 @@ import (
 func TestSessionCookieIsSecureBehindHTTPS(t *testing.T) {
 	store := browsersession.NewStore(redistest.StartEmbedded(t).Client)
 	for _, secure := range []bool{true, false} {
-		sessions := newSessionStore(store, []byte(strings.Repeat("k", 32)), secure)
+		sessions := newSessionStore(store, [][]byte{[]byte(strings.Repeat("k", 32))}, secure)
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		w := httptest.NewRecorder()
 		sess, err := sessions.Get(r, sessions.name)
