@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -80,7 +81,12 @@ func addTool[In any](srv *sdk.Server, e era, t *sdk.Tool, fn func(context.Contex
 	}
 	t.InputSchema = json.RawMessage(raw)
 	sdk.AddTool(srv, t, tool(e, fn))
+	registeredTools.Store(t.Name, true)
 }
+
+// registeredTools holds the names of urlflow's tools, so that a span names a tools/call by
+// its tool only when it is one of them (traceReceived): any other name is the client's text.
+var registeredTools sync.Map
 
 func (s *Server) addTools(srv *sdk.Server, e era) {
 	addTool(srv, e, &sdk.Tool{

@@ -23,7 +23,7 @@ const (
 )
 
 // traceReceived gives each MCP method a server receives a server span, named by the
-// method and, for tools/call, the tool: in the trace of the request's params._meta
+// method and, for tools/call, the tool (or "unknown" for a name that is none of urlflow's): in the trace of the request's params._meta
 // traceparent when the client sent one (linked to the HTTP request's span), in the HTTP
 // request's trace otherwise. The span holds the method and the tool's name, never the
 // arguments, the result or an error's text.
@@ -36,8 +36,12 @@ func traceReceived(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		name, attrs := method, []attribute.KeyValue{methodAttr.String(method)}
 		if call, ok := params.(*sdk.CallToolParamsRaw); ok {
-			name += " " + call.Name
-			attrs = append(attrs, toolAttr.String(call.Name))
+			tool := "unknown" // a name urlflow does not know is the client's own text
+			if _, known := registeredTools.Load(call.Name); known {
+				tool = call.Name
+			}
+			name += " " + tool
+			attrs = append(attrs, toolAttr.String(tool))
 		}
 		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...)}
 		parent, fromMeta := tracing.FromMeta(ctx, meta)

@@ -35,7 +35,7 @@ func (s *Server) serveMCPOutsideEcho(mcp http.Handler, bodyTimeout time.Duration
 		mcp.ServeHTTP(sw, r)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
+		if r.Method == http.MethodPost && !s.draining.Load() { // what a drain waits for: the POSTs begun before it
 			s.posts.Add(1)
 			defer s.posts.Add(-1)
 		}

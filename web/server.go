@@ -117,8 +117,10 @@ type Server struct {
 // elsewhere; everything else is served as before.
 func (s *Server) Drain() { s.draining.Store(true) }
 
-// Idle waits until no POST request is in progress (a tool call waiting for its user, a
-// secret being checked with its API) or ctx ends, and reports whether none is.
+// Idle waits until no POST request begun before Drain is in progress (a tool call waiting
+// for its user, a secret being checked with its API) or ctx ends, and reports whether none
+// is. Requests begun after Drain are served but not waited for: under steady traffic a
+// drain would otherwise always last its whole grace.
 func (s *Server) Idle(ctx context.Context) bool {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()

@@ -205,6 +205,7 @@ func (l *loading) publicURL(given string) *url.URL {
 		example = l.exampleOf("public_url", "http://127.0.0.1:8080")
 	}
 	u, err := url.Parse(given)
+	given = redactedURL(given)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		l.fail("public_url", "want an absolute http(s) URL, %s, got %q", example, given)
@@ -219,6 +220,16 @@ func (l *loading) publicURL(given string) *url.URL {
 		return u
 	}
 	return nil
+}
+
+// redactedURL is raw, a URL as given, to quote in a problem: with the password of its user
+// info masked, and not at all when it does not parse (it could hold one anywhere).
+func redactedURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(not shown: it does not parse as a URL)"
+	}
+	return u.Redacted()
 }
 
 // loadLogs checks the log level and format.
@@ -324,7 +335,7 @@ func (c *config) loadIdentity(l *loading) {
 	c.OIDC.Issuer = l.v.raw("oidc_issuer")
 	if u, err := url.Parse(c.OIDC.Issuer); c.OIDC.Issuer != "" &&
 		(err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopback.Host(u.Hostname())))) {
-		l.fail("oidc_issuer", "want an https URL (http only on loopback), %s, got %q", l.example("oidc_issuer"), c.OIDC.Issuer)
+		l.fail("oidc_issuer", "want an https URL (http only on loopback), %s, got %q", l.example("oidc_issuer"), redactedURL(c.OIDC.Issuer))
 	}
 	c.OIDC.ClientID = l.v.raw("oidc_client_id")
 	c.OIDC.ClientSecret = l.v.raw("oidc_client_secret")

@@ -39,6 +39,8 @@ func TestConfigurationMistakesSayWhereAndWhat(t *testing.T) {
 			want: []string{`URLFLOW_LOG_LEVEL: want debug, info, warn or error, got "verbose"`}},
 		{name: "a log format", env: map[string]string{"URLFLOW_LOG_FORMAT": "xml"},
 			want: []string{`URLFLOW_LOG_FORMAT: want text or json, got "xml"`}},
+		{name: "a public URL with a password (never repeated)", env: map[string]string{"URLFLOW_PUBLIC_URL": "http://u:hunter2@127.0.0.1:8080"},
+			want: []string{`URLFLOW_PUBLIC_URL: no query, fragment or user info, e.g. URLFLOW_PUBLIC_URL=http://127.0.0.1:8080, got "http://u:xxxxx@127.0.0.1:8080"`}},
 		{name: "a trace exporter urlflow lacks", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"},
 			want: []string{`OTEL_TRACES_EXPORTER: urlflow exports traces with otlp only (or none): got "zipkin"`}},
 		{name: "an OTLP protocol urlflow lacks", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},

@@ -126,14 +126,17 @@ func maskedURL(raw string) (string, bool) {
 	if strings.Contains(u.Host+u.Path+u.RawQuery+u.Fragment, "@") || (strings.Contains(raw, "@") && u.User == nil) {
 		return "", false
 	}
-	q := u.Query()
+	// A query that does not parse whole is not shown: url.Values would drop what it cannot
+	// read (a ; or a bad escape), password and all, and leave the raw query as it was.
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return "", false
+	}
 	for key := range q {
 		if strings.Contains(strings.ToLower(key), "password") || strings.Contains(strings.ToLower(key), "secret") {
 			q.Set(key, masked)
 		}
 	}
-	if len(q) > 0 {
-		u.RawQuery = q.Encode()
-	}
+	u.RawQuery = q.Encode()
 	return u.Redacted(), true
 }

@@ -26,6 +26,8 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal stops urlflow gracefully (it drains); a second one kills it at once.
+	context.AfterFunc(ctx, stop)
 	err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(report(err, os.Stderr))

@@ -173,8 +173,7 @@ func (s *Store) audited(ctx context.Context, user state.User, event, name string
 }
 
 // Queue queues on p the writes that store c for user. Package flow calls it inside the
-// atomic step that completes c's elicitation, which audits it, with NoteSealing before
-// that step and Settle after it.
+// atomic step that completes c's elicitation, which audits it, with QueueIndexing.
 func Queue(ctx context.Context, p redis.Pipeliner, user state.User, c *Credential) error {
 	doc, err := json.Marshal(c)
 	if err != nil {

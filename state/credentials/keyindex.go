@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -24,8 +25,9 @@ import (
 // A credential lives in its user's slot, the index in its own, so the two cannot change in
 // one atomic step. The index is kept conservative instead: a credential is added under its
 // new key ID before it is written (noteSealing) and removed from the others only after
-// (settle). A crash in between leaves an extra entry (a key that looks needed), never a
-// missing one. A full pass (Reseal, Recount) makes the index exact again.
+// (settle), and every removal reads the credential again and adds it back under the key it
+// finds (reassert). A crash in between leaves an extra entry (a key that looks needed), never
+// a missing one. A full pass (Reseal, Recount) makes the index exact again.
 
 const keyIndexTag = state.KeyPrefix + "{keyring}:"
 
@@ -52,8 +54,21 @@ func noteSealing(ctx context.Context, rdb redis.UniversalClient, credKey, kid st
 	return nil
 }
 
+// QueueIndexing queues in p the key index's entry of the credential c of the user whose key
+// is userKey, under the key that seals it. The step of package flow that stores c runs it
+// with its write: in its script on one server or behind Sentinel (one atomic step, no round
+// trip of its own), right after it on a Cluster, where the index is in a slot of its own
+// (an entry lost to a crash in between is found again by the next reseal or recount). An
+// entry under the key c replaced stays until then: the index may say a key protects more
+// than it does, never less.
+func QueueIndexing(ctx context.Context, p redis.Pipeliner, userKey string, c *Credential) {
+	p.SAdd(ctx, keyIDsKey, c.Sealed.KeyID)
+	p.SAdd(ctx, sealedKey(c.Sealed.KeyID), Key(userKey, c.Name))
+}
+
 // NoteSealing adds user's credential c to the key index under the key that seals it. The
-// step that stores c (package flow) calls it before, and Settle after.
+// writers outside package flow's steps (a refreshed token, a replaced credential) call it
+// before they write, and Settle after.
 func NoteSealing(ctx context.Context, rdb redis.UniversalClient, userKey string, c *Credential) error {
 	return noteSealing(ctx, rdb, Key(userKey, c.Name), c.Sealed.KeyID)
 }
@@ -114,6 +129,36 @@ func settle(ctx context.Context, rdb redis.UniversalClient, now map[string]strin
 			if kid != "" {
 				p.SAdd(ctx, keyIDsKey, kid)
 				p.SAdd(ctx, sealedKey(kid), credKey)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("update the key index: %w", err)
+	}
+	return reassert(ctx, rdb, slices.Collect(maps.Keys(now)))
+}
+
+// reassert adds each credential of credKeys to the index under the key that wraps it now,
+// read again: what every removal from the index does after it. A removal acts on a key ID
+// read before, and a write under another key may have landed since; adding is always safe.
+// A write that lands after this read is followed by its own Settle, which reads it.
+func reassert(ctx context.Context, rdb redis.UniversalClient, credKeys []string) error {
+	cmds := make([]*redis.StringCmd, len(credKeys))
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range credKeys {
+			cmds[i] = p.Get(ctx, k)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("read credentials for the key index: %w", err)
+	}
+	_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range credKeys {
+			if kid := sealedKeyID([]byte(cmds[i].Val())); kid != "" {
+				p.SAdd(ctx, keyIDsKey, kid)
+				p.SAdd(ctx, sealedKey(kid), k)
 			}
 		}
 		return nil

@@ -333,9 +333,11 @@ func (s *Store) pruneMembers(ctx context.Context, kid string, members []string) 
 		return fmt.Errorf("read credentials: %w", err)
 	}
 	var stale []any
+	var reread []string
 	for i, m := range members {
 		if cmds[i] == nil || cmds[i].Val() == "" || sealedKeyID([]byte(cmds[i].Val())) != kid {
 			stale = append(stale, m)
+			reread = append(reread, m)
 		}
 	}
 	if len(stale) == 0 {
@@ -344,5 +346,5 @@ func (s *Store) pruneMembers(ctx context.Context, kid string, members []string) 
 	if err := s.rdb.SRem(ctx, sealedKey(kid), stale...).Err(); err != nil {
 		return fmt.Errorf("update the key index: %w", err)
 	}
-	return nil
+	return reassert(ctx, s.rdb, reread)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
 )
@@ -73,11 +74,6 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Acto
 	other := ""
 	if cfg.credential != nil {
 		other = credentials.Key(uk, cfg.credential.Name)
-		settle, err := s.indexKeyOf(ctx, uk, id, cfg.credential)
-		if err != nil {
-			return Change{}, fmt.Errorf("apply %s to elicitation %s: %w", ev, id, err)
-		}
-		defer settle()
 	}
 	from := s.seenDoc(id)
 	for range maxCASAttempts {
@@ -192,6 +188,9 @@ func (s *Store) queueChange(ctx context.Context, p *batch, c Change, ev Event, a
 		if err := credentials.Queue(ctx, p, e.User, cfg.credential); err != nil {
 			return err
 		}
+		// The key index counts it under its key in the same step: in the step's script on
+		// one server, right after it on a Cluster (credentials/keyindex.go).
+		s.outside(p, func(pl redis.Pipeliner) { credentials.QueueIndexing(ctx, pl, e.User.Key(), cfg.credential) })
 		s.queueCredentialAudit(ctx, p, e, cfg.replaced)
 	}
 	if e.State.Terminal() {
@@ -269,18 +268,4 @@ func (s *Store) update(ctx context.Context, id string, what NoticeKind, fn func(
 		}
 	}
 	return nil, fmt.Errorf("update elicitation %s: too much contention", id)
-}
-
-// indexKeyOf counts cred, which the step of elicitation id may write for the user of key
-// uk, in the key index before the step, and returns what says after it, whatever it did,
-// what is stored (credentials/keyindex.go).
-func (s *Store) indexKeyOf(ctx context.Context, uk, id string, cred *credentials.Credential) (settle func(), err error) {
-	if err := credentials.NoteSealing(ctx, s.rdb, uk, cred); err != nil {
-		return nil, err
-	}
-	return func() {
-		if err := credentials.Settle(context.WithoutCancel(ctx), s.rdb, uk, cred.Name); err != nil {
-			s.log.WarnContext(ctx, "key index not updated", "elicitation_id", id, "err", err)
-		}
-	}, nil
 }
