@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/urlflow/urlflow/internal/tracing"
@@ -24,7 +25,8 @@ func (c *config) loadTracing(l *loading, getenv env) {
 // (to the OpenID provider and the third-party OAuth providers) get client spans. It
 // returns the log to use and the function that sends what is left and stops.
 func startTracing(ctx context.Context, cfg *config, log *slog.Logger) (*slog.Logger, func(), error) {
-	shutdown, err := tracing.Setup(ctx, cfg.Tracing, tracing.Service{Name: "urlflow", Version: version()}, log)
+	host, _ := os.Hostname() // service.instance.id; empty (left out) when unknown
+	shutdown, err := tracing.Setup(ctx, cfg.Tracing, tracing.Service{Name: "urlflow", Version: version(), Instance: host}, log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -65,7 +66,8 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 }
 
 // Service names the process in its traces' resource: OTEL_SERVICE_NAME and
-// OTEL_RESOURCE_ATTRIBUTES take precedence over it.
+// OTEL_RESOURCE_ATTRIBUTES take precedence over it. Instance, when set, is
+// service.instance.id.
 type Service struct {
 	Name, Version, Instance string
 }
@@ -81,10 +83,11 @@ func Setup(ctx context.Context, s Settings, svc Service, log *slog.Logger) (shut
 	if err != nil {
 		return nil, fmt.Errorf("OpenTelemetry exporter (%s): %w", s.Protocol, err)
 	}
-	res, err := resource.New(ctx,
-		resource.WithAttributes(semconv.ServiceName(svc.Name), semconv.ServiceVersion(svc.Version),
-			semconv.ServiceInstanceID(svc.Instance)),
-		resource.WithTelemetrySDK(), resource.WithFromEnv())
+	attrs := []attribute.KeyValue{semconv.ServiceName(svc.Name), semconv.ServiceVersion(svc.Version)}
+	if svc.Instance != "" {
+		attrs = append(attrs, semconv.ServiceInstanceID(svc.Instance))
+	}
+	res, err := resource.New(ctx, resource.WithAttributes(attrs...), resource.WithTelemetrySDK(), resource.WithFromEnv())
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nil, fmt.Errorf("OpenTelemetry resource (OTEL_RESOURCE_ATTRIBUTES): %w", err)
 	}
