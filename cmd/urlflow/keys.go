@@ -107,6 +107,23 @@ func keysConfig(cmd *cobra.Command, getenv env) (*config, error) {
 	return cfg, nil
 }
 
+// onKeyStore returns the RunE of a keys command that works on the stored credentials: it
+// reads the command's settings, connects to Redis, and runs fn with the store on it.
+func onKeyStore(getenv env, fn func(*cobra.Command, *config, *credentials.Store) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		cfg, err := keysConfig(cmd, getenv)
+		if err != nil {
+			return err
+		}
+		store, done, err := keysStore(cmd, cfg)
+		if err != nil {
+			return err
+		}
+		defer done()
+		return fn(cmd, cfg, store)
+	}
+}
+
 // keysStore connects to Redis for a keys command and returns the credential store on it.
 func keysStore(cmd *cobra.Command, cfg *config) (*credentials.Store, func(), error) {
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -125,26 +142,14 @@ func newKeysStatusCommand(getenv env) *cobra.Command {
 		Args:  noArgs,
 	}
 	addFlags(cmd.Flags(), cmdKeysStatus)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cfg, err := keysConfig(cmd, getenv)
-		if err != nil {
-			return err
-		}
-		store, done, err := keysStore(cmd, cfg)
-		if err != nil {
-			return err
-		}
-		defer done()
+	cmd.RunE = onKeyStore(getenv, func(cmd *cobra.Command, cfg *config, store *credentials.Store) error {
 		counts, err := store.KeyCounts(cmd.Context())
 		if err != nil {
 			return err
 		}
 		writeKeyStatus(cmd.OutOrStdout(), cfg.Keys, counts)
-		if err := store.CheckKeys(cmd.Context(), cfg.Keys); err != nil {
-			return err
-		}
-		return nil
-	}
+		return counts.Missing(cfg.Keys)
+	})
 	return cmd
 }
 
@@ -179,16 +184,7 @@ func newKeysResealCommand(getenv env) *cobra.Command {
 		Args:  noArgs,
 	}
 	addFlags(cmd.Flags(), cmdKeysReseal)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cfg, err := keysConfig(cmd, getenv)
-		if err != nil {
-			return err
-		}
-		store, done, err := keysStore(cmd, cfg)
-		if err != nil {
-			return err
-		}
-		defer done()
+	cmd.RunE = onKeyStore(getenv, func(cmd *cobra.Command, cfg *config, store *credentials.Store) error {
 		stderr := cmd.ErrOrStderr()
 		p, err := store.Reseal(cmd.Context(), vault.NewVault(cfg.Keys), credentials.ResealOptions{
 			Progress: func(p credentials.ResealProgress) { fmt.Fprintf(stderr, "\r%s", resealLine(p, cfg.Keys.ActiveID())) },
@@ -200,7 +196,7 @@ func newKeysResealCommand(getenv env) *cobra.Command {
 		fmt.Fprintf(cmd.OutOrStdout(), "resealed %d credentials under key %s; %d were under it already; %d were deleted meanwhile\n",
 			p.Resealed, cfg.Keys.ActiveID(), p.Current, p.Gone)
 		return nil
-	}
+	})
 	return cmd
 }
 
@@ -222,16 +218,7 @@ func newKeysRecountCommand(getenv env) *cobra.Command {
 		Args:  noArgs,
 	}
 	addFlags(cmd.Flags(), cmdKeysRecount)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cfg, err := keysConfig(cmd, getenv)
-		if err != nil {
-			return err
-		}
-		store, done, err := keysStore(cmd, cfg)
-		if err != nil {
-			return err
-		}
-		defer done()
+	cmd.RunE = onKeyStore(getenv, func(cmd *cobra.Command, cfg *config, store *credentials.Store) error {
 		if _, err := store.Recount(cmd.Context(), credentials.ResealOptions{}); err != nil {
 			return err
 		}
@@ -241,6 +228,6 @@ func newKeysRecountCommand(getenv env) *cobra.Command {
 		}
 		writeKeyStatus(cmd.OutOrStdout(), cfg.Keys, counts)
 		return nil
-	}
+	})
 	return cmd
 }

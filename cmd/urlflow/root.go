@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/urlflow/urlflow/internal/spelling"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -142,7 +144,7 @@ func flagError(cmd *cobra.Command, err error) error {
 func nearFlags(cmd *cobra.Command, name string) []string {
 	var near []string
 	visit := func(f *pflag.Flag) {
-		if !f.Hidden && (strings.HasPrefix(f.Name, name) || editDistance(f.Name, name) <= 2) {
+		if !f.Hidden && (strings.HasPrefix(f.Name, name) || spelling.Distance(f.Name, name) <= 2) {
 			near = append(near, "--"+f.Name)
 		}
 	}
@@ -150,27 +152,6 @@ func nearFlags(cmd *cobra.Command, name string) []string {
 	cmd.InheritedFlags().VisitAll(visit)
 	slices.Sort(near)
 	return slices.Compact(near)
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes (flag names are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // quoted returns names, each in double quotes.

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/urlflow/urlflow/internal/spelling"
+
 	"go.yaml.in/yaml/v3"
 )
 
@@ -110,13 +112,7 @@ func yamlFields(t reflect.Type) (map[string]reflect.Type, bool) {
 
 // nearest returns the name of names nearest to key, within two edits, or "".
 func nearest(key string, names []string) string {
-	best, bestDistance := "", 3
-	for _, name := range names {
-		if d := editDistance(strings.ToLower(key), name); d < bestDistance {
-			best, bestDistance = name, d
-		}
-	}
-	return best
+	return spelling.Nearest(strings.ToLower(key), names, 3)
 }
 
 func joinPath(path, key string) string {

@@ -2,6 +2,7 @@ package doclinks
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/urlflow/urlflow/internal/spelling"
 )
 
 // TestEveryLinkInTheDocsResolves: every link of README.md, docs/*.md and e2e's READMEs points
@@ -496,34 +499,7 @@ func (c *checker) check(doc, target string) string {
 }
 
 // nearest returns the anchor closest to want by edit distance, when it is close enough to be
-// a likely typo or a renamed heading, or "".
+// a likely typo or a renamed heading, or "" (the first in sorted order on a tie).
 func nearest(want string, anchors map[string]bool) string {
-	best, bestDistance := "", len(want)/3+1
-	for a := range anchors {
-		if d := distance(strings.ToLower(want), a); d < bestDistance || d == bestDistance && a < best {
-			best, bestDistance = a, d
-		}
-	}
-	return best
-}
-
-// distance is the Levenshtein distance of a and b, in bytes.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return spelling.Nearest(strings.ToLower(want), slices.Sorted(maps.Keys(anchors)), len(want)/3+1)
 }

@@ -9,7 +9,7 @@ import "strings"
 // lower layers only; a new package must be placed here.
 var layers = [][]string{
 	// Libraries that import nothing of the service, and those built on them.
-	{"internal/tracing", "internal/buildinfo"},
+	{"internal/tracing", "internal/buildinfo", "internal/spelling"},
 	{"internal/ages", "internal/display", "internal/embedded", "internal/every", "internal/expiring", "internal/loopback",
 		"internal/resend", "internal/signed", "internal/layers", "web/respond"},
 	{"internal/", "delegate", "metrics", "templates", "demoapi", "hook", "hook/settings", "oauth"},

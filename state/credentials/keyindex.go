@@ -237,8 +237,13 @@ func (s *Store) CheckKeys(ctx context.Context, ring *vault.KeyRing) error {
 	if err != nil {
 		return err
 	}
+	return counts.Missing(ring)
+}
+
+// Missing is CheckKeys on counts already read.
+func (c KeyCounts) Missing(ring *vault.KeyRing) error {
 	var missing []string
-	for _, u := range counts.Keys {
+	for _, u := range c.Keys {
 		if u.Items > 0 && !ring.Has(u.KeyID) {
 			missing = append(missing, fmt.Sprintf("key %q (%d)", u.KeyID, u.Items))
 		}
