@@ -2,22 +2,17 @@ package mcp
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/urlflow/urlflow/internal/tracing"
+	"github.com/urlflow/urlflow/internal/tracingtest"
 )
 
 // A tools/call span names the tool only when it is one of urlflow's: the name a client
 // sends is its own text. (Not parallel: it turns tracing on for the process.)
 func TestAToolCallSpanNamesOnlyUrlflowsTools(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	shutdown := tracing.Use(sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)), slog.New(slog.DiscardHandler))
-	defer shutdown(context.Background())
+	exp := tracingtest.Record(t)
 	(&Server{}).addTools(sdk.NewServer(&sdk.Implementation{Name: "test"}, nil), era2025) // registers the tools
 	handler := traceReceived(func(context.Context, string, sdk.Request) (sdk.Result, error) { return &sdk.CallToolResult{}, nil })
 	for _, name := range []string{"set_secret", "my password is CANARY"} {

@@ -2,20 +2,16 @@ package upstream
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
 	"github.com/urlflow/urlflow/internal/tracing"
+	"github.com/urlflow/urlflow/internal/tracingtest"
 )
 
 // With tracing on, a call sends the trace context only when its API's trace_context says
 // so. (Not parallel: it turns tracing on for the process.)
 func TestTraceContextReachesAnAPIOnlyWhenItsSlotAsks(t *testing.T) {
-	shutdown := tracing.Use(sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewInMemoryExporter())), slog.New(slog.DiscardHandler))
-	defer shutdown(context.Background())
+	tracingtest.Record(t)
 	caller := New(nil)
 	ctx, span := tracing.Tracer().Start(context.Background(), "tools/call call_api")
 	defer span.End()

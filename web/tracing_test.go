@@ -1,32 +1,19 @@
 package web
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/urlflow/urlflow/internal/tracing"
+	"github.com/urlflow/urlflow/internal/tracingtest"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/web/api"
 )
-
-// recordSpans turns tracing on for the test with a provider that keeps every span. The
-// provider is the process's: tests that call it do not run in parallel.
-func recordSpans(t *testing.T) *tracetest.InMemoryExporter {
-	t.Helper()
-	exp := tracetest.NewInMemoryExporter()
-	shutdown := tracing.Use(sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	t.Cleanup(func() { shutdown(context.Background()) })
-	return exp
-}
 
 // spanTexts returns every text of span s: its name, status, attributes, events' names and
 // attributes, links' attributes and its resource.
@@ -53,7 +40,7 @@ func spanTexts(s tracetest.SpanStub) []string {
 // holds any of them, or a token, a key or a cookie; the page visits join the trace of the
 // service's request; the API's traceparent is not passed on to the third-party API.
 func TestTracesOfAWholeFlowHoldNoSecretAndJoinTheRequestThatStartedIt(t *testing.T) {
-	exp := recordSpans(t)
+	exp := tracingtest.Record(t)
 	f := newFixture(t, fixtureOptions{})
 	var sentToAPI []string
 	var mu sync.Mutex

@@ -1,8 +1,6 @@
 package webhook
 
 import (
-	"context"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,13 +8,12 @@ import (
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/urlflow/urlflow/internal/buildinfo"
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/internal/tracing"
+	"github.com/urlflow/urlflow/internal/tracingtest"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 )
@@ -25,9 +22,7 @@ import (
 // trace, and the receiver gets its traceparent. (Not parallel: it turns tracing on for the
 // process.)
 func TestAWebhookCarriesTheTraceOfItsFlow(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	shutdown := tracing.Use(sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)), slog.New(slog.DiscardHandler))
-	defer shutdown(context.Background())
+	exp := tracingtest.Record(t)
 
 	var mu sync.Mutex
 	var got []string

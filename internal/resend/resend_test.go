@@ -3,7 +3,6 @@ package resend
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,11 +11,9 @@ import (
 	"sync"
 	"testing"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
 	"github.com/urlflow/urlflow/internal/buildinfo"
 	"github.com/urlflow/urlflow/internal/tracing"
+	"github.com/urlflow/urlflow/internal/tracingtest"
 )
 
 // closingServer answers the first request on each connection and resets the connection
@@ -129,9 +126,7 @@ func TestABodyThatCannotBeReadAgainIsNotSentAgain(t *testing.T) {
 // With tracing on, each request to an authorization server is a client span, and the
 // server is not sent the trace context. (Not parallel: it turns tracing on for the process.)
 func TestCallsToAuthorizationServersAreSpansWithoutTraceContext(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	shutdown := tracing.Use(sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)), slog.New(slog.DiscardHandler))
-	defer shutdown(context.Background())
+	exp := tracingtest.Record(t)
 	var sent, agent string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sent, agent = r.Header.Get("traceparent"), r.Header.Get("User-Agent")

@@ -31,15 +31,21 @@ func Carried(ctx context.Context) string {
 // InFlow returns ctx with the flow's span (from traceparent, as Carried gave it) as the
 // parent of the spans started in it; ctx itself when there is none.
 func InFlow(ctx context.Context, traceparent string) context.Context {
-	if !Enabled() || traceparent == "" {
+	if !Enabled() {
 		return ctx
 	}
-	sc := trace.SpanContextFromContext(propagator.Extract(context.Background(),
-		propagation.MapCarrier{"traceparent": traceparent}))
-	if !sc.IsValid() {
-		return ctx
+	if sc := flowSpan(traceparent); sc.IsValid() {
+		return trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
-	return trace.ContextWithRemoteSpanContext(ctx, sc)
+	return ctx
+}
+
+// flowSpan is the span a flow's traceparent names; not valid when there is none.
+func flowSpan(traceparent string) trace.SpanContext {
+	if traceparent == "" {
+		return trace.SpanContext{}
+	}
+	return trace.SpanContextFromContext(propagator.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent}))
 }
 
 // A visit is a request to a page of one flow: Visited names the flow, and the request's
@@ -72,7 +78,7 @@ func Visited(ctx context.Context, id, traceparent string) {
 	v.id, v.carried = id, traceparent
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(ElicitationID.String(id))
-	if sc := trace.SpanContextFromContext(InFlow(context.Background(), traceparent)); sc.IsValid() {
+	if sc := flowSpan(traceparent); sc.IsValid() {
 		span.AddLink(trace.Link{SpanContext: sc})
 	}
 }
@@ -88,11 +94,11 @@ func EndVisit(ctx context.Context, method, route string) {
 	if !ok || v.carried == "" {
 		return
 	}
-	flowCtx := InFlow(context.Background(), v.carried)
-	if flowCtx == context.Background() {
+	parent := flowSpan(v.carried)
+	if !parent.IsValid() {
 		return
 	}
-	_, span := Tracer().Start(flowCtx, method+" "+route, trace.WithTimestamp(v.start), trace.WithSpanKind(trace.SpanKindServer),
+	_, span := Tracer().Start(trace.ContextWithRemoteSpanContext(context.Background(), parent), method+" "+route, trace.WithTimestamp(v.start), trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithLinks(trace.Link{SpanContext: trace.SpanContextFromContext(ctx)}),
 		trace.WithAttributes(ElicitationID.String(v.id)))
 	span.End()
