@@ -281,8 +281,7 @@ func TestAConnectionTheProviderNoLongerHonoursIsAskedForAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cred.NeedsReconnect = true
-	if err := f.creds.Replace(f.ctx, alice, cred); err != nil {
+	if err := f.creds.Update(f.ctx, alice, cred, func(c *credentials.Credential) { c.NeedsReconnect = true }); err != nil {
 		t.Fatal(err)
 	}
 	if text := textOf(c.call("list_connections", nil)); !strings.Contains(text, "Acme (acme): connected as alice@acme with read") ||

@@ -96,7 +96,11 @@ func (k *Keeper) Token(ctx context.Context, user state.User, name string, p *Pro
 			return nil, err
 		}
 		if ok {
-			return k.refreshLocked(ctx, user, name, p, rejected, lock)
+			t, err := k.refreshLocked(ctx, user, name, p, rejected, lock)
+			if errors.Is(err, errStoredAgain) {
+				_, t, err = k.current(ctx, user, name)
+			}
+			return t, err
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("the token of %s is being refreshed and did not come back in time", name)
@@ -149,7 +153,10 @@ func stale(t *Token, rejected string) bool {
 }
 
 // refreshLocked refreshes under the lock taken with lock. Another caller may have
-// refreshed between our read and our lock: then the stored token is used as it is.
+// refreshed between our read and our lock: then the stored token is used as it is. What
+// the refresh brings is written onto the connection it refreshed only: if the user
+// connected again, or urlflow locked the connection, while the provider answered, what
+// is stored now stays and is what the caller gets.
 func (k *Keeper) refreshLocked(ctx context.Context, user state.User, name string, p *Provider, rejected, lock string) (*Token, error) {
 	defer func() {
 		if err := k.store.Unlock(context.WithoutCancel(ctx), user, name, lock); err != nil {
@@ -164,11 +171,7 @@ func (k *Keeper) refreshLocked(ctx context.Context, user state.User, name string
 	k.counters.Add(ctx, "urlflow_token_refreshes_total", "provider", p.Name, "result", refreshResult(err))
 	if errors.Is(err, ErrReconnect) {
 		k.log.InfoContext(ctx, "connection needs to be made again", "user", user.Key(), "provider", p.Name, "err", err)
-		c.NeedsReconnect = true
-		if err := k.store.Replace(ctx, user, c); err != nil && !errors.Is(err, state.ErrNotFound) {
-			return nil, err
-		}
-		return nil, err
+		return nil, k.storeRefresh(ctx, user, c, err, func(c *credentials.Credential) { c.NeedsReconnect = true })
 	}
 	if err != nil {
 		return nil, err
@@ -178,17 +181,37 @@ func (k *Keeper) refreshLocked(ctx context.Context, user state.User, name string
 		return nil, err
 	}
 	now := time.Now().UTC()
-	c.Sealed, c.RefreshedAt, c.Scopes = sealed, &now, next.Scopes
-	err = k.store.Replace(ctx, user, c)
-	if errors.Is(err, state.ErrNotFound) {
-		return nil, ErrNotConnected // disconnected while the refresh was on its way
-	}
+	err = k.storeRefresh(ctx, user, c, nil, func(c *credentials.Credential) {
+		c.Sealed, c.RefreshedAt, c.Scopes = sealed, &now, next.Scopes
+	})
 	if err != nil {
 		return nil, err
 	}
 	k.log.InfoContext(ctx, "token refreshed", "user", user.Key(), "provider", p.Name)
 	return next, nil
 }
+
+// storeRefresh writes what change makes of the connection c that was refreshed, and
+// returns outcome (the refresh's own error, nil when it succeeded) when that is done.
+// The connection was deleted meanwhile: ErrNotConnected. It was made again or locked
+// meanwhile: errStoredAgain, which Token answers with the connection stored now.
+func (k *Keeper) storeRefresh(ctx context.Context, user state.User, c *credentials.Credential, outcome error, change func(*credentials.Credential)) error {
+	err := k.store.Update(ctx, user, c, change)
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+		return ErrNotConnected // disconnected while the refresh was on its way
+	case errors.Is(err, credentials.ErrStoredAgain):
+		k.log.InfoContext(ctx, "connection stored again during its refresh; the refresh is dropped", "user", user.Key(), "credential", c.Name)
+		return errStoredAgain
+	case err != nil:
+		return err
+	}
+	return outcome
+}
+
+// errStoredAgain tells Token that the connection it refreshed was replaced meanwhile, so
+// that it reads the one stored now.
+var errStoredAgain = errors.New("stored again during the refresh")
 
 // Disconnection is what Disconnect did to a user's connection.
 type Disconnection struct {

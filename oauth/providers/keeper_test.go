@@ -566,3 +566,68 @@ func TestAnAccountNameIsStoredBoundedAndCleaned(t *testing.T) {
 		})
 	}
 }
+
+// A refresh writes back only onto the connection it refreshed: when the user connects
+// again, or urlflow locks the connection, while the provider answers, what was stored
+// meanwhile stays, whatever the provider said. The caller gets the token stored now.
+func TestARefreshDoesNotOverwriteWhatWasStoredMeanwhile(t *testing.T) {
+	t.Parallel()
+	refused := replyJSON(400, `{"error":"invalid_grant"}`)
+	for name, answer := range map[string]http.HandlerFunc{"refreshed": refreshed, "refused": refused} {
+		t.Run("connected again while "+name, func(t *testing.T) {
+			t.Parallel()
+			k, user := newKeeperTest(t), userNamed("alice")
+			k.connect(t, user, tokenExpiringIn(-time.Minute))
+			again := tokenExpiringIn(time.Hour)
+			again.AccessToken = "reconnected-access-token"
+			tok, err := k.duringRefresh(t, user, answer, func() { k.connect(t, user, again) })
+			if err != nil || tok == nil || tok.AccessToken != again.AccessToken {
+				t.Errorf("Token = %+v, %v; want the connection made meanwhile", tok, err)
+			}
+			c := k.credential(t, user)
+			if stored, err := k.keeper.open(user, c); err != nil || stored.AccessToken != again.AccessToken || c.NeedsReconnect {
+				t.Errorf("stored now: %+v (needs reconnect %v), %v; want the connection made meanwhile", stored, c.NeedsReconnect, err)
+			}
+		})
+		t.Run("locked while "+name, func(t *testing.T) {
+			t.Parallel()
+			k, user := newKeeperTest(t), userNamed("alice")
+			k.connect(t, user, tokenExpiringIn(-time.Minute))
+			k.duringRefresh(t, user, answer, func() {
+				if ok, err := k.creds.Lock(t.Context(), user, k.credential(t, user), state.ActorSystem, "test"); !ok || err != nil {
+					t.Fatalf("Lock = %v, %v", ok, err)
+				}
+			})
+			if c := k.credential(t, user); !c.Locked() {
+				t.Errorf("the refresh unlocked the connection: %+v", c)
+			}
+		})
+	}
+}
+
+// duringRefresh asks for user's token, which is stale, runs meanwhile while the provider
+// holds the refresh request, then lets the provider answer with answer.
+func (k *keeperTest) duringRefresh(t *testing.T, user state.User, answer http.HandlerFunc, meanwhile func()) (*Token, error) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	unblock := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(unblock) // before the stand-in closes, which waits for the handler
+	k.s.handle(acmeTokenRoute, func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+		answer(w, r)
+	})
+	var (
+		tok *Token
+		err error
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tok, err = k.keeper.Token(context.Background(), user, k.acme.Name, k.acme, "")
+	}()
+	waitFor(t, entered, "a refresh")
+	meanwhile()
+	unblock()
+	waitFor(t, done, "the refreshing caller")
+	return tok, err
+}

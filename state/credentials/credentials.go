@@ -311,27 +311,67 @@ func (s *Store) Lock(ctx context.Context, user state.User, c *Credential, actor 
 	return n == 1 || n == 2, nil
 }
 
-// Replace stores c in place of user's credential of the same name (a refreshed token),
-// keeping its audit history. It returns state.ErrNotFound if the credential was deleted
-// meanwhile: a disconnect is not undone by a refresh that raced it.
-func (s *Store) Replace(ctx context.Context, user state.User, c *Credential) error {
-	doc, err := json.Marshal(c)
+// ErrStoredAgain is returned by Update when the credential it was to change was stored
+// again (by another elicitation) or locked since it was read.
+var ErrStoredAgain = errors.New("the credential was stored again or locked since it was read")
+
+// maxUpdateAttempts bounds how often Update reads a credential again that another write
+// (a reseal, say) changed between its read and its write.
+const maxUpdateAttempts = 10
+
+// Update stores what change makes of user's credential read (a refreshed token, a mark to
+// connect again), keeping its audit history, if it is still that credential: it returns
+// state.ErrNotFound if the credential was deleted meanwhile (a disconnect is not undone by
+// a refresh that raced it), and ErrStoredAgain if it was stored again or locked (a new
+// connection, or a lock, is not overwritten with what was made of the old one). change is
+// applied to the stored credential as it is now, and the write is a compare-and-set on the
+// document read, so a concurrent write of another field (a reseal) is kept too.
+func (s *Store) Update(ctx context.Context, user state.User, read *Credential, change func(*Credential)) error {
+	key := Key(user.Key(), read.Name)
+	for range maxUpdateAttempts {
+		doc, err := s.rdb.Get(ctx, key).Result()
+		if errors.Is(err, redis.Nil) {
+			return state.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("read credential %s: %w", read.Name, err)
+		}
+		var c Credential
+		if err := json.Unmarshal([]byte(doc), &c); err != nil {
+			return fmt.Errorf("decode credential %s: %w", read.Name, err)
+		}
+		if c.ElicitationID != read.ElicitationID || (c.Locked() && !read.Locked()) {
+			return ErrStoredAgain
+		}
+		change(&c)
+		written, err := s.compareAndSet(ctx, user, key, doc, &c)
+		if err != nil {
+			return err
+		}
+		if written {
+			s.audited(ctx, user, audit.CredentialRefresh, c.Name, state.ActorSystem, "")
+			return nil
+		}
+	}
+	return fmt.Errorf("update credential %s: it kept changing while being updated", read.Name)
+}
+
+// compareAndSet writes c at key if key still holds doc, and reports whether it did.
+func (s *Store) compareAndSet(ctx context.Context, user state.User, key, doc string, c *Credential) (bool, error) {
+	next, err := json.Marshal(c)
 	if err != nil {
-		return fmt.Errorf("encode credential %s: %w", c.Name, err)
+		return false, fmt.Errorf("encode credential %s: %w", c.Name, err)
 	}
+	// Indexed under its key before it is written, as everywhere (keyindex.go).
 	if err := NoteSealing(ctx, s.rdb, user.Key(), c); err != nil {
-		return fmt.Errorf("replace credential %s: %w", c.Name, err)
+		return false, fmt.Errorf("update credential %s: %w", c.Name, err)
 	}
-	ok, err := s.rdb.SetXX(ctx, Key(user.Key(), c.Name), doc, 0).Result()
+	n, err := casScript.Run(ctx, s.rdb, []string{key}, doc, next).Int()
 	s.settle(ctx, user.Key(), c.Name)
 	if err != nil {
-		return fmt.Errorf("replace credential %s: %w", c.Name, err)
+		return false, fmt.Errorf("update credential %s: %w", c.Name, err)
 	}
-	if !ok {
-		return state.ErrNotFound
-	}
-	s.audited(ctx, user, audit.CredentialRefresh, c.Name, state.ActorSystem, "")
-	return nil
+	return n == 1, nil
 }
 
 // TryLock takes the lock on user's credential name for ttl, if nobody holds it. It returns

@@ -137,26 +137,35 @@ func TestCredentialsAreAuditedListedAndDeleted(t *testing.T) {
 	})
 }
 
-// TestReplaceDoesNotUndoADeletion: a refresh that stores new tokens after the user
-// disconnected finds nothing to replace.
-func TestReplaceDoesNotUndoADeletion(t *testing.T) {
+// TestUpdateDoesNotUndoADeletionNorOverwriteANewValue: a refresh that stores new tokens
+// after the user disconnected finds nothing to update, and one whose credential was stored
+// again meanwhile leaves the new one as it is.
+func TestUpdateDoesNotUndoADeletionNorOverwriteANewValue(t *testing.T) {
 	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		s := NewStore(b.Client, Options{Logger: quiet})
 		user := userFor(t)
-		c := &Credential{Name: "acme", Kind: state.KindOAuth, StoredAt: time.Now().UTC(), Sealed: sealed(t, user, "tok")}
+		c := &Credential{Name: "acme", Kind: state.KindOAuth, ElicitationID: "first", StoredAt: time.Now().UTC(), Sealed: sealed(t, user, "tok")}
 		store(t, b, user, c)
-		c.Account = "refreshed"
-		if err := s.Replace(t.Context(), user, c); err != nil {
-			t.Fatalf("Replace of a stored credential: %v", err)
+		refresh := func(c *Credential) { c.Account = "refreshed" }
+		if err := s.Update(t.Context(), user, c, refresh); err != nil {
+			t.Fatalf("Update of a stored credential: %v", err)
 		}
 		if got, err := s.Get(t.Context(), user, "acme"); err != nil || got.Account != "refreshed" {
-			t.Fatalf("after Replace: %+v %v", got, err)
+			t.Fatalf("after Update: %+v %v", got, err)
+		}
+		again := &Credential{Name: "acme", Kind: state.KindOAuth, ElicitationID: "second", StoredAt: time.Now().UTC(), Sealed: sealed(t, user, "tok2")}
+		store(t, b, user, again)
+		if err := s.Update(t.Context(), user, c, refresh); !errors.Is(err, ErrStoredAgain) {
+			t.Fatalf("Update of a credential stored again = %v, want ErrStoredAgain", err)
+		}
+		if got, err := s.Get(t.Context(), user, "acme"); err != nil || got.ElicitationID != "second" || got.Account != "" {
+			t.Fatalf("the credential stored again was changed: %+v %v", got, err)
 		}
 		if _, err := s.Delete(t.Context(), user, "acme", state.ActorClient, "disconnect"); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Replace(t.Context(), user, c); !errors.Is(err, state.ErrNotFound) {
-			t.Fatalf("Replace after the deletion = %v, want state.ErrNotFound", err)
+		if err := s.Update(t.Context(), user, again, refresh); !errors.Is(err, state.ErrNotFound) {
+			t.Fatalf("Update after the deletion = %v, want state.ErrNotFound", err)
 		}
 		if _, err := s.Get(t.Context(), user, "acme"); !errors.Is(err, state.ErrNotFound) {
 			t.Fatalf("the deleted credential came back: %v", err)

@@ -246,7 +246,7 @@ func TestResealNeverOverwritesAConcurrentWrite(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			if err := s.Replace(t.Context(), user, &Credential{Name: "slot0", Kind: state.KindSecret, Sealed: sealed}); err != nil {
+			if err := replaceSealed(t, s, user, "slot0", sealed); err != nil {
 				t.Error(err)
 				return
 			}
@@ -313,7 +313,7 @@ func TestTheKeyCountsFollowRefreshesAndDeletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Replace(t.Context(), user, &Credential{Name: "slot0", Kind: state.KindSecret, Sealed: sealed}); err != nil {
+	if err := replaceSealed(t, s, user, "slot0", sealed); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Delete(t.Context(), user, "slot1", state.ActorUser, "test"); err != nil {
@@ -323,4 +323,13 @@ func TestTheKeyCountsFollowRefreshesAndDeletes(t *testing.T) {
 	if err != nil || counts.Count("new") != 1 || counts.Count("old") != 1 {
 		t.Errorf("counts: %+v, %v; want new 1 (refreshed), old 1 (slot1 deleted)", counts, err)
 	}
+}
+
+// replaceSealed stores sealed as the value of user's credential name, as a refresh does.
+func replaceSealed(t *testing.T, s *Store, user state.User, name string, sealed vault.Sealed) error {
+	c, err := s.Get(t.Context(), user, name)
+	if err != nil {
+		return err
+	}
+	return s.Update(t.Context(), user, c, func(c *Credential) { c.Sealed = sealed })
 }
