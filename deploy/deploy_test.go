@@ -1,13 +1,14 @@
 // Package deploy holds the tests of what deploy/ ships for running urlflow: the systemd
-// unit and its environment file. (The Prometheus rules and the dashboard are checked by
-// the web tests and scripts/test.)
+// unit and its environment file, and the settings every file of deploy/ names. (The
+// Prometheus rules and the dashboard are checked by the web tests and scripts/test; the
+// Helm chart and the compose file by the module deploy/check.)
 package deploy
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -54,31 +55,37 @@ func TestTheSystemdUnitVerifies(t *testing.T) {
 	}
 }
 
-// TestTheEnvironmentFileNamesOnlySettings: every variable of deploy/systemd/urlflow.env,
-// set or commented out, is a setting of docs/configuration.md.
-func TestTheEnvironmentFileNamesOnlySettings(t *testing.T) {
+// TestWhatDeployShipsNamesOnlySettings: every URLFLOW_ variable that a file of deploy/
+// sets or mentions (the systemd environment file, the compose quickstart, the Helm chart's
+// templates and values) is a setting of docs/configuration.md, so that a renamed or
+// misspelled one fails here rather than being ignored by urlflow in someone's deployment.
+func TestWhatDeployShipsNamesOnlySettings(t *testing.T) {
 	reference, err := os.ReadFile("../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open("systemd/urlflow.env")
+	files, err := filepath.Glob("helm/urlflow/templates/*")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	files = append(files, "systemd/urlflow.env", "compose/compose.yaml", "helm/urlflow/values.yaml")
 	var names int
-	for s := bufio.NewScanner(f); s.Scan(); {
-		line := strings.TrimPrefix(strings.TrimSpace(s.Text()), "# ")
-		name, _, ok := strings.Cut(line, "=")
-		if !ok || !strings.HasPrefix(name, "URLFLOW_") || strings.ContainsAny(name, " `") {
-			continue
+	for _, file := range files {
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
 		}
-		names++
-		if !strings.Contains(string(reference), "`"+name+"`") {
-			t.Errorf("urlflow.env sets %s, which docs/configuration.md does not name", name)
+		for _, name := range settingName.FindAllString(string(text), -1) {
+			names++
+			if !strings.Contains(string(reference), "`"+name+"`") {
+				t.Errorf("%s names %s, which docs/configuration.md does not", file, name)
+			}
 		}
 	}
-	if names < 5 {
-		t.Fatalf("urlflow.env names %d settings; the test would prove nothing", names)
+	if names < 20 {
+		t.Fatalf("deploy/ names %d settings; the test would prove nothing", names)
 	}
 }
+
+// settingName matches the name of a setting of urlflow's environment.
+var settingName = regexp.MustCompile(`\bURLFLOW_[A-Z0-9_]*[A-Z0-9]\b`)
