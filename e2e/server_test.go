@@ -67,6 +67,9 @@ type serverConfig struct {
 	Addr string
 	// ConfigFile is URLFLOW_CONFIG, if set.
 	ConfigFile string
+	// Binary is the urlflow binary to run, the package's binary if empty (another build,
+	// such as the previous commit's in the upgrade test).
+	Binary string
 }
 
 var bannerLine = regexp.MustCompile(`(?m)^\s*(MCP URL|Listening on|Bearer token|Operator token):\s+(\S+)\s*$`)
@@ -98,11 +101,14 @@ func tryServer(t testing.TB, cfg serverConfig) (*server, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
+	if cfg.Binary == "" {
+		cfg.Binary = binary
+	}
 	args := []string{"dev", "--addr", cfg.Addr}
 	if cfg.PublicURL != "" {
 		args = append(args, "--public-url", cfg.PublicURL)
 	}
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(cfg.Binary, args...)
 	cmd.Env = append(os.Environ(),
 		// Stopping at the end of a test need not wait for calls the test left waiting (a
 		// test that stops a replica on purpose sets its own).
