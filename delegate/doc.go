@@ -8,7 +8,9 @@
 // understands (see Require); Credential.Call then uses the credential through urlflow,
 // which injects it, so that the server never holds it. Client.Follow (or
 // Client.WebhookHandler) tells each client session when its user has finished.
-// WebhookVerifier checks urlflow's webhooks.
+// WebhookVerifier checks urlflow's webhooks. Client.CredentialStatus says how a credential
+// the server holds stands, and Client.DeleteCredential and Client.DeleteAllCredentials
+// delete what it holds for a user (when the user's account with the server ends, say).
 //
 // It is the one package of this module with a compatibility promise: its exported names
 // keep their meaning across minor versions. It imports no other package of the module.

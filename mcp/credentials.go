@@ -157,7 +157,7 @@ func (s *Server) disconnect(ctx context.Context, t turn, args disconnectArgs) (*
 // disconnectProvider revokes the third-party connection called name at the provider where
 // it can, and deletes it.
 func (s *Server) disconnectProvider(ctx context.Context, t turn, name string, p *providers.Provider) (*sdk.CallToolResult, error) {
-	d, err := s.opts.Keeper.Disconnect(ctx, t.user, name, p, state.ActorClient)
+	d, err := s.opts.Keeper.Disconnect(ctx, t.user, name, p, state.ActorClient, "disconnect tool")
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
@@ -51,4 +52,28 @@ func TestTheConnectionsPageShowsWhatEachHolderUsesAndRemovesIt(t *testing.T) {
 	b.post("/connections/remove", url.Values{"name": {weatherName}, "csrf": {page.csrf(t)}}).want(t, http.StatusOK, "Nothing was removed")
 	f.asService(t, weather, http.MethodPost, "/api/v1/proxy", f.userTokenFor(t, "alice", weather),
 		`{"slot": "demo_api_key", "method": "GET", "path": "/whoami"}`).want(t, http.StatusConflict, "not_stored")
+}
+
+// A connection removed on /connections is revoked at its provider where it can be, and
+// the audit trail says the user removed it there (not the disconnect tool).
+func TestAConnectionRemovedOnThePageIsRevokedAndAuditedAsSuch(t *testing.T) {
+	t.Parallel()
+	p := newProvider(t)
+	p.revocable = true
+	f := newFixture(t, fixtureOptions{provider: p})
+	f.connectFor(t, weather, "alice")
+	b := f.browser(t, "alice")
+	b.signIn("/connections")
+	page := b.get("/connections")
+	name := credentials.Name(weather, "acme")
+	b.post("/connections/remove", url.Values{"name": {name}, "csrf": {page.csrf(t)}}).want(t, http.StatusOK, "Weather MCP")
+	f.wantNoCredential(t, "alice", name)
+	if len(p.revokedTokens()) != 1 {
+		t.Errorf("revoked %d tokens at Acme, want the connection's", len(p.revokedTokens()))
+	}
+	log := f.audited(t, "alice")
+	if last := log[len(log)-1]; last.Event != audit.CredentialDeleted || last.Credential != name ||
+		last.Actor != state.ActorUser || last.Reason != "removed on the connections page" {
+		t.Errorf("the audit log ends with %+v", last)
+	}
 }

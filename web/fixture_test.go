@@ -1183,6 +1183,10 @@ type provider struct {
 	issued      []string          // access tokens
 	exchanges   int
 	account     string // the account's name at the userinfo endpoint; providerAccount if empty
+	// revocable gives Acme a revocation endpoint (RFC 7009); set it before the fixture
+	// starts. revoked are the tokens revoked there.
+	revocable bool
+	revoked   []string
 }
 
 // The client urlflow is at the provider, and the account it connects.
@@ -1198,6 +1202,7 @@ func newProvider(t testing.TB) *provider {
 	mux.HandleFunc("GET /authorize", p.authorize)
 	mux.HandleFunc("POST /token", p.token)
 	mux.HandleFunc("GET /userinfo", p.userinfo)
+	mux.HandleFunc("POST /revoke", p.revoke)
 	p.srv = httptest.NewServer(mux)
 	t.Cleanup(p.srv.Close)
 	return p
@@ -1206,12 +1211,17 @@ func newProvider(t testing.TB) *provider {
 func (p *provider) config(redirectURI string) providers.Config {
 	p.mu.Lock()
 	p.redirectURI = redirectURI
+	revocable := p.revocable
 	p.mu.Unlock()
-	return providers.Config{
+	cfg := providers.Config{
 		Name: "acme", Label: "Acme", ClientID: providerClientID, ClientSecretEnv: "ACME_SECRET",
 		AuthorizationURL: p.srv.URL + "/authorize", TokenURL: p.srv.URL + "/token", UserinfoURL: p.srv.URL + "/userinfo",
 		Scopes: []string{"profile"}, Issuer: p.issuer,
 	}
+	if revocable {
+		cfg.RevocationURL = p.srv.URL + "/revoke"
+	}
+	return cfg
 }
 
 // nameAccount makes the userinfo endpoint name the account name.
@@ -1286,6 +1296,24 @@ func (p *provider) token(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{"access_token": token, "token_type": "Bearer", "expires_in": 3600,
 		"refresh_token": "acme-refresh-" + rand.Text(), "scope": "profile"})
+}
+
+// revoke is the revocation endpoint: it checks the client and records the token.
+func (p *provider) revoke(w http.ResponseWriter, r *http.Request) {
+	if r.PostFormValue("client_id") != providerClientID || r.PostFormValue("client_secret") != providerSecret || r.PostFormValue("token") == "" {
+		http.Error(w, "bad revocation request", http.StatusBadRequest)
+		return
+	}
+	p.mu.Lock()
+	p.revoked = append(p.revoked, r.PostFormValue("token"))
+	p.mu.Unlock()
+}
+
+// revokedTokens returns the tokens revoked so far.
+func (p *provider) revokedTokens() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.revoked)
 }
 
 func (p *provider) userinfo(w http.ResponseWriter, r *http.Request) {

@@ -228,8 +228,8 @@ type Disconnection struct {
 // Disconnect revokes user's connection to p called name (p's name in its service's
 // namespace, credentials.Name) at the provider where it can, then deletes it; a
 // revocation that failed is logged. A connection the provider already stopped honouring
-// is not revoked again.
-func (k *Keeper) Disconnect(ctx context.Context, user state.User, name string, p *Provider, actor state.Actor) (Disconnection, error) {
+// is not revoked again. The audit trail records actor and reason.
+func (k *Keeper) Disconnect(ctx context.Context, user state.User, name string, p *Provider, actor state.Actor, reason string) (Disconnection, error) {
 	d := Disconnection{label: p.Label}
 	c, err := k.store.Get(ctx, user, name)
 	if errors.Is(err, state.ErrNotFound) {
@@ -245,7 +245,7 @@ func (k *Keeper) Disconnect(ctx context.Context, user state.User, name string, p
 			d.RevokeErr = p.Revoke(ctx, t)
 		}
 	}
-	d.Deleted, err = k.store.Delete(ctx, user, name, actor, "disconnect tool")
+	d.Deleted, err = k.store.Delete(ctx, user, name, actor, reason)
 	if d.Deleted && d.RevokeErr != nil && !errors.Is(d.RevokeErr, ErrNoRevocation) {
 		k.log.WarnContext(ctx, "revocation failed; tokens deleted anyway", "provider", p.Name, "err", d.RevokeErr)
 	}

@@ -275,7 +275,7 @@ func TestRefusedRefreshMeansReconnect(t *testing.T) {
 	if _, err := k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, ""); !errors.Is(err, ErrReconnect) {
 		t.Errorf("Token again: %v, want ErrReconnect", err)
 	}
-	d, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient)
+	d, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient, "disconnect tool")
 	deleted, revokeErr := d.Deleted, d.RevokeErr
 	if !deleted || revokeErr != nil || err != nil {
 		t.Errorf("Disconnect = %v, %v, %v; want deleted without revoking", deleted, revokeErr, err)
@@ -316,7 +316,7 @@ func TestKeeperWithoutAConnection(t *testing.T) {
 	if _, err := k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, ""); !errors.Is(err, ErrNotConnected) {
 		t.Errorf("Token: %v, want ErrNotConnected", err)
 	}
-	d, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient)
+	d, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient, "disconnect tool")
 	deleted, revokeErr := d.Deleted, d.RevokeErr
 	if deleted || revokeErr != nil || err != nil {
 		t.Errorf("Disconnect = %v, %v, %v; want nothing deleted", deleted, revokeErr, err)
@@ -370,7 +370,7 @@ func TestDisconnectRevokesWhereItCanAndDeletesAnyway(t *testing.T) {
 			k.connect(t, user, tokenExpiringIn(time.Hour))
 			k.s.reset()
 			k.s.handle(acmeRevokeRoute, tt.answer)
-			d, err := k.keeper.Disconnect(t.Context(), user, tt.provider.Name, tt.provider, state.ActorClient)
+			d, err := k.keeper.Disconnect(t.Context(), user, tt.provider.Name, tt.provider, state.ActorClient, "disconnect tool")
 			deleted, revokeErr := d.Deleted, d.RevokeErr
 			if !deleted || err != nil {
 				t.Fatalf("Disconnect = %v, %v, %v; want deleted", deleted, revokeErr, err)
@@ -424,7 +424,7 @@ func TestDisconnectDuringARefreshIsNotUndone(t *testing.T) {
 		tok, err = k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, "")
 	}()
 	waitFor(t, entered, "a refresh")
-	if d, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient); !d.Deleted || err != nil {
+	if d, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient, "disconnect tool"); !d.Deleted || err != nil {
 		t.Fatalf("Disconnect = %v, %v", d.Deleted, err)
 	}
 	unblock()
@@ -478,7 +478,7 @@ func TestConnectionSealedWithALostKeyCanStillBeDisconnected(t *testing.T) {
 	if _, err := other.Token(t.Context(), user, k.acme.Name, k.acme, ""); !errors.Is(err, vault.ErrUnopenable) {
 		t.Errorf("Token: %v, want ErrUnopenable", err)
 	}
-	d, err := other.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient)
+	d, err := other.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient, "disconnect tool")
 	deleted, revokeErr := d.Deleted, d.RevokeErr
 	if !deleted || !errors.Is(revokeErr, vault.ErrUnopenable) || err != nil {
 		t.Errorf("Disconnect = %v, %v, %v; want deleted, not revoked", deleted, revokeErr, err)

@@ -236,6 +236,23 @@ func (s *Store) Connections(ctx context.Context, user state.User, weak func(*Cre
 	return out, nil
 }
 
+// LastUsed returns when user's credential name was last used, nil when it has not been
+// since it was stored.
+func (s *Store) LastUsed(ctx context.Context, user state.User, name string) (*time.Time, error) {
+	v, err := s.rdb.HGet(ctx, useKey(user.Key()), name).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read use of credential %s: %w", name, err)
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return nil, nil // as Connections: a use it cannot read is none
+	}
+	return &t, nil
+}
+
 // Released records in the audit trail that user's credential name was given to actor, for
 // reason, and that it was used now.
 func (s *Store) Released(ctx context.Context, user state.User, name string, actor state.Actor, reason string) error {

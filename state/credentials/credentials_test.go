@@ -137,6 +137,30 @@ func TestCredentialsAreAuditedListedAndDeleted(t *testing.T) {
 	})
 }
 
+func TestLastUsedIsTheLastTouchSinceTheCredentialWasStored(t *testing.T) {
+	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+		s := NewStore(b.Client, Options{Now: clk.Now, Logger: quiet})
+		user := userFor(t)
+		c := &Credential{Name: "weather/demo_api_key", Kind: state.KindSecret, ElicitationID: "E1", StoredAt: clk.Now(), Sealed: sealed(t, user, "one")}
+		store(t, b, user, c)
+		if used, err := s.LastUsed(t.Context(), user, c.Name); err != nil || used != nil {
+			t.Fatalf("LastUsed of a credential never used: %v, %v", used, err)
+		}
+		clk.Advance(time.Minute)
+		if err := s.Touch(t.Context(), user, c.Name); err != nil {
+			t.Fatal(err)
+		}
+		if used, err := s.LastUsed(t.Context(), user, c.Name); err != nil || used == nil || !used.Equal(clk.Now()) {
+			t.Fatalf("LastUsed after a use: %v, %v; want %v", used, err, clk.Now())
+		}
+		store(t, b, user, c) // stored again: its uses were the old value's
+		if used, err := s.LastUsed(t.Context(), user, c.Name); err != nil || used != nil {
+			t.Fatalf("LastUsed of a credential stored again: %v, %v", used, err)
+		}
+	})
+}
+
 // TestUpdateDoesNotUndoADeletionNorOverwriteANewValue: a refresh that stores new tokens
 // after the user disconnected finds nothing to update, and one whose credential was stored
 // again meanwhile leaves the new one as it is.

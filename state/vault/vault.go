@@ -206,6 +206,10 @@ func (v *Vault) Open(user state.User, name string, s Sealed) (state.Secret, erro
 // ActiveID returns the ID of the key that Seal and Rewrap wrap data keys with.
 func (v *Vault) ActiveID() string { return v.ring.ActiveID() }
 
+// HasKey reports whether the ring holds the key that wrapped s. Without it s never opens
+// (its key was retired); with it, only Open tells, since that needs the value decrypted.
+func (v *Vault) HasKey(s Sealed) bool { return v.ring.Has(s.KeyID) }
+
 // Rewrap returns s with its data key wrapped by the active key instead of the key that
 // wrapped it, for credential name of the user whose key is userKey (state.User.Key). The
 // ciphertext stays as it is: the value is never decrypted. It returns s itself when the

@@ -251,6 +251,9 @@ func TestRotatedRingOpensOldSealsAndSealsWithTheNewKey(t *testing.T) {
 	if _, err := retired.Open(alice, "demo_api_key", old); !errors.Is(err, ErrUnopenable) {
 		t.Errorf("a ring without A opens a seal under A (err %v)", err)
 	}
+	if !after.HasKey(old) || !after.HasKey(fresh) || retired.HasKey(old) || !retired.HasKey(fresh) {
+		t.Error("HasKey does not say which ring holds the key of a seal")
+	}
 }
 
 func TestDeriveIsStableAndSeparatesPurposes(t *testing.T) {

@@ -1,7 +1,8 @@
 // Package api serves urlflow's JSON API under /api/v1, documented in docs/openapi.yaml: the
 // recovery API of users and operators (status, cancel, retry), the operators' listing,
 // summary and audit export, and the API of delegating services (create, answer, proxy,
-// release, their event stream and webhook records).
+// release, the status and deletion of their credentials, their event stream and webhook
+// records).
 //
 // The one idea to hold: a caller sees and acts on only what is its own (a user's flows, a
 // service's, or everything for an operator); anything else reads as unknown, and every
@@ -111,6 +112,9 @@ func (s *API) Mount(g *echo.Group) {
 	g.GET("/elicitations/summary", s.apiSummary)
 	g.POST("/proxy", s.apiProxy)
 	g.POST("/release", s.apiRelease)
+	g.POST("/credentials/status", s.apiCredentialStatus)
+	g.POST("/credentials/delete", s.apiCredentialDelete)
+	g.POST("/credentials/delete-all", s.apiCredentialsDeleteAll)
 	g.GET("/events", s.apiEvents)
 	g.GET("/audit", s.apiAudit)
 	g.GET("/elicitations/:id", s.apiStatus)

@@ -102,6 +102,9 @@ func (s *Pages) removeConnection(c echo.Context) error {
 	return s.showConnections(c, notice)
 }
 
+// removedOnThePage is the audit trail's reason for what a user removes on /connections.
+const removedOnThePage = "removed on the connections page"
+
 // remove removes user's credential name and says what it did.
 func (s *Pages) remove(ctx context.Context, user state.User, name string) (string, error) {
 	service, target := credentials.SplitName(name)
@@ -113,13 +116,13 @@ func (s *Pages) remove(ctx context.Context, user state.User, name string) (strin
 		}
 	}
 	if p, ok := s.opts.Providers.Lookup(target); ok {
-		d, err := s.opts.Keeper.Disconnect(ctx, user, name, p, state.ActorUser)
+		d, err := s.opts.Keeper.Disconnect(ctx, user, name, p, state.ActorUser, removedOnThePage)
 		if err != nil {
 			return "", err
 		}
 		return holder + ": " + d.Text(), nil
 	}
-	deleted, err := s.opts.Credentials.Delete(ctx, user, name, state.ActorUser, "removed on the connections page")
+	deleted, err := s.opts.Credentials.Delete(ctx, user, name, state.ActorUser, removedOnThePage)
 	if err != nil {
 		return "", err
 	}

@@ -1,0 +1,132 @@
+package delegate
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// What a server holds: how the credential it holds for a user stands, and its deletion,
+// one at a time or all of a user's when the user's account with the server ends. None of
+// these ever carries a value.
+
+// User names the user a request is for: Token, the access token the user sent your server
+// (for a tool call, UserOf returns it), or, for a server whose configuration sets
+// assert_users, Subject, the user's subject at the issuer. Set one of the two.
+type User struct {
+	Token   string
+	Subject string
+}
+
+// UserOf returns the user of the tool call req: the bearer token it carries, which urlflow
+// checks as the evidence of who the user is.
+func UserOf(req *mcp.CallToolRequest) User { return User{Token: userToken(req)} }
+
+// check refuses a User that names no one, or names one twice.
+func (u User) check() error {
+	if (u.Token == "") == (u.Subject == "") {
+		return errors.New("delegate: User: set Token (the user's access token) or Subject (with assert_users), one of the two")
+	}
+	return nil
+}
+
+// CredentialStatus is how a credential that urlflow holds for your server stands
+// (Client.CredentialStatus). Times are zero, and other fields empty, where they do not
+// apply.
+type CredentialStatus struct {
+	// Kind is "secret" (a slot) or "oauth" (a provider); Target the slot or provider.
+	Kind   string `json:"kind"`
+	Target string `json:"target"`
+	// Status is "stored" (usable: Require returns it at once), "missing_scopes" (usable,
+	// but not granted every scope of the Need: MissingScopes), or one of the reasons with
+	// which a Call is refused and the user must provide it again (Require):
+	// "not_stored", "locked", "reconnect", "unopenable".
+	Status      string    `json:"status"`
+	StoredAt    time.Time `json:"storedAt"`
+	VerifiedAt  time.Time `json:"verifiedAt"`
+	LastUsedAt  time.Time `json:"lastUsedAt"`
+	RefreshedAt time.Time `json:"refreshedAt"`
+	// Account and Scopes are a connection's, as the provider named and granted them.
+	Account       string   `json:"account"`
+	Scopes        []string `json:"scopes"`
+	MissingScopes []string `json:"missingScopes"`
+	// LockedAt and LockReason say when and how a locked credential came to be locked.
+	LockedAt   time.Time `json:"lockedAt"`
+	LockReason string    `json:"lockReason"`
+	// Releasable: the user provided it on pages that said your server may receive it.
+	Releasable bool `json:"releasable"`
+}
+
+// Deletion is what the deletion of one credential did.
+type Deletion struct {
+	Kind   string `json:"kind"`
+	Target string `json:"target"`
+	// Deleted is false when there was nothing to delete.
+	Deleted bool `json:"deleted"`
+	// Revocation, for a connection deleted, is what came of revoking it at its provider:
+	// "revoked", "unsupported" (the provider offers no revocation) or "failed". It is
+	// deleted either way.
+	Revocation string `json:"revocation"`
+}
+
+// credentialRequest is the body of the credentials endpoints.
+type credentialRequest struct {
+	Slot     string   `json:"slot,omitempty"`
+	Provider string   `json:"provider,omitempty"`
+	Scopes   []string `json:"scopes,omitempty"`
+	Reason   string   `json:"reason,omitempty"`
+	User     string   `json:"user,omitempty"`
+}
+
+// CredentialStatus reports how the credential of need (its Slot or Provider, and for a
+// provider the Scopes the tool needs) that urlflow holds for user and your server stands.
+// It only reads: nothing is refreshed, used or audited. Refusals are *APIError.
+func (c *Client) CredentialStatus(ctx context.Context, user User, need Need) (*CredentialStatus, error) {
+	var st CredentialStatus
+	body := credentialRequest{Slot: need.Slot, Provider: need.Provider, Scopes: need.Scopes}
+	if err := c.credentials(ctx, "credentials/status", user, body, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// DeleteCredential deletes the credential of need (its Slot or Provider) that urlflow
+// holds for user and your server; a connection is revoked at its provider first where it
+// can be. reason (may be empty) goes into urlflow's audit trail. Deleting what is not there
+// is no error: Deleted is false.
+func (c *Client) DeleteCredential(ctx context.Context, user User, need Need, reason string) (*Deletion, error) {
+	var d Deletion
+	body := credentialRequest{Slot: need.Slot, Provider: need.Provider, Reason: reason}
+	if err := c.credentials(ctx, "credentials/delete", user, body, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// DeleteAllCredentials deletes every credential that urlflow holds for user and your
+// server, as DeleteCredential does each, for when the user's account with your server
+// ends; what other servers and urlflow's own tools hold stays. It returns what it
+// deleted. After an error, call it again: what was deleted stays deleted.
+func (c *Client) DeleteAllCredentials(ctx context.Context, user User, reason string) ([]Deletion, error) {
+	var ans struct {
+		Deleted []Deletion `json:"deleted"`
+	}
+	if err := c.credentials(ctx, "credentials/delete-all", user, credentialRequest{Reason: reason}, &ans); err != nil {
+		return nil, err
+	}
+	return ans.Deleted, nil
+}
+
+// credentials sends body, for user, to the credentials endpoint path and decodes the
+// answer into out.
+func (c *Client) credentials(ctx context.Context, path string, user User, body credentialRequest, out any) error {
+	if err := user.check(); err != nil {
+		return err
+	}
+	body.User = user.Subject
+	_, err := c.do(ctx, http.MethodPost, path, user.Token, body, out)
+	return err
+}

@@ -1,0 +1,294 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/urlflow/urlflow/internal/display"
+	"github.com/urlflow/urlflow/oauth/providers"
+	"github.com/urlflow/urlflow/recovery"
+	"github.com/urlflow/urlflow/services"
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/web/respond"
+)
+
+// The credentials API of delegating services: how the credential a service holds for its
+// user stands, and its deletion, one at a time or all of the user's at once (the service
+// deletes the user's account). The user is proven as for every request of a service that
+// names one (delegatedUser), and a service reaches only what it collected itself
+// (credentials.Name). No answer carries a value: a service gets one only through release.
+
+// credentialStatusRequest is the body of POST /api/v1/credentials/status.
+type credentialStatusRequest struct {
+	Slot     string `json:"slot"`
+	Provider string `json:"provider"`
+	// Scopes, for a provider, are the access the service needs: those the connection was
+	// not granted are its missing scopes.
+	Scopes []string `json:"scopes"`
+	// User names the user instead of a user token, for services with assert_users.
+	User string `json:"user"`
+}
+
+// CredentialStatus is the answer of POST /api/v1/credentials/status: how the credential a
+// service holds for its user stands, with what is known of it; never its value.
+type CredentialStatus struct {
+	Kind   state.Kind `json:"kind"`
+	Target string     `json:"target"`
+	// Status is one of the Credential* statuses.
+	Status      string     `json:"status"`
+	StoredAt    *time.Time `json:"storedAt,omitempty"`
+	VerifiedAt  *time.Time `json:"verifiedAt,omitempty"`
+	LastUsedAt  *time.Time `json:"lastUsedAt,omitempty"`
+	RefreshedAt *time.Time `json:"refreshedAt,omitempty"`
+	Account     string     `json:"account,omitempty"`
+	Scopes      []string   `json:"scopes,omitempty"`
+	// MissingScopes are the scopes asked for that the connection was not granted.
+	MissingScopes []string   `json:"missingScopes,omitempty"`
+	LockedAt      *time.Time `json:"lockedAt,omitempty"`
+	LockReason    string     `json:"lockReason,omitempty"`
+	// Releasable: the user provided it on pages that said the service may receive it.
+	Releasable bool `json:"releasable,omitempty"`
+}
+
+// The statuses of a credential. All but stored and missing_scopes are the reasons with
+// which the proxy refuses to use it.
+const (
+	// CredentialStored: usable; a create for it answers stored.
+	CredentialStored = "stored"
+	// CredentialNotStored: the service holds none for the user.
+	CredentialNotStored = reasonNotStored
+	// CredentialLocked: locked until the user enters it again.
+	CredentialLocked = reasonLocked
+	// CredentialReconnect: the provider no longer honours the connection.
+	CredentialReconnect = reasonReconnect
+	// CredentialUnopenable: sealed under a key that is no longer in the key ring.
+	CredentialUnopenable = reasonUnopenable
+	// CredentialMissingScopes: usable, but not granted every scope asked for.
+	CredentialMissingScopes = "missing_scopes"
+)
+
+// apiCredentialStatus is POST /api/v1/credentials/status, for delegating services: how the
+// credential it holds for the proven user stands. It only reads: nothing is refreshed,
+// used, or written to the audit trail.
+func (s *API) apiCredentialStatus(c echo.Context) error {
+	var req credentialStatusRequest
+	svc, t, err := s.targetedRequest(c, &req, &req.Slot, &req.Provider)
+	if err != nil {
+		return err
+	}
+	if t.kind == state.KindSecret && len(req.Scopes) > 0 {
+		return respond.Refuse(http.StatusBadRequest, "scopes are for providers; a secret slot has none")
+	}
+	user, err := s.delegatedUser(c, svc, req.User)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	name := credentials.Name(svc.Name, t.name)
+	ans := CredentialStatus{Kind: t.kind, Target: t.name, Status: CredentialNotStored}
+	cred, err := s.opts.Credentials.Get(ctx, user, name)
+	if errors.Is(err, state.ErrNotFound) {
+		return c.JSON(http.StatusOK, ans)
+	}
+	if err != nil {
+		return err
+	}
+	if ans.LastUsedAt, err = s.opts.Credentials.LastUsed(ctx, user, name); err != nil {
+		return err
+	}
+	s.describe(&ans, cred, req.Scopes)
+	return c.JSON(http.StatusOK, ans)
+}
+
+// describe fills ans with what cred, which the service holds, says of itself and its
+// status for a need of the scopes want.
+func (s *API) describe(ans *CredentialStatus, cred *credentials.Credential, want []string) {
+	ans.StoredAt, ans.VerifiedAt, ans.RefreshedAt = &cred.StoredAt, cred.VerifiedAt, cred.RefreshedAt
+	ans.Account, ans.Scopes, ans.Releasable = cred.Account, cred.Scopes, cred.Releasable
+	ans.LockedAt, ans.LockReason = cred.LockedAt, cred.LockReason
+	for _, w := range want {
+		if !slices.Contains(cred.Scopes, w) && !slices.Contains(ans.MissingScopes, w) {
+			ans.MissingScopes = append(ans.MissingScopes, w)
+		}
+	}
+	switch {
+	case cred.Locked():
+		ans.Status = CredentialLocked
+	case cred.NeedsReconnect:
+		ans.Status = CredentialReconnect
+	case !s.opts.Vault.HasKey(cred.Sealed):
+		ans.Status = CredentialUnopenable
+	case len(ans.MissingScopes) > 0:
+		ans.Status = CredentialMissingScopes
+	default:
+		ans.Status = CredentialStored
+	}
+}
+
+// credentialDeleteRequest is the body of POST /api/v1/credentials/delete.
+type credentialDeleteRequest struct {
+	Slot     string `json:"slot"`
+	Provider string `json:"provider"`
+	// Reason says why, for the audit trail.
+	Reason string `json:"reason"`
+	// User names the user instead of a user token, for services with assert_users.
+	User string `json:"user"`
+}
+
+// credentialsDeleteAllRequest is the body of POST /api/v1/credentials/delete-all.
+type credentialsDeleteAllRequest struct {
+	// Reason says why, for the audit trail.
+	Reason string `json:"reason"`
+	// User names the user instead of a user token, for services with assert_users.
+	User string `json:"user"`
+}
+
+// Deletion is what the deletion of one credential did: whether there was one to delete
+// and, for a provider's connection that was deleted, what came of revoking it there.
+type Deletion struct {
+	Kind    state.Kind `json:"kind"`
+	Target  string     `json:"target"`
+	Deleted bool       `json:"deleted"`
+	// Revocation is one of the Revocation* outcomes, for a connection deleted.
+	Revocation string `json:"revocation,omitempty"`
+}
+
+// DeletedAll is the answer of POST /api/v1/credentials/delete-all: the credentials deleted.
+type DeletedAll struct {
+	Deleted []Deletion `json:"deleted"`
+}
+
+// What came of revoking a deleted connection at its provider. It is deleted whatever came
+// of it: urlflow no longer holds its tokens.
+const (
+	// RevocationRevoked: revoked (RFC 7009), or the provider had already stopped
+	// honouring it.
+	RevocationRevoked = "revoked"
+	// RevocationUnsupported: the provider offers urlflow no way to revoke it.
+	RevocationUnsupported = "unsupported"
+	// RevocationFailed: revoking it failed, or its provider is no longer configured.
+	RevocationFailed = "failed"
+)
+
+// apiCredentialDelete is POST /api/v1/credentials/delete, for delegating services: the
+// credential it holds for the proven user is deleted, a provider's connection revoked
+// there first where the provider can. Deleting what is not there answers 200 with
+// deleted false, so that a deletion sent again after a lost answer is not an error.
+func (s *API) apiCredentialDelete(c echo.Context) error {
+	var req credentialDeleteRequest
+	svc, t, err := s.targetedRequest(c, &req, &req.Slot, &req.Provider)
+	if err != nil {
+		return err
+	}
+	user, err := s.delegatedUser(c, svc, req.User)
+	if err != nil {
+		return err
+	}
+	d, err := s.deleteCredential(c.Request().Context(), user, svc, t.kind, t.name, deletionReason(svc, "", req.Reason))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, d)
+}
+
+// apiCredentialsDeleteAll is POST /api/v1/credentials/delete-all, for delegating services:
+// every credential the service holds for the proven user is deleted (as by
+// apiCredentialDelete), also those of slots and providers it may no longer ask for; what
+// other services and urlflow's own tools hold stays.
+func (s *API) apiCredentialsDeleteAll(c echo.Context) error {
+	var req credentialsDeleteAllRequest
+	svc, err := s.serviceRequest(c, &req)
+	if err != nil {
+		return err
+	}
+	user, err := s.delegatedUser(c, svc, req.User)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	names, err := s.opts.Credentials.Names(ctx, user)
+	if err != nil {
+		return err
+	}
+	reason := deletionReason(svc, "with every credential of the user", req.Reason)
+	ans := DeletedAll{Deleted: []Deletion{}}
+	for _, name := range names {
+		holder, target := credentials.SplitName(name)
+		if holder != svc.Name {
+			continue
+		}
+		cred, err := s.opts.Credentials.Get(ctx, user, name)
+		if errors.Is(err, state.ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		d, err := s.deleteCredential(ctx, user, svc, cred.Kind, target, reason)
+		if err != nil {
+			return err // what was deleted stays deleted; the request sent again deletes the rest
+		}
+		if d.Deleted {
+			ans.Deleted = append(ans.Deleted, d)
+		}
+	}
+	return c.JSON(http.StatusOK, ans)
+}
+
+// deleteCredential deletes user's credential of target, of kind, that svc holds, as actor
+// service with reason; a connection is revoked at its provider first where it can be.
+func (s *API) deleteCredential(ctx context.Context, user state.User, svc *services.Service, kind state.Kind, target, reason string) (Deletion, error) {
+	name := credentials.Name(svc.Name, target)
+	d := Deletion{Kind: kind, Target: target}
+	p, known := s.opts.Providers.Lookup(target)
+	if kind == state.KindOAuth && known {
+		dis, err := s.opts.Keeper.Disconnect(ctx, user, name, p, state.ActorService, reason)
+		if err != nil {
+			return d, err
+		}
+		d.Deleted = dis.Deleted
+		if d.Deleted {
+			d.Revocation = revocation(dis.RevokeErr)
+		}
+		return d, nil
+	}
+	deleted, err := s.opts.Credentials.Delete(ctx, user, name, state.ActorService, reason)
+	if err != nil {
+		return d, err
+	}
+	d.Deleted = deleted
+	if deleted && kind == state.KindOAuth {
+		d.Revocation = RevocationFailed // its provider is no longer configured
+	}
+	return d, nil
+}
+
+// revocation names what came of revoking a connection, from the error of revoking it.
+func revocation(err error) string {
+	switch {
+	case err == nil:
+		return RevocationRevoked
+	case errors.Is(err, providers.ErrNoRevocation):
+		return RevocationUnsupported
+	}
+	return RevocationFailed
+}
+
+// deletionReason is the audit trail's reason for a deletion by svc, how it deleted (empty
+// for one credential) and why, as the service says (cleaned, as every reason is).
+func deletionReason(svc *services.Service, how, why string) string {
+	reason := "deleted by the service " + svc.Name
+	if how != "" {
+		reason += " " + how
+	}
+	if why = display.Clean(why, recovery.ReasonLimit); why != "" {
+		reason += ": " + why
+	}
+	return reason
+}

@@ -1,0 +1,378 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/audit"
+	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/web/api"
+)
+
+// The credentials API of services: the status of what a service holds for its user, read
+// without a trace, and its deletion, one or all, audited as the service's. A service
+// reaches only its own, for the user it proves.
+
+const (
+	statusPath    = "/api/v1/credentials/status"
+	deletePath    = "/api/v1/credentials/delete"
+	deleteAllPath = "/api/v1/credentials/delete-all"
+)
+
+// credentialStatus asks as service, with userToken, for the status body names, and
+// decodes the answer, which must be 200 and never carry the demo key.
+func (f *fixture) credentialStatus(t *testing.T, service, userToken, body string) api.CredentialStatus {
+	t.Helper()
+	got := f.asService(t, service, http.MethodPost, statusPath, userToken, body)
+	var st api.CredentialStatus
+	got.decode(t, &st)
+	if got.Status != http.StatusOK || strings.Contains(got.Body, validKey) {
+		t.Fatalf("status answered %d %s, want 200 without the value", got.Status, got.Body)
+	}
+	return st
+}
+
+// deletion sends a deletion as service and decodes its 200 answer.
+func (f *fixture) deletion(t *testing.T, service, userToken, body string) api.Deletion {
+	t.Helper()
+	got := f.asService(t, service, http.MethodPost, deletePath, userToken, body)
+	var d api.Deletion
+	got.decode(t, &d)
+	if got.Status != http.StatusOK {
+		t.Fatalf("delete answered %d %s, want 200", got.Status, got.Body)
+	}
+	return d
+}
+
+// deletedAll sends a deletion of everything as service and decodes its 200 answer.
+func (f *fixture) deletedAll(t *testing.T, service, userToken, body string) []api.Deletion {
+	t.Helper()
+	got := f.asService(t, service, http.MethodPost, deleteAllPath, userToken, body)
+	var all api.DeletedAll
+	got.decode(t, &all)
+	if got.Status != http.StatusOK || all.Deleted == nil {
+		t.Fatalf("delete-all answered %d %s, want 200 with a list", got.Status, got.Body)
+	}
+	return all.Deleted
+}
+
+// connectFor has user name connect Acme through a flow that service creates.
+func (f *fixture) connectFor(t *testing.T, service, name string) {
+	t.Helper()
+	v := created(t, f.asService(t, service, http.MethodPost, "/api/v1/elicitations", f.userTokenFor(t, name, service), `{"provider": "acme"}`), http.StatusCreated)
+	b := f.browser(t, name)
+	b.get(b.atProvider(b.startConnect(v.ID, b.open(v.ID)))).want(t, http.StatusOK, "connected")
+	f.wantState(t, v.ID, flow.Complete)
+}
+
+// storeOwn has user name store the demo key for urlflow's own tools.
+func (f *fixture) storeOwn(t *testing.T, name string) {
+	t.Helper()
+	own := f.newFlow(t, name)
+	b := f.browser(t, name)
+	b.submit(own.ID, b.continueToForm(own.ID), validKey).want(t, http.StatusOK)
+	f.wantState(t, own.ID, flow.Complete)
+}
+
+// retireKey makes owner's credential name sealed under a key that is not in the ring.
+func (f *fixture) retireKey(t *testing.T, owner, name string) {
+	t.Helper()
+	rdb, key := f.redis.Client(t), credentials.Key(f.user(owner).Key(), name)
+	var c credentials.Credential
+	if err := state.DecodeJSON(rdb.Get(t.Context(), key), name, &c); err != nil {
+		t.Fatal(err)
+	}
+	c.Sealed.KeyID = "retired"
+	doc, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(t.Context(), key, doc, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTheStatusOfASecretSaysHowItStandsAndLeavesNoTrace(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	alice := f.userTokenFor(t, "alice", weather)
+	const demo = `{"slot": "demo_api_key"}`
+	if st := f.credentialStatus(t, weather, alice, demo); st.Status != api.CredentialNotStored || st.Kind != state.KindSecret ||
+		st.Target != demoSlot || st.StoredAt != nil {
+		t.Errorf("before it is stored: %+v, want not_stored and nothing else", st)
+	}
+	f.storeFor(t, weather, "alice", validKey)
+	f.storeFor(t, weather, "bob", validKey)
+	f.retireKey(t, "bob", credentials.Name(weather, demoSlot))
+	before := len(f.audited(t, "alice"))
+
+	st := f.credentialStatus(t, weather, alice, demo)
+	if st.Status != api.CredentialStored || st.StoredAt == nil || st.VerifiedAt == nil || st.LastUsedAt != nil || st.LockedAt != nil {
+		t.Errorf("stored: %+v, want stored, verified, never used", st)
+	}
+	f.credentialStatus(t, weather, alice, demo)
+	if used, err := f.creds.LastUsed(t.Context(), f.user("alice"), credentials.Name(weather, demoSlot)); err != nil || used != nil {
+		t.Errorf("the status recorded a use (%v, %v)", used, err)
+	}
+	if after := len(f.audited(t, "alice")); after != before {
+		t.Errorf("the status wrote %d audit events, want none", after-before)
+	}
+	proxied(t, f.asService(t, weather, http.MethodPost, "/api/v1/proxy", alice, `{"slot": "demo_api_key", "method": "GET", "path": "/whoami"}`))
+	if st := f.credentialStatus(t, weather, alice, demo); st.LastUsedAt == nil {
+		t.Errorf("after a proxy call: %+v, want lastUsedAt", st)
+	}
+
+	// Another service's, another user's: not stored for this one.
+	if st := f.credentialStatus(t, calendar, f.userTokenFor(t, "alice", calendar), demo); st.Status != api.CredentialNotStored {
+		t.Errorf("calendar sees weather's: %+v", st)
+	}
+	if st := f.credentialStatus(t, weather, f.userTokenFor(t, "carol", weather), demo); st.Status != api.CredentialNotStored {
+		t.Errorf("carol's status: %+v, want not_stored", st)
+	}
+	if st := f.credentialStatus(t, weather, f.userTokenFor(t, "bob", weather), demo); st.Status != api.CredentialUnopenable || st.StoredAt == nil {
+		t.Errorf("sealed under a retired key: %+v, want unopenable", st)
+	}
+
+	cred, _ := f.storedSecret(t, "alice", credentials.Name(weather, demoSlot))
+	if _, err := f.creds.Lock(t.Context(), f.user("alice"), cred, state.ActorService, "a proxy request of the service weather carried it in its query"); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.credentialStatus(t, weather, alice, demo); st.Status != api.CredentialLocked || st.LockedAt == nil ||
+		!strings.Contains(st.LockReason, "carried it in its query") {
+		t.Errorf("locked: %+v, want locked with its reason", st)
+	}
+	f.asService(t, weather, http.MethodPost, statusPath, alice, `{"slot": "demo_api_key", "scopes": ["x"]}`).want(t, http.StatusBadRequest, "scopes")
+}
+
+func TestTheStatusOfAConnectionSaysItsAccountScopesAndWhatIsMissingWithoutRefreshing(t *testing.T) {
+	t.Parallel()
+	p := newProvider(t)
+	f := newFixture(t, fixtureOptions{provider: p})
+	alice := f.userTokenFor(t, "alice", weather)
+	f.connectFor(t, weather, "alice")
+	_, exchanges := p.tokens()
+
+	st := f.credentialStatus(t, weather, alice, `{"provider": "acme"}`)
+	if st.Status != api.CredentialStored || st.Kind != state.KindOAuth || st.Account != providerAccount ||
+		!slices.Equal(st.Scopes, []string{"profile"}) || st.MissingScopes != nil {
+		t.Errorf("connected: %+v, want stored with its account and scopes", st)
+	}
+	st = f.credentialStatus(t, weather, alice, `{"provider": "acme", "scopes": ["profile", "write", "write"]}`)
+	if st.Status != api.CredentialMissingScopes || !slices.Equal(st.MissingScopes, []string{"write"}) {
+		t.Errorf("short of a scope: %+v, want missing_scopes [write]", st)
+	}
+
+	cred, err := f.creds.Get(t.Context(), f.user("alice"), credentials.Name(weather, "acme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.creds.Update(t.Context(), f.user("alice"), cred, func(c *credentials.Credential) { c.NeedsReconnect = true }); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.credentialStatus(t, weather, alice, `{"provider": "acme"}`); st.Status != api.CredentialReconnect {
+		t.Errorf("no longer honoured: %+v, want reconnect", st)
+	}
+	if _, n := p.tokens(); n != exchanges {
+		t.Errorf("the status called the token endpoint %d times, want never", n-exchanges)
+	}
+	f.asService(t, calendar, http.MethodPost, statusPath, f.userTokenFor(t, "alice", calendar), `{"provider": "acme"}`).
+		want(t, http.StatusForbidden, "may not use")
+}
+
+// Every refusal of the credentials API answers as the other endpoints of services do, and
+// reads and deletes nothing.
+func TestARefusedCredentialsRequestDeletesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	f.storeFor(t, weather, "alice", validKey)
+	alice := f.userTokenFor(t, "alice", weather)
+	before := len(f.audited(t, "alice"))
+	for _, path := range []string{statusPath, deletePath, deleteAllPath} {
+		for _, tc := range []struct {
+			name, service, userToken, body string
+			status                         int
+			says                           string
+		}{
+			{"no user token", weather, "", `{"slot": "demo_api_key"}`, http.StatusUnauthorized, api.UserTokenHeader},
+			{"a token for urlflow", weather, f.token(t, "alice"), `{"slot": "demo_api_key"}`, http.StatusUnauthorized, "wrong audience"},
+			{"a token for another service", weather, f.userTokenFor(t, "alice", calendar), `{"slot": "demo_api_key"}`, http.StatusUnauthorized, "wrong audience"},
+			{"a user named, not trusted to name", weather, "", `{"slot": "demo_api_key", "user": "alice"}`, http.StatusForbidden, "may not name users"},
+			{"a named user and a token", directory, f.userTokenFor(t, "alice", directory), `{"slot": "demo_api_key", "user": "alice"}`, http.StatusBadRequest, "not both"},
+			{"an unknown field", weather, alice, `{"slot": "demo_api_key", "secret": "x"}`, http.StatusBadRequest, "unknown field"},
+		} {
+			t.Run(path+"/"+tc.name, func(t *testing.T) {
+				body := tc.body
+				if path == deleteAllPath { // it names no slot
+					body = strings.Replace(body, `"slot": "demo_api_key"`, `"reason": "test"`, 1)
+				}
+				f.asService(t, tc.service, http.MethodPost, path, tc.userToken, body).want(t, tc.status, tc.says)
+			})
+		}
+		f.api(t, http.MethodPost, path, f.token(t, "alice"), `{"slot": "demo_api_key"}`).want(t, http.StatusForbidden, "only a delegating service")
+		f.send(t, nil, request{method: http.MethodPost, path: path, token: f.serviceKeys[weather], header: http.Header{api.UserTokenHeader: {alice}},
+			body: strings.NewReader(`{}`)}).want(t, http.StatusUnsupportedMediaType, "application/json")
+	}
+	for _, path := range []string{statusPath, deletePath} {
+		f.asService(t, weather, http.MethodPost, path, alice, `{"slot": "nope"}`).want(t, http.StatusForbidden, "may not use")
+		f.asService(t, weather, http.MethodPost, path, alice, `{}`).want(t, http.StatusBadRequest, "one of")
+	}
+	f.asService(t, weather, http.MethodPost, deletePath, alice, `{"provider": "acme"}`).want(t, http.StatusForbidden, "may not use")
+	if _, err := f.creds.Get(t.Context(), f.user("alice"), credentials.Name(weather, demoSlot)); err != nil {
+		t.Errorf("weather's credential is gone: %v", err)
+	}
+	if after := len(f.audited(t, "alice")); after != before {
+		t.Errorf("refusals wrote %d audit events", after-before)
+	}
+}
+
+func TestAServiceDeletesItsOwnCredentialOnceAndTheTrailSaysSo(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	f.storeOwn(t, "alice")
+	f.storeFor(t, weather, "alice", validKey)
+	f.storeFor(t, calendar, "alice", validKey)
+	alice := f.userTokenFor(t, "alice", weather)
+
+	body := `{"slot": "demo_api_key", "reason": "the user\u202e asked\nus"}`
+	// A service that holds nothing for alice deletes nothing, whoever else holds one.
+	if d := f.deletion(t, keyholder, f.userTokenFor(t, "alice", keyholder), body); d.Deleted {
+		t.Errorf("keyholder deleted something: %+v", d)
+	}
+	if d := f.deletion(t, weather, alice, body); !d.Deleted || d.Kind != state.KindSecret || d.Target != demoSlot || d.Revocation != "" {
+		t.Errorf("deleted: %+v, want deleted, with nothing to revoke", d)
+	}
+	f.wantNoCredential(t, "alice", credentials.Name(weather, demoSlot))
+	for _, name := range []string{demoSlot, credentials.Name(calendar, demoSlot)} {
+		if _, err := f.creds.Get(t.Context(), f.user("alice"), name); err != nil {
+			t.Errorf("%s went too: %v", name, err)
+		}
+	}
+	log := f.audited(t, "alice")
+	last := log[len(log)-1]
+	if last.Event != audit.CredentialDeleted || last.Actor != state.ActorService || last.Credential != credentials.Name(weather, demoSlot) ||
+		last.Reason != "deleted by the service weather: the user asked us" {
+		t.Errorf("the audit trail ends with %+v, want weather's deletion with its reason, cleaned", last)
+	}
+
+	// Sent again, as after a lost answer: nothing was there, and that is no error.
+	if d := f.deletion(t, weather, alice, body); d.Deleted {
+		t.Errorf("deleted twice: %+v", d)
+	}
+	if n := len(f.audited(t, "alice")); n != len(log) {
+		t.Errorf("deleting nothing wrote %d audit events", n-len(log))
+	}
+	// Another user's token deletes that user's, which is none.
+	if d := f.deletion(t, calendar, f.userTokenFor(t, "bob", calendar), `{"slot": "demo_api_key"}`); d.Deleted {
+		t.Errorf("calendar deleted something of bob's: %+v", d)
+	}
+	if _, err := f.creds.Get(t.Context(), f.user("alice"), credentials.Name(calendar, demoSlot)); err != nil {
+		t.Errorf("calendar's credential of alice is gone: %v", err)
+	}
+}
+
+func TestDeletingAConnectionRevokesItWhereTheProviderCan(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		revocable bool
+		want      string
+	}{
+		{"with a revocation endpoint", true, api.RevocationRevoked},
+		{"without one", false, api.RevocationUnsupported},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := newProvider(t)
+			p.revocable = tc.revocable
+			f := newFixture(t, fixtureOptions{provider: p})
+			f.connectFor(t, weather, "alice")
+			d := f.deletion(t, weather, f.userTokenFor(t, "alice", weather), `{"provider": "acme"}`)
+			if !d.Deleted || d.Kind != state.KindOAuth || d.Target != "acme" || d.Revocation != tc.want {
+				t.Errorf("deleted %+v, want deleted and revocation %s", d, tc.want)
+			}
+			revoked := p.revokedTokens()
+			if tc.revocable != (len(revoked) == 1 && strings.HasPrefix(revoked[0], "acme-refresh-")) {
+				t.Errorf("revoked %v at Acme (revocable: %v), want its refresh token where it can", revoked, tc.revocable)
+			}
+			f.wantNoCredential(t, "alice", credentials.Name(weather, "acme"))
+			log := f.audited(t, "alice")
+			if last := log[len(log)-1]; last.Event != audit.CredentialDeleted || last.Actor != state.ActorService || last.Reason != "deleted by the service weather" {
+				t.Errorf("the audit trail ends with %+v", last)
+			}
+		})
+	}
+}
+
+// A service that deletes its user's account deletes everything it holds for that user,
+// and nothing that another service or urlflow's own tools hold, nor another user's.
+func TestDeletingEverythingOfAUserLeavesWhatOthersHold(t *testing.T) {
+	t.Parallel()
+	p := newProvider(t)
+	p.revocable = true
+	f := newFixture(t, fixtureOptions{provider: p})
+	f.storeOwn(t, "alice")
+	f.storeFor(t, weather, "alice", validKey)
+	f.connectFor(t, weather, "alice")
+	f.storeFor(t, calendar, "alice", validKey)
+	f.storeFor(t, weather, "bob", validKey)
+	alice := f.userTokenFor(t, "alice", weather)
+	before := len(f.audited(t, "alice"))
+
+	got := f.deletedAll(t, weather, alice, `{"reason": "account closed"}`)
+	want := []api.Deletion{
+		{Kind: state.KindOAuth, Target: "acme", Deleted: true, Revocation: api.RevocationRevoked},
+		{Kind: state.KindSecret, Target: demoSlot, Deleted: true},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("deleted %+v, want %+v", got, want)
+	}
+	if len(p.revokedTokens()) != 1 {
+		t.Errorf("revoked %d tokens at Acme, want the connection's", len(p.revokedTokens()))
+	}
+	names, err := f.creds.Names(t.Context(), f.user("alice"))
+	if err != nil || !slices.Equal(names, []string{credentials.Name(calendar, demoSlot), demoSlot}) {
+		t.Errorf("alice keeps %v (%v), want calendar's and urlflow's own", names, err)
+	}
+	if _, err := f.creds.Get(t.Context(), f.user("bob"), credentials.Name(weather, demoSlot)); err != nil {
+		t.Errorf("bob's credential went too: %v", err)
+	}
+	var deletions []string
+	for _, e := range f.audited(t, "alice")[before:] {
+		if e.Event != audit.CredentialDeleted || e.Actor != state.ActorService ||
+			e.Reason != "deleted by the service weather with every credential of the user: account closed" {
+			t.Errorf("audited %+v, want weather's deletions", e)
+		}
+		deletions = append(deletions, e.Credential)
+	}
+	if !slices.Equal(deletions, []string{credentials.Name(weather, "acme"), credentials.Name(weather, demoSlot)}) {
+		t.Errorf("audited the deletion of %v, want one event per credential", deletions)
+	}
+	if again := f.deletedAll(t, weather, alice, `{}`); len(again) != 0 {
+		t.Errorf("deleting everything again deleted %+v", again)
+	}
+}
+
+func TestATrustedServiceManagesTheCredentialsOfTheUserItNames(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	f.storeFor(t, directory, "alice", validKey)
+	f.storeFor(t, directory, "bob", validKey)
+	if st := f.credentialStatus(t, directory, "", `{"slot": "demo_api_key", "user": "alice"}`); st.Status != api.CredentialStored {
+		t.Errorf("status: %+v, want stored", st)
+	}
+	if d := f.deletion(t, directory, "", `{"slot": "demo_api_key", "user": "alice"}`); !d.Deleted {
+		t.Errorf("delete: %+v, want deleted", d)
+	}
+	if all := f.deletedAll(t, directory, "", `{"user": "bob"}`); len(all) != 1 || all[0].Target != demoSlot {
+		t.Errorf("delete-all: %+v, want bob's demo key", all)
+	}
+	for _, name := range []string{"alice", "bob"} {
+		f.wantNoCredential(t, name, credentials.Name(directory, demoSlot))
+	}
+	f.asService(t, directory, http.MethodPost, deleteAllPath, "", `{"user": "not a name!"}`).want(t, http.StatusBadRequest, "user")
+}
