@@ -106,18 +106,26 @@ func (c *Client) DeleteCredential(ctx context.Context, user User, need Need, rea
 	return &d, nil
 }
 
-// DeleteAllCredentials deletes every credential that urlflow holds for user and your
-// server, as DeleteCredential does each, for when the user's account with your server
-// ends; what other servers and urlflow's own tools hold stays. It returns what it
-// deleted. After an error, call it again: what was deleted stays deleted.
-func (c *Client) DeleteAllCredentials(ctx context.Context, user User, reason string) ([]Deletion, error) {
-	var ans struct {
-		Deleted []Deletion `json:"deleted"`
-	}
+// DeletedAll is what DeleteAllCredentials did.
+type DeletedAll struct {
+	// Cancelled are the IDs of your server's elicitations for the user that were still
+	// running, cancelled first so that none stores a credential again afterwards.
+	Cancelled []string `json:"cancelled"`
+	// Deleted are the credentials deleted.
+	Deleted []Deletion `json:"deleted"`
+}
+
+// DeleteAllCredentials cancels your server's elicitations for user that still run, then
+// deletes every credential that urlflow holds for user and your server, as
+// DeleteCredential does each, for when the user's account with your server ends; what
+// other servers and urlflow's own tools hold stays. After an error, call it again: what
+// was cancelled or deleted stays so.
+func (c *Client) DeleteAllCredentials(ctx context.Context, user User, reason string) (*DeletedAll, error) {
+	var ans DeletedAll
 	if err := c.credentials(ctx, "credentials/delete-all", user, credentialRequest{Reason: reason}, &ans); err != nil {
 		return nil, err
 	}
-	return ans.Deleted, nil
+	return &ans, nil
 }
 
 // credentials sends body, for user, to the credentials endpoint path and decodes the

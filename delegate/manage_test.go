@@ -39,10 +39,10 @@ func TestAServerReadsAndDeletesWhatItHoldsForItsUser(t *testing.T) {
 		t.Fatalf("delete again: %+v %v, want nothing deleted and no error", d, err)
 	}
 	all, err := w.Client.DeleteAllCredentials(ctx, nina, "account closed")
-	if err != nil || len(all) != 1 || all[0].Target != "spare_key" || !all[0].Deleted {
+	if err != nil || len(all.Deleted) != 1 || all.Deleted[0].Target != "spare_key" || !all.Deleted[0].Deleted || len(all.Cancelled) != 0 {
 		t.Fatalf("delete all: %+v %v, want the spare key", all, err)
 	}
-	if all, err := w.Client.DeleteAllCredentials(ctx, nina, ""); err != nil || len(all) != 0 {
+	if all, err := w.Client.DeleteAllCredentials(ctx, nina, ""); err != nil || len(all.Deleted) != 0 || len(all.Cancelled) != 0 {
 		t.Fatalf("delete all again: %+v %v, want nothing", all, err)
 	}
 	if res := structured(t, c.callOK("forecast", forecast)); res["status"] != "user_action_required" {

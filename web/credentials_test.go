@@ -376,3 +376,32 @@ func TestATrustedServiceManagesTheCredentialsOfTheUserItNames(t *testing.T) {
 	}
 	f.asService(t, directory, http.MethodPost, deleteAllPath, "", `{"user": "not a name!"}`).want(t, http.StatusBadRequest, "user")
 }
+
+// Deleting everything of a user first cancels the service's elicitations for the user that
+// still run, so that none stores a credential again afterwards; the user's flows for other
+// services, and other users' flows for this one, run on.
+func TestDeletingEverythingOfAUserCancelsTheServicesRunningFlowsFirst(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	start := func(service, user string) string {
+		body := `{"slot": "demo_api_key"}`
+		return created(t, f.asService(t, service, http.MethodPost, "/api/v1/elicitations", f.userTokenFor(t, user, service), body), http.StatusCreated).ID
+	}
+	mine, calendars, bobs := start(weather, "alice"), start(calendar, "alice"), start(weather, "bob")
+
+	got := f.asService(t, weather, http.MethodPost, deleteAllPath, f.userTokenFor(t, "alice", weather), `{"reason": "account closed"}`)
+	var all api.DeletedAll
+	got.decode(t, &all)
+	if got.Status != http.StatusOK || !slices.Equal(all.Cancelled, []string{mine}) || len(all.Deleted) != 0 {
+		t.Fatalf("delete-all answered %d %s, want alice's weather flow cancelled", got.Status, got.Body)
+	}
+	f.wantState(t, mine, flow.Cancelled)
+	if last := f.lastEntry(t, mine); last.Actor != state.ActorService {
+		t.Errorf("the cancellation was recorded as %+v, want by the service", last)
+	}
+	for _, id := range []string{calendars, bobs} {
+		if e := f.get(t, id); e.State.Terminal() {
+			t.Errorf("flow %s of another service or user is %s, want it running", id, e.State)
+		}
+	}
+}

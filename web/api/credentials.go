@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/web/respond"
 )
 
@@ -159,9 +161,13 @@ type Deletion struct {
 	Revocation string `json:"revocation,omitempty"`
 }
 
-// DeletedAll is the answer of POST /api/v1/credentials/delete-all: the credentials deleted.
+// DeletedAll is the answer of POST /api/v1/credentials/delete-all: the elicitations
+// cancelled and the credentials deleted.
 type DeletedAll struct {
-	Deleted []Deletion `json:"deleted"`
+	// Cancelled are the IDs of the service's elicitations for the user that were still
+	// running: cancelled first, so that none stores a credential again afterwards.
+	Cancelled []string   `json:"cancelled"`
+	Deleted   []Deletion `json:"deleted"`
 }
 
 // What came of revoking a deleted connection at its provider. It is deleted whatever came
@@ -212,12 +218,15 @@ func (s *API) apiCredentialsDeleteAll(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	reason := deletionReason(svc, "with every credential of the user", req.Reason)
+	ans := DeletedAll{Deleted: []Deletion{}}
+	if ans.Cancelled, err = s.cancelRunning(ctx, user, svc, reason); err != nil {
+		return err
+	}
 	names, err := s.opts.Credentials.Names(ctx, user)
 	if err != nil {
 		return err
 	}
-	reason := deletionReason(svc, "with every credential of the user", req.Reason)
-	ans := DeletedAll{Deleted: []Deletion{}}
 	for _, name := range names {
 		holder, target := credentials.SplitName(name)
 		if holder != svc.Name {
@@ -239,6 +248,40 @@ func (s *API) apiCredentialsDeleteAll(c echo.Context) error {
 		}
 	}
 	return c.JSON(http.StatusOK, ans)
+}
+
+// cancelRunning cancels every elicitation of svc for user that is still running, as actor
+// service with reason, and returns their IDs. One that ends meanwhile is left as it ended.
+func (s *API) cancelRunning(ctx context.Context, user state.User, svc *services.Service, reason string) ([]string, error) {
+	var running []flow.State
+	for _, st := range flow.States {
+		if !st.Terminal() {
+			running = append(running, st)
+		}
+	}
+	q := flow.ListQuery{Filter: flow.Filter{UserKey: user.Key(), Service: svc.Name, States: running}, Limit: flow.MaxListLimit}
+	cancelled := []string{}
+	for {
+		page, err := s.opts.Flows.Index().List(ctx, q)
+		if err != nil {
+			return cancelled, fmt.Errorf("list the running elicitations of the user: %w", err)
+		}
+		for _, e := range page.Elicitations {
+			_, err := s.opts.Recovery.Cancel(ctx, e, flow.Act{Actor: state.ActorService, Reason: reason})
+			var conflict *recovery.Conflict
+			switch {
+			case errors.As(err, &conflict):
+				continue // it ended meanwhile
+			case err != nil:
+				return cancelled, err
+			}
+			cancelled = append(cancelled, e.ID)
+		}
+		if page.Next == "" {
+			return cancelled, nil
+		}
+		q.Cursor = page.Next
+	}
 }
 
 // deleteCredential deletes user's credential of target, of kind, that svc holds, as actor
