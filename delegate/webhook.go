@@ -65,6 +65,17 @@ func SignWebhook(key []byte, id string, timestamp time.Time, body []byte) string
 	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
 
+// SignWebhookWith returns the webhook-signature header of the message id sent at
+// timestamp with body under every key, space separated, as Standard Webhooks has a sender
+// sign while a secret rotates: a receiver that knows either secret verifies it.
+func SignWebhookWith(keys [][]byte, id string, timestamp time.Time, body []byte) string {
+	sigs := make([]string, len(keys))
+	for i, k := range keys {
+		sigs[i] = SignWebhook(k, id, timestamp, body)
+	}
+	return strings.Join(sigs, " ")
+}
+
 // Webhook is a verified webhook of urlflow: an elicitation of the server ended.
 type Webhook struct {
 	// ID is the message's webhook-id.
@@ -89,12 +100,12 @@ type Elicitation struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 }
 
-// WebhookVerifier verifies the webhooks of one secret and remembers the IDs it verified
+// WebhookVerifier verifies the webhooks signed with one of its secrets and remembers the IDs it verified
 // within the tolerance, to refuse a replay. A server with several replicas behind one
 // webhook URL sees a replay refused only by the replica that verified the first copy.
 // Its methods may be called concurrently.
 type WebhookVerifier struct {
-	key []byte
+	keys [][]byte
 	// Tolerance bounds how far a timestamp may be from Now (DefaultWebhookTolerance when
 	// zero).
 	Tolerance time.Duration
@@ -105,13 +116,38 @@ type WebhookVerifier struct {
 	seen map[string]time.Time // webhook-id → its timestamp
 }
 
-// NewWebhookVerifier returns a verifier for secret ("whsec_" and base64).
-func NewWebhookVerifier(secret string) (*WebhookVerifier, error) {
-	key, err := ParseSecret(secret)
-	if err != nil {
-		return nil, err
+// NewWebhookVerifier returns a verifier for one or more secrets ("whsec_" and base64): a
+// message signed with any of them verifies. While urlflow's signing secret rotates, give
+// both the old and the new one.
+func NewWebhookVerifier(secrets ...string) (*WebhookVerifier, error) {
+	if len(secrets) == 0 {
+		return nil, errors.New("webhook: no secret to verify with")
 	}
-	return &WebhookVerifier{key: key, seen: map[string]time.Time{}}, nil
+	v := &WebhookVerifier{seen: map[string]time.Time{}}
+	for _, secret := range secrets {
+		key, err := ParseSecret(secret)
+		if err != nil {
+			return nil, err
+		}
+		v.keys = append(v.keys, key)
+	}
+	return v, nil
+}
+
+// signed reports whether header, the webhook-signature of the message id sent at ts with
+// body, holds a signature under one of v's keys.
+func (v *WebhookVerifier) signed(header, id string, ts time.Time, body []byte) bool {
+	// The header may carry several signatures, space separated (while a secret rotates).
+	sigs := strings.Fields(header)
+	for _, key := range v.keys {
+		want := []byte(SignWebhook(key, id, ts, body))
+		for _, sig := range sigs {
+			if hmac.Equal([]byte(sig), want) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Verify checks the webhook of header and body and returns it. It refuses a message
@@ -132,15 +168,7 @@ func (v *WebhookVerifier) Verify(header http.Header, body []byte) (*Webhook, err
 		return nil, ErrWebhookSignature
 	}
 	ts := time.Unix(secs, 0)
-	want := SignWebhook(v.key, id, ts, body)
-	signed := false
-	// The header may carry several signatures, space separated (while a secret rotates).
-	for _, sig := range strings.Fields(header.Get(HeaderWebhookSignature)) {
-		if hmac.Equal([]byte(sig), []byte(want)) {
-			signed = true
-		}
-	}
-	if !signed {
+	if !v.signed(header.Get(HeaderWebhookSignature), id, ts, body) {
 		return nil, ErrWebhookSignature
 	}
 	if ts.Before(now.Add(-tolerance)) || ts.After(now.Add(tolerance)) {

@@ -2,6 +2,7 @@ package delegate
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -44,7 +45,7 @@ func TestAWebhookIsVerifiedOnceAndForgedStaleOrReplayedOnesAreRefused(t *testing
 
 	other, _ := NewWebhookVerifier("whsec_" + "b3RoZXItc2VjcmV0LW9mLXR3ZW50eS1mb3VyLWJ5dGVz")
 	forged := signed(t, "msg_E2", now, body)
-	forged.Set(HeaderWebhookSignature, SignWebhook(other.key, "msg_E2", now, body))
+	forged.Set(HeaderWebhookSignature, SignWebhook(other.keys[0], "msg_E2", now, body))
 	changedID := signed(t, "msg_E3", now, body)
 	changedID.Set(HeaderWebhookID, "msg_E4")
 	rotated := signed(t, "msg_E5", now, body)
@@ -132,5 +133,82 @@ func TestAWebhooksToleranceCanBeNarrowed(t *testing.T) {
 	}
 	if n := len(v.seen); n != 1 {
 		t.Errorf("the verifier remembers %d IDs, want only the recent one", n)
+	}
+}
+
+// The Standard Webhooks specification's published test vector (secret, message ID,
+// timestamp, payload and signature, as its reference libraries test them): urlflow's
+// signatures are what any of those libraries verifies, and the verifier takes theirs.
+func TestWebhookSignaturesMatchTheStandardWebhooksTestVector(t *testing.T) {
+	const (
+		vectorSecret    = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+		vectorID        = "msg_p5jXN8AQM9LWM0D4loKWxJek"
+		vectorSignature = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+	)
+	vectorTime := time.Unix(1614265330, 0)
+	body := []byte(`{"test": 2432232314}`)
+	key, err := ParseSecret(vectorSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := SignWebhook(key, vectorID, vectorTime, body); got != vectorSignature {
+		t.Errorf("SignWebhook = %s, want the vector's %s", got, vectorSignature)
+	}
+	v, err := NewWebhookVerifier(vectorSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Now = func() time.Time { return vectorTime.Add(time.Minute) }
+	header := http.Header{}
+	header.Set(HeaderWebhookID, vectorID)
+	header.Set(HeaderWebhookTimestamp, "1614265330")
+	header.Set(HeaderWebhookSignature, vectorSignature)
+	if _, err := v.Verify(header, body); err != nil {
+		t.Errorf("the vector does not verify: %v", err)
+	}
+}
+
+// A verifier given the old and the new secret while urlflow's signing secret rotates
+// verifies a message signed with either, or with both; one signed with neither fails.
+func TestAVerifierWithSeveralSecretsTakesASignatureOfAny(t *testing.T) {
+	const (
+		old  = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+		next = "whsec_bmV4dC1zZWNyZXQtb2YtdHdlbnR5LWZvdXItYnl0ZXM="
+		gone = "whsec_b3RoZXItc2VjcmV0LW9mLXR3ZW50eS1mb3VyLWJ5dGVz"
+	)
+	keyOf := func(s string) []byte {
+		k, err := ParseSecret(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	now := time.Now()
+	body := []byte(`{"type":"elicitation.complete","data":{"elicitation":{"id":"E1"}}}`)
+	for i, tc := range []struct {
+		name string
+		keys [][]byte
+		ok   bool
+	}{
+		{"the old one", [][]byte{keyOf(old)}, true},
+		{"the new one", [][]byte{keyOf(next)}, true},
+		{"both", [][]byte{keyOf(old), keyOf(next)}, true},
+		{"neither", [][]byte{keyOf(gone)}, false},
+	} {
+		v, err := NewWebhookVerifier(old, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := fmt.Sprintf("msg_%d", i)
+		header := http.Header{}
+		header.Set(HeaderWebhookID, id)
+		header.Set(HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
+		header.Set(HeaderWebhookSignature, SignWebhookWith(tc.keys, id, now, body))
+		if _, err := v.Verify(header, body); (err == nil) != tc.ok {
+			t.Errorf("signed with %s: %v, want verified %v", tc.name, err, tc.ok)
+		}
+	}
+	if _, err := NewWebhookVerifier(); err == nil {
+		t.Error("a verifier without a secret was made")
 	}
 }

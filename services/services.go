@@ -82,17 +82,19 @@ type Config struct {
 	Webhook *WebhookConfig `yaml:"webhook"`
 }
 
-// WebhookConfig is where a service's webhooks go and the file of the secret that signs
-// them ("whsec_" and base64, as the Standard Webhooks convention has it).
+// WebhookConfig is where a service's webhooks go and the file of the secrets that sign
+// them ("whsec_" and base64, as the Standard Webhooks convention has it), one per line:
+// every one signs each message, so that a secret rotates without a message its receiver
+// cannot verify.
 type WebhookConfig struct {
 	URL        string `yaml:"url"`
 	SecretFile string `yaml:"secret_file"`
 }
 
-// Webhook is a service's webhook: its URL and the bytes of its signing secret.
+// Webhook is a service's webhook: its URL and the bytes of its signing secrets.
 type Webhook struct {
-	URL string
-	Key []byte
+	URL  string
+	Keys [][]byte
 }
 
 // Service is a configured service.
@@ -314,11 +316,21 @@ func readWebhook(cfg WebhookConfig, readFile func(string) ([]byte, error)) (*Web
 	if err != nil {
 		return nil, fmt.Errorf("secret_file: %w", err)
 	}
-	key, err := delegate.ParseSecret(string(b))
-	if err != nil {
-		return nil, fmt.Errorf("secret_file %s: %w", cfg.SecretFile, err)
+	w := &Webhook{URL: cfg.URL}
+	for i, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, err := delegate.ParseSecret(line)
+		if err != nil {
+			return nil, fmt.Errorf("secret_file %s, line %d: %w", cfg.SecretFile, i+1, err)
+		}
+		w.Keys = append(w.Keys, key)
 	}
-	return &Webhook{URL: cfg.URL, Key: key}, nil
+	if len(w.Keys) == 0 {
+		return nil, fmt.Errorf(`secret_file %s holds no secret: want "whsec_" and the base64 of 24 to 64 random bytes, one per line`, cfg.SecretFile)
+	}
+	return w, nil
 }
 
 // HasWebhook reports whether the service named name has a webhook.

@@ -112,7 +112,10 @@ func TestAServiceMayHaveItsOwnRateLimit(t *testing.T) {
 func TestAServiceWebhookIsHTTPSWithASecret(t *testing.T) {
 	_, d := NewKey()
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	files := map[string]string{"good": secret + "\n", "bad": "hunter2"}
+	const next = "whsec_bmV4dC1zZWNyZXQtb2YtdHdlbnR5LWZvdXItYnl0ZXM="
+	files := map[string]string{"good": secret + "\n", "bad": "hunter2", "empty": "\n# no secret yet\n",
+		"rotating":        "# the new secret signs too while receivers learn it\n" + secret + "\n\n" + next + "\n",
+		"bad second line": secret + "\nhunter2\n"}
 	catalog := func(hook WebhookConfig) (*Catalog, error) {
 		return NewCatalog([]Config{{Name: "weather", Label: "Weather", Resource: "https://weather.example/mcp", Slots: []string{"key"}, Webhook: &hook}},
 			Options{Slots: []string{"key"}, Keys: map[string][]string{"weather": {d}}, ReadFile: func(name string) ([]byte, error) {
@@ -128,9 +131,13 @@ func TestAServiceWebhookIsHTTPSWithASecret(t *testing.T) {
 			t.Errorf("%s: %v", ok, err)
 			continue
 		}
-		if s, _ := c.Lookup("weather"); s.Webhook == nil || s.Webhook.URL != ok || len(s.Webhook.Key) != 24 || !c.HasWebhook("weather") {
+		if s, _ := c.Lookup("weather"); s.Webhook == nil || s.Webhook.URL != ok || len(s.Webhook.Keys) != 1 || len(s.Webhook.Keys[0]) != 24 || !c.HasWebhook("weather") {
 			t.Errorf("%s: %+v", ok, s.Webhook)
 		}
+	}
+	c, err := catalog(WebhookConfig{URL: "https://hooks.weather.example/", SecretFile: "rotating"})
+	if s, _ := c.Lookup("weather"); err != nil || len(s.Webhook.Keys) != 2 {
+		t.Errorf("a secret file of two secrets, a comment and a blank line: %+v, %v; want two keys", s, err)
 	}
 	for _, tc := range []struct {
 		hook WebhookConfig
@@ -141,6 +148,8 @@ func TestAServiceWebhookIsHTTPSWithASecret(t *testing.T) {
 		{WebhookConfig{URL: "https://hooks.weather.example/"}, "secret_file is required"},
 		{WebhookConfig{URL: "https://hooks.weather.example/", SecretFile: "bad"}, `want "whsec_"`},
 		{WebhookConfig{URL: "https://hooks.weather.example/", SecretFile: "missing"}, "secret_file: file does not exist"},
+		{WebhookConfig{URL: "https://hooks.weather.example/", SecretFile: "empty"}, "holds no secret"},
+		{WebhookConfig{URL: "https://hooks.weather.example/", SecretFile: "bad second line"}, `line 2: webhook secret: want "whsec_"`},
 	} {
 		_, err := catalog(tc.hook)
 		if err == nil || !strings.Contains(err.Error(), "service weather: webhook: ") || !strings.Contains(err.Error(), tc.says) {

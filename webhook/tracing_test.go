@@ -45,7 +45,7 @@ func TestAWebhookCarriesTheTraceOfItsFlow(t *testing.T) {
 	if _, err := flows.Apply(t.Context(), e.ID, flow.CancelRequested, state.ActorService, "test"); err != nil {
 		t.Fatal(err)
 	}
-	s := NewSender(Options{Queue: queue, Targets: func(string) (Target, bool) { return Target{URL: srv.URL, Key: key(t)}, true }})
+	s := NewSender(Options{Queue: queue, Targets: func(string) (Target, bool) { return Target{URL: srv.URL, Keys: [][]byte{key(t)}}, true }})
 	sendUntil(t, s, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) > 0 })
 
 	if want := buildinfo.UserAgent() + " (webhook)"; agent != want {

@@ -33,10 +33,11 @@ import (
 var DefaultSchedule = []time.Duration{0, 5 * time.Second, 5 * time.Minute, 30 * time.Minute,
 	2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}
 
-// Target is where a service's webhooks go and the key that signs them.
+// Target is where a service's webhooks go and the keys that sign them (each signs every
+// message, while a secret rotates).
 type Target struct {
-	URL string
-	Key []byte
+	URL  string
+	Keys [][]byte
 }
 
 // Options configure a Sender. Queue and Targets are required.
@@ -194,7 +195,7 @@ func (s *Sender) post(ctx context.Context, target Target, id string, body []byte
 	req.Header.Set("User-Agent", buildinfo.UserAgent()+" (webhook)")
 	req.Header.Set(delegate.HeaderWebhookID, id)
 	req.Header.Set(delegate.HeaderWebhookTimestamp, fmt.Sprint(now.Unix()))
-	req.Header.Set(delegate.HeaderWebhookSignature, delegate.SignWebhook(target.Key, id, now, body))
+	req.Header.Set(delegate.HeaderWebhookSignature, delegate.SignWebhookWith(target.Keys, id, now, body))
 	resp, err := s.opts.Client.Do(req)
 	if ue := (*url.Error)(nil); errors.As(err, &ue) {
 		err = ue.Err // a webhook URL may hold a secret of its receiver: never in a log or a record

@@ -36,8 +36,12 @@ type receiver struct {
 	refused  []error
 }
 
-func newReceiver(t *testing.T) *receiver {
-	v, err := delegate.NewWebhookVerifier(secret)
+// newReceiver starts a receiver that knows secrets (secret if none are given).
+func newReceiver(t *testing.T, secrets ...string) *receiver {
+	if len(secrets) == 0 {
+		secrets = []string{secret}
+	}
+	v, err := delegate.NewWebhookVerifier(secrets...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +130,7 @@ func TestAWebhookIsDeliveredOnceTheReceiverIsBackEvenByAnotherReplica(t *testing
 			return logs.Write(p)
 		}), nil))
 		targets := func(service string) (Target, bool) {
-			return Target{URL: r.srv.URL + "/hooks", Key: key(t)}, service == "weather"
+			return Target{URL: r.srv.URL + "/hooks", Keys: [][]byte{key(t)}}, service == "weather"
 		}
 		schedule := []time.Duration{0, 100 * time.Millisecond, 100 * time.Millisecond, time.Hour}
 		first := NewSender(Options{Queue: queue, Targets: targets, Schedule: schedule, Logger: log})
@@ -190,7 +194,7 @@ func TestAWebhookIsGivenUpAfterTheScheduleAndItsURLStaysUnsaid(t *testing.T) {
 	gone := "http://" + l.Addr().String() + "/hooks/receiver-secret-path"
 	l.Close()
 	s := NewSender(Options{Queue: queue, Schedule: []time.Duration{0, 10 * time.Millisecond, 10 * time.Millisecond},
-		Targets: func(string) (Target, bool) { return Target{URL: gone, Key: key(t)}, true }, Logger: slog.New(slog.DiscardHandler)})
+		Targets: func(string) (Target, bool) { return Target{URL: gone, Keys: [][]byte{key(t)}}, true }, Logger: slog.New(slog.DiscardHandler)})
 	e := endFlow(t, flows)
 	sendUntil(t, s, func() bool {
 		d, err := queue.Delivery(t.Context(), e.ID)
@@ -211,5 +215,33 @@ func TestTheSignatureIsTheStandardWebhooksOne(t *testing.T) {
 	got := delegate.SignWebhook(k, "msg_p5jXN8AQM9LWM0D4loKWxJek", time.Unix(1614265330, 0), []byte(`{"test": 2432232314}`))
 	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; got != want {
 		t.Errorf("signature %s, want %s", got, want)
+	}
+}
+
+// While a service's signing secret rotates, urlflow signs with the old and the new one, so
+// that a receiver that knows only either verifies every message.
+func TestAWebhookSignedWithTwoSecretsVerifiesWithEither(t *testing.T) {
+	const next = "whsec_bmV4dC1zZWNyZXQtb2YtdHdlbnR5LWZvdXItYnl0ZXM="
+	nextKey, err := delegate.ParseSecret(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, knows := range map[string]string{"the old secret": secret, "the new secret": next} {
+		t.Run("a receiver that knows "+name, func(t *testing.T) {
+			b := redistest.StartEmbedded(t)
+			flows, queue := storeOn(b)
+			r := newReceiver(t, knows)
+			targets := func(string) (Target, bool) {
+				return Target{URL: r.srv.URL, Keys: [][]byte{key(t), nextKey}}, true
+			}
+			s := NewSender(Options{Queue: queue, Targets: targets, Logger: slog.New(slog.DiscardHandler)})
+			endFlow(t, flows)
+			sendUntil(t, s, func() bool { return len(r.received()) == 1 })
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if len(r.refused) != 0 {
+				t.Errorf("refused: %v", r.refused)
+			}
+		})
 	}
 }

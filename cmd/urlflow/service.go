@@ -73,7 +73,7 @@ func webhookTargets(catalog *services.Catalog) func(string) (webhook.Target, boo
 		if !ok || svc.Webhook == nil {
 			return webhook.Target{}, false
 		}
-		return webhook.Target{URL: svc.Webhook.URL, Key: svc.Webhook.Key}, true
+		return webhook.Target{URL: svc.Webhook.URL, Keys: svc.Webhook.Keys}, true
 	}
 }
 
