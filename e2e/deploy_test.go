@@ -118,6 +118,11 @@ func referencedMetrics(t *testing.T) []string {
 // requireServedMetrics fails the test unless /metrics, as scrape reads it, comes to serve a
 // series of every metric the rules and the dashboard name. It scrapes again for a few
 // seconds: a delivery is measured just after the client has its notification.
+// servedOnlyAfterAnEvent are the counters that the rules name but /metrics serves only
+// once what they count happened (their alerts say so): no run of the tests above makes it
+// happen. The webhook package's tests count them.
+var servedOnlyAfterAnEvent = map[string]bool{"urlflow_webhook_given_up_total": true}
+
 func requireServedMetrics(t *testing.T, scrape func() string) {
 	t.Helper()
 	var missing []string
@@ -125,6 +130,9 @@ func requireServedMetrics(t *testing.T, scrape func() string) {
 		page := scrape()
 		missing = missing[:0]
 		for _, name := range referencedMetrics(t) {
+			if servedOnlyAfterAnEvent[name] {
+				continue
+			}
 			if !regexp.MustCompile(`(?m)^` + name + `[{ ]`).MatchString(page) {
 				missing = append(missing, name)
 			}

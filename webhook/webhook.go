@@ -3,8 +3,11 @@
 // which takes the deliveries that are due, signs each the Standard Webhooks way
 // (delegate.SignWebhook) and posts it, and records every attempt. A failed attempt is
 // tried again on that convention's schedule, across restarts and on any replica, and
-// after the last one the delivery is given up and logged. Each record is readable through
-// the API (GET /api/v1/elicitations/{id}/webhook).
+// after the last one the delivery is given up, logged and counted by service
+// (urlflow_webhook_given_up_total). Each record is readable through the API (GET
+// /api/v1/elicitations/{id}/webhook), the given-up ones are listed (GET
+// /api/v1/webhooks/given-up), and a delivery that is over may be queued again (POST
+// /api/v1/elicitations/{id}/webhook/redeliver): the same message on a fresh schedule.
 package webhook
 
 import (
@@ -152,8 +155,8 @@ func (s *Sender) attempt(ctx context.Context, id string) error {
 		return nil // shutting down: the lease ends and another attempt is made
 	}
 	var next time.Time
-	if sendErr != nil && configured && d.Attempts+1 < len(s.opts.Schedule) {
-		next = s.opts.Now().Add(s.opts.Schedule[d.Attempts+1])
+	if round := d.Round() + 1; sendErr != nil && configured && round < len(s.opts.Schedule) {
+		next = s.opts.Now().Add(s.opts.Schedule[round])
 	}
 	at := s.opts.Now()
 	if err := s.opts.Queue.Record(ctx, d, body, at, status, sendErr, next); err != nil {
@@ -165,6 +168,7 @@ func (s *Sender) attempt(ctx context.Context, id string) error {
 		s.log.InfoContext(ctx, "webhook delivered", "service", d.Service, "webhook_id", d.ID, "attempts", d.Attempts)
 	case next.IsZero():
 		s.count(ctx, "given_up")
+		s.opts.Counters.Add(ctx, "urlflow_webhook_given_up_total", "service", d.Service)
 		s.log.ErrorContext(ctx, "webhook given up", "service", d.Service, "webhook_id", d.ID, "attempts", d.Attempts, "err", sendErr)
 	default:
 		s.count(ctx, "failed")

@@ -34,6 +34,8 @@ type receiver struct {
 	mu       sync.Mutex
 	got      []*delegate.Webhook
 	refused  []error
+	// stamps are the webhook-timestamp headers of every attempt, failed ones too.
+	stamps []string
 }
 
 // newReceiver starts a receiver that knows secrets (secret if none are given).
@@ -47,6 +49,9 @@ func newReceiver(t *testing.T, secrets ...string) *receiver {
 	}
 	r := &receiver{verifier: v}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		r.stamps = append(r.stamps, req.Header.Get(delegate.HeaderWebhookTimestamp))
+		r.mu.Unlock()
 		if r.failing.Load() {
 			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 			return

@@ -207,7 +207,7 @@ var settingsTable = []setting{
 	{Name: "operator_readonly_tokens", Section: "operators", Env: "URLFLOW_OPERATOR_READONLY_TOKENS", Type: "list of tokens", Secret: true,
 		DefaultNote: "none", Example: "<a token of 16 or more characters>", Commands: forServers,
 		Summary:     "operator tokens that may only read, comma separated",
-		Description: "Comma-separated operator tokens (at least 16 characters each) that may only read (list, summary, status, audit export; not cancel or retry)."},
+		Description: "Comma-separated operator tokens (at least 16 characters each) that may only read (list, summary, status, audit export, given-up webhooks; not cancel, retry or webhook redelivery)."},
 	{Name: "audit_retention", Section: "operators", Env: "URLFLOW_AUDIT_RETENTION", Type: "duration",
 		Default: durationText(audit.DefaultRetention), Example: "2160h", Commands: forServers,
 		Summary:     "how long the audit trail keeps events (1h to 87600h)",

@@ -65,12 +65,22 @@ type Delivery struct {
 	LastStatus    int        `json:"lastStatus,omitempty"`
 	LastError     string     `json:"lastError,omitempty"`
 	// DeliveredAt is set once the receiver answered 2xx; GivenUpAt once every attempt of
-	// the schedule failed.
+	// the schedule failed. Both describe the latest schedule: a redelivery clears them.
 	DeliveredAt *time.Time `json:"deliveredAt,omitempty"`
 	GivenUpAt   *time.Time `json:"givenUpAt,omitempty"`
+	// Redeliveries counts the times the message was queued again (Redeliver), the last at
+	// RedeliveredAt; Attempts counts the attempts of every schedule.
+	Redeliveries  int        `json:"redeliveries,omitempty"`
+	RedeliveredAt *time.Time `json:"redeliveredAt,omitempty"`
 
 	trace string
+	// attemptsBefore is Attempts when the latest schedule began (at the last redelivery).
+	attemptsBefore int
 }
+
+// Round is the number of attempts of the latest schedule: Attempts since the last
+// redelivery. The sender's schedule counts these.
+func (d *Delivery) Round() int { return d.Attempts - d.attemptsBefore }
 
 // Trace is the trace context of the delivery's flow (flow.Elicitation.Trace), as Claim
 // read it; empty when tracing was off.
@@ -83,6 +93,26 @@ type record struct {
 	// Trace is the trace context of the flow (flow.Elicitation.Trace), for the attempts'
 	// spans; kept here, out of what services read.
 	Trace string `json:"trace,omitempty"`
+	// AttemptsBefore is Delivery.attemptsBefore.
+	AttemptsBefore int `json:"attemptsBefore,omitempty"`
+}
+
+// decode reads a stored record into rec, with the fields kept out of what services read.
+func decode(doc []byte, rec *record) error {
+	if err := json.Unmarshal(doc, rec); err != nil {
+		return fmt.Errorf("decode webhook delivery: %w", err)
+	}
+	rec.Delivery.trace, rec.Delivery.attemptsBefore = rec.Trace, rec.AttemptsBefore
+	return nil
+}
+
+// encode is the stored record of d with body.
+func encode(d *Delivery, body string) ([]byte, error) {
+	doc, err := json.Marshal(record{Delivery: *d, Body: body, Trace: d.trace, AttemptsBefore: d.attemptsBefore})
+	if err != nil {
+		return nil, fmt.Errorf("encode webhook of %s: %w", d.ElicitationID, err)
+	}
+	return doc, nil
 }
 
 // Message is the body of a webhook: the Standard Webhooks shape.
@@ -148,15 +178,15 @@ return 0`)
 // Claim takes the delivery of elicitationID for one attempt, if it is due at now
 // and no other replica took it: its next attempt moves to now + lease, so that it is tried
 // again if this replica dies before it records the attempt. It returns the delivery and
-// its body, or ok false.
+// its body, or ok false. A delivery that is no longer pending (delivered or given up, left
+// due by a redelivery that did not finish) is not sent again, and leaves the due set.
 func (q *Queue) Claim(ctx context.Context, elicitationID string, now time.Time, lease time.Duration) (d *Delivery, body []byte, ok bool, err error) {
-	took, err := claimScript.Run(ctx, q.rdb, []string{dueKey}, elicitationID,
-		now.UnixMilli(), now.Add(lease).UnixMilli()).Int()
+	leased := now.Add(lease).UnixMilli()
+	took, err := claimScript.Run(ctx, q.rdb, []string{dueKey}, elicitationID, now.UnixMilli(), leased).Int()
 	if err != nil || took == 0 {
 		return nil, nil, false, err
 	}
-	var rec record
-	err = state.DecodeJSON(q.rdb.Get(ctx, deliveryKey(elicitationID)), "webhook delivery", &rec)
+	rec, _, err := q.read(ctx, elicitationID)
 	if errors.Is(err, state.ErrNotFound) {
 		// The record is gone (past its retention): nothing left to send.
 		return nil, nil, false, q.rdb.ZRem(ctx, dueKey, elicitationID).Err()
@@ -164,8 +194,28 @@ func (q *Queue) Claim(ctx context.Context, elicitationID string, now time.Time, 
 	if err != nil {
 		return nil, nil, false, err
 	}
-	rec.Delivery.trace = rec.Trace
+	if rec.NextAttemptAt == nil {
+		return nil, nil, false, q.unclaim(ctx, elicitationID, leased)
+	}
 	return &rec.Delivery, []byte(rec.Body), true, nil
+}
+
+// unclaimScript removes ARGV[1] from the due set KEYS[1] if its score is still ARGV[2],
+// the lease of the Claim that found its delivery not pending: a redelivery that queued it
+// since has moved the score, and keeps it.
+var unclaimScript = redis.NewScript(`
+local due = redis.call("ZSCORE", KEYS[1], ARGV[1])
+if due and tonumber(due) == tonumber(ARGV[2]) then
+  redis.call("ZREM", KEYS[1], ARGV[1])
+end
+return 0`)
+
+// unclaim takes the delivery of elicitationID, which is not pending, out of the due set.
+func (q *Queue) unclaim(ctx context.Context, elicitationID string, leased int64) error {
+	if err := unclaimScript.Run(ctx, q.rdb, []string{dueKey}, elicitationID, leased).Err(); err != nil {
+		return fmt.Errorf("drop the stray due webhook %s: %w", elicitationID, err)
+	}
+	return nil
 }
 
 // Record records an attempt of delivery d, which Claim returned with
@@ -182,15 +232,19 @@ func (q *Queue) Record(ctx context.Context, d *Delivery, body []byte, at time.Ti
 	default:
 		d.LastError, d.NextAttemptAt = attemptErr.Error(), &next
 	}
-	doc, err := json.Marshal(record{Delivery: *d, Body: string(body), Trace: d.trace})
+	doc, err := encode(d, string(body))
 	if err != nil {
-		return fmt.Errorf("encode webhook of %s: %w", d.ElicitationID, err)
+		return err
 	}
 	_, err = q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, deliveryKey(d.ElicitationID), doc, Keep)
-		if d.NextAttemptAt != nil {
+		switch {
+		case d.NextAttemptAt != nil:
 			p.ZAdd(ctx, dueKey, redis.Z{Score: float64(next.UnixMilli()), Member: d.ElicitationID})
-		} else {
+		case d.GivenUpAt != nil:
+			p.ZRem(ctx, dueKey, d.ElicitationID)
+			indexGivenUp(ctx, p, d.Service, d.ElicitationID, at)
+		default:
 			p.ZRem(ctx, dueKey, d.ElicitationID)
 		}
 		return nil
@@ -203,9 +257,26 @@ func (q *Queue) Record(ctx context.Context, d *Delivery, body []byte, at time.Ti
 
 // Delivery returns the delivery record of the flow elicitationID, or state.ErrNotFound.
 func (q *Queue) Delivery(ctx context.Context, elicitationID string) (*Delivery, error) {
-	var rec record
-	if err := state.DecodeJSON(q.rdb.Get(ctx, deliveryKey(elicitationID)), "webhook delivery", &rec); err != nil {
+	rec, _, err := q.read(ctx, elicitationID)
+	if err != nil {
 		return nil, err
 	}
 	return &rec.Delivery, nil
+}
+
+// read returns the record of the flow elicitationID and the document it was read from, or
+// state.ErrNotFound.
+func (q *Queue) read(ctx context.Context, elicitationID string) (*record, []byte, error) {
+	doc, err := q.rdb.Get(ctx, deliveryKey(elicitationID)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil, state.ErrNotFound
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read webhook delivery %s: %w", elicitationID, err)
+	}
+	var rec record
+	if err := decode(doc, &rec); err != nil {
+		return nil, nil, err
+	}
+	return &rec, doc, nil
 }

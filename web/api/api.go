@@ -238,7 +238,7 @@ func act(who identity.Caller, reason, def string) (flow.Act, error) {
 	a := flow.Act{Actor: actor(who), Reason: reason}
 	if who.Operator {
 		if who.OperatorAs.ReadOnly {
-			return a, respond.Refuse(http.StatusForbidden, "this operator token may only read: cancel and retry need a read-write token")
+			return a, respond.Refuse(http.StatusForbidden, "this operator token may only read: cancel, retry and redelivery need a read-write token")
 		}
 		if a.Reason == "" {
 			return a, respond.Refuse(http.StatusBadRequest, `reason: an operator says why, in the body: {"reason": "..."}`)

@@ -174,7 +174,7 @@ func (s *API) apiWebhook(c echo.Context) error {
 	}
 	d, err := s.opts.Webhooks.Delivery(c.Request().Context(), e.ID)
 	if errors.Is(err, state.ErrNotFound) {
-		return respond.Refuse(http.StatusNotFound, "no webhook was queued for this elicitation: it has not ended, or its service has no webhook")
+		return noWebhook()
 	}
 	if err != nil {
 		return err

@@ -1,8 +1,8 @@
 // Package api serves urlflow's JSON API under /api/v1, documented in docs/openapi.yaml: the
 // recovery API of users and operators (status, cancel, retry), the operators' listing,
 // summary and audit export, and the API of delegating services (create, answer, proxy,
-// release, the status and deletion of their credentials, their event stream and webhook
-// records).
+// release, the status and deletion of their credentials, their event stream, webhook
+// records, the given-up ones and redelivery).
 //
 // The one idea to hold: a caller sees and acts on only what is its own (a user's flows, a
 // service's, or everything for an operator); anything else reads as unknown, and every
@@ -122,4 +122,6 @@ func (s *API) Mount(g *echo.Group) {
 	g.POST("/elicitations/:id/retry", s.apiRetry)
 	g.POST("/elicitations/:id/answer", s.apiAnswer)
 	g.GET("/elicitations/:id/webhook", s.apiWebhook)
+	g.POST("/elicitations/:id/webhook/redeliver", s.apiWebhookRedeliver)
+	g.GET("/webhooks/given-up", s.apiWebhooksGivenUp)
 }
