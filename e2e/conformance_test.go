@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -61,6 +63,12 @@ func TestConformance(t *testing.T) {
 // authProxy is the test-only proxy in front of urlflow: it adds the bearer token (the suite
 // has no option for one) and keeps the suite's Host and Origin, so that urlflow's own Host
 // and origin checks are what the suite tests. It streams responses as they come (SSE).
+//
+// It reads each request's body whole before sending it on, one connection per request: a
+// streamed body and a kept-alive upstream connection once left a response cut short
+// ("use of closed network connection" while the proxy copied it, the suite seeing a 200
+// without a result) with urlflow's log showing a complete answer. Neither changes what
+// urlflow receives.
 func authProxy(t *testing.T, target, token string) string {
 	t.Helper()
 	to, err := url.Parse(target)
@@ -73,9 +81,18 @@ func authProxy(t *testing.T, target, token string) string {
 			r.Out.Host = r.In.Host
 			r.Out.Header.Set("Authorization", "Bearer "+token)
 		},
+		Transport:     &http.Transport{DisableKeepAlives: true},
 		FlushInterval: -1,
 	}
-	srv := httptest.NewServer(http.HandlerFunc(rp.ServeHTTP))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "the proxy could not read the request: "+err.Error(), http.StatusBadGateway)
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		rp.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
