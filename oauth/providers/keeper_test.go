@@ -404,31 +404,13 @@ func TestDisconnectDuringARefreshIsNotUndone(t *testing.T) {
 	k := newKeeperTest(t)
 	user := userNamed("alice")
 	k.connect(t, user, tokenExpiringIn(-time.Minute))
-	entered, release := make(chan struct{}), make(chan struct{})
-	unblock := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(unblock) // before the stand-in closes, which waits for the handler
-	k.s.handle(acmeTokenRoute, func(w http.ResponseWriter, r *http.Request) {
-		close(entered)
-		<-release
-		refreshed(w, r)
-	})
 	k.s.handle(acmeRevokeRoute, reply(200, "text/plain", ""))
 
-	var (
-		tok *Token
-		err error
-	)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tok, err = k.keeper.Token(t.Context(), user, k.acme.Name, k.acme, "")
-	}()
-	waitFor(t, entered, "a refresh")
-	if d, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient, "disconnect tool"); !d.Deleted || err != nil {
-		t.Fatalf("Disconnect = %v, %v", d.Deleted, err)
-	}
-	unblock()
-	waitFor(t, done, "the refreshing caller")
+	tok, err := k.duringRefresh(t, user, refreshed, func() {
+		if d, err := k.keeper.Disconnect(t.Context(), user, k.acme.Name, k.acme, state.ActorClient, "disconnect tool"); !d.Deleted || err != nil {
+			t.Fatalf("Disconnect = %v, %v", d.Deleted, err)
+		}
+	})
 	if !errors.Is(err, ErrNotConnected) || tok != nil {
 		t.Errorf("Token = %+v, %v; want ErrNotConnected", tok, err)
 	}

@@ -228,9 +228,7 @@ func (s *Store) Connections(ctx context.Context, user state.User, weak func(*Cre
 		}
 		conn := c.Connection()
 		conn.Weak = weak != nil && weak(c)
-		if t, err := time.Parse(time.RFC3339Nano, used[name]); err == nil {
-			conn.LastUsedAt = &t
-		}
+		conn.LastUsedAt = useTime(used[name])
 		out = append(out, conn)
 	}
 	return out, nil
@@ -240,17 +238,20 @@ func (s *Store) Connections(ctx context.Context, user state.User, weak func(*Cre
 // since it was stored.
 func (s *Store) LastUsed(ctx context.Context, user state.User, name string) (*time.Time, error) {
 	v, err := s.rdb.HGet(ctx, useKey(user.Key()), name).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("read use of credential %s: %w", name, err)
 	}
+	return useTime(v), nil
+}
+
+// useTime reads a time of use as Touch records it: nil when there is none, or none that
+// reads (a use it cannot read is none).
+func useTime(v string) *time.Time {
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		return nil, nil // as Connections: a use it cannot read is none
+		return nil
 	}
-	return &t, nil
+	return &t
 }
 
 // Released records in the audit trail that user's credential name was given to actor, for
