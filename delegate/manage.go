@@ -40,6 +40,8 @@ type CredentialStatus struct {
 	// Kind is "secret" (a slot) or "oauth" (a provider); Target the slot or provider.
 	Kind   string `json:"kind"`
 	Target string `json:"target"`
+	// UserRef is the reference your service knows the user by.
+	UserRef string `json:"userRef"`
 	// Status is "stored" (usable: Require returns it at once), "missing_scopes" (usable,
 	// but not granted every scope of the Need: MissingScopes), or one of the reasons with
 	// which a Call is refused and the user must provide it again (Require):
@@ -64,6 +66,9 @@ type CredentialStatus struct {
 type Deletion struct {
 	Kind   string `json:"kind"`
 	Target string `json:"target"`
+	// UserRef is the reference your service knows the user by, in DeleteCredential's
+	// answer (DeletedAll has one for all).
+	UserRef string `json:"userRef"`
 	// Deleted is false when there was nothing to delete.
 	Deleted bool `json:"deleted"`
 	// Revocation, for a connection deleted, is what came of revoking it at its provider:
@@ -108,6 +113,8 @@ func (c *Client) DeleteCredential(ctx context.Context, user User, need Need, rea
 
 // DeletedAll is what DeleteAllCredentials did.
 type DeletedAll struct {
+	// UserRef is the reference your service knows the user by.
+	UserRef string `json:"userRef"`
 	// Cancelled are the IDs of your server's elicitations for the user that were still
 	// running, cancelled first so that none stores a credential again afterwards.
 	Cancelled []string `json:"cancelled"`

@@ -89,11 +89,15 @@ type Webhook struct {
 
 // Elicitation is an elicitation as urlflow's API shows it (docs/openapi.yaml).
 type Elicitation struct {
-	ID        string    `json:"id"`
-	State     string    `json:"state"`
-	Kind      string    `json:"kind"`
-	Target    string    `json:"target"`
-	Service   string    `json:"service,omitempty"`
+	ID      string `json:"id"`
+	State   string `json:"state"`
+	Kind    string `json:"kind"`
+	Target  string `json:"target"`
+	Service string `json:"service,omitempty"`
+	// UserRef is the reference your service knows the user by: the same for one user in
+	// every answer, event and webhook, different at every service (store it instead of
+	// the issuer's subject).
+	UserRef   string    `json:"userRef,omitempty"`
 	URL       string    `json:"url,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`

@@ -89,6 +89,7 @@ func startProductionWith(t *testing.T, o productionOptions) *production {
 			"URLFLOW_REDIS_URL=" + p.rs.URL(),
 			"URLFLOW_PUBLIC_URL=" + public,
 			"URLFLOW_KEYS=k1:" + base64.StdEncoding.EncodeToString(key),
+			"URLFLOW_USER_REFERENCE_KEY=" + base64.StdEncoding.EncodeToString([]byte(rand.Text()+rand.Text())),
 			"URLFLOW_OIDC_ISSUER=" + p.idp.Issuer,
 			"URLFLOW_OIDC_CLIENT_ID=" + p.clientID,
 			"URLFLOW_OIDC_CLIENT_SECRET=" + urlflowClientSecret,

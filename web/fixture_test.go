@@ -52,6 +52,7 @@ import (
 	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/state/webhooks"
 	"github.com/urlflow/urlflow/upstream"
+	"github.com/urlflow/urlflow/userref"
 	"github.com/urlflow/urlflow/web/admin"
 	"github.com/urlflow/urlflow/web/api"
 	"github.com/urlflow/urlflow/web/browser"
@@ -154,6 +155,8 @@ type fixture struct {
 	// serviceKeys their keys by name.
 	services    *services.Catalog
 	serviceKeys map[string]string
+	// userRefs make the user references of the services' answers.
+	userRefs *userref.Refs
 	// serviceVerifies counts the user tokens of services that were verified (not
 	// remembered).
 	serviceVerifies atomic.Int64
@@ -193,8 +196,12 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	serviceCatalog, serviceKeys := testServices(t, opts.provider != nil)
 	trail := audit.New(rdb, audit.Options{Now: clock.Now, Logger: log, Replica: "test-replica"})
 	instruments := metrics.New()
-	streams := serviceevents.New(rdb, clock.Now, log)
-	deliveries := webhooks.New(rdb, serviceCatalog.HasWebhook)
+	refs, err := userref.New([]byte("the user reference key of the web fixture"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams := serviceevents.New(rdb, refs, clock.Now, log)
+	deliveries := webhooks.New(rdb, serviceCatalog.HasWebhook, refs)
 	store := flow.NewStore(rdb, flow.StoreOptions{Now: clock.Now, Logger: log, Counters: count,
 		Outboxes: []flow.Outbox{streams, deliveries}, Audit: trail, Metrics: instruments})
 	creds := credentials.NewStore(rdb, credentials.Options{Now: clock.Now, Logger: log, Audit: trail})
@@ -271,7 +278,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 			verifier = scopeGranter{f.dev, opts.scopes}
 		}
 	}
-	f.services, f.serviceKeys = serviceCatalog, serviceKeys
+	f.services, f.serviceKeys, f.userRefs = serviceCatalog, serviceKeys, refs
 	serviceUsers := map[string]identity.Verifier{}
 	for _, svc := range f.services.List() {
 		if f.dev != nil {
@@ -308,7 +315,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		API: api.New(api.Options{PublicURL: publicURL, Flows: store, Hub: hub, Asker: f.asker, Recovery: recoveries,
 			Credentials: creds, Vault: vault, Keeper: keeper, Upstream: upstream.New(nil), Slots: catalog, Providers: known,
 			Services: f.services, ServiceUsers: serviceUsers, Verifier: verifier, Dev: f.dev, Issuer: issuer,
-			ServiceEvents: streams, Webhooks: deliveries, Audit: trail, Counters: count,
+			ServiceEvents: streams, Webhooks: deliveries, UserRefs: refs, Audit: trail, Counters: count,
 			EventsKeepAlive: 300 * time.Millisecond, Logger: log}),
 		Identity: Identity{Verifier: verifier, Operators: operators, Services: f.services, RequiredScopes: opts.requiredScopes,
 			Issuer: issuer, BadTokens: opts.rateLimits.BadTokens},

@@ -27,7 +27,7 @@ func (f *fixture) givenUpWebhook(t *testing.T, q *webhooks.Queue) string {
 }
 
 func (f *fixture) webhookQueue(t *testing.T) *webhooks.Queue {
-	return webhooks.New(f.redis.Client(t), f.services.HasWebhook)
+	return webhooks.New(f.redis.Client(t), f.services.HasWebhook, f.userRefs)
 }
 
 func TestAServiceListsItsGivenUpWebhooksNewestFirstAndOperatorsNameTheService(t *testing.T) {

@@ -26,6 +26,7 @@ import (
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/state/ratelimit"
 	"github.com/urlflow/urlflow/state/vault"
+	"github.com/urlflow/urlflow/userref"
 	"github.com/urlflow/urlflow/web"
 	"github.com/urlflow/urlflow/web/limits"
 )
@@ -51,9 +52,12 @@ type config struct {
 	// Tracing says whether and how spans are exported, as the OTEL_* variables ask.
 	Tracing tracing.Settings
 	// ConfigFile is the YAML file the slots came from; empty for the embedded demo.
-	ConfigFile     string
-	Keys           *vault.KeyRing
-	keysGiven      bool
+	ConfigFile string
+	Keys       *vault.KeyRing
+	keysGiven  bool
+	// UserRefs make the references services know users by (URLFLOW_USER_REFERENCE_KEY;
+	// urlflow dev keeps its own otherwise).
+	UserRefs       *userref.Refs
 	OperatorTokens []string
 	// OperatorReadOnlyTokens may only read (URLFLOW_OPERATOR_READONLY_TOKENS).
 	OperatorReadOnlyTokens []string
@@ -169,6 +173,7 @@ func load(mode string, flags *pflag.FlagSet, getenv env) (*config, *loading) {
 	cfg.loadDevelopment(l)
 	cfg.loadTestSettings(l)
 	cfg.loadCatalogs(l, file, getenv)
+	cfg.loadUserReferences(l)
 	cfg.loadTracing(l, getenv)
 	return cfg, l
 }
@@ -272,6 +277,22 @@ func (c *config) loadKeys(l *loading) {
 	var err error
 	if c.Keys, err = vault.ParseKeyRing(l.v.raw("keys")); err != nil {
 		l.fail("keys", "%v; a key ring is kid:base64-of-32-bytes, comma separated, e.g. one made by: echo k1:$(openssl rand -base64 32)", err)
+	}
+}
+
+// loadUserReferences parses the key of the user references, which urlflow serve requires
+// when it has services to give references to (urlflow dev keeps its own otherwise).
+func (c *config) loadUserReferences(l *loading) {
+	if text := l.v.raw("user_reference_key"); text != "" {
+		var err error
+		if c.UserRefs, err = userref.Parse(text); err != nil {
+			l.fail("user_reference_key", "%v", err)
+		}
+		return
+	}
+	if l.mode == cmdServe && c.Services != nil && len(c.Services.List()) > 0 {
+		l.problemf("%s is required: the configuration file has services, which know their users by references made with this key (base64 of 32 random bytes, e.g. from: openssl rand -base64 32); keep it with the key ring, as changing it changes every reference",
+			l.named("user_reference_key"))
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/state/ratelimit"
+	"github.com/urlflow/urlflow/userref"
 	"github.com/urlflow/urlflow/webhook"
 )
 
@@ -368,6 +370,64 @@ services:
 	}
 }
 
+// TestServeWithServicesNeedsTheUserReferenceKey: serve refuses to start with services and
+// no key of their user references, naming it; a key too short or not base64 is refused
+// without being repeated; a good one is used, and serve without services needs none.
+func TestServeWithServicesNeedsTheUserReferenceKey(t *testing.T) {
+	_, digest := services.NewKey()
+	file := writeFile(t, `
+secrets:
+  - name: demo_api_key
+    label: Demo
+services:
+  - name: weather
+    label: Weather
+    resource: https://weather.example/mcp
+    slots: [demo_api_key]
+    keys_file: `+writeFile(t, digest+"\n")+`
+`)
+	env := map[string]string{
+		"URLFLOW_REDIS_URL":          "redis://127.0.0.1:6379",
+		"URLFLOW_KEYS":               "k1:" + strings.Repeat("A", 43) + "=",
+		"URLFLOW_PUBLIC_URL":         "https://urlflow.example.com",
+		"URLFLOW_OIDC_ISSUER":        "https://id.example.com",
+		"URLFLOW_OIDC_CLIENT_ID":     "urlflow",
+		"URLFLOW_OIDC_CLIENT_SECRET": "s3cret-value",
+	}
+	if cfg, err := loadArgs("serve", nil, envOf(env)); err != nil || cfg.UserRefs != nil {
+		t.Fatalf("serve without services: %v (references %v), want no key needed", err, cfg.UserRefs)
+	}
+	env["URLFLOW_CONFIG"] = file
+	_, err := loadArgs("serve", nil, envOf(env))
+	if err == nil || !strings.Contains(err.Error(), "URLFLOW_USER_REFERENCE_KEY is required: the configuration file has services") {
+		t.Fatalf("serve with services and no user reference key: %v", err)
+	}
+	for value, want := range map[string]string{
+		base64.StdEncoding.EncodeToString([]byte("thirty-one bytes of key material")[:31]): "at least 32 bytes",
+		"not base64, and a secret": "is base64",
+	} {
+		env["URLFLOW_USER_REFERENCE_KEY"] = value
+		_, err := loadArgs("serve", nil, envOf(env))
+		if err == nil || !strings.Contains(err.Error(), "URLFLOW_USER_REFERENCE_KEY: ") || !strings.Contains(err.Error(), want) {
+			t.Errorf("the key %q: %v, want a problem that says %q", value, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), value) {
+			t.Errorf("the error repeats the key: %v", err)
+		}
+	}
+	key := base64.StdEncoding.EncodeToString([]byte("thirty-two bytes of key material"))
+	env["URLFLOW_USER_REFERENCE_KEY"] = key
+	cfg, err := loadArgs("serve", nil, envOf(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, _ := userref.Parse(key)
+	alice := state.User{Issuer: "https://id.example.com", Subject: "alice"}
+	if got := cfg.UserRefs.Of("weather", alice); got == "" || got != refs.Of("weather", alice) {
+		t.Errorf("serve makes the reference %q, want %q", got, refs.Of("weather", alice))
+	}
+}
+
 func TestDevStateSurvivesARestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "urlflow", "dev.json")
 	first, err := loadDevState(path)
@@ -386,9 +446,13 @@ func TestDevStateSurvivesARestart(t *testing.T) {
 		first.DemoServiceKey != second.DemoServiceKey || !strings.HasPrefix(first.DemoServiceKey, services.KeyPrefix) {
 		t.Fatal("a second start made new keys")
 	}
-	// A file written before the demo service existed gets its key, once.
+	if _, err := userref.Parse(first.UserReferenceKey); err != nil {
+		t.Fatalf("the user reference key %v", err)
+	}
+	// A file written before the demo service and the user references existed gets their
+	// keys, once.
 	old := *first
-	old.DemoServiceKey = ""
+	old.DemoServiceKey, old.UserReferenceKey = "", ""
 	if err := saveDevState(path, &old); err != nil {
 		t.Fatal(err)
 	}
@@ -396,8 +460,9 @@ func TestDevStateSurvivesARestart(t *testing.T) {
 	if err != nil || upgraded.DemoServiceKey == "" || upgraded.OperatorToken != first.OperatorToken {
 		t.Fatalf("an older state file: %+v, %v; want the same keys and a demo service key", upgraded, err)
 	}
-	if again, err := loadDevState(path); err != nil || again.DemoServiceKey != upgraded.DemoServiceKey {
-		t.Fatal("the demo service key added to an older file was not kept")
+	if again, err := loadDevState(path); err != nil || again.DemoServiceKey != upgraded.DemoServiceKey ||
+		upgraded.UserReferenceKey == "" || again.UserReferenceKey != upgraded.UserReferenceKey {
+		t.Fatal("the keys added to an older file were not kept")
 	}
 	os.WriteFile(path, []byte("{"), 0o600)
 	if _, err := loadDevState(path); err == nil || !strings.Contains(err.Error(), "delete it") {

@@ -14,6 +14,7 @@ import (
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state/vault"
+	"github.com/urlflow/urlflow/userref"
 )
 
 // devUser is the development user of the printed bearer token.
@@ -116,6 +117,12 @@ func (c *config) useDevState(dev *devState, statePath string) (*demoServiceBanne
 		var err error
 		if c.Keys, err = vault.ParseKeyRing(dev.Keys); err != nil {
 			return nil, fmt.Errorf("development keys in %s: %w", statePath, err)
+		}
+	}
+	if c.UserRefs == nil {
+		var err error
+		if c.UserRefs, err = userref.Parse(dev.UserReferenceKey); err != nil {
+			return nil, fmt.Errorf("development user reference key in %s: %w", statePath, err)
 		}
 	}
 	if len(c.OperatorTokens) == 0 {

@@ -25,6 +25,9 @@ type devState struct {
 	// DemoServiceKey is the key of the development delegating service "demo" (added to
 	// files written before it existed).
 	DemoServiceKey string `json:"demoServiceKey"`
+	// UserReferenceKey is the key of the user references, base64 (added to files written
+	// before it existed).
+	UserReferenceKey string `json:"userReferenceKey"`
 }
 
 // devStatePath returns the file of devState: $XDG_CONFIG_HOME/urlflow/dev.json or the
@@ -48,10 +51,10 @@ func loadDevState(path string) (*devState, error) {
 		if _, err := vault.ParseKeyRing(st.Keys); err != nil || len(st.SigningKey) < 32 || st.OperatorToken == "" {
 			return nil, fmt.Errorf("development state %s is incomplete (delete it to start afresh)", path)
 		}
-		if st.DemoServiceKey != "" {
+		if st.DemoServiceKey != "" && st.UserReferenceKey != "" {
 			return &st, nil
 		}
-		st.DemoServiceKey, _ = services.NewKey()
+		st.fillIn()
 		return &st, saveDevState(path, &st)
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
@@ -62,8 +65,19 @@ func loadDevState(path string) (*devState, error) {
 		Keys:          vault.GenerateKeyRing("dev1"),
 		OperatorToken: "uf_op_" + base64.RawURLEncoding.EncodeToString(randomKey()),
 	}
-	st.DemoServiceKey, _ = services.NewKey()
+	st.fillIn()
 	return st, saveDevState(path, st)
+}
+
+// fillIn makes what st lacks of what later versions added: the demo service's key and the
+// key of the user references.
+func (st *devState) fillIn() {
+	if st.DemoServiceKey == "" {
+		st.DemoServiceKey, _ = services.NewKey()
+	}
+	if st.UserReferenceKey == "" {
+		st.UserReferenceKey = base64.StdEncoding.EncodeToString(randomKey())
+	}
 }
 
 // saveDevState writes st to path (mode 0600).

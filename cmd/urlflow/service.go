@@ -125,8 +125,8 @@ func newParts(cfg *config, rdb redis.UniversalClient, known *providers.Set, log 
 	p.count = counters.New(rdb, p.log)
 	p.limiter = ratelimit.NewLimiter(rdb, nil)
 	p.trail = audit.New(rdb, audit.Options{Retention: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries, Replica: p.replica, Logger: p.log})
-	p.streams = serviceevents.New(rdb, nil, p.log)
-	p.deliveries = webhooks.New(rdb, cfg.Services.HasWebhook)
+	p.streams = serviceevents.New(rdb, cfg.UserRefs, nil, p.log)
+	p.deliveries = webhooks.New(rdb, cfg.Services.HasWebhook, cfg.UserRefs)
 	p.flows = flow.NewStore(rdb, flow.StoreOptions{Logger: p.log, Counters: p.count, IDKeys: cfg.Keys.DeriveAll("elicitation id"),
 		Outboxes: []flow.Outbox{p.streams, p.deliveries}, StuckAfter: cfg.StuckAfter, Audit: p.trail, Metrics: p.instruments})
 	p.creds = credentials.NewStore(rdb, credentials.Options{Logger: p.log, Audit: p.trail})
@@ -173,7 +173,7 @@ func (p *parts) webServer(rdb redis.UniversalClient, id users, users map[string]
 		API: api.New(api.Options{PublicURL: cfg.PublicURL, Flows: p.flows, Hub: p.hub, Asker: p.asker, Recovery: p.recoveries,
 			Credentials: p.creds, Vault: p.seals, Keeper: p.keeper, Upstream: p.caller, Slots: cfg.Slots, Providers: p.providers,
 			Services: cfg.Services, ServiceUsers: users, Verifier: verifier, Dev: id.dev, Issuer: id.issuer,
-			ServiceEvents: p.streams, Webhooks: p.deliveries, Audit: p.trail, Counters: p.count,
+			ServiceEvents: p.streams, Webhooks: p.deliveries, UserRefs: cfg.UserRefs, Audit: p.trail, Counters: p.count,
 			StatusWaitLimit: cfg.Waits.StatusLimit, Logger: p.log}),
 		Identity: web.Identity{Verifier: verifier, Operators: identity.NewOperators(cfg.OperatorTokens, cfg.OperatorReadOnlyTokens),
 			Services: cfg.Services, RequiredScopes: id.scopes, Issuer: id.issuer, BadTokens: cfg.RateLimits.BadTokens},

@@ -165,6 +165,11 @@ var settingsTable = []setting{
 		Summary:     "the key ring: kid:base64-of-32-bytes, comma separated",
 		Description: "Key ring `kid:base64-of-32-bytes`, comma separated; `urlflow keys generate` prints an entry. The first key is active: it encrypts new credentials and signs browser sessions, CSRF tokens, requestStates and elicitation IDs. Every other key is verify-only: it still decrypts and verifies what it made, so adding a key signs nobody out. To rotate: add the new key at the end on every replica, then move it to the front, run `urlflow keys reseal`, and remove the old key last (docs/production.md#keys-and-rotation). urlflow refuses to start when stored credentials need a key that is not in the ring."},
 
+	{Name: "user_reference_key", Section: "keys", Env: "URLFLOW_USER_REFERENCE_KEY", Type: "key", Secret: true,
+		DefaultNote: "generated in urlflow dev, and kept in its dev.json", Example: "<base64 of 32 bytes>", Commands: forServers,
+		Summary:     "the key of the user references services know users by (base64 of 32 bytes or more)",
+		Description: "The key of the user references: each delegating service knows a user by an opaque reference (`usr_` and 32 letters and digits), a keyed hash of the service, the issuer and the subject, the same in every answer, event and webhook, and different at every service. Base64 of 32 or more random bytes, e.g. from `openssl rand -base64 32`. `urlflow serve` requires it when the configuration file has services. It is not part of `URLFLOW_KEYS` and never rotates with it: changing it changes every reference every service has stored, so set it once and keep it with the key ring (docs/production.md#keys-and-rotation)."},
+
 	{Name: "elicitation_style", Section: "elicitation", Env: "URLFLOW_ELICITATION_STYLE", YAML: "elicitation_style", Type: "push or error",
 		Default: string(mcp.StylePush), Example: string(mcp.StyleError), Commands: forServers,
 		Summary:     "push or error, for 2025-11-25 clients with URL mode",

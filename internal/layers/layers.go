@@ -17,7 +17,7 @@ var layers = [][]string{
 	{"state"},
 	{"state/vault", "state/audit", "state/counters", "state/ratelimit", "state/browsersession", "state/once",
 		"state/authorizations", "upstream"},
-	{"state/credentials", "state/vault/vaulttest", "slots"},
+	{"state/credentials", "state/vault/vaulttest", "slots", "userref"},
 	{"state/flow", "oauth/identity", "oauth/providers", "services"},
 	{"state/mcpsessions", "state/serviceevents", "state/webhooks", "proxy"},
 	// The use cases, and the background sender of webhooks.

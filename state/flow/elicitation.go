@@ -161,19 +161,22 @@ func (e *Elicitation) Overdue(now time.Time) bool {
 // structuredContent of the MCP tools. URL is set only while the flow runs; History only for
 // the owner or an operator.
 type View struct {
-	ID        string     `json:"id"`
-	State     State      `json:"state"`
-	Kind      state.Kind `json:"kind"`
-	Target    string     `json:"target"`
-	Service   string     `json:"service,omitempty"`
-	URL       string     `json:"url,omitempty"`
-	CreatedAt time.Time  `json:"createdAt"`
-	UpdatedAt time.Time  `json:"updatedAt"`
-	ExpiresAt time.Time  `json:"expiresAt"`
-	Delivery  Delivery   `json:"delivery"`
-	RetryOf   string     `json:"retryOf,omitempty"`
-	RetriedBy string     `json:"retriedBy,omitempty"`
-	History   []Entry    `json:"history,omitempty"`
+	ID      string     `json:"id"`
+	State   State      `json:"state"`
+	Kind    state.Kind `json:"kind"`
+	Target  string     `json:"target"`
+	Service string     `json:"service,omitempty"`
+	// UserRef is the reference the flow's service knows its user by (package userref),
+	// set by whoever shows the view for a service's flow; empty for urlflow's own.
+	UserRef   string    `json:"userRef,omitempty"`
+	URL       string    `json:"url,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	Delivery  Delivery  `json:"delivery"`
+	RetryOf   string    `json:"retryOf,omitempty"`
+	RetriedBy string    `json:"retriedBy,omitempty"`
+	History   []Entry   `json:"history,omitempty"`
 }
 
 // View returns the public view of e. url is the elicitation's URL; it is left out once the
@@ -186,6 +189,20 @@ func (e *Elicitation) View(url string, history []Entry) View {
 	}
 	if !e.State.Terminal() {
 		v.URL = url
+	}
+	return v
+}
+
+// UserRefs make the references services know their users by (package userref).
+type UserRefs interface {
+	Of(service string, user state.User) string
+}
+
+// ViewFor is View with the user reference of a service's flow made by refs.
+func (e *Elicitation) ViewFor(refs UserRefs, url string, history []Entry) View {
+	v := e.View(url, history)
+	if e.Service != "" && refs != nil {
+		v.UserRef = refs.Of(e.Service, e.User)
 	}
 	return v
 }

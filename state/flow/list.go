@@ -471,11 +471,12 @@ type Listing struct {
 	Next string `json:"next,omitempty"`
 }
 
-// Listed returns e as a listing shows it at now: url is its elicitation URL, and withUser
-// says whether to show its user and session (to an operator).
-func (x *Index) Listed(e *Elicitation, url string, now time.Time, withUser bool) Listed {
+// Listed returns e as a listing shows it at now: url is its elicitation URL, refs make the
+// user reference of a service's flow, and withUser says whether to show its user and
+// session (to an operator).
+func (x *Index) Listed(e *Elicitation, refs UserRefs, url string, now time.Time, withUser bool) Listed {
 	s := x.s
-	l := Listed{View: e.View(url, nil), Client: e.Client, Replica: e.Replica, Era: e.Era(), Stuck: s.stuckAfter.Check(e, now)}
+	l := Listed{View: e.ViewFor(refs, url, nil), Client: e.Client, Replica: e.Replica, Era: e.Era(), Stuck: s.stuckAfter.Check(e, now)}
 	if withUser {
 		u := e.User
 		l.User, l.Session = &u, e.SessionID

@@ -26,20 +26,22 @@ import (
 
 // Streams keeps the services' streams.
 type Streams struct {
-	rdb redis.UniversalClient
-	now func() time.Time
-	log *slog.Logger
+	rdb  redis.UniversalClient
+	refs flow.UserRefs
+	now  func() time.Time
+	log  *slog.Logger
 }
 
-// New returns the Streams kept in rdb; now is time.Now and log slog.Default() if nil.
-func New(rdb redis.UniversalClient, now func() time.Time, log *slog.Logger) *Streams {
+// New returns the Streams kept in rdb, whose events name users by the references refs
+// make; now is time.Now and log slog.Default() if nil.
+func New(rdb redis.UniversalClient, refs flow.UserRefs, now func() time.Time, log *slog.Logger) *Streams {
 	if now == nil {
 		now = time.Now
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Streams{rdb: rdb, now: now, log: log}
+	return &Streams{rdb: rdb, refs: refs, now: now, log: log}
 }
 
 // Keep is how long a service's events are kept: a reader that comes back
@@ -74,7 +76,7 @@ func (st *Streams) QueueStep(ctx context.Context, w flow.Writes, step flow.Step)
 	if e.Service == "" {
 		return nil
 	}
-	doc, err := json.Marshal(Event{Event: step.Event, From: step.From, To: e.State, At: e.UpdatedAt, Elicitation: e.View("", nil)})
+	doc, err := json.Marshal(Event{Event: step.Event, From: step.From, To: e.State, At: e.UpdatedAt, Elicitation: e.ViewFor(st.refs, "", nil)})
 	if err != nil {
 		return fmt.Errorf("encode event of %s: %w", e.ID, err)
 	}

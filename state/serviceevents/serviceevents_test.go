@@ -21,7 +21,7 @@ var (
 
 func TestAServiceStreamHoldsItsFlowsCreationsAndChangesInOrder(t *testing.T) {
 	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
-		st := New(b.Client, nil, quiet)
+		st := New(b.Client, nil, nil, quiet)
 		s := flow.NewStore(b.Client, flow.StoreOptions{Logger: quiet, Outboxes: []flow.Outbox{st}})
 		ctx := t.Context()
 		start, err := st.Last(ctx, "weather")

@@ -27,12 +27,13 @@ import (
 type Queue struct {
 	rdb        redis.UniversalClient
 	hasWebhook func(service string) bool
+	refs       flow.UserRefs
 }
 
 // New returns the Queue kept in rdb, which queues a delivery for the services that
-// hasWebhook names.
-func New(rdb redis.UniversalClient, hasWebhook func(service string) bool) *Queue {
-	return &Queue{rdb: rdb, hasWebhook: hasWebhook}
+// hasWebhook names, naming users by the references refs make.
+func New(rdb redis.UniversalClient, hasWebhook func(service string) bool, refs flow.UserRefs) *Queue {
+	return &Queue{rdb: rdb, hasWebhook: hasWebhook, refs: refs}
 }
 
 // Keep is how long a delivery record is kept after its last change.
@@ -135,7 +136,7 @@ func (q *Queue) QueueStep(ctx context.Context, w flow.Writes, step flow.Step) er
 		return nil
 	}
 	var msg Message
-	msg.Type, msg.Timestamp, msg.Data.Elicitation = "elicitation."+string(e.State), e.UpdatedAt, e.View("", nil)
+	msg.Type, msg.Timestamp, msg.Data.Elicitation = "elicitation."+string(e.State), e.UpdatedAt, e.ViewFor(q.refs, "", nil)
 	body, err := json.Marshal(msg)
 	if err != nil {
 		return fmt.Errorf("encode webhook of %s: %w", e.ID, err)

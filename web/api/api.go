@@ -113,7 +113,7 @@ func (s *API) view(ctx context.Context, e *flow.Elicitation) (flow.View, error) 
 			}
 		}
 	}
-	return e.View(flow.ElicitationURL(s.opts.PublicURL, e.ID), history), nil
+	return e.ViewFor(s.opts.UserRefs, flow.ElicitationURL(s.opts.PublicURL, e.ID), history), nil
 }
 
 // answer answers status with e as the caller may see it, with its history; an operator
@@ -126,7 +126,7 @@ func (s *API) answer(c echo.Context, status int, e *flow.Elicitation) error {
 		return err
 	}
 	if who, _ := identity.CallerFrom(ctx); who.Operator {
-		l := s.opts.Flows.Index().Listed(e, v.URL, time.Now(), true)
+		l := s.opts.Flows.Index().Listed(e, s.opts.UserRefs, v.URL, time.Now(), true)
 		l.View = v
 		return c.JSON(status, l)
 	}

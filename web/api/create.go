@@ -55,7 +55,9 @@ type CreateRequest struct {
 // has it stored for this service already, else the elicitation to send the user to, or,
 // continuing a requestState, the elicitation that ended without success.
 type CreateAnswer struct {
-	Status      string                  `json:"status"`
+	Status string `json:"status"`
+	// UserRef is the reference the service knows the user by (package userref).
+	UserRef     string                  `json:"userRef,omitempty"`
 	Elicitation *flow.View              `json:"elicitation,omitempty"`
 	Credential  *credentials.Connection `json:"credential,omitempty"`
 	// RequestState goes, as it is, into the service's input_required result for a
@@ -173,13 +175,13 @@ func CreateDigest(user state.User, req CreateRequest) string {
 func (s *API) createAnswered(c echo.Context, svc *services.Service, n ask.Need, call string, o ask.Outcome) error {
 	if o.Status == ask.Stored {
 		conn := o.Credential.Connection()
-		return c.JSON(http.StatusOK, CreateAnswer{Status: StatusStored, Credential: &conn})
+		return c.JSON(http.StatusOK, CreateAnswer{Status: StatusStored, UserRef: s.opts.UserRefs.Of(svc.Name, n.User), Credential: &conn})
 	}
 	v, err := s.view(c.Request().Context(), o.Elicitation)
 	if err != nil {
 		return err
 	}
-	ans := CreateAnswer{Status: StatusEnded, Elicitation: &v}
+	ans := CreateAnswer{Status: StatusEnded, UserRef: v.UserRef, Elicitation: &v}
 	if o.Status == ask.Asking {
 		ans.Status = StatusActionRequired
 		ans.RequestState = s.opts.Asker.Issue(o.Elicitation, ask.ServiceBinding(svc.Name, n.Kind, n.Target, call))

@@ -42,6 +42,9 @@ type credentialStatusRequest struct {
 type CredentialStatus struct {
 	Kind   state.Kind `json:"kind"`
 	Target string     `json:"target"`
+	// UserRef is the reference the service knows the user by (package userref).
+	UserRef string `json:"userRef"`
+
 	// Status is one of the Credential* statuses.
 	Status      string     `json:"status"`
 	StoredAt    *time.Time `json:"storedAt,omitempty"`
@@ -93,7 +96,7 @@ func (s *API) apiCredentialStatus(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	name := credentials.Name(svc.Name, t.name)
-	ans := CredentialStatus{Kind: t.kind, Target: t.name, Status: CredentialNotStored}
+	ans := CredentialStatus{Kind: t.kind, Target: t.name, UserRef: s.opts.UserRefs.Of(svc.Name, user), Status: CredentialNotStored}
 	cred, err := s.opts.Credentials.Get(ctx, user, name)
 	if errors.Is(err, state.ErrNotFound) {
 		return c.JSON(http.StatusOK, ans)
@@ -154,9 +157,12 @@ type credentialsDeleteAllRequest struct {
 // Deletion is what the deletion of one credential did: whether there was one to delete
 // and, for a provider's connection that was deleted, what came of revoking it there.
 type Deletion struct {
-	Kind    state.Kind `json:"kind"`
-	Target  string     `json:"target"`
-	Deleted bool       `json:"deleted"`
+	Kind   state.Kind `json:"kind"`
+	Target string     `json:"target"`
+	// UserRef is the reference the service knows the user by (package userref), in the
+	// answer of a deletion of one credential.
+	UserRef string `json:"userRef,omitempty"`
+	Deleted bool   `json:"deleted"`
 	// Revocation is one of the Revocation* outcomes, for a connection deleted.
 	Revocation string `json:"revocation,omitempty"`
 }
@@ -164,6 +170,8 @@ type Deletion struct {
 // DeletedAll is the answer of POST /api/v1/credentials/delete-all: the elicitations
 // cancelled and the credentials deleted.
 type DeletedAll struct {
+	// UserRef is the reference the service knows the user by (package userref).
+	UserRef string `json:"userRef"`
 	// Cancelled are the IDs of the service's elicitations for the user that were still
 	// running: cancelled first, so that none stores a credential again afterwards.
 	Cancelled []string   `json:"cancelled"`
@@ -200,6 +208,7 @@ func (s *API) apiCredentialDelete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	d.UserRef = s.opts.UserRefs.Of(svc.Name, user)
 	return c.JSON(http.StatusOK, d)
 }
 
@@ -219,7 +228,7 @@ func (s *API) apiCredentialsDeleteAll(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	reason := deletionReason(svc, "with every credential of the user", req.Reason)
-	ans := DeletedAll{Deleted: []Deletion{}}
+	ans := DeletedAll{UserRef: s.opts.UserRefs.Of(svc.Name, user), Deleted: []Deletion{}}
 	if ans.Cancelled, err = s.cancelRunning(ctx, user, svc, reason); err != nil {
 		return err
 	}

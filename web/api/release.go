@@ -24,13 +24,16 @@ type releaseRequest struct {
 // ReleaseAnswer is the answer of POST /api/v1/release: a slot's secret, or a provider's
 // access token, fresh enough to use (never its refresh token).
 type ReleaseAnswer struct {
-	Kind        state.Kind `json:"kind"`
-	Target      string     `json:"target"`
-	Secret      string     `json:"secret,omitempty"`
-	AccessToken string     `json:"accessToken,omitempty"`
-	TokenType   string     `json:"tokenType,omitempty"`
-	ExpiresAt   time.Time  `json:"expiresAt,omitzero"`
-	Scopes      []string   `json:"scopes,omitempty"`
+	Kind   state.Kind `json:"kind"`
+	Target string     `json:"target"`
+	// UserRef is the reference the service knows the user by (package userref).
+	UserRef string `json:"userRef"`
+
+	Secret      string    `json:"secret,omitempty"`
+	AccessToken string    `json:"accessToken,omitempty"`
+	TokenType   string    `json:"tokenType,omitempty"`
+	ExpiresAt   time.Time `json:"expiresAt,omitzero"`
+	Scopes      []string  `json:"scopes,omitempty"`
 }
 
 // apiRelease is POST /api/v1/release, for delegating services whose configuration has
@@ -52,7 +55,7 @@ func (s *API) apiRelease(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	name := credentials.Name(svc.Name, t.name)
-	ans := ReleaseAnswer{Kind: t.kind, Target: t.name}
+	ans := ReleaseAnswer{Kind: t.kind, Target: t.name, UserRef: s.opts.UserRefs.Of(svc.Name, user)}
 	cred, err := s.opts.Credentials.Get(ctx, user, name)
 	switch {
 	case errors.Is(err, state.ErrNotFound):

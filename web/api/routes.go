@@ -31,6 +31,7 @@ import (
 	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/state/webhooks"
 	"github.com/urlflow/urlflow/upstream"
+	"github.com/urlflow/urlflow/userref"
 )
 
 // Options configure the API. All fields but Dev, Issuer and the waits are required.
@@ -65,6 +66,8 @@ type Options struct {
 	// webhook deliveries.
 	ServiceEvents *serviceevents.Streams
 	Webhooks      *webhooks.Queue
+	// UserRefs make the references services know their users by.
+	UserRefs *userref.Refs
 	// Audit is exported to operators; Counters count the credentials released.
 	Audit    *audit.Trail
 	Counters *counters.Counters

@@ -12,7 +12,7 @@ import (
 // secretSettings are urlflow's settings that hold a secret (docs/configuration.md, column
 // "secret"), each readable from NAME_FILE.
 var secretSettings = []string{"URLFLOW_KEYS", "URLFLOW_REDIS_URL", "URLFLOW_OIDC_CLIENT_SECRET",
-	"URLFLOW_OPERATOR_TOKENS", "URLFLOW_OPERATOR_READONLY_TOKENS", "URLFLOW_TOKEN", "URLFLOW_HOOK_TOKEN"}
+	"URLFLOW_OPERATOR_TOKENS", "URLFLOW_OPERATOR_READONLY_TOKENS", "URLFLOW_USER_REFERENCE_KEY", "URLFLOW_TOKEN", "URLFLOW_HOOK_TOKEN"}
 
 // requiredSecretFiles are the secret settings urlflow serve cannot start without.
 var requiredSecretFiles = []string{"URLFLOW_KEYS_FILE", "URLFLOW_REDIS_URL_FILE", "URLFLOW_OIDC_CLIENT_SECRET_FILE"}

@@ -28,6 +28,11 @@ func TestMissingRequiredValueFailsByName(t *testing.T) {
 			wantFailure(t, r.want, "-f", ciValues("minimal"), "--set", r.set)
 		})
 	}
+	t.Run("services without secrets.userReferenceKey", func(t *testing.T) {
+		t.Parallel()
+		wantFailure(t, "secrets.userReferenceKey.name is required when config.file has services",
+			"-f", ciValues("everything"), "--set", "secrets.userReferenceKey.name=")
+	})
 	t.Run("no values", func(t *testing.T) {
 		t.Parallel()
 		wantFailure(t, "is required")

@@ -76,11 +76,17 @@ name and key, and the file under /run/secrets/urlflow/. Required ones fail by na
   key: {{ $s.operatorReadonlyTokens.key | quote }}
   file: operator-readonly-tokens
 {{- end }}
+{{- if or $s.userReferenceKey.name (and .Values.config.enabled .Values.config.file.services) }}
+- env: URLFLOW_USER_REFERENCE_KEY_FILE
+  name: {{ required "secrets.userReferenceKey.name is required when config.file has services: an existing Secret holding base64 of 32 random bytes (openssl rand -base64 32)" $s.userReferenceKey.name | quote }}
+  key: {{ $s.userReferenceKey.key | quote }}
+  file: user-reference-key
+{{- end }}
 {{- end }}
 
 {{/* Every secret setting of docs/configuration.md: extraEnv may not set any of them. */}}
 {{- define "urlflow.secretSettings" -}}
-{{- list "URLFLOW_KEYS" "URLFLOW_REDIS_URL" "URLFLOW_OIDC_CLIENT_SECRET" "URLFLOW_OPERATOR_TOKENS" "URLFLOW_OPERATOR_READONLY_TOKENS" "URLFLOW_TOKEN" "URLFLOW_HOOK_TOKEN" | toJson }}
+{{- list "URLFLOW_KEYS" "URLFLOW_REDIS_URL" "URLFLOW_OIDC_CLIENT_SECRET" "URLFLOW_OPERATOR_TOKENS" "URLFLOW_OPERATOR_READONLY_TOKENS" "URLFLOW_USER_REFERENCE_KEY" "URLFLOW_TOKEN" "URLFLOW_HOOK_TOKEN" | toJson }}
 {{- end }}
 
 {{/* The environment the chart sets, as a YAML list of EnvVar. */}}
