@@ -62,6 +62,11 @@ type Options struct {
 	// Logger receives what the client logs (slog.Default() when nil). It never logs a
 	// token or a credential.
 	Logger *slog.Logger
+	// OnCredentialEvent, when set, hears of each change of a credential your server holds
+	// (stored, replaced, deleted, locked, reconnect required, released) that reaches the
+	// client: on the event stream (Follow) or through WebhookHandler. It runs on the
+	// goroutine that read the event; a slow one holds the stream back.
+	OnCredentialEvent func(*CredentialEvent)
 }
 
 // Client is a delegating server's link to urlflow. Its methods may be called

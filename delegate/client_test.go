@@ -3,6 +3,7 @@ package delegate
 import (
 	"log/slog"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -54,7 +55,7 @@ func TestOptionsLeftZeroTakeTheirDocumentedDefaults(t *testing.T) {
 	if c, err = New(set); err != nil {
 		t.Fatal(err)
 	}
-	if c.opts != set || c.log != set.Logger {
+	if !reflect.DeepEqual(c.opts, set) || c.log != set.Logger { // equal funcs: both nil
 		t.Errorf("options set: %+v, want %+v", c.opts, set)
 	}
 }

@@ -134,6 +134,13 @@ func (c *Client) onEvent(event, data string) {
 			return
 		}
 		c.settle(&ev.Elicitation)
+	case "credential":
+		var ev CredentialEvent
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			c.log.Warn("urlflow event not understood", "err", err)
+			return
+		}
+		c.credentialEvent(&ev)
 	case "reset":
 		// Events were lost: ask urlflow about every elicitation still owed.
 		c.mu.Lock()
@@ -150,6 +157,13 @@ func (c *Client) onEvent(event, data string) {
 				c.settle(&e)
 			}
 		}
+	}
+}
+
+// credentialEvent hands ev to Options.OnCredentialEvent, if set.
+func (c *Client) credentialEvent(ev *CredentialEvent) {
+	if c.opts.OnCredentialEvent != nil {
+		c.opts.OnCredentialEvent(ev)
 	}
 }
 
@@ -170,6 +184,8 @@ func (c *Client) WebhookHandler(v *WebhookVerifier) http.Handler {
 		case err != nil:
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
+		case hook.Credential != nil:
+			c.credentialEvent(hook.Credential)
 		default:
 			c.settle(&hook.Elicitation)
 		}

@@ -76,15 +76,52 @@ func SignWebhookWith(keys [][]byte, id string, timestamp time.Time, body []byte)
 	return strings.Join(sigs, " ")
 }
 
-// Webhook is a verified webhook of urlflow: an elicitation of the server ended.
+// Webhook is a verified webhook of urlflow: an elicitation of the server ended, or a
+// credential it holds changed.
 type Webhook struct {
 	// ID is the message's webhook-id.
 	ID string
 	// Type is "elicitation." and the state the elicitation ended in, for example
-	// "elicitation.complete" or "elicitation.declined".
+	// "elicitation.complete" or "elicitation.declined"; or "credential." and the change,
+	// for example "credential.deleted".
 	Type string
-	// Elicitation is the elicitation as it ended.
+	// Elicitation is the elicitation as it ended, for an elicitation's message.
 	Elicitation Elicitation
+	// Credential is the change, for a credential's message; nil otherwise.
+	Credential *CredentialEvent
+}
+
+// CredentialEvent is a change of a credential your server holds: never its value.
+type CredentialEvent struct {
+	// Type is "credential." and the change: stored, replaced, deleted, locked,
+	// reconnect_required or released.
+	Type    string    `json:"type"`
+	At      time.Time `json:"at"`
+	Service string    `json:"service"`
+	Kind    string    `json:"kind"`
+	// Target is the slot or provider.
+	Target  string `json:"target"`
+	UserRef string `json:"userRef"`
+	// Actor caused it: "user", "client", "operator", "service" or "system"; Reason says
+	// why, when urlflow knows.
+	Actor  string `json:"actor"`
+	Reason string `json:"reason"`
+	// ElicitationID is the flow that stored the credential.
+	ElicitationID string `json:"elicitationId"`
+	// Credential describes it after the change; nil once deleted.
+	Credential *StoredCredential `json:"credential"`
+}
+
+// StoredCredential describes a stored credential: never its value.
+type StoredCredential struct {
+	StoredAt       time.Time  `json:"storedAt"`
+	VerifiedAt     *time.Time `json:"verifiedAt"`
+	Account        string     `json:"account"`
+	Scopes         []string   `json:"scopes"`
+	RefreshedAt    *time.Time `json:"refreshedAt"`
+	NeedsReconnect bool       `json:"needsReconnect"`
+	LockedAt       *time.Time `json:"lockedAt"`
+	LockReason     string     `json:"lockReason"`
 }
 
 // Elicitation is an elicitation as urlflow's API shows it (docs/openapi.yaml).
@@ -179,12 +216,14 @@ func (v *WebhookVerifier) Verify(header http.Header, body []byte) (*Webhook, err
 		return nil, ErrWebhookStale
 	}
 	var msg struct {
-		Type string `json:"type"`
-		Data struct {
-			Elicitation Elicitation `json:"elicitation"`
-		} `json:"data"`
+		Type string          `json:"type"`
+		Data json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(body, &msg); err != nil {
+		return nil, fmt.Errorf("webhook: the body is not urlflow's: %w", err)
+	}
+	hook := &Webhook{ID: id, Type: msg.Type}
+	if err := hook.decodeData(msg.Data); err != nil {
 		return nil, fmt.Errorf("webhook: the body is not urlflow's: %w", err)
 	}
 	v.mu.Lock()
@@ -198,5 +237,23 @@ func (v *WebhookVerifier) Verify(header http.Header, body []byte) (*Webhook, err
 		return nil, ErrWebhookReplayed
 	}
 	v.seen[id] = ts
-	return &Webhook{ID: id, Type: msg.Type, Elicitation: msg.Data.Elicitation}, nil
+	return hook, nil
+}
+
+// decodeData reads a message's data: a credential's change for a credential.* type, an
+// elicitation otherwise; nothing when the message has none.
+func (h *Webhook) decodeData(data json.RawMessage) error {
+	if len(data) == 0 {
+		return nil
+	}
+	if strings.HasPrefix(h.Type, "credential.") {
+		h.Credential = &CredentialEvent{}
+		return json.Unmarshal(data, h.Credential)
+	}
+	var d struct {
+		Elicitation Elicitation `json:"elicitation"`
+	}
+	err := json.Unmarshal(data, &d)
+	h.Elicitation = d.Elicitation
+	return err
 }

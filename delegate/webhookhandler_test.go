@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,10 +37,19 @@ func TestWebhookHandlerTellsTheOwedSessionWhenUrlflowsWebhookArrives(t *testing.
 
 	newPerson(t, u, "quinn").completeSecret(asked.URL, demoKey())
 	quinn.waitCompletion(asked.ElicitationID, 20*time.Second)
-	eventually(t, 5*time.Second, "the webhook answered", func() bool { return len(u.Hooks.received()) > 0 })
-	hooks := u.Hooks.received()
-	if len(hooks) != 1 || hooks[0].Status != http.StatusNoContent || hooks[0].Header.Get(delegate.HeaderWebhookID) != "msg_"+asked.ElicitationID {
-		t.Fatalf("webhooks received: %+v", hooks)
+	// Two messages: the elicitation's ending, and the credential it stored.
+	eventually(t, 5*time.Second, "the webhooks answered", func() bool { return len(u.Hooks.received()) >= 2 })
+	var hooks []receivedHook
+	for _, h := range u.Hooks.received() {
+		if h.Status != http.StatusNoContent {
+			t.Errorf("a webhook answered %d, want 204", h.Status)
+		}
+		if h.Header.Get(delegate.HeaderWebhookID) == "msg_"+asked.ElicitationID {
+			hooks = append(hooks, h)
+		}
+	}
+	if len(hooks) != 1 {
+		t.Fatalf("webhooks of the elicitation received: %+v", hooks)
 	}
 
 	// urlflow sends a message again when it did not see the answer: 204 again, and the
@@ -130,4 +142,68 @@ func TestWebhookHandlerRefusesWhatDoesNotVerifyAndTellsNoOne(t *testing.T) {
 	}
 	rita.waitCompletion(id, 5*time.Second)
 	rita.noCompletion(300 * time.Millisecond)
+}
+
+// OnCredentialEvent hears of the changes of the credentials the server holds, through the
+// webhook as through the event stream: stored when the user enters it, deleted when the
+// server deletes it, with the user's reference; never a value.
+func TestAServerHearsOfTheChangesOfItsCredentials(t *testing.T) {
+	t.Parallel()
+	u := startUrlflow(t)
+	var mu sync.Mutex
+	var byHook, byStream []*delegate.CredentialEvent
+	record := func(to *[]*delegate.CredentialEvent) func(*delegate.CredentialEvent) {
+		return func(ev *delegate.CredentialEvent) {
+			mu.Lock()
+			defer mu.Unlock()
+			*to = append(*to, ev)
+		}
+	}
+	hooked := startWeather(t, u, delegate.Options{Style: delegate.StyleError, OnCredentialEvent: record(&byHook)})
+	v, err := delegate.NewWebhookVerifier(webhookSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Hooks.serve(hooked.Client.WebhookHandler(v))
+	following := startWeather(t, u, delegate.Options{OnCredentialEvent: record(&byStream)})
+	ctx := testContext(t)
+	go following.Client.Follow(ctx)
+	eventually(t, 10*time.Second, "the event stream opened", func() bool { return len(following.API.calls("GET /api/v1/events")) > 0 })
+
+	storedFor(t, u, hooked, "pia")
+	pia := delegate.User{Token: u.userToken("pia")}
+	st, err := hooked.Client.CredentialStatus(ctx, pia, delegate.Need{Slot: "demo_api_key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hooked.Client.DeleteCredential(ctx, pia, delegate.Need{Slot: "demo_api_key"}, "account closed"); err != nil {
+		t.Fatal(err)
+	}
+	types := func(evs []*delegate.CredentialEvent) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []string
+		for _, ev := range evs {
+			out = append(out, ev.Type)
+			if ev.UserRef != st.UserRef || ev.Target != "demo_api_key" || ev.Service != "weather" {
+				t.Errorf("event %+v, want pia's demo key, with the reference %s", ev, st.UserRef)
+			}
+		}
+		return out
+	}
+	// The stream is in order; webhooks are sent in parallel and may arrive in any order.
+	want := []string{"credential.stored", "credential.deleted"}
+	eventually(t, 10*time.Second, "both changes heard by webhook and stream", func() bool {
+		hooked := types(byHook)
+		return slices.Equal(types(byStream), want) && len(hooked) == 2 && slices.Contains(hooked, want[0]) && slices.Contains(hooked, want[1])
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	i := slices.IndexFunc(byHook, func(ev *delegate.CredentialEvent) bool { return ev.Type == "credential.deleted" })
+	if deleted := byHook[i]; deleted.Actor != "service" || !strings.Contains(deleted.Reason, "account closed") || deleted.Credential != nil {
+		t.Errorf("the deletion: %+v", deleted)
+	}
+	if stored := byStream[0]; stored.Actor != "user" || stored.Credential == nil || stored.Credential.StoredAt.IsZero() || stored.ElicitationID == "" {
+		t.Errorf("the storing: %+v", stored)
+	}
 }

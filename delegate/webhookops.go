@@ -15,9 +15,12 @@ import (
 // where they do not apply.
 type WebhookDelivery struct {
 	// ID is the message's webhook-id, the same in every attempt and redelivery.
-	ID            string    `json:"id"`
-	Service       string    `json:"service"`
+	ID      string `json:"id"`
+	Service string `json:"service"`
+	// ElicitationID is the elicitation whose ending the message tells, or that stored the
+	// credential whose change it tells; EventID, the change of a credential it tells.
 	ElicitationID string    `json:"elicitationId"`
+	EventID       string    `json:"eventId"`
 	Type          string    `json:"type"`
 	CreatedAt     time.Time `json:"createdAt"`
 	// Attempts counts the attempts of every schedule.
@@ -73,6 +76,18 @@ func (c *Client) GivenUpWebhooks(ctx context.Context, cursor string, limit int) 
 func (c *Client) RedeliverWebhook(ctx context.Context, elicitationID string) (*WebhookDelivery, error) {
 	var d WebhookDelivery
 	if _, err := c.do(ctx, http.MethodPost, "elicitations/"+url.PathEscape(elicitationID)+"/webhook/redeliver", "", nil, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// RedeliverWebhookMessage is RedeliverWebhook for any message of your server's by its
+// webhook-id (WebhookDelivery.ID, the webhook-id header), also a credential's change, which
+// belongs to no elicitation. A message that is not your server's, or no longer kept, is
+// an *APIError with Status 404.
+func (c *Client) RedeliverWebhookMessage(ctx context.Context, messageID string) (*WebhookDelivery, error) {
+	var d WebhookDelivery
+	if _, err := c.do(ctx, http.MethodPost, "webhooks/"+url.PathEscape(messageID)+"/redeliver", "", nil, &d); err != nil {
 		return nil, err
 	}
 	return &d, nil

@@ -98,6 +98,7 @@ services:
     webhook:
       url: %s/urlflow-webhook
       secret_file: %s
+      events: ["elicitation.*"]
 `, resource, write("hooks.keys", digest+"\n"), recv.srv.URL, write("hooks.whsec", secret+"\n")))
 	rs := redistest.Start(t)
 	cfg := serverConfig{Redis: rs, ConfigHome: filepath.Join(dir, "home"), ConfigFile: config,

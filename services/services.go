@@ -78,7 +78,8 @@ type Config struct {
 	// Release lets the service receive the credentials it collected (a secret, or a fresh
 	// access token of a provider) instead of only using them through urlflow's proxy.
 	Release bool `yaml:"release"`
-	// Webhook, when set, is told of every flow of the service that ends.
+	// Webhook, when set, is told of every flow of the service that ends and every change
+	// of the credentials it holds (or of those its events name).
 	Webhook *WebhookConfig `yaml:"webhook"`
 }
 
@@ -89,12 +90,44 @@ type Config struct {
 type WebhookConfig struct {
 	URL        string `yaml:"url"`
 	SecretFile string `yaml:"secret_file"`
+	// Events are the types of message the webhook is sent (WebhookEventTypes, or
+	// "elicitation.*", "credential.*"); every type when not set.
+	Events []string `yaml:"events"`
 }
 
-// Webhook is a service's webhook: its URL and the bytes of its signing secrets.
+// Webhook is a service's webhook: its URL, the bytes of its signing secrets, and the types
+// of message it is sent (every type when empty).
 type Webhook struct {
-	URL  string
-	Keys [][]byte
+	URL    string
+	Keys   [][]byte
+	Events []string
+}
+
+// WebhookEventTypes are the types of the webhook messages: the ending of an elicitation in
+// each state a service's flow can end in, and each change of a credential.
+var WebhookEventTypes = func() []string {
+	types := []string{"elicitation.complete", "elicitation.declined", "elicitation.cancelled", "elicitation.expired"}
+	for _, t := range credentials.ChangeTypes {
+		types = append(types, t.EventType())
+	}
+	return types
+}()
+
+// webhookEventFamilies are the patterns that name every type of a family.
+var webhookEventFamilies = []string{"elicitation.*", "credential.*"}
+
+// Wants reports whether the webhook is sent messages of eventType.
+func (w *Webhook) Wants(eventType string) bool {
+	if len(w.Events) == 0 {
+		return true
+	}
+	for _, e := range w.Events {
+		family, ok := strings.CutSuffix(e, "*")
+		if e == eventType || (ok && strings.HasPrefix(eventType, family)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Service is a configured service.
@@ -316,7 +349,13 @@ func readWebhook(cfg WebhookConfig, readFile func(string) ([]byte, error)) (*Web
 	if err != nil {
 		return nil, fmt.Errorf("secret_file: %w", err)
 	}
-	w := &Webhook{URL: cfg.URL}
+	for _, e := range cfg.Events {
+		if !slices.Contains(WebhookEventTypes, e) && !slices.Contains(webhookEventFamilies, e) {
+			return nil, fmt.Errorf("events: %q is not a type of message; want some of %s, or %s",
+				e, strings.Join(WebhookEventTypes, ", "), strings.Join(webhookEventFamilies, " or "))
+		}
+	}
+	w := &Webhook{URL: cfg.URL, Events: cfg.Events}
 	for i, line := range strings.Split(string(b), "\n") {
 		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
 			continue
@@ -333,10 +372,11 @@ func readWebhook(cfg WebhookConfig, readFile func(string) ([]byte, error)) (*Web
 	return w, nil
 }
 
-// HasWebhook reports whether the service named name has a webhook.
-func (c *Catalog) HasWebhook(name string) bool {
+// WebhookWants reports whether the service named name has a webhook that is sent messages
+// of eventType.
+func (c *Catalog) WebhookWants(name, eventType string) bool {
 	s, ok := c.Lookup(name)
-	return ok && s.Webhook != nil
+	return ok && s.Webhook != nil && s.Webhook.Wants(eventType)
 }
 
 func parseDigest(line string) ([sha256.Size]byte, error) {

@@ -109,6 +109,23 @@ func TestAServiceMayHaveItsOwnRateLimit(t *testing.T) {
 	}
 }
 
+func TestAWebhookIsSentTheTypesOfMessageItNames(t *testing.T) {
+	every := &Webhook{}
+	some := &Webhook{Events: []string{"elicitation.*", "credential.deleted"}}
+	for _, typ := range WebhookEventTypes {
+		if !every.Wants(typ) {
+			t.Errorf("a webhook without events is not sent %s", typ)
+		}
+		want := typ == "credential.deleted" || strings.HasPrefix(typ, "elicitation.")
+		if some.Wants(typ) != want {
+			t.Errorf("a webhook of %v is sent %s: %v", some.Events, typ, !want)
+		}
+	}
+	if len(WebhookEventTypes) != 10 {
+		t.Errorf("%d types of message: %v", len(WebhookEventTypes), WebhookEventTypes)
+	}
+}
+
 func TestAServiceWebhookIsHTTPSWithASecret(t *testing.T) {
 	_, d := NewKey()
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -131,7 +148,7 @@ func TestAServiceWebhookIsHTTPSWithASecret(t *testing.T) {
 			t.Errorf("%s: %v", ok, err)
 			continue
 		}
-		if s, _ := c.Lookup("weather"); s.Webhook == nil || s.Webhook.URL != ok || len(s.Webhook.Keys) != 1 || len(s.Webhook.Keys[0]) != 24 || !c.HasWebhook("weather") {
+		if s, _ := c.Lookup("weather"); s.Webhook == nil || s.Webhook.URL != ok || len(s.Webhook.Keys) != 1 || len(s.Webhook.Keys[0]) != 24 || !c.WebhookWants("weather", "elicitation.complete") {
 			t.Errorf("%s: %+v", ok, s.Webhook)
 		}
 	}
@@ -150,6 +167,7 @@ func TestAServiceWebhookIsHTTPSWithASecret(t *testing.T) {
 		{WebhookConfig{URL: "https://hooks.weather.example/", SecretFile: "missing"}, "secret_file: file does not exist"},
 		{WebhookConfig{URL: "https://hooks.weather.example/", SecretFile: "empty"}, "holds no secret"},
 		{WebhookConfig{URL: "https://hooks.weather.example/", SecretFile: "bad second line"}, `line 2: webhook secret: want "whsec_"`},
+		{WebhookConfig{URL: "https://hooks.weather.example/", SecretFile: "good", Events: []string{"credential.removed"}}, `events: "credential.removed" is not a type of message`},
 	} {
 		_, err := catalog(tc.hook)
 		if err == nil || !strings.Contains(err.Error(), "service weather: webhook: ") || !strings.Contains(err.Error(), tc.says) {

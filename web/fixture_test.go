@@ -201,10 +201,11 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		t.Fatal(err)
 	}
 	streams := serviceevents.New(rdb, refs, clock.Now, log)
-	deliveries := webhooks.New(rdb, serviceCatalog.HasWebhook, refs)
+	deliveries := webhooks.New(rdb, serviceCatalog.WebhookWants, refs)
 	store := flow.NewStore(rdb, flow.StoreOptions{Now: clock.Now, Logger: log, Counters: count,
 		Outboxes: []flow.Outbox{streams, deliveries}, Audit: trail, Metrics: instruments})
-	creds := credentials.NewStore(rdb, credentials.Options{Now: clock.Now, Logger: log, Audit: trail})
+	creds := credentials.NewStore(rdb, credentials.Options{Now: clock.Now, Logger: log, Audit: trail,
+		Lifecycles: []credentials.Lifecycle{streams, deliveries}})
 	sessions := browsersession.NewStore(rdb)
 	hub := flow.NewHub(rdb, log)
 	if opts.notifier != nil {

@@ -27,7 +27,7 @@ func (f *fixture) givenUpWebhook(t *testing.T, q *webhooks.Queue) string {
 }
 
 func (f *fixture) webhookQueue(t *testing.T) *webhooks.Queue {
-	return webhooks.New(f.redis.Client(t), f.services.HasWebhook, f.userRefs)
+	return webhooks.New(f.redis.Client(t), f.services.WebhookWants, f.userRefs)
 }
 
 func TestAServiceListsItsGivenUpWebhooksNewestFirstAndOperatorsNameTheService(t *testing.T) {
@@ -116,3 +116,66 @@ func TestAnOperatorHasAnyServicesWebhookSentAgainWithAReason(t *testing.T) {
 
 // logged reports whether the server's log holds text.
 func (f *fixture) logged(text string) bool { return strings.Contains(f.logs.String(), text) }
+
+// A credential's message, which belongs to no elicitation, is listed when given up and
+// sent again by its webhook-id; the redelivery is audited.
+func TestAGivenUpCredentialMessageIsSentAgainByItsWebhookID(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	q := f.webhookQueue(t)
+	alice := f.userTokenFor(t, "alice", keyholder)
+	f.storeFor(t, keyholder, "alice", validKey)
+	f.asService(t, keyholder, http.MethodPost, deletePath, alice, `{"slot": "demo_api_key"}`).want(t, http.StatusOK)
+	later := f.clock.Now().Add(time.Hour)
+	keys, err := q.Due(t.Context(), later, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deleted *webhooks.Delivery
+	for _, key := range keys {
+		d, body, ok, err := q.Claim(t.Context(), key, later, time.Minute)
+		if err != nil || !ok {
+			t.Fatalf("claim %s: %v %v", key, ok, err)
+		}
+		if err := q.Record(t.Context(), d, body, f.clock.Now(), http.StatusServiceUnavailable, errors.New("the receiver answered 503"), time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if d.Type == "credential.deleted" {
+			deleted = d
+		}
+	}
+	if deleted == nil {
+		t.Fatalf("no credential.deleted message among %v", keys)
+	}
+	f.asService(t, keyholder, http.MethodGet, "/api/v1/webhooks/given-up", "", "").want(t, http.StatusOK, deleted.ID, `"eventId":"`+deleted.EventID)
+
+	path := "/api/v1/webhooks/" + deleted.ID + "/redeliver"
+	f.asService(t, weather, http.MethodPost, path, "", "").want(t, http.StatusNotFound, "no webhook message")
+	f.asService(t, keyholder, http.MethodPost, "/api/v1/webhooks/cev_nope/redeliver", "", "").want(t, http.StatusBadRequest, "messageId")
+	f.asService(t, keyholder, http.MethodPost, "/api/v1/webhooks/msg_cev_AAAAAAAAAAAAAAAAAAAAAAAAAA/redeliver", "", "").want(t, http.StatusNotFound)
+	f.api(t, http.MethodPost, path, f.token(t, "alice"), "").want(t, http.StatusForbidden)
+	f.api(t, http.MethodPost, path, f.readOnlyToken, `{"reason": "lost"}`).want(t, http.StatusForbidden, "read-write")
+
+	got := f.asService(t, keyholder, http.MethodPost, path, "", `{"reason": "our queue was lost"}`)
+	var d webhooks.Delivery
+	got.decode(t, &d)
+	if got.Status != http.StatusAccepted || d.ID != deleted.ID || d.Redeliveries != 1 || d.NextAttemptAt == nil || d.GivenUpAt != nil {
+		t.Fatalf("redeliver: %d %s", got.Status, got.Body)
+	}
+	f.asService(t, keyholder, http.MethodPost, path, "", "").want(t, http.StatusConflict, "an attempt of this webhook is due")
+	all, err := f.trail.Read(t.Context(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var audited bool
+	for _, e := range all {
+		audited = audited || (e.Event == "webhook_redelivered" && e.Cause == deleted.ID && e.Service == keyholder &&
+			e.Reason == "our queue was lost" && string(e.Actor) == "service")
+	}
+	if !audited {
+		t.Error("the redelivery is not in the audit trail")
+	}
+	if strings.Contains(got.Body, validKey) {
+		t.Fatal("the record carries the secret")
+	}
+}

@@ -1,5 +1,6 @@
 // Package webhook delivers the webhooks of delegating services. The step that ends a
-// service's flow queues its delivery in Redis (package webhooks); every replica runs a Sender,
+// service's flow, and each change of a credential it holds, queues a delivery in Redis
+// (package webhooks); every replica runs a Sender,
 // which takes the deliveries that are due, signs each the Standard Webhooks way
 // (delegate.SignWebhook) and posts it, and records every attempt. A failed attempt is
 // tried again on that convention's schedule, across restarts and on any replica, and
@@ -129,7 +130,7 @@ func (s *Sender) SendDue(ctx context.Context) error {
 		wg.Go(func() {
 			defer func() { <-slots }()
 			if err := s.attempt(ctx, id); err != nil && ctx.Err() == nil {
-				s.log.WarnContext(ctx, "webhook attempt not recorded", "elicitation_id", id, "err", err)
+				s.log.WarnContext(ctx, "webhook attempt not recorded", "delivery", id, "err", err)
 			}
 		})
 	}
@@ -137,7 +138,7 @@ func (s *Sender) SendDue(ctx context.Context) error {
 	return nil
 }
 
-// attempt sends the delivery of elicitation id once, if this replica takes it.
+// attempt sends the delivery id (an elicitation ID or a credential change's event ID) once, if this replica takes it.
 func (s *Sender) attempt(ctx context.Context, id string) error {
 	now := s.opts.Now()
 	d, body, ok, err := s.opts.Queue.Claim(ctx, id, now, s.opts.Lease)

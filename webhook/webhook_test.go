@@ -103,7 +103,7 @@ func endFlow(t *testing.T, flows *flow.Store) *flow.Elicitation {
 // storeOn returns a flow store on b whose service weather has a webhook, and the queue of
 // its deliveries.
 func storeOn(b *redistest.Backend) (*flow.Store, *webhooks.Queue) {
-	q := webhooks.New(b.Client, func(s string) bool { return s == "weather" }, nil)
+	q := webhooks.New(b.Client, func(s, _ string) bool { return s == "weather" }, nil)
 	return flow.NewStore(b.Client, flow.StoreOptions{Logger: slog.New(slog.DiscardHandler), Outboxes: []flow.Outbox{q}}), q
 }
 

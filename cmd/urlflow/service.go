@@ -126,10 +126,11 @@ func newParts(cfg *config, rdb redis.UniversalClient, known *providers.Set, log 
 	p.limiter = ratelimit.NewLimiter(rdb, nil)
 	p.trail = audit.New(rdb, audit.Options{Retention: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries, Replica: p.replica, Logger: p.log})
 	p.streams = serviceevents.New(rdb, cfg.UserRefs, nil, p.log)
-	p.deliveries = webhooks.New(rdb, cfg.Services.HasWebhook, cfg.UserRefs)
+	p.deliveries = webhooks.New(rdb, cfg.Services.WebhookWants, cfg.UserRefs)
 	p.flows = flow.NewStore(rdb, flow.StoreOptions{Logger: p.log, Counters: p.count, IDKeys: cfg.Keys.DeriveAll("elicitation id"),
 		Outboxes: []flow.Outbox{p.streams, p.deliveries}, StuckAfter: cfg.StuckAfter, Audit: p.trail, Metrics: p.instruments})
-	p.creds = credentials.NewStore(rdb, credentials.Options{Logger: p.log, Audit: p.trail})
+	p.creds = credentials.NewStore(rdb, credentials.Options{Logger: p.log, Audit: p.trail,
+		Lifecycles: []credentials.Lifecycle{p.streams, p.deliveries}})
 	p.hub = flow.NewHub(rdb, p.log)
 	p.seals = vault.NewVault(cfg.Keys)
 	p.keeper = providers.NewKeeper(p.creds, p.seals, p.count, p.log)

@@ -49,6 +49,7 @@ const (
 	CredentialDeleted = "credential_deleted"  // disconnected by its user, or revoked
 	CredentialLocked  = "credential_locked"   // locked after it was sent where it must not go
 	OperatorAction    = "operator_action"
+	WebhookRedeliver  = "webhook_redelivered" // a webhook message queued again; Cause is its webhook-id
 	RateLimited       = "rate_limited"
 )
 

@@ -101,10 +101,11 @@ type Connection struct {
 
 // Store keeps credentials in Redis.
 type Store struct {
-	rdb   redis.UniversalClient
-	now   func() time.Time
-	log   *slog.Logger
-	audit *audit.Trail
+	rdb        redis.UniversalClient
+	now        func() time.Time
+	log        *slog.Logger
+	audit      *audit.Trail
+	lifecycles []Lifecycle
 }
 
 // Options configure a Store.
@@ -116,11 +117,14 @@ type Options struct {
 	// Audit receives the credentials released, refreshed, deleted and locked (the step that
 	// completes an elicitation audits the one it stores); nothing is audited if nil.
 	Audit *audit.Trail
+	// Lifecycles hear of the changes of the credentials of delegating services that the
+	// Store makes (lifecycle.go).
+	Lifecycles []Lifecycle
 }
 
 // NewStore returns a Store on rdb.
 func NewStore(rdb redis.UniversalClient, opts Options) *Store {
-	s := &Store{rdb: rdb, now: opts.Now, log: opts.Logger, audit: opts.Audit}
+	s := &Store{rdb: rdb, now: opts.Now, log: opts.Logger, audit: opts.Audit, lifecycles: opts.Lifecycles}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -169,7 +173,11 @@ func lockKey(userKey, name string) string { return state.UserTag(userKey) + "loc
 
 // audited records event about user's credential name in the audit trail.
 func (s *Store) audited(ctx context.Context, user state.User, event, name string, actor state.Actor, reason string) {
-	s.audit.Record(ctx, audit.Event{At: s.now().UTC(), Event: event, Credential: name, Actor: actor, Reason: reason}.About(user))
+	ev := audit.Event{At: s.now().UTC(), Event: event, Credential: name, Actor: actor, Reason: reason}
+	if service, _ := SplitName(name); service != OwnService {
+		ev.Service = service
+	}
+	s.audit.Record(ctx, ev.About(user))
 }
 
 // Queue queues on p the writes that store c for user. Package flow calls it inside the
@@ -261,6 +269,9 @@ func (s *Store) Released(ctx context.Context, user state.User, name string, acto
 		return err
 	}
 	s.audited(ctx, user, audit.CredentialRelease, name, actor, reason)
+	if c, err := s.Get(ctx, user, name); err == nil {
+		s.tell(ctx, Change{Type: ChangeReleased, User: user, Credential: c, At: s.now().UTC(), Actor: actor, Reason: reason})
+	}
 	return nil
 }
 
@@ -278,13 +289,15 @@ func (s *Store) Touch(ctx context.Context, user state.User, name string) error {
 func (s *Store) Delete(ctx context.Context, user state.User, name string, actor state.Actor, reason string) (bool, error) {
 	uk := user.Key()
 	var del *redis.IntCmd
+	var doc *redis.StringCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		doc = p.Get(ctx, Key(uk, name))
 		del = p.Del(ctx, Key(uk, name))
 		p.SRem(ctx, namesKey(uk), name)
 		p.HDel(ctx, useKey(uk), name)
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("delete credential %s: %w", name, err)
 	}
 	s.settle(ctx, uk, name)
@@ -293,6 +306,12 @@ func (s *Store) Delete(ctx context.Context, user state.User, name string, actor 
 	}
 	s.audited(ctx, user, audit.CredentialDeleted, name, actor, reason)
 	s.log.InfoContext(ctx, "credential deleted", "user", uk, "credential", name, "actor", actor)
+	var was Credential
+	if err := state.DecodeJSON(doc, "credential "+name, &was); err != nil {
+		s.log.WarnContext(ctx, "deleted credential unreadable: its service is not told", "user", uk, "credential", name, "err", err)
+		return true, nil
+	}
+	s.tell(ctx, Change{Type: ChangeDeleted, User: user, Credential: &was, At: s.now().UTC(), Actor: actor, Reason: reason})
 	return true, nil
 }
 
@@ -325,6 +344,9 @@ func (s *Store) Lock(ctx context.Context, user state.User, c *Credential, actor 
 	if n == 1 {
 		s.audited(ctx, user, audit.CredentialLocked, c.Name, actor, reason)
 		s.log.WarnContext(ctx, "credential locked", "user", uk, "credential", c.Name, "actor", actor, "reason", reason)
+		locked := *c
+		locked.LockedAt, locked.LockReason = &now, reason
+		s.tell(ctx, Change{Type: ChangeLocked, User: user, Credential: &locked, At: now, Actor: actor, Reason: reason})
 	}
 	return n == 1 || n == 2, nil
 }
@@ -361,6 +383,7 @@ func (s *Store) Update(ctx context.Context, user state.User, read *Credential, c
 		if c.ElicitationID != read.ElicitationID || (c.Locked() && !read.Locked()) {
 			return ErrStoredAgain
 		}
+		wasReconnect := c.NeedsReconnect
 		change(&c)
 		written, err := s.compareAndSet(ctx, user, key, doc, &c)
 		if err != nil {
@@ -368,6 +391,10 @@ func (s *Store) Update(ctx context.Context, user state.User, read *Credential, c
 		}
 		if written {
 			s.audited(ctx, user, audit.CredentialRefresh, c.Name, state.ActorSystem, "")
+			if c.NeedsReconnect && !wasReconnect {
+				s.tell(ctx, Change{Type: ChangeReconnectRequired, User: user, Credential: &c, At: s.now().UTC(),
+					Actor: state.ActorSystem, Reason: "the provider no longer honours the connection"})
+			}
 			return nil
 		}
 	}

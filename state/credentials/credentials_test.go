@@ -2,6 +2,7 @@ package credentials
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -193,6 +194,78 @@ func TestUpdateDoesNotUndoADeletionNorOverwriteANewValue(t *testing.T) {
 		}
 		if _, err := s.Get(t.Context(), user, "acme"); !errors.Is(err, state.ErrNotFound) {
 			t.Fatalf("the deleted credential came back: %v", err)
+		}
+	})
+}
+
+// heard is a Lifecycle that remembers the changes it hears of.
+type heard struct {
+	mu      sync.Mutex
+	changes []Change
+}
+
+func (h *heard) QueueCredentialChange(_ context.Context, _ redis.Pipeliner, c Change) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.changes = append(h.changes, c)
+	return nil
+}
+
+func (h *heard) types() []ChangeType {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []ChangeType
+	for _, c := range h.changes {
+		out = append(out, c.Type)
+	}
+	return out
+}
+
+// TestAServicesCredentialTellsItsLifecycleOfEachChange: the Store tells of the release, the
+// lock, the connection that needs reconnecting (once) and the deletion of a service's
+// credential, and of nothing of urlflow's own.
+func TestAServicesCredentialTellsItsLifecycleOfEachChange(t *testing.T) {
+	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		h := &heard{}
+		s := NewStore(b.Client, Options{Logger: quiet, Lifecycles: []Lifecycle{h}})
+		user := userFor(t)
+		for _, name := range []string{Name("weather", "acme"), "acme"} {
+			c := &Credential{Name: name, Kind: state.KindOAuth, ElicitationID: "first", StoredAt: time.Now().UTC(), Sealed: sealed(t, user, "tok")}
+			store(t, b, user, c)
+			if err := s.Released(t.Context(), user, name, state.ActorService, "released"); err != nil {
+				t.Fatal(err)
+			}
+			reconnect := func(c *Credential) { c.NeedsReconnect = true }
+			if err := s.Update(t.Context(), user, c, reconnect); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Update(t.Context(), user, c, reconnect); err != nil { // marked already: nothing new
+				t.Fatal(err)
+			}
+			if _, err := s.Lock(t.Context(), user, c, state.ActorService, "carried"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Delete(t.Context(), user, name, state.ActorUser, "removed"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Delete(t.Context(), user, name, state.ActorUser, "removed"); err != nil { // nothing left
+				t.Fatal(err)
+			}
+		}
+		want := []ChangeType{ChangeReleased, ChangeReconnectRequired, ChangeLocked, ChangeDeleted}
+		if got := h.types(); !slices.Equal(got, want) {
+			t.Fatalf("heard %v, want %v of weather's only", got, want)
+		}
+		deleted := h.changes[3]
+		if deleted.Credential.ElicitationID != "first" || deleted.Actor != state.ActorUser || deleted.Reason != "removed" ||
+			deleted.Service() != "weather" || deleted.User != user {
+			t.Errorf("the deletion: %+v", deleted)
+		}
+		if ev := deleted.Event("usr_x"); ev.Credential != nil || ev.Type != "credential.deleted" || ev.Target != "acme" || ev.UserRef != "usr_x" {
+			t.Errorf("the deletion's event: %+v", ev)
+		}
+		if locked := h.changes[2].Credential; locked.LockedAt == nil || locked.LockReason != "carried" {
+			t.Errorf("the lock's credential: %+v", locked)
 		}
 	})
 }

@@ -180,7 +180,15 @@ func (s *Store) queueChange(ctx context.Context, p *batch, c Change, ev Event, a
 	if err := s.writeRecord(ctx, p, e); err != nil {
 		return err
 	}
-	if err := s.queueOutboxes(ctx, p, Step{Elicitation: e, Event: ev, From: c.From}); err != nil {
+	step := Step{Elicitation: e, Event: ev, From: c.From}
+	if cfg.credential != nil && e.State == Complete {
+		step.Stored = &credentials.Change{Type: credentials.ChangeStored, User: e.User, Credential: cfg.credential, At: e.UpdatedAt,
+			Actor: state.ActorUser}
+		if cfg.replaced {
+			step.Stored.Type = credentials.ChangeReplaced
+		}
+	}
+	if err := s.queueOutboxes(ctx, p, step); err != nil {
 		return err
 	}
 	s.queueTransitionAudit(ctx, p, e, *transition)

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/urlflow/urlflow/state/credentials"
 )
 
 // An Outbox is an outbound channel that hears of every step that creates an elicitation or
@@ -27,6 +29,9 @@ type Step struct {
 	Event Event
 	// From is the state before the step; empty for a creation.
 	From State
+	// Stored is the credential the step stored (ChangeStored or ChangeReplaced), when it
+	// completed the flow of one.
+	Stored *credentials.Change
 }
 
 // Ended reports whether the step ended the flow.

@@ -1,7 +1,8 @@
 // Package serviceevents keeps each delegating service's event stream in Redis: the
 // creation and every change of state of the elicitations it asked for, appended by the step
-// that makes each (as a flow.Outbox), kept Keep, and read from a resumable position (the
-// stream entry's ID) by GET /api/v1/events on any replica.
+// that makes each (as a flow.Outbox), and every change of the credentials it holds
+// (as a credentials.Lifecycle), kept Keep, and read from a resumable position (the stream
+// entry's ID) by GET /api/v1/events on any replica.
 //
 // The one idea to hold: the stream is written with the step it tells of, so a reader that
 // resumes from its last position misses nothing that happened; a position older than what
@@ -21,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
 )
 
@@ -56,11 +58,17 @@ var ErrBadPosition = errors.New("not an event ID")
 
 func streamKey(service string) string { return state.KeyPrefix + "svc:" + service + ":events" }
 
-// Event is one entry of a service's event stream: the elicitation was created
-// (Event Created) or changed state.
+// Event is one entry of a service's event stream: an elicitation's creation or change of
+// state (Elicitation), or a change of a credential (Credential).
 type Event struct {
 	// ID is the entry's position in the stream (SSE's event ID).
-	ID    string     `json:"-"`
+	ID          string
+	Elicitation *ElicitationEvent
+	Credential  *credentials.Event
+}
+
+// ElicitationEvent says that an elicitation was created (Event Created) or changed state.
+type ElicitationEvent struct {
 	Event flow.Event `json:"event"`
 	From  flow.State `json:"from,omitempty"`
 	To    flow.State `json:"to"`
@@ -69,24 +77,66 @@ type Event struct {
 	Elicitation flow.View `json:"elicitation"`
 }
 
+// The fields of a stream entry: an elicitation event's JSON, or a credential event's.
+const (
+	elicitationField = "d"
+	credentialField  = "c"
+)
+
 // QueueStep appends to the stream of the service of step's elicitation the event of its
-// creation or state change; nothing for urlflow's own flows (flow.Outbox).
+// creation or state change, and of the credential it stored; nothing for urlflow's own
+// flows (flow.Outbox).
 func (st *Streams) QueueStep(ctx context.Context, w flow.Writes, step flow.Step) error {
 	e := step.Elicitation
 	if e.Service == "" {
 		return nil
 	}
-	doc, err := json.Marshal(Event{Event: step.Event, From: step.From, To: e.State, At: e.UpdatedAt, Elicitation: e.ViewFor(st.refs, "", nil)})
+	doc, err := json.Marshal(ElicitationEvent{Event: step.Event, From: step.From, To: e.State, At: e.UpdatedAt, Elicitation: e.ViewFor(st.refs, "", nil)})
 	if err != nil {
 		return fmt.Errorf("encode event of %s: %w", e.ID, err)
 	}
-	key := streamKey(e.Service)
-	minID := strconv.FormatInt(st.now().Add(-Keep).UnixMilli(), 10)
+	var stored []byte
+	if step.Stored != nil {
+		if stored, err = st.credentialDoc(*step.Stored); err != nil {
+			return err
+		}
+	}
 	w.Outside(func(p redis.Pipeliner) {
-		p.XAdd(ctx, &redis.XAddArgs{Stream: key, MinID: minID, Approx: true, Values: []string{"d", string(doc)}})
-		p.PExpire(ctx, key, Keep+time.Hour)
+		st.append(ctx, p, e.Service, elicitationField, doc)
+		if stored != nil {
+			st.append(ctx, p, e.Service, credentialField, stored)
+		}
 	})
 	return nil
+}
+
+// QueueCredentialChange appends the event of c to the stream of the credential's service
+// (credentials.Lifecycle).
+func (st *Streams) QueueCredentialChange(ctx context.Context, p redis.Pipeliner, c credentials.Change) error {
+	doc, err := st.credentialDoc(c)
+	if err != nil {
+		return err
+	}
+	st.append(ctx, p, c.Service(), credentialField, doc)
+	return nil
+}
+
+// credentialDoc is the JSON of the event of c.
+func (st *Streams) credentialDoc(c credentials.Change) ([]byte, error) {
+	doc, err := json.Marshal(c.Event(st.refs.Of(c.Service(), c.User)))
+	if err != nil {
+		return nil, fmt.Errorf("encode the %s event of %s: %w", c.Type, c.Credential.Name, err)
+	}
+	return doc, nil
+}
+
+// append queues on p the entry of doc, as field, at the end of service's stream, and
+// trims what is older than Keep.
+func (st *Streams) append(ctx context.Context, p redis.Pipeliner, service, field string, doc []byte) {
+	key := streamKey(service)
+	minID := strconv.FormatInt(st.now().Add(-Keep).UnixMilli(), 10)
+	p.XAdd(ctx, &redis.XAddArgs{Stream: key, MinID: minID, Approx: true, Values: []string{field, string(doc)}})
+	p.PExpire(ctx, key, Keep+time.Hour)
 }
 
 // parsePosition returns the milliseconds and sequence of stream entry ID id.
@@ -171,15 +221,25 @@ func (st *Streams) Read(ctx context.Context, service, after string, count int64,
 	var out []Event
 	for _, stream := range streams {
 		for _, m := range stream.Messages {
-			var ev Event
-			doc, _ := m.Values["d"].(string)
-			if err := json.Unmarshal([]byte(doc), &ev); err != nil {
+			ev, err := decodeEntry(m)
+			if err != nil {
 				st.log.WarnContext(ctx, "unreadable service event skipped", "service", service, "event_id", m.ID, "err", err)
 				continue
 			}
-			ev.ID = m.ID
 			out = append(out, ev)
 		}
 	}
 	return out, nil
+}
+
+// decodeEntry reads the event of stream entry m.
+func decodeEntry(m redis.XMessage) (Event, error) {
+	ev := Event{ID: m.ID}
+	if doc, ok := m.Values[credentialField].(string); ok {
+		ev.Credential = &credentials.Event{}
+		return ev, json.Unmarshal([]byte(doc), ev.Credential)
+	}
+	doc, _ := m.Values[elicitationField].(string)
+	ev.Elicitation = &ElicitationEvent{}
+	return ev, json.Unmarshal([]byte(doc), ev.Elicitation)
 }

@@ -54,10 +54,11 @@ func TestAServiceStreamHoldsItsFlowsCreationsAndChangesInOrder(t *testing.T) {
 		}
 		var got []string
 		for _, ev := range events {
-			if ev.Elicitation.ID != e.ID || ev.ID == "" {
-				t.Errorf("event %+v is not of %s", ev, e.ID)
+			el := ev.Elicitation
+			if el == nil || el.Elicitation.ID != e.ID || ev.ID == "" {
+				t.Fatalf("event %+v is not of %s", ev, e.ID)
 			}
-			got = append(got, string(ev.Event)+":"+string(ev.From)+">"+string(ev.To))
+			got = append(got, string(el.Event)+":"+string(el.From)+">"+string(el.To))
 		}
 		want := []string{"created:>pending", "client_accept:pending>consented", "cancel:consented>cancelled"}
 		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {

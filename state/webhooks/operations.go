@@ -56,7 +56,7 @@ func parseCursor(c string) (position, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(c)
 	at, id, found := strings.Cut(string(raw), ".")
 	n, nerr := strconv.ParseInt(at, 10, 64)
-	if err != nil || !found || nerr != nil || !flow.ValidID(id) {
+	if err != nil || !found || nerr != nil || !ValidKey(id) {
 		return position{}, ErrBadCursor
 	}
 	return position{n, id}, nil
@@ -210,7 +210,7 @@ func (q *Queue) Redeliver(ctx context.Context, elicitationID string, now time.Ti
 		return nil, err
 	}
 	due := redis.Z{Score: float64(now.UnixMilli()), Member: elicitationID}
-	if err := q.rdb.ZAdd(ctx, dueKey, due).Err(); err != nil {
+	if err := q.rdb.ZAdd(ctx, dueKeyOf(elicitationID), due).Err(); err != nil {
 		return nil, fmt.Errorf("queue the webhook %s again: %w", elicitationID, err)
 	}
 	set, err := redeliverScript.Run(ctx, q.rdb, []string{deliveryKey(elicitationID)}, read, doc, Keep.Milliseconds()).Int()
@@ -221,7 +221,7 @@ func (q *Queue) Redeliver(ctx context.Context, elicitationID string, now time.Ti
 		return nil, flow.ErrConflict
 	}
 	_, err = q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZAdd(ctx, dueKey, due)
+		p.ZAdd(ctx, dueKeyOf(elicitationID), due)
 		p.ZRem(ctx, givenUpKey(d.Service), elicitationID)
 		return nil
 	})

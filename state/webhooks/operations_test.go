@@ -29,7 +29,7 @@ func giveUp(t *testing.T, flows *flow.Store, q *Queue, service string, at time.T
 }
 
 func queueOn(b *redistest.Backend) (*flow.Store, *Queue) {
-	q := New(b.Client, func(s string) bool { return s == "weather" || s == "calendar" }, nil)
+	q := New(b.Client, func(s, _ string) bool { return s == "weather" || s == "calendar" }, nil)
 	return flow.NewStore(b.Client, flow.StoreOptions{Logger: quiet, Outboxes: []flow.Outbox{q}}), q
 }
 

@@ -34,7 +34,7 @@ func endFlow(t *testing.T, flows *flow.Store, service string) *flow.Elicitation 
 
 func TestAFlowThatEndsQueuesOneDeliveryOfItsEnd(t *testing.T) {
 	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
-		q := New(b.Client, func(s string) bool { return s == "weather" }, nil)
+		q := New(b.Client, func(s, _ string) bool { return s == "weather" }, nil)
 		flows := flow.NewStore(b.Client, flow.StoreOptions{Logger: quiet, Outboxes: []flow.Outbox{q}})
 		ctx := t.Context()
 		running, err := flows.Create(ctx, flow.NewElicitation{User: alice, Kind: state.KindSecret, Target: "demo_api_key",
@@ -78,7 +78,7 @@ func TestAFlowThatEndsQueuesOneDeliveryOfItsEnd(t *testing.T) {
 func TestOneReplicaAtATimeAttemptsADelivery(t *testing.T) {
 	t.Parallel()
 	b := &redistest.Backend{Client: redistest.Start(t).Client(t)}
-	q := New(b.Client, func(s string) bool { return s == "weather" }, nil)
+	q := New(b.Client, func(s, _ string) bool { return s == "weather" }, nil)
 	flows := flow.NewStore(b.Client, flow.StoreOptions{Logger: quiet, Outboxes: []flow.Outbox{q}})
 	e := endFlow(t, flows, "weather")
 	now := time.Now()

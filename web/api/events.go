@@ -146,19 +146,36 @@ func (s *API) streamEvents(c echo.Context, service, after string) error {
 			fmt.Fprint(w, ": keep-alive\n\n")
 		}
 		for _, ev := range events {
-			v := ev.Elicitation
-			if !v.State.Terminal() {
-				v.URL = flow.ElicitationURL(s.opts.PublicURL, v.ID)
-			}
-			data, err := json.Marshal(EventData{Event: ev.Event, From: ev.From, To: ev.To, At: ev.At, Elicitation: v})
+			kind, data, err := s.eventData(ev)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(w, "id: %s\nevent: elicitation\ndata: %s\n\n", ev.ID, data)
+			fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", ev.ID, kind, data)
 			after = ev.ID
 		}
 		w.Flush() // a reader that left ends the request's context, and the read above
 	}
+}
+
+// The SSE event types of the stream.
+const (
+	eventElicitation = "elicitation"
+	eventCredential  = "credential"
+)
+
+// eventData returns the SSE event type and data of ev: an elicitation's event, with the
+// URL of a flow that runs, or a credential's.
+func (s *API) eventData(ev serviceevents.Event) (kind string, data []byte, err error) {
+	if ev.Credential != nil {
+		data, err = json.Marshal(ev.Credential)
+		return eventCredential, data, err
+	}
+	el := *ev.Elicitation
+	if !el.Elicitation.State.Terminal() {
+		el.Elicitation.URL = flow.ElicitationURL(s.opts.PublicURL, el.Elicitation.ID)
+	}
+	data, err = json.Marshal(EventData(el))
+	return eventElicitation, data, err
 }
 
 // apiWebhook is GET /api/v1/elicitations/{id}/webhook: the delivery record of the webhook

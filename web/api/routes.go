@@ -127,4 +127,5 @@ func (s *API) Mount(g *echo.Group) {
 	g.GET("/elicitations/:id/webhook", s.apiWebhook)
 	g.POST("/elicitations/:id/webhook/redeliver", s.apiWebhookRedeliver)
 	g.GET("/webhooks/given-up", s.apiWebhooksGivenUp)
+	g.POST("/webhooks/:messageId/redeliver", s.apiMessageRedeliver)
 }

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/state/webhooks"
 	"github.com/urlflow/urlflow/web/respond"
@@ -40,6 +42,40 @@ func (s *API) apiWebhookRedeliver(c echo.Context) error {
 	if !who.Operator && who.Service == "" {
 		return unknownElicitation(e.ID) // the service's plumbing, as GET .../webhook
 	}
+	return s.redeliver(c, who, e.ID, noWebhook)
+}
+
+// apiMessageRedeliver is POST /api/v1/webhooks/{messageId}/redeliver: as
+// apiWebhookRedeliver, for any message by its webhook-id, also those of a credential's
+// change, which belong to no elicitation.
+func (s *API) apiMessageRedeliver(c echo.Context) error {
+	who, _ := identity.CallerFrom(c.Request().Context())
+	if !who.Operator && who.Service == "" {
+		return respond.Refuse(http.StatusForbidden, "webhooks are for delegating services and operators")
+	}
+	messageID := c.Param("messageId")
+	unknown := func() error {
+		return respond.Refuse(http.StatusNotFound, "no webhook message %s of yours is kept (they are kept %s)", messageID, webhooks.Keep)
+	}
+	key, ok := strings.CutPrefix(messageID, "msg_")
+	if !ok || !webhooks.ValidKey(key) {
+		return respond.Refuse(http.StatusBadRequest, "messageId: want a webhook-id of urlflow's, msg_ and an ID")
+	}
+	d, err := s.opts.Webhooks.Delivery(c.Request().Context(), key)
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+		return unknown()
+	case err != nil:
+		return err
+	case !who.Operator && d.Service != who.Service:
+		return unknown() // another service's: not told that it exists
+	}
+	return s.redeliver(c, who, key, unknown)
+}
+
+// redeliver queues the delivery key again for who, as the request in c asks; notFound is
+// the answer when there is none.
+func (s *API) redeliver(c echo.Context, who identity.Caller, key string, notFound func() error) error {
 	req, err := actionBody(c)
 	if err != nil {
 		return err
@@ -52,23 +88,25 @@ func (s *API) apiWebhookRedeliver(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	d, err := s.opts.Webhooks.Redeliver(ctx, e.ID, s.opts.Flows.Now())
+	d, err := s.opts.Webhooks.Redeliver(ctx, key, s.opts.Flows.Now())
 	switch {
 	case errors.Is(err, state.ErrNotFound):
-		return noWebhook()
+		return notFound()
 	case errors.Is(err, webhooks.ErrPending):
-		return s.webhookConflict(c, e.ID, "an attempt of this webhook is due: it is sent again only once delivered or given up")
+		return s.webhookConflict(c, key, "an attempt of this webhook is due: it is sent again only once delivered or given up")
 	case errors.Is(err, flow.ErrConflict):
-		return s.webhookConflict(c, e.ID, "the delivery changed while it was queued again: read it and ask again")
+		return s.webhookConflict(c, key, "the delivery changed while it was queued again: read it and ask again")
 	case err != nil:
 		return err
 	}
-	s.log.InfoContext(ctx, "webhook redelivery queued", "service", d.Service, "webhook_id", d.ID, "elicitation_id", e.ID,
+	s.opts.Audit.Record(ctx, audit.Event{At: s.opts.Flows.Now().UTC(), Event: audit.WebhookRedeliver, Actor: by.Actor, By: by.By,
+		Service: d.Service, Elicitation: d.ElicitationID, Cause: d.ID, Reason: by.Reason})
+	s.log.InfoContext(ctx, "webhook redelivery queued", "service", d.Service, "webhook_id", d.ID, "elicitation_id", d.ElicitationID,
 		"actor", by.Actor, "by", by.By, "reason", by.Reason, "redeliveries", d.Redeliveries)
 	return c.JSON(http.StatusAccepted, d)
 }
 
-// webhookConflict answers 409 with the delivery of elicitation id as it stands, and why.
+// webhookConflict answers 409 with the delivery id (its Key) as it stands, and why.
 func (s *API) webhookConflict(c echo.Context, id, why string) error {
 	d, err := s.opts.Webhooks.Delivery(c.Request().Context(), id)
 	if err != nil {
