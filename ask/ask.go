@@ -87,6 +87,10 @@ type Caller struct {
 	Client    state.ClientInfo
 	SessionID string
 	Replica   string
+	// Call and Metadata are a service's own, kept with the flow and what it stores
+	// (flow.Elicitation.Call, flow.Elicitation.Metadata).
+	Call     string
+	Metadata state.Metadata
 }
 
 // A Need is a credential that a caller needs of a user.
@@ -162,7 +166,7 @@ func (a *Asker) Open(ctx context.Context, n Need, missing Outcome) (Outcome, err
 	replaced := a.replaced(ctx, n.User, missing.Credential)
 	ne := flow.NewElicitation{
 		User: n.User, Kind: n.Kind, Target: n.Target, Scopes: n.Scopes,
-		Service: n.Caller.Service, Releasable: n.Caller.Releasable, Client: n.Caller.Client,
+		Service: n.Caller.Service, Releasable: n.Caller.Releasable, Call: n.Caller.Call, Metadata: n.Caller.Metadata, Client: n.Caller.Client,
 		SessionID: n.Caller.SessionID, Replica: n.Caller.Replica, TTL: a.ttl,
 		Replace: replaced != nil, Replaced: replaced, Trace: tracing.Carried(ctx),
 	}

@@ -211,14 +211,15 @@ func (c *Client) authorize(req *http.Request) error {
 
 // createRequest is the body of POST /api/v1/elicitations.
 type createRequest struct {
-	Slot         string      `json:"slot,omitempty"`
-	Provider     string      `json:"provider,omitempty"`
-	Scopes       []string    `json:"scopes,omitempty"`
-	Message      string      `json:"message,omitempty"`
-	Client       *clientInfo `json:"client,omitempty"`
-	Call         string      `json:"call,omitempty"`
-	RequestState string      `json:"requestState,omitempty"`
-	Action       string      `json:"action,omitempty"`
+	Slot         string            `json:"slot,omitempty"`
+	Provider     string            `json:"provider,omitempty"`
+	Scopes       []string          `json:"scopes,omitempty"`
+	Message      string            `json:"message,omitempty"`
+	Client       *clientInfo       `json:"client,omitempty"`
+	Call         string            `json:"call,omitempty"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
+	RequestState string            `json:"requestState,omitempty"`
+	Action       string            `json:"action,omitempty"`
 }
 
 type clientInfo struct {

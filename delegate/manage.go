@@ -60,6 +60,8 @@ type CredentialStatus struct {
 	LockReason string    `json:"lockReason"`
 	// Releasable: the user provided it on pages that said your server may receive it.
 	Releasable bool `json:"releasable"`
+	// Metadata is your server's own, from the create request that stored it (Need.Metadata).
+	Metadata map[string]string `json:"metadata"`
 }
 
 // Deletion is what the deletion of one credential did.

@@ -24,6 +24,11 @@ type Need struct {
 	// Message tells the user why, on urlflow's pages (a sentence naming your server when
 	// empty).
 	Message string
+	// Metadata is your server's own: at most 16 entries, keys of letters, digits and . _ :
+	// - (up to 40 bytes), 2 KB in all. urlflow keeps it with the flow and the credential it
+	// stores and gives it back in their answers, events and webhooks; never to the user's
+	// client. Not for secrets.
+	Metadata map[string]string
 }
 
 // inputKey names the one input request of a 2026-07-28 input_required result.
@@ -56,7 +61,8 @@ func (c *Client) Require(ctx context.Context, req *mcp.CallToolRequest, need Nee
 	if token == "" {
 		return nil, nil, errors.New("delegate: the request carries no bearer token of its user: urlflow needs it as evidence of who the user is")
 	}
-	body := createRequest{Slot: need.Slot, Provider: need.Provider, Scopes: need.Scopes, Message: need.Message, Call: callOf(req)}
+	body := createRequest{Slot: need.Slot, Provider: need.Provider, Scopes: need.Scopes, Message: need.Message, Call: callOf(req),
+		Metadata: need.Metadata}
 	if info := req.ClientInfo(); info != nil {
 		body.Client = &clientInfo{Name: info.Name, Title: info.Title, Version: info.Version}
 	}
@@ -170,7 +176,7 @@ func (c *Client) push(ctx context.Context, req *mcp.CallToolRequest, need Need, 
 	if cur.State != "complete" {
 		return nil, outcomeResult(cur), nil
 	}
-	ans, err := c.create(ctx, token, createRequest{Slot: need.Slot, Provider: need.Provider, Scopes: need.Scopes})
+	ans, err := c.create(ctx, token, createRequest{Slot: need.Slot, Provider: need.Provider, Scopes: need.Scopes, Metadata: need.Metadata})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -106,8 +106,11 @@ type CredentialEvent struct {
 	// why, when urlflow knows.
 	Actor  string `json:"actor"`
 	Reason string `json:"reason"`
-	// ElicitationID is the flow that stored the credential.
-	ElicitationID string `json:"elicitationId"`
+	// ElicitationID is the flow that stored the credential; Call and Metadata are your
+	// server's own from that flow's create request.
+	ElicitationID string            `json:"elicitationId"`
+	Call          string            `json:"call"`
+	Metadata      map[string]string `json:"metadata"`
 	// Credential describes it after the change; nil once deleted.
 	Credential *StoredCredential `json:"credential"`
 }
@@ -134,11 +137,14 @@ type Elicitation struct {
 	// UserRef is the reference your service knows the user by: the same for one user in
 	// every answer, event and webhook, different at every service (store it instead of
 	// the issuer's subject).
-	UserRef   string    `json:"userRef,omitempty"`
-	URL       string    `json:"url,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-	ExpiresAt time.Time `json:"expiresAt"`
+	UserRef string `json:"userRef,omitempty"`
+	// Call and Metadata are your server's own, from the create request that started it.
+	Call      string            `json:"call,omitempty"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	URL       string            `json:"url,omitempty"`
+	CreatedAt time.Time         `json:"createdAt"`
+	UpdatedAt time.Time         `json:"updatedAt"`
+	ExpiresAt time.Time         `json:"expiresAt"`
 }
 
 // WebhookVerifier verifies the webhooks signed with one of its secrets and remembers the IDs it verified

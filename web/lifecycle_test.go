@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -153,5 +154,62 @@ func TestAServiceHearsOfEveryChangeOfTheCredentialsItHolds(t *testing.T) {
 	events.quiet(300 * time.Millisecond)
 	if late := f.credentialWebhooks(t); len(late) != 0 {
 		t.Errorf("webhooks of others' credentials: %+v", late)
+	}
+}
+
+// A service's call and metadata, from its create request, follow the flow and the
+// credential it stores into every answer, event and webhook of the service, and its
+// operators'; never into the user's view. Bad metadata is refused and creates nothing.
+func TestAServicesCallAndMetadataFollowItsFlowAndCredential(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	events := f.followEvents(t, keyholder, "")
+	alice := f.userTokenFor(t, "alice", keyholder)
+	for body, want := range map[string]string{
+		`{"slot": "demo_api_key", "metadata": {"a b": "x"}}`:  `metadata: key \"a b\"`,
+		`{"slot": "demo_api_key", "metadata": {"k": "a\nb"}}`: "control character",
+		`{"slot": "demo_api_key", "metadata": {"k": 1}}`:      "metadata",
+		`{"slot": "demo_api_key", "metadata": ["not a map"]}`: "metadata",
+	} {
+		f.asService(t, keyholder, http.MethodPost, "/api/v1/elicitations", alice, body).want(t, http.StatusBadRequest, want)
+	}
+	events.quiet(200 * time.Millisecond) // nothing was created
+
+	meta := state.Metadata{"account": "acct_42", "team": "blue"}
+	v := created(t, f.asService(t, keyholder, http.MethodPost, "/api/v1/elicitations", alice,
+		`{"slot": "demo_api_key", "call": "forecast:1f3e", "metadata": {"account": "acct_42", "team": "blue"}}`), http.StatusCreated)
+	if v.Call != "forecast:1f3e" || !maps.Equal(v.Metadata, meta) {
+		t.Errorf("the create answer's elicitation: %+v", v)
+	}
+	if _, c := events.nextChange(); c.Elicitation.Call != "forecast:1f3e" || !maps.Equal(c.Elicitation.Metadata, meta) {
+		t.Errorf("the creation event: %+v", c.Elicitation)
+	}
+	var mine, op flow.View
+	f.api(t, http.MethodGet, "/api/v1/elicitations/"+v.ID, f.token(t, "alice"), "").decode(t, &mine)
+	if mine.ID != v.ID || mine.Call != "" || mine.Metadata != nil {
+		t.Errorf("the user sees %+v, want the flow without the service's call and metadata", mine)
+	}
+	f.api(t, http.MethodGet, "/api/v1/elicitations/"+v.ID, f.operatorToken, "").decode(t, &op)
+	if !maps.Equal(op.Metadata, meta) {
+		t.Errorf("the operator sees %+v", op)
+	}
+
+	b := f.browser(t, "alice")
+	b.submit(v.ID, b.continueToForm(v.ID), validKey).want(t, http.StatusOK)
+	f.wantState(t, v.ID, flow.Complete)
+	if stored := events.nextCredentialEvent(); stored.Call != "forecast:1f3e" || !maps.Equal(stored.Metadata, meta) {
+		t.Errorf("the stored event: %+v", stored)
+	}
+	if st := f.credentialStatus(t, keyholder, alice, `{"slot": "demo_api_key"}`); !maps.Equal(st.Metadata, meta) {
+		t.Errorf("the status: %+v", st)
+	}
+	f.asService(t, keyholder, http.MethodPost, deletePath, alice, `{"slot": "demo_api_key"}`).want(t, http.StatusOK)
+	if deleted := events.nextCredentialEvent(); !maps.Equal(deleted.Metadata, meta) {
+		t.Errorf("the deletion event: %+v", deleted)
+	}
+	for _, msg := range f.credentialWebhooks(t) {
+		if !maps.Equal(msg.Data.Metadata, meta) || msg.Data.Call != "forecast:1f3e" {
+			t.Errorf("the webhook %+v", msg)
+		}
 	}
 }

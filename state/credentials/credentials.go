@@ -47,8 +47,12 @@ type Credential struct {
 	LockReason string     `json:"lockReason,omitempty"`
 	// Releasable is set when the user provided it on pages that said its delegating
 	// service may receive it itself: only then may the service (POST /api/v1/release).
-	Releasable bool         `json:"releasable,omitempty"`
-	Sealed     vault.Sealed `json:"sealed"`
+	Releasable bool `json:"releasable,omitempty"`
+	// Call and Metadata are the delegating service's own, from the create request of the
+	// flow that stored it (flow.Elicitation): in its events and answers, never a user's.
+	Call     string         `json:"call,omitempty"`
+	Metadata state.Metadata `json:"metadata,omitempty"`
+	Sealed   vault.Sealed   `json:"sealed"`
 }
 
 // Covers reports whether c was granted every scope of want.

@@ -68,8 +68,11 @@ type Event struct {
 	// Actor caused the change; Reason says why, when known.
 	Actor  state.Actor `json:"actor"`
 	Reason string      `json:"reason,omitempty"`
-	// ElicitationID is the flow that stored the credential.
-	ElicitationID string `json:"elicitationId,omitempty"`
+	// ElicitationID is the flow that stored the credential, and Call and Metadata the
+	// service's own from that flow's create request.
+	ElicitationID string         `json:"elicitationId,omitempty"`
+	Call          string         `json:"call,omitempty"`
+	Metadata      state.Metadata `json:"metadata,omitempty"`
 	// Credential describes the credential after the change; absent once deleted.
 	Credential *Connection `json:"credential,omitempty"`
 }
@@ -78,7 +81,8 @@ type Event struct {
 func (c Change) Event(userRef string) Event {
 	conn := c.Credential.Connection()
 	ev := Event{Type: c.Type.EventType(), At: c.At, Service: conn.Service, Kind: c.Credential.Kind, Target: conn.Name,
-		UserRef: userRef, Actor: c.Actor, Reason: c.Reason, ElicitationID: c.Credential.ElicitationID}
+		UserRef: userRef, Actor: c.Actor, Reason: c.Reason, ElicitationID: c.Credential.ElicitationID,
+		Call: c.Credential.Call, Metadata: c.Credential.Metadata}
 	if c.Type != ChangeDeleted {
 		ev.Credential = &conn
 	}

@@ -111,8 +111,12 @@ type Elicitation struct {
 	Service string `json:"service,omitempty"`
 	// Releasable is set when the service may receive what the user provides itself (its
 	// release setting when it asked): the pages said so, and the credential keeps it.
-	Releasable bool  `json:"releasable,omitempty"`
-	State      State `json:"state"`
+	Releasable bool `json:"releasable,omitempty"`
+	// Call and Metadata are the service's own, from its create request: shown back to it
+	// and to operators, and kept with the credential the flow stores.
+	Call     string         `json:"call,omitempty"`
+	Metadata state.Metadata `json:"metadata,omitempty"`
+	State    State          `json:"state"`
 	// Purpose is the message shown to the user in the client and on the page.
 	Purpose string `json:"purpose"`
 	// Replace is set when the user asked to replace a credential that already exists.
@@ -167,16 +171,19 @@ type View struct {
 	Target  string     `json:"target"`
 	Service string     `json:"service,omitempty"`
 	// UserRef is the reference the flow's service knows its user by (package userref),
-	// set by whoever shows the view for a service's flow; empty for urlflow's own.
-	UserRef   string    `json:"userRef,omitempty"`
-	URL       string    `json:"url,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-	ExpiresAt time.Time `json:"expiresAt"`
-	Delivery  Delivery  `json:"delivery"`
-	RetryOf   string    `json:"retryOf,omitempty"`
-	RetriedBy string    `json:"retriedBy,omitempty"`
-	History   []Entry   `json:"history,omitempty"`
+	// and Call and Metadata the service's own from its create request: set by ViewFor, for
+	// the service and operators; empty for urlflow's own flows.
+	UserRef   string         `json:"userRef,omitempty"`
+	Call      string         `json:"call,omitempty"`
+	Metadata  state.Metadata `json:"metadata,omitempty"`
+	URL       string         `json:"url,omitempty"`
+	CreatedAt time.Time      `json:"createdAt"`
+	UpdatedAt time.Time      `json:"updatedAt"`
+	ExpiresAt time.Time      `json:"expiresAt"`
+	Delivery  Delivery       `json:"delivery"`
+	RetryOf   string         `json:"retryOf,omitempty"`
+	RetriedBy string         `json:"retriedBy,omitempty"`
+	History   []Entry        `json:"history,omitempty"`
 }
 
 // View returns the public view of e. url is the elicitation's URL; it is left out once the
@@ -198,12 +205,14 @@ type UserRefs interface {
 	Of(service string, user state.User) string
 }
 
-// ViewFor is View with the user reference of a service's flow made by refs.
+// ViewFor is View as a service and operators see it: with the user reference of a
+// service's flow made by refs, and the service's call and metadata.
 func (e *Elicitation) ViewFor(refs UserRefs, url string, history []Entry) View {
 	v := e.View(url, history)
 	if e.Service != "" && refs != nil {
 		v.UserRef = refs.Of(e.Service, e.User)
 	}
+	v.Call, v.Metadata = e.Call, e.Metadata
 	return v
 }
 

@@ -145,13 +145,16 @@ type NewElicitation struct {
 	// Releasable, whether it may receive the credential itself (Elicitation.Releasable).
 	Service    string
 	Releasable bool
-	Purpose    string
-	Replace    bool
-	Replaced   *Replaced
-	Scopes     []string
-	Client     state.ClientInfo
-	SessionID  string
-	Replica    string
+	// Call and Metadata are the service's own (Elicitation.Call, Elicitation.Metadata).
+	Call      string
+	Metadata  state.Metadata
+	Purpose   string
+	Replace   bool
+	Replaced  *Replaced
+	Scopes    []string
+	Client    state.ClientInfo
+	SessionID string
+	Replica   string
 	// TTL is the time from creation to the deadline.
 	TTL time.Duration
 	// Trace is the trace context of the span that asks (Elicitation.Trace).
@@ -223,7 +226,8 @@ func (s *Store) newRecord(n NewElicitation) (*Elicitation, error) {
 	}
 	now := s.now().UTC()
 	return &Elicitation{
-		ID: id, User: n.User, Kind: n.Kind, Target: n.Target, Service: n.Service, Releasable: n.Releasable, State: Pending,
+		ID: id, User: n.User, Kind: n.Kind, Target: n.Target, Service: n.Service, Releasable: n.Releasable,
+		Call: n.Call, Metadata: n.Metadata, State: Pending,
 		Purpose: n.Purpose, Replace: n.Replace, Replaced: n.Replaced, Scopes: n.Scopes, Client: n.Client, SessionID: n.SessionID,
 		Replica: n.Replica, Trace: n.Trace, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(n.TTL),
 	}, nil
@@ -331,7 +335,8 @@ func (s *Store) Retry(ctx context.Context, id string, act Act, ttl time.Duration
 			return nil, fmt.Errorf("retry %s: already retried as %s: %w", id, old.RetriedBy, ErrConflict)
 		}
 		next, err := s.newRecord(NewElicitation{
-			User: old.User, Kind: old.Kind, Target: old.Target, Service: old.Service, Releasable: old.Releasable, Purpose: old.Purpose,
+			User: old.User, Kind: old.Kind, Target: old.Target, Service: old.Service, Releasable: old.Releasable,
+			Call: old.Call, Metadata: old.Metadata, Purpose: old.Purpose,
 			Replace: old.Replace, Replaced: old.Replaced, Scopes: old.Scopes, Client: old.Client, SessionID: old.SessionID,
 			Replica: old.Replica, TTL: ttl,
 		})

@@ -113,7 +113,19 @@ func (s *API) view(ctx context.Context, e *flow.Elicitation) (flow.View, error) 
 			}
 		}
 	}
-	return e.ViewFor(s.opts.UserRefs, flow.ElicitationURL(s.opts.PublicURL, e.ID), history), nil
+	v := e.ViewFor(s.opts.UserRefs, flow.ElicitationURL(s.opts.PublicURL, e.ID), history)
+	who, _ := identity.CallerFrom(ctx)
+	withoutServiceData(who, &v)
+	return v, nil
+}
+
+// withoutServiceData takes out of v what a delegating service keeps there for itself (its
+// call and metadata), unless who is a service (a service sees only its own flows) or an
+// operator.
+func withoutServiceData(who identity.Caller, v *flow.View) {
+	if who.Service == "" && !who.Operator {
+		v.Call, v.Metadata = "", nil
+	}
 }
 
 // answer answers status with e as the caller may see it, with its history; an operator

@@ -45,6 +45,9 @@ type CreateRequest struct {
 	// Call is what the service binds the answer's requestState to (its tool and a digest
 	// of the arguments, say): a requestState sent back must come with the same call.
 	Call string `json:"call"`
+	// Metadata is the service's own (state.Metadata): kept with the flow and the credential
+	// it stores, and in their answers, events and webhooks.
+	Metadata state.Metadata `json:"metadata"`
 	// RequestState, sent back from an earlier answer, continues that elicitation (the
 	// retry of a 2026-07-28 client); Action is the client's answer to its input request.
 	RequestState string `json:"requestState"`
@@ -218,7 +221,10 @@ func (s *API) delegatedNeed(svc *services.Service, req CreateRequest) (ask.Need,
 	// What the service says is cleaned where it enters (package display), as a client's
 	// own name is: it is shown to the user and kept in the history.
 	n := ask.Need{Replace: req.Replace, Caller: ask.Caller{Service: svc.Name, Releasable: svc.Release,
-		Client: state.NewClientInfo(req.Client.Name, req.Client.Title, req.Client.Version)}}
+		Client: state.NewClientInfo(req.Client.Name, req.Client.Title, req.Client.Version), Call: req.Call, Metadata: req.Metadata}}
+	if err := state.CheckMetadata(req.Metadata); err != nil {
+		return n, respond.Refuse(http.StatusBadRequest, "metadata: %v", err)
+	}
 	t, err := s.serviceTarget(svc, req.Slot, req.Provider)
 	if err != nil {
 		return n, err

@@ -59,6 +59,8 @@ type CredentialStatus struct {
 	LockReason    string     `json:"lockReason,omitempty"`
 	// Releasable: the user provided it on pages that said the service may receive it.
 	Releasable bool `json:"releasable,omitempty"`
+	// Metadata is the service's own, from the create request of the flow that stored it.
+	Metadata state.Metadata `json:"metadata,omitempty"`
 }
 
 // The statuses of a credential. All but stored and missing_scopes are the reasons with
@@ -115,7 +117,7 @@ func (s *API) apiCredentialStatus(c echo.Context) error {
 // status for a need of the scopes want.
 func (s *API) describe(ans *CredentialStatus, cred *credentials.Credential, want []string) {
 	ans.StoredAt, ans.VerifiedAt, ans.RefreshedAt = &cred.StoredAt, cred.VerifiedAt, cred.RefreshedAt
-	ans.Account, ans.Scopes, ans.Releasable = cred.Account, cred.Scopes, cred.Releasable
+	ans.Account, ans.Scopes, ans.Releasable, ans.Metadata = cred.Account, cred.Scopes, cred.Releasable, cred.Metadata
 	ans.LockedAt, ans.LockReason = cred.LockedAt, cred.LockReason
 	for _, w := range want {
 		if !slices.Contains(cred.Scopes, w) && !slices.Contains(ans.MissingScopes, w) {

@@ -31,7 +31,9 @@ func (s *API) apiList(c echo.Context) error {
 	now := s.opts.Flows.Now()
 	answer := flow.Listing{Elicitations: []flow.Listed{}, Next: page.Next}
 	for _, e := range page.Elicitations {
-		answer.Elicitations = append(answer.Elicitations, s.opts.Flows.Index().Listed(e, s.opts.UserRefs, flow.ElicitationURL(s.opts.PublicURL, e.ID), now, who.Operator))
+		l := s.opts.Flows.Index().Listed(e, s.opts.UserRefs, flow.ElicitationURL(s.opts.PublicURL, e.ID), now, who.Operator)
+		withoutServiceData(who, &l.View)
+		answer.Elicitations = append(answer.Elicitations, l)
 	}
 	return c.JSON(http.StatusOK, answer)
 }
