@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -135,6 +137,49 @@ func (c *Client) DeleteAllCredentials(ctx context.Context, user User, reason str
 		return nil, err
 	}
 	return &ans, nil
+}
+
+// CredentialList is a page of the credentials your server holds across its users, oldest
+// stored first: each as CredentialStatus describes it (LastUsedAt zero), with its UserRef.
+type CredentialList struct {
+	Credentials []CredentialStatus `json:"credentials"`
+	// Next is the cursor of the next page; empty on the last.
+	Next string `json:"next"`
+}
+
+// ListOptions select what ListCredentials lists; the zero value lists everything.
+type ListOptions struct {
+	// Target (a slot or provider) and Status ("stored", "locked", "reconnect",
+	// "unopenable") select; empty selects all.
+	Target, Status string
+	// Cursor is the Next of the page before (empty for the first); Limit bounds the page
+	// (urlflow's default of 50 when 0, at most 500).
+	Cursor string
+	Limit  int
+}
+
+// ListCredentials returns a page of the credentials urlflow holds for your server across
+// all its users: what to show on an admin page, or to find the users whose connection
+// needs them (Status "reconnect"). It only reads. Refusals are *APIError.
+func (c *Client) ListCredentials(ctx context.Context, opts ListOptions) (*CredentialList, error) {
+	q := url.Values{}
+	for name, v := range map[string]string{"target": opts.Target, "status": opts.Status, "cursor": opts.Cursor} {
+		if v != "" {
+			q.Set(name, v)
+		}
+	}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	path := "credentials"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var list CredentialList
+	if _, err := c.do(ctx, http.MethodGet, path, "", nil, &list); err != nil {
+		return nil, err
+	}
+	return &list, nil
 }
 
 // credentials sends body, for user, to the credentials endpoint path and decodes the

@@ -38,6 +38,14 @@ func TestAServerReadsAndDeletesWhatItHoldsForItsUser(t *testing.T) {
 	if d, err := w.Client.DeleteCredential(ctx, nina, demo, "the user asked"); err != nil || d.Deleted {
 		t.Fatalf("delete again: %+v %v, want nothing deleted and no error", d, err)
 	}
+	list, err := w.Client.ListCredentials(ctx, delegate.ListOptions{Limit: 10})
+	if err != nil || len(list.Credentials) != 1 || list.Credentials[0].Target != "spare_key" || list.Credentials[0].UserRef != st.UserRef ||
+		list.Next != "" {
+		t.Fatalf("list: %+v %v, want nina's spare key alone", list, err)
+	}
+	if none, err := w.Client.ListCredentials(ctx, delegate.ListOptions{Status: "locked"}); err != nil || len(none.Credentials) != 0 {
+		t.Fatalf("list of the locked: %+v %v, want none", none, err)
+	}
 	all, err := w.Client.DeleteAllCredentials(ctx, nina, "account closed")
 	if err != nil || len(all.Deleted) != 1 || all.Deleted[0].Target != "spare_key" || !all.Deleted[0].Deleted || len(all.Cancelled) != 0 {
 		t.Fatalf("delete all: %+v %v, want the spare key", all, err)

@@ -179,11 +179,11 @@ func TestAServerHearsOfTheChangesOfItsCredentials(t *testing.T) {
 	if _, err := hooked.Client.DeleteCredential(ctx, pia, delegate.Need{Slot: "demo_api_key"}, "account closed"); err != nil {
 		t.Fatal(err)
 	}
-	types := func(evs []*delegate.CredentialEvent) []string {
+	types := func(heard *[]*delegate.CredentialEvent) []string {
 		mu.Lock()
 		defer mu.Unlock()
 		var out []string
-		for _, ev := range evs {
+		for _, ev := range *heard {
 			out = append(out, ev.Type)
 			if ev.UserRef != st.UserRef || ev.Target != "demo_api_key" || ev.Service != "weather" {
 				t.Errorf("event %+v, want pia's demo key, with the reference %s", ev, st.UserRef)
@@ -194,8 +194,8 @@ func TestAServerHearsOfTheChangesOfItsCredentials(t *testing.T) {
 	// The stream is in order; webhooks are sent in parallel and may arrive in any order.
 	want := []string{"credential.stored", "credential.deleted"}
 	eventually(t, 10*time.Second, "both changes heard by webhook and stream", func() bool {
-		hooked := types(byHook)
-		return slices.Equal(types(byStream), want) && len(hooked) == 2 && slices.Contains(hooked, want[0]) && slices.Contains(hooked, want[1])
+		hooked := types(&byHook)
+		return slices.Equal(types(&byStream), want) && len(hooked) == 2 && slices.Contains(hooked, want[0]) && slices.Contains(hooked, want[1])
 	})
 	mu.Lock()
 	defer mu.Unlock()

@@ -405,3 +405,65 @@ func TestDeletingEverythingOfAUserCancelsTheServicesRunningFlowsFirst(t *testing
 		}
 	}
 }
+
+// credentialList lists as service with query, and decodes the 200 answer.
+func (f *fixture) credentialList(t *testing.T, service, query string) api.CredentialList {
+	t.Helper()
+	got := f.asService(t, service, http.MethodGet, "/api/v1/credentials"+query, "", "")
+	var list api.CredentialList
+	got.decode(t, &list)
+	if got.Status != http.StatusOK || strings.Contains(got.Body, validKey) {
+		t.Fatalf("list answered %d %s, want 200 without a value", got.Status, got.Body)
+	}
+	return list
+}
+
+func TestAServiceListsTheCredentialsItHoldsAcrossItsUsers(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	f.storeFor(t, weather, "alice", validKey)
+	f.storeFor(t, weather, "bob", validKey)
+	f.storeFor(t, calendar, "carol", validKey)
+	f.storeOwn(t, "dave")
+	alice, bob := f.userRefs.Of(weather, f.user("alice")), f.userRefs.Of(weather, f.user("bob"))
+
+	first := f.credentialList(t, weather, "?limit=1")
+	if len(first.Credentials) != 1 || first.Next == "" || first.Credentials[0].UserRef != alice ||
+		first.Credentials[0].Target != demoSlot || first.Credentials[0].Status != api.CredentialStored || first.Credentials[0].StoredAt == nil {
+		t.Fatalf("first page: %+v", first)
+	}
+	second := f.credentialList(t, weather, "?limit=1&cursor="+first.Next)
+	if len(second.Credentials) != 1 || second.Credentials[0].UserRef != bob {
+		t.Fatalf("second page: %+v", second)
+	}
+	if last := f.credentialList(t, weather, "?limit=1&cursor="+second.Next); len(last.Credentials) != 0 || last.Next != "" {
+		t.Errorf("past the end: %+v", last)
+	}
+
+	// Locked: the status filter finds it; deleted: it leaves.
+	f.asService(t, weather, http.MethodPost, "/api/v1/proxy", f.userTokenFor(t, "bob", weather),
+		`{"slot": "demo_api_key", "method": "POST", "path": "/echo", "body": "`+validKey+`"}`).want(t, http.StatusUnprocessableEntity)
+	if locked := f.credentialList(t, weather, "?status=locked"); len(locked.Credentials) != 1 || locked.Credentials[0].UserRef != bob ||
+		locked.Credentials[0].LockReason == "" {
+		t.Errorf("locked: %+v", locked)
+	}
+	if none := f.credentialList(t, weather, "?target=acme"); len(none.Credentials) != 0 {
+		t.Errorf("target acme: %+v", none)
+	}
+	f.asService(t, weather, http.MethodPost, deletePath, f.userTokenFor(t, "alice", weather), `{"slot": "demo_api_key"}`).want(t, http.StatusOK)
+	if rest := f.credentialList(t, weather, ""); len(rest.Credentials) != 1 || rest.Credentials[0].UserRef != bob {
+		t.Errorf("after alice's deletion: %+v", rest)
+	}
+
+	// Each service its own; operators name one; users none; bad parameters change nothing.
+	if cal := f.credentialList(t, calendar, ""); len(cal.Credentials) != 1 || cal.Credentials[0].UserRef != f.userRefs.Of(calendar, f.user("carol")) {
+		t.Errorf("calendar's: %+v", cal)
+	}
+	f.api(t, http.MethodGet, "/api/v1/credentials?service="+weather, f.readOnlyToken, "").want(t, http.StatusOK, bob)
+	f.api(t, http.MethodGet, "/api/v1/credentials", f.operatorToken, "").want(t, http.StatusBadRequest, "service")
+	f.api(t, http.MethodGet, "/api/v1/credentials", f.token(t, "alice"), "").want(t, http.StatusForbidden)
+	f.asService(t, weather, http.MethodGet, "/api/v1/credentials?service="+calendar, "", "").want(t, http.StatusForbidden)
+	for query, want := range map[string]string{"?limit=0": "limit", "?status=weird": "status", "?cursor=nope": "cursor", "?user=x": "user"} {
+		f.asService(t, weather, http.MethodGet, "/api/v1/credentials"+query, "", "").want(t, http.StatusBadRequest, want)
+	}
+}

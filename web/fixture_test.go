@@ -48,6 +48,7 @@ import (
 	"github.com/urlflow/urlflow/state/mcpsessions"
 	"github.com/urlflow/urlflow/state/once"
 	"github.com/urlflow/urlflow/state/ratelimit"
+	"github.com/urlflow/urlflow/state/servicecreds"
 	"github.com/urlflow/urlflow/state/serviceevents"
 	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/state/webhooks"
@@ -202,10 +203,11 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	}
 	streams := serviceevents.New(rdb, refs, clock.Now, log)
 	deliveries := webhooks.New(rdb, serviceCatalog.WebhookWants, refs)
+	held := servicecreds.New(rdb)
 	store := flow.NewStore(rdb, flow.StoreOptions{Now: clock.Now, Logger: log, Counters: count,
-		Outboxes: []flow.Outbox{streams, deliveries}, Audit: trail, Metrics: instruments})
+		Outboxes: []flow.Outbox{streams, deliveries, held}, Audit: trail, Metrics: instruments})
 	creds := credentials.NewStore(rdb, credentials.Options{Now: clock.Now, Logger: log, Audit: trail,
-		Lifecycles: []credentials.Lifecycle{streams, deliveries}})
+		Lifecycles: []credentials.Lifecycle{streams, deliveries, held}})
 	sessions := browsersession.NewStore(rdb)
 	hub := flow.NewHub(rdb, log)
 	if opts.notifier != nil {
@@ -316,7 +318,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		API: api.New(api.Options{PublicURL: publicURL, Flows: store, Hub: hub, Asker: f.asker, Recovery: recoveries,
 			Credentials: creds, Vault: vault, Keeper: keeper, Upstream: upstream.New(nil), Slots: catalog, Providers: known,
 			Services: f.services, ServiceUsers: serviceUsers, Verifier: verifier, Dev: f.dev, Issuer: issuer,
-			ServiceEvents: streams, Webhooks: deliveries, UserRefs: refs, Audit: trail, Counters: count,
+			ServiceEvents: streams, Webhooks: deliveries, ServiceCredentials: held, UserRefs: refs, Audit: trail, Counters: count,
 			EventsKeepAlive: 300 * time.Millisecond, Logger: log}),
 		Identity: Identity{Verifier: verifier, Operators: operators, Services: f.services, RequiredScopes: opts.requiredScopes,
 			Issuer: issuer, BadTokens: opts.rateLimits.BadTokens},

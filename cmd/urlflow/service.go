@@ -35,6 +35,7 @@ import (
 	"github.com/urlflow/urlflow/state/mcpsessions"
 	"github.com/urlflow/urlflow/state/once"
 	"github.com/urlflow/urlflow/state/ratelimit"
+	"github.com/urlflow/urlflow/state/servicecreds"
 	"github.com/urlflow/urlflow/state/serviceevents"
 	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/state/webhooks"
@@ -106,6 +107,7 @@ type parts struct {
 	trail       *audit.Trail
 	streams     *serviceevents.Streams
 	deliveries  *webhooks.Queue
+	svcCreds    *servicecreds.Index
 	flows       *flow.Store
 	creds       *credentials.Store
 	hub         *flow.Hub
@@ -127,10 +129,11 @@ func newParts(cfg *config, rdb redis.UniversalClient, known *providers.Set, log 
 	p.trail = audit.New(rdb, audit.Options{Retention: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries, Replica: p.replica, Logger: p.log})
 	p.streams = serviceevents.New(rdb, cfg.UserRefs, nil, p.log)
 	p.deliveries = webhooks.New(rdb, cfg.Services.WebhookWants, cfg.UserRefs)
+	p.svcCreds = servicecreds.New(rdb)
 	p.flows = flow.NewStore(rdb, flow.StoreOptions{Logger: p.log, Counters: p.count, IDKeys: cfg.Keys.DeriveAll("elicitation id"),
-		Outboxes: []flow.Outbox{p.streams, p.deliveries}, StuckAfter: cfg.StuckAfter, Audit: p.trail, Metrics: p.instruments})
+		Outboxes: []flow.Outbox{p.streams, p.deliveries, p.svcCreds}, StuckAfter: cfg.StuckAfter, Audit: p.trail, Metrics: p.instruments})
 	p.creds = credentials.NewStore(rdb, credentials.Options{Logger: p.log, Audit: p.trail,
-		Lifecycles: []credentials.Lifecycle{p.streams, p.deliveries}})
+		Lifecycles: []credentials.Lifecycle{p.streams, p.deliveries, p.svcCreds}})
 	p.hub = flow.NewHub(rdb, p.log)
 	p.seals = vault.NewVault(cfg.Keys)
 	p.keeper = providers.NewKeeper(p.creds, p.seals, p.count, p.log)
@@ -174,7 +177,7 @@ func (p *parts) webServer(rdb redis.UniversalClient, id users, users map[string]
 		API: api.New(api.Options{PublicURL: cfg.PublicURL, Flows: p.flows, Hub: p.hub, Asker: p.asker, Recovery: p.recoveries,
 			Credentials: p.creds, Vault: p.seals, Keeper: p.keeper, Upstream: p.caller, Slots: cfg.Slots, Providers: p.providers,
 			Services: cfg.Services, ServiceUsers: users, Verifier: verifier, Dev: id.dev, Issuer: id.issuer,
-			ServiceEvents: p.streams, Webhooks: p.deliveries, UserRefs: cfg.UserRefs, Audit: p.trail, Counters: p.count,
+			ServiceEvents: p.streams, Webhooks: p.deliveries, ServiceCredentials: p.svcCreds, UserRefs: cfg.UserRefs, Audit: p.trail, Counters: p.count,
 			StatusWaitLimit: cfg.Waits.StatusLimit, Logger: p.log}),
 		Identity: web.Identity{Verifier: verifier, Operators: identity.NewOperators(cfg.OperatorTokens, cfg.OperatorReadOnlyTokens),
 			Services: cfg.Services, RequiredScopes: id.scopes, Issuer: id.issuer, BadTokens: cfg.RateLimits.BadTokens},

@@ -19,7 +19,7 @@ var layers = [][]string{
 		"state/authorizations", "upstream"},
 	{"state/credentials", "state/vault/vaulttest", "slots", "userref"},
 	{"state/flow", "oauth/identity", "oauth/providers", "services"},
-	{"state/mcpsessions", "state/serviceevents", "state/webhooks", "proxy"},
+	{"state/mcpsessions", "state/serviceevents", "state/webhooks", "state/servicecreds", "proxy"},
 	// The use cases, and the background sender of webhooks.
 	{"ask", "recovery", "webhook"},
 	// The MCP server, and what the HTTP surface's audiences share.

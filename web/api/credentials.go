@@ -6,17 +6,21 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/urlflow/urlflow/internal/display"
+	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/servicecreds"
 	"github.com/urlflow/urlflow/web/respond"
 )
 
@@ -345,4 +349,74 @@ func deletionReason(svc *services.Service, how, why string) string {
 		reason += ": " + why
 	}
 	return reason
+}
+
+// CredentialList is the answer of GET /api/v1/credentials: a page of the credentials a
+// service holds across its users, oldest stored first.
+type CredentialList struct {
+	Credentials []CredentialStatus `json:"credentials"`
+	// Next is the cursor of the page after; absent on the last.
+	Next string `json:"next,omitempty"`
+}
+
+// Credential listing limits.
+const (
+	defaultCredentialLimit = 50
+	maxCredentialLimit     = 500
+)
+
+// apiCredentialList is GET /api/v1/credentials: a page of the credentials the service
+// holds across its users (an operator names the service), each as the status request
+// describes it (without lastUsedAt), with its user's reference; ?target= and ?status=
+// select. It only reads.
+func (s *API) apiCredentialList(c echo.Context) error {
+	who, _ := identity.CallerFrom(c.Request().Context())
+	service, err := s.listedService(who, c.QueryParam("service"), "credentials")
+	if err != nil {
+		return err
+	}
+	q := c.QueryParams()
+	for name := range q {
+		if !slices.Contains([]string{"service", "target", "status", "cursor", "limit"}, name) {
+			return respond.Refuse(http.StatusBadRequest, "%s: not a parameter of this listing (want target, status, cursor, limit; operators service)", name)
+		}
+	}
+	limit := defaultCredentialLimit
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > maxCredentialLimit {
+			return respond.Refuse(http.StatusBadRequest, "limit: want a whole number from 1 to %d", maxCredentialLimit)
+		}
+	}
+	target, status := q.Get("target"), q.Get("status")
+	if status != "" && !slices.Contains(credentialStatuses, status) {
+		return respond.Refuse(http.StatusBadRequest, "status: want one of %s", strings.Join(credentialStatuses, ", "))
+	}
+	keep := func(e servicecreds.Entry) bool {
+		if target != "" && e.Target != target {
+			return false
+		}
+		return status == "" || s.describeEntry(service, e).Status == status
+	}
+	page, err := s.opts.ServiceCredentials.List(c.Request().Context(), service, q.Get("cursor"), limit, keep)
+	if errors.Is(err, servicecreds.ErrBadCursor) {
+		return respond.Refuse(http.StatusBadRequest, "cursor: not one this listing handed out; start again without it")
+	}
+	if err != nil {
+		return err
+	}
+	ans := CredentialList{Credentials: []CredentialStatus{}, Next: page.Next}
+	for _, e := range page.Entries {
+		ans.Credentials = append(ans.Credentials, s.describeEntry(service, e))
+	}
+	return c.JSON(http.StatusOK, ans)
+}
+
+// credentialStatuses are the statuses a stored credential can have (not_stored aside).
+var credentialStatuses = []string{CredentialStored, CredentialLocked, CredentialReconnect, CredentialUnopenable}
+
+// describeEntry is the status of the credential of e, which service holds.
+func (s *API) describeEntry(service string, e servicecreds.Entry) CredentialStatus {
+	ans := CredentialStatus{Kind: e.Credential.Kind, Target: e.Target, UserRef: s.opts.UserRefs.Of(service, e.User)}
+	s.describe(&ans, e.Credential, nil)
+	return ans
 }

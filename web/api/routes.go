@@ -27,6 +27,7 @@ import (
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/servicecreds"
 	"github.com/urlflow/urlflow/state/serviceevents"
 	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/state/webhooks"
@@ -66,6 +67,8 @@ type Options struct {
 	// webhook deliveries.
 	ServiceEvents *serviceevents.Streams
 	Webhooks      *webhooks.Queue
+	// ServiceCredentials index the credentials each service holds across its users.
+	ServiceCredentials *servicecreds.Index
 	// UserRefs make the references services know their users by.
 	UserRefs *userref.Refs
 	// Audit is exported to operators; Counters count the credentials released.
@@ -127,5 +130,6 @@ func (s *API) Mount(g *echo.Group) {
 	g.GET("/elicitations/:id/webhook", s.apiWebhook)
 	g.POST("/elicitations/:id/webhook/redeliver", s.apiWebhookRedeliver)
 	g.GET("/webhooks/given-up", s.apiWebhooksGivenUp)
+	g.GET("/credentials", s.apiCredentialList)
 	g.POST("/webhooks/:messageId/redeliver", s.apiMessageRedeliver)
 }

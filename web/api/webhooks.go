@@ -123,7 +123,7 @@ func (s *API) webhookConflict(c echo.Context, id, why string) error {
 // names it (?service=).
 func (s *API) apiWebhooksGivenUp(c echo.Context) error {
 	who, _ := identity.CallerFrom(c.Request().Context())
-	service, err := s.givenUpService(who, c.QueryParam("service"))
+	service, err := s.listedService(who, c.QueryParam("service"), "webhooks")
 	if err != nil {
 		return err
 	}
@@ -148,21 +148,21 @@ func (s *API) apiWebhooksGivenUp(c echo.Context) error {
 	return c.JSON(http.StatusOK, page)
 }
 
-// givenUpService is the service whose given-up webhooks who lists: a service its own, an
-// operator the one named.
-func (s *API) givenUpService(who identity.Caller, named string) (string, error) {
+// listedService is the service whose things (what: "webhooks", "credentials") who lists: a
+// service its own, an operator the one named.
+func (s *API) listedService(who identity.Caller, named, what string) (string, error) {
 	switch {
 	case who.Operator && named == "":
-		return "", respond.Refuse(http.StatusBadRequest, "service: an operator names the service whose webhooks to list")
+		return "", respond.Refuse(http.StatusBadRequest, "service: an operator names the service whose %s to list", what)
 	case who.Operator:
 		if _, ok := s.opts.Services.Lookup(named); !ok {
 			return "", respond.Refuse(http.StatusBadRequest, "service: no service is named %q", named)
 		}
 		return named, nil
 	case who.Service == "":
-		return "", respond.Refuse(http.StatusForbidden, "webhooks are for delegating services and operators")
+		return "", respond.Refuse(http.StatusForbidden, "this listing of %s is for delegating services and operators", what)
 	case named != "" && named != who.Service:
-		return "", respond.Refuse(http.StatusForbidden, "a service lists its own webhooks: leave service out")
+		return "", respond.Refuse(http.StatusForbidden, "a service lists its own %s: leave service out", what)
 	}
 	return who.Service, nil
 }
