@@ -2,7 +2,10 @@ package delegate
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
+	"net/url"
+	"unicode/utf8"
 )
 
 // Credential is the handle on a credential that urlflow holds for the tool's user: the
@@ -22,8 +25,23 @@ func (c *Client) credential(need Need, token string) *Credential {
 type Request struct {
 	// Method is the HTTP method; Path is under the API's base URL and cannot leave it.
 	Method, Path string
-	Query        map[string]string
-	Body         string
+	// Query holds parameters of one value; QueryValues those of several (sent in order).
+	// A parameter in both is sent with Query's value first.
+	Query       map[string]string
+	QueryValues url.Values
+	// Header holds your own request headers: not the connection's, not the one urlflow
+	// injects the credential in, and Authorization and Cookie only where urlflow's
+	// configuration of the API allows them (docs/delegation.md).
+	Header map[string]string
+	// Body is sent as is, any bytes (in base64 on the way to urlflow when it is not
+	// UTF-8), with ContentType (application/json or text/plain, by its content, when
+	// empty).
+	Body        string
+	ContentType string
+	// Retries (at most 3) has urlflow send a GET, HEAD, PUT or DELETE again when the API
+	// answers 429, 502, 503 or 504, waiting what its Retry-After asks, within the API's
+	// timeout; Response.Attempts then says how many times it was sent.
+	Retries int
 }
 
 // Response is the API's answer, as urlflow passes it on: the credential redacted from it.
@@ -33,6 +51,8 @@ type Response struct {
 	Body    string            `json:"body"`
 	// BodyEncoding is "text", or "base64" for a body that is not text.
 	BodyEncoding string `json:"bodyEncoding"`
+	// Attempts is how many times urlflow sent the request (Request.Retries), 0 for once.
+	Attempts int `json:"attempts"`
 }
 
 // Call makes req to the API with the credential injected by urlflow. A request that
@@ -45,15 +65,41 @@ func (cr *Credential) Call(ctx context.Context, req Request) (*Response, error) 
 	} else {
 		body["provider"] = cr.need.Provider
 	}
-	if len(req.Query) > 0 {
-		body["query"] = req.Query
+	if query := queryOf(req); len(query) > 0 {
+		body["query"] = query
 	}
-	if req.Body != "" {
+	if len(req.Header) > 0 {
+		body["headers"] = req.Header
+	}
+	if req.ContentType != "" {
+		body["contentType"] = req.ContentType
+	}
+	if req.Retries > 0 {
+		body["retries"] = req.Retries
+	}
+	switch {
+	case req.Body == "":
+	case utf8.ValidString(req.Body):
 		body["body"] = req.Body
+	default:
+		body["body"], body["bodyEncoding"] = base64.StdEncoding.EncodeToString([]byte(req.Body)), "base64"
 	}
 	var resp Response
 	if _, err := cr.c.do(ctx, http.MethodPost, "proxy", cr.userToken, body, &resp); err != nil {
 		return nil, err
 	}
 	return &resp, nil
+}
+
+// queryOf is the query of req as the proxy request takes it: each parameter a list of its
+// values, Query's first.
+func queryOf(req Request) map[string][]string {
+	query := map[string][]string{}
+	for k, v := range req.Query {
+		query[k] = []string{v}
+	}
+	for k, vs := range req.QueryValues {
+		query[k] = append(query[k], vs...)
+	}
+	return query
 }

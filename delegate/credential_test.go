@@ -2,8 +2,11 @@ package delegate_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +55,21 @@ func TestCallPassesTheAPIsAnswerThroughWithTheCredentialRedacted(t *testing.T) {
 	}
 	if strings.Contains(resp.Body, key) {
 		t.Error("the answer carries the key")
+	}
+	// Its own headers, a repeated parameter, a body that is not text.
+	resp, err = cred.Call(ctx, delegate.Request{Method: "POST", Path: "/echo", Query: map[string]string{"tag": "a"},
+		QueryValues: url.Values{"tag": {"b", "c"}}, Header: map[string]string{"X-Request-Id": "r-7"},
+		Body: "\xff\x00bytes", ContentType: "application/octet-stream"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var echoed struct {
+		Query   map[string][]string `json:"query"`
+		Headers map[string]string   `json:"headers"`
+	}
+	if err := json.Unmarshal([]byte(resp.Body), &echoed); err != nil || !slices.Equal(echoed.Query["tag"], []string{"a", "b", "c"}) ||
+		echoed.Headers["X-Request-Id"] != "r-7" || echoed.Headers["Content-Type"] != "application/octet-stream" || echoed.Headers["Content-Length"] != "7" {
+		t.Errorf("the API saw %s (%v)", resp.Body, err)
 	}
 	// An answer of the API that is not a success is passed on as it is, not as an error.
 	resp, err = cred.Call(ctx, delegate.Request{Method: "GET", Path: "/no-such-endpoint"})

@@ -87,7 +87,7 @@ func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.Ca
 
 // request is the upstream request of call_api's arguments.
 func (a callAPIArgs) request() upstream.Request {
-	return upstream.Request{Method: a.Method, Path: a.Path, Query: a.Query, Body: a.Body}
+	return upstream.Request{Method: a.Method, Path: a.Path, Query: upstream.QueryOf(a.Query), Body: a.Body}
 }
 
 // apiResult is call_api's answer: the status and body as text, and the response as

@@ -328,8 +328,8 @@ func TestARequestCarryingTheAccessTokenIsRefusedAndLocksNothing(t *testing.T) {
 		where string
 	}{
 		{"in the path", upstream.Request{Method: "GET", Path: "/tokens/" + tok}, "path"},
-		{"in a query value", upstream.Request{Method: "GET", Path: "/me", Query: map[string]string{"access_token": tok}}, "query"},
-		{"percent-encoded in a query value", upstream.Request{Method: "GET", Path: "/me", Query: map[string]string{"t": url.QueryEscape("Bearer " + tok)}}, "query"},
+		{"in a query value", upstream.Request{Method: "GET", Path: "/me", Query: url.Values{"access_token": {tok}}}, "query"},
+		{"percent-encoded in a query value", upstream.Request{Method: "GET", Path: "/me", Query: url.Values{"t": {url.QueryEscape("Bearer " + tok)}}}, "query"},
 		{"in a body", upstream.Request{Method: "POST", Path: "/share", Body: `{"token":"` + tok + `"}`}, "body"},
 	}
 	for _, tt := range tests {

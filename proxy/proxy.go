@@ -83,13 +83,16 @@ var ErrUnopenable = vault.ErrUnopenable
 var ErrNoToken = errors.New("no working token")
 
 // Check refuses a request that api can never serve (a method it does not allow, a path
-// that leaves its base URL or is not plain), before anything is asked or read.
+// that leaves its base URL or is not plain, a header it may not set, a body too large),
+// before anything is asked or read.
 func Check(api *upstream.API, req upstream.Request) error {
 	if !api.Allows(req.Method) {
 		return fmt.Errorf("%w: %s; allowed: %s", upstream.ErrMethod, strings.ToUpper(req.Method), strings.Join(api.Methods, ", "))
 	}
-	_, err := api.Resolve(req.Path)
-	return err
+	if _, err := api.Resolve(req.Path); err != nil {
+		return err
+	}
+	return upstream.CheckOwnParts(api, req)
 }
 
 // Secret calls slot's API with the secret of cred, which u.User's credential u.Name was

@@ -81,7 +81,7 @@ func TestTheStoredSecretIsInjectedAsTheSlotSaysAndRedactedFromTheAnswer(t *testi
 			u.User = user
 
 			resp, weak, err := f.proxy.Secret(t.Context(), u, slot, cred,
-				upstream.Request{Method: "GET", Path: "/items", Query: map[string]string{"page": "2"}})
+				upstream.Request{Method: "GET", Path: "/items", Query: url.Values{"page": {"2"}}})
 			if err != nil {
 				t.Fatalf("Secret: %v", err)
 			}
@@ -259,10 +259,10 @@ func TestARequestCarryingTheSecretIsRefusedBeforeAnythingIsSent(t *testing.T) {
 	}{
 		{"in the path", upstream.Request{Method: "GET", Path: "/users/" + demoKey}, "path"},
 		{"percent-encoded in the path", upstream.Request{Method: "GET", Path: "/users/" + encoded}, "path"},
-		{"as a query value", upstream.Request{Method: "GET", Path: "/x", Query: map[string]string{"q": demoKey}}, "query"},
-		{"inside a query value", upstream.Request{Method: "GET", Path: "/x", Query: map[string]string{"q": "is it " + demoKey + "?"}}, "query"},
-		{"percent-encoded in a query value", upstream.Request{Method: "GET", Path: "/x", Query: map[string]string{"q": encoded}}, "query"},
-		{"as a query name", upstream.Request{Method: "GET", Path: "/x", Query: map[string]string{demoKey: "1"}}, "query"},
+		{"as a query value", upstream.Request{Method: "GET", Path: "/x", Query: url.Values{"q": {demoKey}}}, "query"},
+		{"inside a query value", upstream.Request{Method: "GET", Path: "/x", Query: url.Values{"q": {"is it " + demoKey + "?"}}}, "query"},
+		{"percent-encoded in a query value", upstream.Request{Method: "GET", Path: "/x", Query: url.Values{"q": {encoded}}}, "query"},
+		{"as a query name", upstream.Request{Method: "GET", Path: "/x", Query: url.Values{demoKey: {"1"}}}, "query"},
 		{"in a text body", upstream.Request{Method: "POST", Path: "/x", Body: "my key is " + demoKey}, "body"},
 		{"as the header it goes in, in the body", upstream.Request{Method: "POST", Path: "/x", Body: "Authorization: Bearer " + demoKey}, "body"},
 		{"in a form body", upstream.Request{Method: "POST", Path: "/x", Body: "a=1&key=" + encoded}, "body"},
@@ -382,7 +382,7 @@ func TestASecondCarryingRequestKeepsTheFirstLock(t *testing.T) {
 	cred := f.enterSecret(t, u.User, "svc", "demo_api_key", demoKey, false)
 	first := f.clock.Now()
 	for i, req := range []upstream.Request{
-		{Method: "GET", Path: "/x", Query: map[string]string{"key": demoKey}},
+		{Method: "GET", Path: "/x", Query: url.Values{"key": {demoKey}}},
 		{Method: "POST", Path: "/x", Body: demoKey},
 	} {
 		_, _, err := f.proxy.Secret(t.Context(), u, s.slot, cred, req)

@@ -16,6 +16,8 @@ const (
 	MaxTimeout              = 60 * time.Second
 	DefaultMaxResponseBytes = 1 << 20
 	MaxResponseBytes        = 10 << 20
+	DefaultMaxRequestBytes  = 1 << 20
+	MaxRequestBytes         = 10 << 20
 	// SecretPlaceholder stands for the secret in injection templates.
 	SecretPlaceholder = "{secret}"
 	// PublicURLPlaceholder in a base URL stands for urlflow's own public URL, so that a
@@ -43,6 +45,13 @@ type API struct {
 	MaxResponseBytes int64 `yaml:"max_response_bytes"`
 	// ResponseHeaders are the response headers returned to the tool (Content-Type if empty).
 	ResponseHeaders []string `yaml:"response_headers"`
+	// MaxRequestBytes bounds the body of a request (DefaultMaxRequestBytes if zero, at most
+	// MaxRequestBytes).
+	MaxRequestBytes int64 `yaml:"max_request_bytes"`
+	// AllowRequestHeaders names the headers that a request may set although urlflow
+	// refuses them by default (RefusedRequestHeaders): Cookie, say. The injected header,
+	// Host and the headers of the connection itself are never a request's to set.
+	AllowRequestHeaders []string `yaml:"allow_request_headers"`
 	// AllowNonASCIIPath lets paths hold characters beyond ASCII, as is or percent-encoded,
 	// UTF-8 only; Resolve refuses them otherwise. Look-alikes of dots and slashes (U+2024,
 	// U+FF0E, U+FF0F) then reach the API, which must not read them as such.
@@ -91,6 +100,7 @@ type Verify struct {
 func (a API) Clone() *API {
 	a.Methods = slices.Clone(a.Methods)
 	a.ResponseHeaders = slices.Clone(a.ResponseHeaders)
+	a.AllowRequestHeaders = slices.Clone(a.AllowRequestHeaders)
 	if a.Inject.Basic != nil {
 		basic := *a.Inject.Basic
 		a.Inject.Basic = &basic
@@ -169,6 +179,18 @@ func (a *API) Prepare(publicURL string) []string {
 		a.MaxResponseBytes = DefaultMaxResponseBytes
 	case a.MaxResponseBytes < 0 || a.MaxResponseBytes > MaxResponseBytes:
 		problems = append(problems, fmt.Sprintf("api.max_response_bytes must be between 1 and %d", MaxResponseBytes))
+	}
+	switch {
+	case a.MaxRequestBytes == 0:
+		a.MaxRequestBytes = DefaultMaxRequestBytes
+	case a.MaxRequestBytes < 0 || a.MaxRequestBytes > MaxRequestBytes:
+		problems = append(problems, fmt.Sprintf("api.max_request_bytes must be between 1 and %d", MaxRequestBytes))
+	}
+	for i, h := range a.AllowRequestHeaders {
+		a.AllowRequestHeaders[i] = textproto.CanonicalMIMEHeaderKey(h)
+		if neverSet(a.AllowRequestHeaders[i]) || a.AllowRequestHeaders[i] == textproto.CanonicalMIMEHeaderKey(a.Inject.Header) {
+			problems = append(problems, fmt.Sprintf("api.allow_request_headers: %s is never a request's to set (urlflow sets it, or it belongs to the connection)", h))
+		}
 	}
 	if len(a.ResponseHeaders) == 0 {
 		a.ResponseHeaders = []string{"Content-Type"}

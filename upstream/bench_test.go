@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -33,7 +34,7 @@ func BenchmarkRedact(b *testing.B) {
 func BenchmarkCheckRequest(b *testing.B) {
 	api := newSlot(b, API{BaseURL: "https://api.example", Inject: Injection{Header: "Authorization", Template: "Bearer {secret}"}}, nil).API
 	body := "[" + strings.Repeat(`{"id":12345,"name":"h\u00e9llo \/ x"},`, 64<<10/36) + "1]"
-	req := Request{Method: "POST", Path: "/items", Query: map[string]string{"page": "2"}, Body: body}
+	req := Request{Method: "POST", Path: "/items", Query: url.Values{"page": {"2"}}, Body: body}
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		if err := newRedactor(api, secret()).checkRequest(req); err != nil {

@@ -27,9 +27,8 @@ func (e *SecretInRequestError) Error() string {
 func (e *SecretInRequestError) Unwrap() error { return ErrSecretInRequest }
 
 // checkRequest returns a *SecretInRequestError if req carries a form of r's secret that
-// redaction would replace in an answer (see redact), in its path, query or body, as
-// written or with its percent-encoding undone. A tool sets no request headers, so these
-// are all the parts a request can carry it in.
+// redaction would replace in an answer (see redact), in its path, query, headers or body,
+// as written or with its percent-encoding undone.
 func (r *redactor) checkRequest(req Request) error {
 	carries := func(texts ...string) bool {
 		return slices.ContainsFunc(texts, func(text string) bool {
@@ -40,11 +39,16 @@ func (r *redactor) checkRequest(req Request) error {
 		return &SecretInRequestError{Where: "path"}
 	}
 	for _, k := range slices.Sorted(maps.Keys(req.Query)) {
-		if carries(k, req.Query[k]) {
+		if carries(append([]string{k}, req.Query[k]...)...) {
 			return &SecretInRequestError{Where: "query"}
 		}
 	}
-	if carries(req.Body) {
+	for _, k := range slices.Sorted(maps.Keys(req.Header)) {
+		if carries(k, req.Header[k]) {
+			return &SecretInRequestError{Where: "headers"}
+		}
+	}
+	if carries(req.Body, req.ContentType) {
 		return &SecretInRequestError{Where: "body"}
 	}
 	return nil

@@ -29,10 +29,10 @@ func TestARequestThatCarriesTheSecretIsRefusedBeforeSending(t *testing.T) {
 	}{
 		{"in the path", plain, Request{Method: "GET", Path: "/users/" + plain}, "path"},
 		{"percent-encoded in the path", plain, Request{Method: "GET", Path: "/users/%6B3yK3yk3YxQ7mZp9"}, "path"},
-		{"as a query value", testSecret, Request{Method: "GET", Path: "/x", Query: map[string]string{"q": testSecret}}, "query"},
-		{"inside a query value", testSecret, Request{Method: "GET", Path: "/x", Query: map[string]string{"q": "a" + testSecret + "b"}}, "query"},
-		{"percent-encoded in a query value", testSecret, Request{Method: "GET", Path: "/x", Query: map[string]string{"q": url.QueryEscape(testSecret)}}, "query"},
-		{"as a query name", testSecret, Request{Method: "GET", Path: "/x", Query: map[string]string{testSecret: "1"}}, "query"},
+		{"as a query value", testSecret, Request{Method: "GET", Path: "/x", Query: url.Values{"q": {testSecret}}}, "query"},
+		{"inside a query value", testSecret, Request{Method: "GET", Path: "/x", Query: url.Values{"q": {"a" + testSecret + "b"}}}, "query"},
+		{"percent-encoded in a query value", testSecret, Request{Method: "GET", Path: "/x", Query: url.Values{"q": {url.QueryEscape(testSecret)}}}, "query"},
+		{"as a query name", testSecret, Request{Method: "GET", Path: "/x", Query: url.Values{testSecret: {"1"}}}, "query"},
 		{"in a text body", testSecret, Request{Method: "POST", Path: "/x", Body: "guess: " + testSecret}, "body"},
 		{"in a form body", testSecret, Request{Method: "POST", Path: "/x", Body: "a=1&k=" + url.QueryEscape(testSecret)}, "body"},
 		{"JSON-escaped in a body", testSecret, Request{Method: "POST", Path: "/x", Body: `{"k":"s3cr3t\/tok\u002ben= x\u0026y"}`}, "body"},
@@ -59,7 +59,7 @@ func TestARequestThatCarriesTheSecretIsRefusedBeforeSending(t *testing.T) {
 
 	// What carries no form of the secret goes out.
 	for _, req := range []Request{
-		{Method: "GET", Path: "/users/k3yK3yk3YxQ7mZp", Query: map[string]string{"q": "s3cr3t/tok"}},
+		{Method: "GET", Path: "/users/k3yK3yk3YxQ7mZp", Query: url.Values{"q": {"s3cr3t/tok"}}},
 		{Method: "POST", Path: "/x", Body: `{"k":"s3cr3t/tok+en= x&z","n":47114711471147}`},
 	} {
 		if _, err := caller.Call(context.Background(), slot.API, state.NewSecret(testSecret), req); err != nil {

@@ -796,7 +796,7 @@ func TestARequestThatCarriesTheSecretPercentEncodedAmongMalformedEscapesIsRefuse
 	r := newRedactor(api, state.NewSecret("k3yK3yk3YxQ7mZp9"))
 	for _, req := range []Request{
 		{Method: "GET", Path: "/a%zz/%6b%33yK3yk3YxQ7mZp9"},
-		{Method: "GET", Path: "/x", Query: map[string]string{"q": "100% %6B3yK3yk3YxQ7mZp%39"}},
+		{Method: "GET", Path: "/x", Query: url.Values{"q": {"100% %6B3yK3yk3YxQ7mZp%39"}}},
 		{Method: "POST", Path: "/x", Body: `{"note": "50% off", "k": "k3yK3y%6b3YxQ7mZp9"}`},
 	} {
 		if err := r.checkRequest(req); !errors.Is(err, ErrSecretInRequest) {

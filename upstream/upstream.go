@@ -10,12 +10,12 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -62,14 +62,23 @@ var (
 	ErrEncoding = errors.New("the API answered with an encoding urlflow cannot check")
 )
 
-// Request is a call a tool asks for.
+// Request is a call a tool or a delegating service asks for.
 type Request struct {
 	Method string
 	// Path is relative to the slot's base URL.
-	Path  string
-	Query map[string]string
-	// Body is sent as is; as application/json when it is valid JSON, text/plain otherwise.
-	Body string
+	Path string
+	// Query holds the parameters, a parameter repeated with several values.
+	Query url.Values
+	// Header holds the request's own headers, which checkHeaders allows (none from a tool).
+	Header map[string]string
+	// Body is sent as is, at most the API's MaxRequestBytes: as ContentType when set, else
+	// as application/json when it is valid JSON and text/plain otherwise. Its bytes need
+	// not be text.
+	Body        string
+	ContentType string
+	// Retries is how many times (at most MaxRetries) an idempotent request is sent again
+	// after an answer of 429, 502, 503 or 504 (retry.go).
+	Retries int
 }
 
 // Response is what comes back, with the secret redacted.
@@ -88,6 +97,8 @@ type Response struct {
 	// Redirected names the redirect target when urlflow stopped at a redirect that leaves
 	// the base URL, empty otherwise.
 	Redirected string `json:"redirected,omitempty"`
+	// Attempts is how many times the request was sent, when more than once (Retries).
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // Caller makes the calls. Its zero value is not usable; use New.
@@ -243,19 +254,18 @@ func (c *Caller) Call(ctx context.Context, api *API, secret state.Secret, req Re
 			return nil, fmt.Errorf("the query parameter %q is set by urlflow; leave it out", q)
 		}
 	}
+	if err := CheckOwnParts(api, req); err != nil {
+		return nil, err
+	}
 	// One redactor for the whole call: building its forms is most of its cost.
 	r := newRedactor(api, secret)
 	if err := r.checkRequest(req); err != nil {
 		return nil, err
 	}
-	values := url.Values{}
-	for _, k := range slices.Sorted(maps.Keys(req.Query)) {
-		values.Set(k, req.Query[k])
-	}
 	ctx, cancel := context.WithTimeout(ctx, api.Timeout)
 	defer cancel()
-	method := strings.ToUpper(req.Method)
-	resp, err := c.do(ctx, api, secret, method, target, values, req.Body)
+	out := outgoing{method: strings.ToUpper(req.Method), query: req.Query, header: req.Header, body: req.Body, contentType: req.ContentType}
+	resp, attempts, err := c.doRetrying(ctx, api, secret, target, out, req.Retries)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +274,11 @@ func (c *Caller) Call(ctx context.Context, api *API, secret state.Secret, req Re
 	if err != nil {
 		return nil, err
 	}
-	return r.redact(api, resp, body), nil
+	answer := r.redact(api, resp, body)
+	if attempts > 1 {
+		answer.Attempts = attempts
+	}
+	return answer, nil
 }
 
 // Check makes the verification request v to api with secret and reports whether the API
@@ -280,7 +294,7 @@ func (c *Caller) Check(ctx context.Context, api *API, v *Verify, secret state.Se
 	}
 	ctx, cancel := context.WithTimeout(ctx, api.Timeout)
 	defer cancel()
-	resp, err := c.do(ctx, api, secret, v.Method, target, nil, "")
+	resp, err := c.do(ctx, api, secret, target, outgoing{method: v.Method})
 	if err != nil {
 		return err
 	}
@@ -292,27 +306,37 @@ func (c *Caller) Check(ctx context.Context, api *API, v *Verify, secret state.Se
 	return nil
 }
 
+// outgoing is what a request sends besides its target: checked before do sends it.
+type outgoing struct {
+	method      string
+	query       url.Values
+	header      map[string]string
+	body        string
+	contentType string
+}
+
 // do sends one request with the secret injected, following redirects only while they stay
 // under the base URL; a redirect that leaves it is returned as the response, unfollowed.
-func (c *Caller) do(ctx context.Context, api *API, secret state.Secret, method string, target *url.URL, query url.Values, body string) (*http.Response, error) {
-	query = cloneValues(query)
+func (c *Caller) do(ctx context.Context, api *API, secret state.Secret, target *url.URL, out outgoing) (*http.Response, error) {
+	query := cloneValues(out.query)
 	if q := api.Inject.Query; q != "" {
 		query.Set(q, secret.Reveal())
 	}
 	target.RawQuery = query.Encode()
 	var reader io.Reader
-	if body != "" {
-		reader = strings.NewReader(body)
+	if out.body != "" {
+		reader = strings.NewReader(out.body)
 	}
 	if api.TraceContext {
 		ctx = tracing.Propagate(ctx)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, target.String(), reader)
+	req, err := http.NewRequestWithContext(ctx, out.method, target.String(), reader)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrOutside, "the request could not be built")
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", contentType(body))
+	setHeaders(req.Header, out.header)
+	if out.body != "" {
+		req.Header.Set("Content-Type", cmp.Or(out.contentType, contentType(out.body)))
 	}
 	req.Header.Set("Accept-Encoding", acceptEncoding)
 	req.Header.Set("User-Agent", buildinfo.UserAgent())
@@ -403,4 +427,16 @@ func headersRefused(err error, limit int64) string {
 		return fmt.Sprintf("one of its headers is longer than %d bytes, which urlflow does not read, or its HTTP/2 header compression is broken", limit)
 	}
 	return ""
+}
+
+// QueryOf returns the query of one value per parameter m, as Request.Query holds it.
+func QueryOf(m map[string]string) url.Values {
+	if m == nil {
+		return nil
+	}
+	q := make(url.Values, len(m))
+	for k, v := range m {
+		q[k] = []string{v}
+	}
+	return q
 }

@@ -1,8 +1,12 @@
 package web
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -436,4 +440,47 @@ func TestAJSONBodyWithTrailingDataIsRefusedAndChangesNothing(t *testing.T) {
 	// White space after the value is no data.
 	f.asService(t, weather, http.MethodPost, "/api/v1/elicitations/"+running.ID+"/answer", alice, "{\"action\": \"accept\"} \r\n\t ").
 		want(t, http.StatusOK, `"state":"consented"`)
+}
+
+// A proxy request of the service's own: headers, a repeated parameter, a binary body in
+// base64 with its type; what the API may not be sent is refused before anything is read.
+func TestAProxyRequestSendsTheServicesHeadersParametersAndBinaryBody(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	f.storeFor(t, weather, "alice", validKey)
+	alice := f.userTokenFor(t, "alice", weather)
+	binary := "\x00\x01caf\xc3\xa9\xff"
+	got := proxied(t, f.asService(t, weather, http.MethodPost, "/api/v1/proxy", alice, `{"slot": "demo_api_key", "method": "POST", "path": "/echo",
+		"query": {"tag": ["a", "b"], "one": "1"}, "headers": {"X-Request-Id": "r-42"},
+		"body": "`+base64.StdEncoding.EncodeToString([]byte(binary))+`", "bodyEncoding": "base64", "contentType": "application/octet-stream"}`))
+	var echoed struct {
+		Query   map[string][]string `json:"query"`
+		Headers map[string]string   `json:"headers"`
+		Body    string              `json:"body"`
+	}
+	if err := json.Unmarshal([]byte(got.Body), &echoed); err != nil {
+		t.Fatalf("echo %s: %v", got.Body, err)
+	}
+	if !slices.Equal(echoed.Query["tag"], []string{"a", "b"}) || !slices.Equal(echoed.Query["one"], []string{"1"}) ||
+		echoed.Headers["X-Request-Id"] != "r-42" || echoed.Headers["Content-Type"] != "application/octet-stream" ||
+		echoed.Headers["Content-Length"] != strconv.Itoa(len(binary)) {
+		t.Errorf("the API saw %+v", echoed)
+	}
+	for body, want := range map[string]string{
+		`{"slot": "demo_api_key", "method": "GET", "path": "/echo", "headers": {"Authorization": "Bearer x"}}`: "carries the credential",
+		`{"slot": "demo_api_key", "method": "GET", "path": "/echo", "headers": {"Cookie": "s=1"}}`:             "allow_request_headers",
+		`{"slot": "demo_api_key", "method": "GET", "path": "/echo", "headers": {"Host": "evil.example"}}`:      "belongs to the connection",
+		`{"slot": "demo_api_key", "method": "POST", "path": "/echo", "body": "%%%", "bodyEncoding": "base64"}`: "not standard base64",
+		`{"slot": "demo_api_key", "method": "POST", "path": "/echo", "body": "x", "bodyEncoding": "hex"}`:      "bodyEncoding",
+		`{"slot": "demo_api_key", "method": "GET", "path": "/echo", "query": {"q": []}}`:                       "query",
+	} {
+		f.asService(t, weather, http.MethodPost, "/api/v1/proxy", alice, body).want(t, http.StatusBadRequest, want)
+	}
+	// A form of the secret in a header: refused, nothing sent, the secret locked.
+	f.asService(t, weather, http.MethodPost, "/api/v1/proxy", alice,
+		`{"slot": "demo_api_key", "method": "GET", "path": "/echo", "headers": {"X-Copy": "`+validKey+`"}}`).
+		want(t, http.StatusUnprocessableEntity, `"reason":"carried"`, "headers")
+	if cred, _ := f.storedSecret(t, "alice", credentials.Name(weather, demoSlot)); !cred.Locked() {
+		t.Error("the secret is not locked")
+	}
 }

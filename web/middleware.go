@@ -14,15 +14,36 @@ import (
 	"github.com/urlflow/urlflow/internal/loopback"
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/templates"
+	"github.com/urlflow/urlflow/upstream"
 	"github.com/urlflow/urlflow/web/browser"
 	"github.com/urlflow/urlflow/web/respond"
 )
 
-// Body limits. A secret form holds one field of at most a few KiB; the API takes tiny JSON.
+// Body limits. A secret form holds one field of at most a few KiB; the API takes tiny JSON,
+// but for a proxy request, whose body may be as large as the largest max_request_bytes an
+// API may have, in base64, with room for the rest of the request (each API's own limit is
+// checked once it is decoded).
 const (
-	formBodyLimit = 64 << 10
-	apiBodyLimit  = 16 << 10
+	formBodyLimit  = 64 << 10
+	apiBodyLimit   = 16 << 10
+	proxyBodyLimit = upstream.MaxRequestBytes*4/3 + 64<<10
+	proxyPath      = "/api/v1/proxy"
 )
+
+// limitAPIBody is limitBody for the API: apiBodyLimit, and proxyBodyLimit for a proxy
+// request.
+func limitAPIBody() echo.MiddlewareFunc {
+	api, proxy := limitBody(apiBodyLimit), limitBody(proxyBodyLimit)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		small, large := api(next), proxy(next)
+		return func(c echo.Context) error {
+			if c.Path() == proxyPath {
+				return large(c)
+			}
+			return small(c)
+		}
+	}
+}
 
 func securityHeaders(https bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {

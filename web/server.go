@@ -204,7 +204,7 @@ func (s *Server) routes() {
 	s.opts.Pages.Mount(e, forms)
 	s.opts.Admin.Mount(forms)
 	s.opts.API.Mount(e.Group("/api/v1", echo.WrapMiddleware(identity.RequireBearer(s.verifier, apiOpts)),
-		s.opts.Limits.Services, limitBody(apiBodyLimit)))
+		s.opts.Limits.Services, limitAPIBody()))
 	if s.opts.DemoAPI != nil {
 		e.Any("/demo/api/*", echo.WrapHandler(s.opts.DemoAPI))
 	}

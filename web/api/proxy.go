@@ -1,9 +1,13 @@
 package api
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/urlflow/urlflow/oauth/providers"
@@ -17,14 +21,62 @@ import (
 // proxyRequest is the body of POST /api/v1/proxy: the request to make, as call_api takes
 // it, and whose credential to use.
 type proxyRequest struct {
-	Slot     string            `json:"slot"`
-	Provider string            `json:"provider"`
-	Method   string            `json:"method"`
-	Path     string            `json:"path"`
-	Query    map[string]string `json:"query"`
-	Body     string            `json:"body"`
+	Slot     string      `json:"slot"`
+	Provider string      `json:"provider"`
+	Method   string      `json:"method"`
+	Path     string      `json:"path"`
+	Query    queryParams `json:"query"`
+	// Headers are the service's own request headers (upstream.CheckOwnParts says which).
+	Headers map[string]string `json:"headers"`
+	// Body is text, or base64 when BodyEncoding is "base64" (binary); ContentType is sent
+	// with it (detected from the body when empty).
+	Body         string `json:"body"`
+	BodyEncoding string `json:"bodyEncoding"`
+	ContentType  string `json:"contentType"`
+	// Retries is upstream.Request.Retries.
+	Retries int `json:"retries"`
 	// User names the user instead of a user token, for services with assert_users.
 	User string `json:"user"`
+}
+
+// queryParams are a proxy request's query parameters: each a string, or a list of strings
+// for a parameter repeated.
+type queryParams url.Values
+
+func (q *queryParams) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return errors.New("query: want an object of strings, or of lists of strings")
+	}
+	*q = queryParams{}
+	for k, v := range raw {
+		var one string
+		if err := json.Unmarshal(v, &one); err == nil {
+			(*q)[k] = []string{one}
+			continue
+		}
+		var many []string
+		if err := json.Unmarshal(v, &many); err != nil || len(many) == 0 {
+			return fmt.Errorf("query: %q: want a string, or a list of one or more strings", k)
+		}
+		(*q)[k] = many
+	}
+	return nil
+}
+
+// proxyBody is the body a proxy request sends, decoded from bodyEncoding.
+func proxyBody(req proxyRequest) (string, error) {
+	switch req.BodyEncoding {
+	case "":
+		return req.Body, nil
+	case "base64":
+		b, err := base64.StdEncoding.DecodeString(req.Body)
+		if err != nil {
+			return "", errors.New("body: not standard base64, as bodyEncoding says")
+		}
+		return string(b), nil
+	}
+	return "", errors.New(`bodyEncoding: want "base64", or leave it out for text`)
 }
 
 // Reasons of a proxy request refused for what is stored: the service asks the user first
@@ -66,8 +118,22 @@ func (s *API) apiProxy(c echo.Context) error {
 	if req.Path == "" {
 		return respond.Refuse(http.StatusBadRequest, `path is required: the API path to call ("/" for the API's base URL)`)
 	}
-	call := upstream.Request{Method: req.Method, Path: req.Path, Query: req.Query, Body: req.Body}
-	if err := proxy.Check(api, call); err != nil {
+	body, err := proxyBody(req)
+	if err != nil {
+		return respond.Refuse(http.StatusBadRequest, "%v", err)
+	}
+	if strings.ContainsAny(req.ContentType, "\r\n") {
+		return respond.Refuse(http.StatusBadRequest, "contentType: one line")
+	}
+	if req.Retries < 0 || req.Retries > upstream.MaxRetries {
+		return respond.Refuse(http.StatusBadRequest, "retries: want 0 to %d", upstream.MaxRetries)
+	}
+	call := upstream.Request{Method: req.Method, Path: req.Path, Query: url.Values(req.Query), Header: req.Headers,
+		Body: body, ContentType: req.ContentType, Retries: req.Retries}
+	switch err := proxy.Check(api, call); {
+	case errors.Is(err, upstream.ErrRequestTooLarge):
+		return respond.Refuse(http.StatusRequestEntityTooLarge, "%v (the API's max_request_bytes)", err)
+	case err != nil:
 		return respond.Refuse(http.StatusBadRequest, "%v", err)
 	}
 	user, err := s.delegatedUser(c, svc, req.User)
