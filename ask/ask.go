@@ -98,6 +98,8 @@ type Need struct {
 	User   state.User
 	Kind   state.Kind
 	Target string // a slot, or a provider
+	// Label is the account label among several credentials of Target (a service's only).
+	Label string
 	// Scopes are the access a provider's grant must cover (already the provider's defaults
 	// when the caller named none).
 	Scopes []string
@@ -110,7 +112,9 @@ type Need struct {
 }
 
 // name is the name the credential of n is stored under.
-func (n Need) name() string { return credentials.Name(n.Caller.Service, n.Target) }
+func (n Need) name() string {
+	return credentials.Labeled(credentials.Name(n.Caller.Service, n.Target), n.Label)
+}
 
 // Status says where a Need stands.
 type Status int
@@ -165,7 +169,7 @@ func (a *Asker) Check(ctx context.Context, n Need) (Outcome, error) {
 func (a *Asker) Open(ctx context.Context, n Need, missing Outcome) (Outcome, error) {
 	replaced := a.replaced(ctx, n.User, missing.Credential)
 	ne := flow.NewElicitation{
-		User: n.User, Kind: n.Kind, Target: n.Target, Scopes: n.Scopes,
+		User: n.User, Kind: n.Kind, Target: n.Target, Label: n.Label, Scopes: n.Scopes,
 		Service: n.Caller.Service, Releasable: n.Caller.Releasable, Call: n.Caller.Call, Metadata: n.Caller.Metadata, Client: n.Caller.Client,
 		SessionID: n.Caller.SessionID, Replica: n.Caller.Replica, TTL: a.ttl,
 		Replace: replaced != nil, Replaced: replaced, Trace: tracing.Carried(ctx),

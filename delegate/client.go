@@ -213,6 +213,7 @@ func (c *Client) authorize(req *http.Request) error {
 type createRequest struct {
 	Slot         string            `json:"slot,omitempty"`
 	Provider     string            `json:"provider,omitempty"`
+	Label        string            `json:"label,omitempty"`
 	Scopes       []string          `json:"scopes,omitempty"`
 	Message      string            `json:"message,omitempty"`
 	Client       *clientInfo       `json:"client,omitempty"`

@@ -65,6 +65,9 @@ func (cr *Credential) Call(ctx context.Context, req Request) (*Response, error) 
 	} else {
 		body["provider"] = cr.need.Provider
 	}
+	if cr.need.Label != "" {
+		body["label"] = cr.need.Label
+	}
 	if query := queryOf(req); len(query) > 0 {
 		body["query"] = query
 	}
@@ -91,15 +94,24 @@ func (cr *Credential) Call(ctx context.Context, req Request) (*Response, error) 
 	return &resp, nil
 }
 
-// queryOf is the query of req as the proxy request takes it: each parameter a list of its
-// values, Query's first.
-func queryOf(req Request) map[string][]string {
-	query := map[string][]string{}
+// queryOf is the query of req as the proxy request takes it: a parameter of one value as a
+// string (which every urlflow reads), one of several as the list of its values, Query's
+// first.
+func queryOf(req Request) map[string]any {
+	values := url.Values{}
 	for k, v := range req.Query {
-		query[k] = []string{v}
+		values[k] = []string{v}
 	}
 	for k, vs := range req.QueryValues {
-		query[k] = append(query[k], vs...)
+		values[k] = append(values[k], vs...)
+	}
+	query := make(map[string]any, len(values))
+	for k, vs := range values {
+		if len(vs) == 1 {
+			query[k] = vs[0]
+		} else {
+			query[k] = vs
+		}
 	}
 	return query
 }

@@ -42,6 +42,8 @@ type CredentialStatus struct {
 	// Kind is "secret" (a slot) or "oauth" (a provider); Target the slot or provider.
 	Kind   string `json:"kind"`
 	Target string `json:"target"`
+	// Label is the account label, empty for the default account.
+	Label string `json:"label"`
 	// UserRef is the reference your service knows the user by.
 	UserRef string `json:"userRef"`
 	// Status is "stored" (usable: Require returns it at once), "missing_scopes" (usable,
@@ -70,6 +72,8 @@ type CredentialStatus struct {
 type Deletion struct {
 	Kind   string `json:"kind"`
 	Target string `json:"target"`
+	// Label is the account label, empty for the default account.
+	Label string `json:"label"`
 	// UserRef is the reference your service knows the user by, in DeleteCredential's
 	// answer (DeletedAll has one for all).
 	UserRef string `json:"userRef"`
@@ -85,6 +89,7 @@ type Deletion struct {
 type credentialRequest struct {
 	Slot     string   `json:"slot,omitempty"`
 	Provider string   `json:"provider,omitempty"`
+	Label    string   `json:"label,omitempty"`
 	Scopes   []string `json:"scopes,omitempty"`
 	Reason   string   `json:"reason,omitempty"`
 	User     string   `json:"user,omitempty"`
@@ -95,7 +100,7 @@ type credentialRequest struct {
 // It only reads: nothing is refreshed, used or audited. Refusals are *APIError.
 func (c *Client) CredentialStatus(ctx context.Context, user User, need Need) (*CredentialStatus, error) {
 	var st CredentialStatus
-	body := credentialRequest{Slot: need.Slot, Provider: need.Provider, Scopes: need.Scopes}
+	body := credentialRequest{Slot: need.Slot, Provider: need.Provider, Label: need.Label, Scopes: need.Scopes}
 	if err := c.credentials(ctx, "credentials/status", user, body, &st); err != nil {
 		return nil, err
 	}
@@ -108,7 +113,7 @@ func (c *Client) CredentialStatus(ctx context.Context, user User, need Need) (*C
 // is no error: Deleted is false.
 func (c *Client) DeleteCredential(ctx context.Context, user User, need Need, reason string) (*Deletion, error) {
 	var d Deletion
-	body := credentialRequest{Slot: need.Slot, Provider: need.Provider, Reason: reason}
+	body := credentialRequest{Slot: need.Slot, Provider: need.Provider, Label: need.Label, Reason: reason}
 	if err := c.credentials(ctx, "credentials/delete", user, body, &d); err != nil {
 		return nil, err
 	}

@@ -19,6 +19,10 @@ import (
 type Need struct {
 	// Slot or Provider names it, one of the two.
 	Slot, Provider string
+	// Label tells apart several credentials of the slot or provider that your server holds
+	// for one user (two GitHub accounts): 1 to 32 of a-z 0-9 _ -; empty for the default
+	// account.
+	Label string
 	// Scopes are the access to ask of a provider (its default scopes when empty).
 	Scopes []string
 	// Message tells the user why, on urlflow's pages (a sentence naming your server when
@@ -61,7 +65,7 @@ func (c *Client) Require(ctx context.Context, req *mcp.CallToolRequest, need Nee
 	if token == "" {
 		return nil, nil, errors.New("delegate: the request carries no bearer token of its user: urlflow needs it as evidence of who the user is")
 	}
-	body := createRequest{Slot: need.Slot, Provider: need.Provider, Scopes: need.Scopes, Message: need.Message, Call: callOf(req),
+	body := createRequest{Slot: need.Slot, Provider: need.Provider, Label: need.Label, Scopes: need.Scopes, Message: need.Message, Call: callOf(req),
 		Metadata: need.Metadata}
 	if info := req.ClientInfo(); info != nil {
 		body.Client = &clientInfo{Name: info.Name, Title: info.Title, Version: info.Version}
@@ -176,7 +180,7 @@ func (c *Client) push(ctx context.Context, req *mcp.CallToolRequest, need Need, 
 	if cur.State != "complete" {
 		return nil, outcomeResult(cur), nil
 	}
-	ans, err := c.create(ctx, token, createRequest{Slot: need.Slot, Provider: need.Provider, Scopes: need.Scopes, Metadata: need.Metadata})
+	ans, err := c.create(ctx, token, createRequest{Slot: need.Slot, Provider: need.Provider, Label: need.Label, Scopes: need.Scopes, Metadata: need.Metadata})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -99,8 +99,9 @@ type CredentialEvent struct {
 	At      time.Time `json:"at"`
 	Service string    `json:"service"`
 	Kind    string    `json:"kind"`
-	// Target is the slot or provider.
+	// Target is the slot or provider; Label its account label (empty for the default).
 	Target  string `json:"target"`
+	Label   string `json:"label"`
 	UserRef string `json:"userRef"`
 	// Actor caused it: "user", "client", "operator", "service" or "system"; Reason says
 	// why, when urlflow knows.

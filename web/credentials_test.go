@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -465,5 +466,88 @@ func TestAServiceListsTheCredentialsItHoldsAcrossItsUsers(t *testing.T) {
 	f.asService(t, weather, http.MethodGet, "/api/v1/credentials?service="+calendar, "", "").want(t, http.StatusForbidden)
 	for query, want := range map[string]string{"?limit=0": "limit", "?status=weird": "status", "?cursor=nope": "cursor", "?user=x": "user"} {
 		f.asService(t, weather, http.MethodGet, "/api/v1/credentials"+query, "", "").want(t, http.StatusBadRequest, want)
+	}
+}
+
+// storeLabeled has user name complete a flow that service creates for the demo slot's
+// account label, with secret, replacing what is stored when replace.
+func (f *fixture) storeLabeled(t *testing.T, service, name, label, secret string, replace bool) string {
+	t.Helper()
+	body := fmt.Sprintf(`{"slot": "demo_api_key", "label": %q, "replace": %t}`, label, replace)
+	v := created(t, f.asService(t, service, http.MethodPost, "/api/v1/elicitations", f.userTokenFor(t, name, service), body), http.StatusCreated)
+	if v.Label != label {
+		t.Fatalf("the flow's label is %q, want %q", v.Label, label)
+	}
+	b := f.browser(t, name)
+	b.submit(v.ID, b.continueToForm(v.ID), secret).want(t, http.StatusOK)
+	f.wantState(t, v.ID, flow.Complete)
+	return v.ID
+}
+
+// A service holds several credentials of one target for one user, told apart by an
+// account label; the unlabelled one, as every credential stored before labels, is the
+// default account. Each is used, described, reconnected in place and deleted on its own.
+func TestAServiceHoldsSeveralAccountsOfOneTargetForAUser(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	events := f.followEvents(t, weather, "")
+	alice := f.userTokenFor(t, "alice", weather)
+	f.storeFor(t, weather, "alice", validKey) // the default account
+	if ev := events.nextCredentialEvent(); ev.Label != "" {
+		t.Errorf("the default account's event has the label %q", ev.Label)
+	}
+	f.storeLabeled(t, weather, "alice", "work", otherKey, false)
+	if ev := events.nextCredentialEvent(); ev.Type != "credential.stored" || ev.Label != "work" {
+		t.Errorf("the work account's event: %+v", ev)
+	}
+	whoami := func(label string) string {
+		t.Helper()
+		resp := proxied(t, f.asService(t, weather, http.MethodPost, "/api/v1/proxy", alice,
+			fmt.Sprintf(`{"slot": "demo_api_key", "label": %q, "method": "GET", "path": "/whoami"}`, label)))
+		return resp.Body
+	}
+	if def, work := whoami(""), whoami("work"); def == work {
+		t.Errorf("both accounts answer as one: %s", def)
+	}
+	if st := f.credentialStatus(t, weather, alice, `{"slot": "demo_api_key", "label": "work"}`); st.Status != api.CredentialStored || st.Label != "work" {
+		t.Errorf("the work account's status: %+v", st)
+	}
+	if st := f.credentialStatus(t, weather, alice, `{"slot": "demo_api_key", "label": "home"}`); st.Status != api.CredentialNotStored {
+		t.Errorf("an account never stored: %+v", st)
+	}
+	list := f.credentialList(t, weather, "")
+	var labels []string
+	for _, c := range list.Credentials {
+		labels = append(labels, c.Label)
+	}
+	if slices.Sort(labels); !slices.Equal(labels, []string{"", "work"}) {
+		t.Errorf("listed the labels %q, want the default and work", labels)
+	}
+	b := f.browser(t, "alice")
+	b.signIn("/connections")
+	b.get("/connections").want(t, http.StatusOK, "Demo API key (work)")
+
+	// Reconnected in place: replace with the label replaces that account only.
+	again := f.storeLabeled(t, weather, "alice", "work", validKey, true)
+	if ev := events.nextCredentialEvent(); ev.Type != "credential.replaced" || ev.Label != "work" || ev.ElicitationID != again {
+		t.Errorf("the reconnection's event: %+v", ev)
+	}
+	if def, work := whoami(""), whoami("work"); def != work {
+		t.Errorf("the work account was not replaced with the default's key: %s and %s", def, work)
+	}
+	d := f.deletion(t, weather, alice, `{"slot": "demo_api_key", "label": "work"}`)
+	if !d.Deleted || d.Label != "work" {
+		t.Errorf("the deletion: %+v", d)
+	}
+	if ev := events.nextCredentialEvent(); ev.Type != "credential.deleted" || ev.Label != "work" {
+		t.Errorf("the deletion's event: %+v", ev)
+	}
+	if st := f.credentialStatus(t, weather, alice, `{"slot": "demo_api_key"}`); st.Status != api.CredentialStored {
+		t.Errorf("the default account went too: %+v", st)
+	}
+	for _, label := range []string{"Work", "a b", "-x", strings.Repeat("x", 33), "a@b"} {
+		body := fmt.Sprintf(`{"slot": "demo_api_key", "label": %q}`, label)
+		f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", alice, body).want(t, http.StatusBadRequest, "label")
+		f.asService(t, weather, http.MethodPost, statusPath, alice, body).want(t, http.StatusBadRequest, "label")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -76,7 +77,7 @@ func (c *Credential) Connection() Connection {
 	if service == OwnService {
 		service = ""
 	}
-	return Connection{Name: target, Service: service, Kind: c.Kind, StoredAt: c.StoredAt, VerifiedAt: c.VerifiedAt,
+	return Connection{Name: target, Label: LabelOf(c.Name), Service: service, Kind: c.Kind, StoredAt: c.StoredAt, VerifiedAt: c.VerifiedAt,
 		Account: c.Account, Scopes: c.Scopes, RefreshedAt: c.RefreshedAt, NeedsReconnect: c.NeedsReconnect,
 		LockedAt: c.LockedAt, LockReason: c.LockReason}
 }
@@ -85,7 +86,9 @@ func (c *Credential) Connection() Connection {
 type Connection struct {
 	// Name is the slot or provider; Service the delegating service that holds it, empty
 	// for urlflow's own tools.
-	Name           string     `json:"name"`
+	Name string `json:"name"`
+	// Label is the account label among several of one target ("" for the default account).
+	Label          string     `json:"label,omitempty"`
 	Service        string     `json:"service,omitempty"`
 	Kind           state.Kind `json:"kind"`
 	StoredAt       time.Time  `json:"storedAt"`
@@ -153,12 +156,56 @@ func Name(service, target string) string {
 	return service + "/" + target
 }
 
-// SplitName undoes Name: the service (OwnService for a name without '/') and the target.
+// SplitName undoes Name (and Labeled): the service (OwnService for a name without '/')
+// and the target, without its account label.
 func SplitName(name string) (service, target string) {
+	name, _, _ = strings.Cut(name, labelSeparator)
 	if s, t, ok := strings.Cut(name, "/"); ok {
 		return s, t
 	}
 	return OwnService, name
+}
+
+// A delegating service may hold several credentials of one target for one user, told
+// apart by an account label ("work", "personal"): the name of a labelled one is its Name,
+// labelSeparator and the label. The credential without a label is the default account, so
+// every credential stored before labels existed is the default account of its target.
+const labelSeparator = "@"
+
+// labelPattern is the form of an account label.
+var labelPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+
+// LabelRule says what CheckLabel wants.
+const LabelRule = "1 to 32 of a-z 0-9 _ -, starting with a letter or digit"
+
+// CheckLabel returns an error unless label is empty (the default account) or an account
+// label of the documented form.
+func CheckLabel(label string) error {
+	if label != "" && !labelPattern.MatchString(label) {
+		return fmt.Errorf("label: want %s, or none for the default account", LabelRule)
+	}
+	return nil
+}
+
+// Labeled is the name of the credential name of the account label (name itself for the
+// default account, label "").
+func Labeled(name, label string) string {
+	if label == "" {
+		return name
+	}
+	return name + labelSeparator + label
+}
+
+// SplitTargetLabel undoes Labeled on a target: the target and its account label.
+func SplitTargetLabel(labeled string) (target, label string) {
+	target, label, _ = strings.Cut(labeled, labelSeparator)
+	return target, label
+}
+
+// LabelOf is the account label of the credential name ("" for the default account).
+func LabelOf(name string) string {
+	_, label, _ := strings.Cut(name, labelSeparator)
+	return label
 }
 
 // The Redis keys of credentials, all in their user's hash tag (docs/design.md).

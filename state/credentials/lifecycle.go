@@ -61,8 +61,9 @@ type Event struct {
 	At      time.Time  `json:"at"`
 	Service string     `json:"service"`
 	Kind    state.Kind `json:"kind"`
-	// Target is the slot or provider.
+	// Target is the slot or provider; Label its account label, if any.
 	Target string `json:"target"`
+	Label  string `json:"label,omitempty"`
 	// UserRef is the reference the service knows the user by (package userref).
 	UserRef string `json:"userRef"`
 	// Actor caused the change; Reason says why, when known.
@@ -80,7 +81,7 @@ type Event struct {
 // Event returns the event of c, for the user known as userRef.
 func (c Change) Event(userRef string) Event {
 	conn := c.Credential.Connection()
-	ev := Event{Type: c.Type.EventType(), At: c.At, Service: conn.Service, Kind: c.Credential.Kind, Target: conn.Name,
+	ev := Event{Type: c.Type.EventType(), At: c.At, Service: conn.Service, Kind: c.Credential.Kind, Target: conn.Name, Label: conn.Label,
 		UserRef: userRef, Actor: c.Actor, Reason: c.Reason, ElicitationID: c.Credential.ElicitationID,
 		Call: c.Credential.Call, Metadata: c.Credential.Metadata}
 	if c.Type != ChangeDeleted {

@@ -106,6 +106,9 @@ type Elicitation struct {
 	User   state.User `json:"user"`
 	Kind   state.Kind `json:"kind"`
 	Target string     `json:"target"`
+	// Label is the account label of the credential among several of its target that its
+	// service may hold for the user (credentials.Labeled); empty for the default account.
+	Label string `json:"label,omitempty"`
 	// Service is the delegating service that asked, through the API; empty for urlflow's
 	// own tools. The credential is stored in its namespace (CredentialName).
 	Service string `json:"service,omitempty"`
@@ -151,7 +154,9 @@ type Elicitation struct {
 
 // CredentialName is the name the credential of e is stored under: its target in its
 // service's namespace.
-func (e *Elicitation) CredentialName() string { return credentials.Name(e.Service, e.Target) }
+func (e *Elicitation) CredentialName() string {
+	return credentials.Labeled(credentials.Name(e.Service, e.Target), e.Label)
+}
 
 // Ended reports whether e has ended: its state is terminal and never changes again.
 func (e *Elicitation) Ended() bool { return e.State.Terminal() }
@@ -169,6 +174,7 @@ type View struct {
 	State   State      `json:"state"`
 	Kind    state.Kind `json:"kind"`
 	Target  string     `json:"target"`
+	Label   string     `json:"label,omitempty"`
 	Service string     `json:"service,omitempty"`
 	// UserRef is the reference the flow's service knows its user by (package userref),
 	// and Call and Metadata the service's own from its create request: set by ViewFor, for
@@ -190,7 +196,7 @@ type View struct {
 // flow has ended. history may be nil.
 func (e *Elicitation) View(url string, history []Entry) View {
 	v := View{
-		ID: e.ID, State: e.State, Kind: e.Kind, Target: e.Target, Service: e.Service,
+		ID: e.ID, State: e.State, Kind: e.Kind, Target: e.Target, Label: e.Label, Service: e.Service,
 		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, ExpiresAt: e.ExpiresAt,
 		Delivery: e.Delivery, RetryOf: e.RetryOf, RetriedBy: e.RetriedBy, History: history,
 	}

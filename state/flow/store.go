@@ -141,6 +141,8 @@ type NewElicitation struct {
 	User   state.User
 	Kind   state.Kind
 	Target string
+	// Label is the account label (Elicitation.Label).
+	Label string
 	// Service is the delegating service that asks (empty for urlflow's own tools);
 	// Releasable, whether it may receive the credential itself (Elicitation.Releasable).
 	Service    string
@@ -226,7 +228,7 @@ func (s *Store) newRecord(n NewElicitation) (*Elicitation, error) {
 	}
 	now := s.now().UTC()
 	return &Elicitation{
-		ID: id, User: n.User, Kind: n.Kind, Target: n.Target, Service: n.Service, Releasable: n.Releasable,
+		ID: id, User: n.User, Kind: n.Kind, Target: n.Target, Label: n.Label, Service: n.Service, Releasable: n.Releasable,
 		Call: n.Call, Metadata: n.Metadata, State: Pending,
 		Purpose: n.Purpose, Replace: n.Replace, Replaced: n.Replaced, Scopes: n.Scopes, Client: n.Client, SessionID: n.SessionID,
 		Replica: n.Replica, Trace: n.Trace, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(n.TTL),
@@ -271,7 +273,7 @@ func (s *Store) writeRecord(ctx context.Context, p redis.Pipeliner, e *Elicitati
 // open key of an elicitation is deleted when it ends, so in the usual case (none running)
 // it costs one script that creates the record if that key still does not exist.
 func (s *Store) Open(ctx context.Context, n NewElicitation) (e *Elicitation, created bool, err error) {
-	name := credentials.Name(n.Service, n.Target)
+	name := credentials.Labeled(credentials.Name(n.Service, n.Target), n.Label)
 	open := check{key: openKey(n.User.Key(), n.Kind, name, n.SessionID)}
 	if e, created, err = s.create(ctx, n, []check{open}); err != nil || created {
 		return e, created, err
@@ -335,7 +337,7 @@ func (s *Store) Retry(ctx context.Context, id string, act Act, ttl time.Duration
 			return nil, fmt.Errorf("retry %s: already retried as %s: %w", id, old.RetriedBy, ErrConflict)
 		}
 		next, err := s.newRecord(NewElicitation{
-			User: old.User, Kind: old.Kind, Target: old.Target, Service: old.Service, Releasable: old.Releasable,
+			User: old.User, Kind: old.Kind, Target: old.Target, Label: old.Label, Service: old.Service, Releasable: old.Releasable,
 			Call: old.Call, Metadata: old.Metadata, Purpose: old.Purpose,
 			Replace: old.Replace, Replaced: old.Replaced, Scopes: old.Scopes, Client: old.Client, SessionID: old.SessionID,
 			Replica: old.Replica, TTL: ttl,

@@ -5,7 +5,6 @@ import (
 
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/audit"
-	"github.com/urlflow/urlflow/state/credentials"
 )
 
 // The audit trail of elicitations (package audit): on one server or behind Sentinel, the
@@ -54,6 +53,6 @@ func (s *Store) queueCredentialAudit(ctx context.Context, b *batch, e *Elicitati
 		what = audit.CredentialReplace
 	}
 	ev := auditEvent(e, what)
-	ev.At, ev.Actor, ev.Credential = e.UpdatedAt, state.ActorUser, credentials.Name(e.Service, e.Target)
+	ev.At, ev.Actor, ev.Credential = e.UpdatedAt, state.ActorUser, e.CredentialName()
 	s.queueAudit(ctx, b, ev)
 }

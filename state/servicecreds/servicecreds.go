@@ -39,8 +39,15 @@ func New(rdb redis.UniversalClient) *Index { return &Index{rdb: rdb} }
 func orderKey(service string) string { return state.KeyPrefix + "svc:" + service + ":creds" }
 func usersKey(service string) string { return state.KeyPrefix + "svc:" + service + ":credusers" }
 
-// member names the credential of target of the user whose key is userKey.
+// member names the credential of the user whose key is userKey by its target and account
+// label (credentials.Labeled).
 func member(userKey, target string) string { return userKey + " " + target }
+
+// targetOf is the target of the credential name, with its account label.
+func targetOf(name string) string {
+	_, target := credentials.SplitName(name)
+	return credentials.Labeled(target, credentials.LabelOf(name))
+}
 
 // QueueStep indexes the credential that step stored for a service (flow.Outbox).
 func (x *Index) QueueStep(ctx context.Context, w flow.Writes, step flow.Step) error {
@@ -62,8 +69,8 @@ func (x *Index) QueueCredentialChange(ctx context.Context, p redis.Pipeliner, c 
 	if c.Type != credentials.ChangeDeleted {
 		return nil
 	}
-	service, target := credentials.SplitName(c.Credential.Name)
-	m := member(c.User.Key(), target)
+	m := member(c.User.Key(), targetOf(c.Credential.Name))
+	service := c.Service()
 	p.ZRem(ctx, orderKey(service), m)
 	p.HDel(ctx, usersKey(service), m)
 	return nil
@@ -71,16 +78,18 @@ func (x *Index) QueueCredentialChange(ctx context.Context, p redis.Pipeliner, c 
 
 // add queues on p the entry of the credential that c stored, whose user is doc.
 func (x *Index) add(ctx context.Context, p redis.Pipeliner, c credentials.Change, doc []byte) {
-	service, target := credentials.SplitName(c.Credential.Name)
-	m := member(c.User.Key(), target)
+	m := member(c.User.Key(), targetOf(c.Credential.Name))
+	service := c.Service()
 	p.ZAdd(ctx, orderKey(service), redis.Z{Score: float64(c.Credential.StoredAt.UnixMilli()), Member: m})
 	p.HSet(ctx, usersKey(service), m, doc)
 }
 
-// Entry is a credential of a service's index as a listing reads it.
+// Entry is a credential of a service's index as a listing reads it: its Target and account
+// Label.
 type Entry struct {
 	User       state.User
 	Target     string
+	Label      string
 	Credential *credentials.Credential
 }
 
@@ -201,9 +210,10 @@ func (x *Index) read(ctx context.Context, service string, zs []redis.Z) ([]Entry
 	cmds := make([]*redis.StringCmd, len(zs))
 	_, err = x.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, m := range members {
-			userKey, target, _ := strings.Cut(m, " ")
-			entries[i].Target = target
-			cmds[i] = p.Get(ctx, credentials.Key(userKey, credentials.Name(service, target)))
+			userKey, labeled, _ := strings.Cut(m, " ")
+			name := credentials.Name(service, labeled) // service/target@label
+			entries[i].Target, entries[i].Label = credentials.SplitTargetLabel(labeled)
+			cmds[i] = p.Get(ctx, credentials.Key(userKey, name))
 		}
 		return nil
 	})

@@ -45,6 +45,9 @@ type CreateRequest struct {
 	// Call is what the service binds the answer's requestState to (its tool and a digest
 	// of the arguments, say): a requestState sent back must come with the same call.
 	Call string `json:"call"`
+	// Label is the account label of the credential to collect, among several of its target
+	// ("" for the default account); replace with a label reconnects that account in place.
+	Label string `json:"label"`
 	// Metadata is the service's own (state.Metadata): kept with the flow and the credential
 	// it stores, and in their answers, events and webhooks.
 	Metadata state.Metadata `json:"metadata"`
@@ -229,7 +232,10 @@ func (s *API) delegatedNeed(svc *services.Service, req CreateRequest) (ask.Need,
 	if err != nil {
 		return n, err
 	}
-	n.Kind, n.Target = t.kind, t.name
+	n.Kind, n.Target, n.Label = t.kind, t.name, req.Label
+	if err := credentials.CheckLabel(req.Label); err != nil {
+		return n, respond.Refuse(http.StatusBadRequest, "%v", err)
+	}
 	switch {
 	case t.kind == state.KindSecret && len(req.Scopes) > 0:
 		return n, respond.Refuse(http.StatusBadRequest, "scopes are for providers; a secret slot has none")

@@ -34,6 +34,9 @@ import (
 type credentialStatusRequest struct {
 	Slot     string `json:"slot"`
 	Provider string `json:"provider"`
+	// Label is the account label among several credentials of the target ("" for the
+	// default account).
+	Label string `json:"label"`
 	// Scopes, for a provider, are the access the service needs: those the connection was
 	// not granted are its missing scopes.
 	Scopes []string `json:"scopes"`
@@ -46,6 +49,8 @@ type credentialStatusRequest struct {
 type CredentialStatus struct {
 	Kind   state.Kind `json:"kind"`
 	Target string     `json:"target"`
+	// Label is the account label ("" for the default account).
+	Label string `json:"label,omitempty"`
 	// UserRef is the reference the service knows the user by (package userref).
 	UserRef string `json:"userRef"`
 
@@ -89,7 +94,7 @@ const (
 // used, or written to the audit trail.
 func (s *API) apiCredentialStatus(c echo.Context) error {
 	var req credentialStatusRequest
-	svc, t, err := s.targetedRequest(c, &req, &req.Slot, &req.Provider)
+	svc, t, err := s.targetedRequest(c, &req, &req.Slot, &req.Provider, &req.Label)
 	if err != nil {
 		return err
 	}
@@ -101,8 +106,8 @@ func (s *API) apiCredentialStatus(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	name := credentials.Name(svc.Name, t.name)
-	ans := CredentialStatus{Kind: t.kind, Target: t.name, UserRef: s.opts.UserRefs.Of(svc.Name, user), Status: CredentialNotStored}
+	name := t.credentialName(svc)
+	ans := CredentialStatus{Kind: t.kind, Target: t.name, Label: t.accountLabel, UserRef: s.opts.UserRefs.Of(svc.Name, user), Status: CredentialNotStored}
 	cred, err := s.opts.Credentials.Get(ctx, user, name)
 	if errors.Is(err, state.ErrNotFound) {
 		return c.JSON(http.StatusOK, ans)
@@ -146,6 +151,9 @@ func (s *API) describe(ans *CredentialStatus, cred *credentials.Credential, want
 type credentialDeleteRequest struct {
 	Slot     string `json:"slot"`
 	Provider string `json:"provider"`
+	// Label is the account label among several credentials of the target ("" for the
+	// default account).
+	Label string `json:"label"`
 	// Reason says why, for the audit trail.
 	Reason string `json:"reason"`
 	// User names the user instead of a user token, for services with assert_users.
@@ -165,6 +173,8 @@ type credentialsDeleteAllRequest struct {
 type Deletion struct {
 	Kind   state.Kind `json:"kind"`
 	Target string     `json:"target"`
+	// Label is the account label ("" for the default account).
+	Label string `json:"label,omitempty"`
 	// UserRef is the reference the service knows the user by (package userref), in the
 	// answer of a deletion of one credential.
 	UserRef string `json:"userRef,omitempty"`
@@ -202,7 +212,7 @@ const (
 // deleted false, so that a deletion sent again after a lost answer is not an error.
 func (s *API) apiCredentialDelete(c echo.Context) error {
 	var req credentialDeleteRequest
-	svc, t, err := s.targetedRequest(c, &req, &req.Slot, &req.Provider)
+	svc, t, err := s.targetedRequest(c, &req, &req.Slot, &req.Provider, &req.Label)
 	if err != nil {
 		return err
 	}
@@ -210,7 +220,7 @@ func (s *API) apiCredentialDelete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.deleteCredential(c.Request().Context(), user, svc, t.kind, t.name, deletionReason(svc, "", req.Reason))
+	d, err := s.deleteCredential(c.Request().Context(), user, t.kind, t.credentialName(svc), deletionReason(svc, "", req.Reason))
 	if err != nil {
 		return err
 	}
@@ -243,8 +253,7 @@ func (s *API) apiCredentialsDeleteAll(c echo.Context) error {
 		return err
 	}
 	for _, name := range names {
-		holder, target := credentials.SplitName(name)
-		if holder != svc.Name {
+		if holder, _ := credentials.SplitName(name); holder != svc.Name {
 			continue
 		}
 		cred, err := s.opts.Credentials.Get(ctx, user, name)
@@ -254,7 +263,7 @@ func (s *API) apiCredentialsDeleteAll(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		d, err := s.deleteCredential(ctx, user, svc, cred.Kind, target, reason)
+		d, err := s.deleteCredential(ctx, user, cred.Kind, name, reason)
 		if err != nil {
 			return err // what was deleted stays deleted; the request sent again deletes the rest
 		}
@@ -299,11 +308,11 @@ func (s *API) cancelRunning(ctx context.Context, user state.User, svc *services.
 	}
 }
 
-// deleteCredential deletes user's credential of target, of kind, that svc holds, as actor
+// deleteCredential deletes user's credential name, of kind, that a service holds, as actor
 // service with reason; a connection is revoked at its provider first where it can be.
-func (s *API) deleteCredential(ctx context.Context, user state.User, svc *services.Service, kind state.Kind, target, reason string) (Deletion, error) {
-	name := credentials.Name(svc.Name, target)
-	d := Deletion{Kind: kind, Target: target}
+func (s *API) deleteCredential(ctx context.Context, user state.User, kind state.Kind, name, reason string) (Deletion, error) {
+	_, target := credentials.SplitName(name)
+	d := Deletion{Kind: kind, Target: target, Label: credentials.LabelOf(name)}
 	p, known := s.opts.Providers.Lookup(target)
 	if kind == state.KindOAuth && known {
 		dis, err := s.opts.Keeper.Disconnect(ctx, user, name, p, state.ActorService, reason)
@@ -416,7 +425,7 @@ var credentialStatuses = []string{CredentialStored, CredentialLocked, Credential
 
 // describeEntry is the status of the credential of e, which service holds.
 func (s *API) describeEntry(service string, e servicecreds.Entry) CredentialStatus {
-	ans := CredentialStatus{Kind: e.Credential.Kind, Target: e.Target, UserRef: s.opts.UserRefs.Of(service, e.User)}
+	ans := CredentialStatus{Kind: e.Credential.Kind, Target: e.Target, Label: e.Label, UserRef: s.opts.UserRefs.Of(service, e.User)}
 	s.describe(&ans, e.Credential, nil)
 	return ans
 }

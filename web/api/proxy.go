@@ -13,7 +13,6 @@ import (
 	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/proxy"
 	"github.com/urlflow/urlflow/state"
-	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/upstream"
 	"github.com/urlflow/urlflow/web/respond"
 )
@@ -21,11 +20,15 @@ import (
 // proxyRequest is the body of POST /api/v1/proxy: the request to make, as call_api takes
 // it, and whose credential to use.
 type proxyRequest struct {
-	Slot     string      `json:"slot"`
-	Provider string      `json:"provider"`
-	Method   string      `json:"method"`
-	Path     string      `json:"path"`
-	Query    queryParams `json:"query"`
+	Slot     string `json:"slot"`
+	Provider string `json:"provider"`
+	// Label is the account label among several credentials of the target ("" for the
+	// default account).
+	Label string `json:"label"`
+
+	Method string      `json:"method"`
+	Path   string      `json:"path"`
+	Query  queryParams `json:"query"`
 	// Headers are the service's own request headers (upstream.CheckOwnParts says which).
 	Headers map[string]string `json:"headers"`
 	// Body is text, or base64 when BodyEncoding is "base64" (binary); ContentType is sent
@@ -102,7 +105,7 @@ func notStored(c echo.Context, t serviceTarget) error {
 // structured result: status, the configured headers, the body, redacted.
 func (s *API) apiProxy(c echo.Context) error {
 	var req proxyRequest
-	svc, t, err := s.targetedRequest(c, &req, &req.Slot, &req.Provider)
+	svc, t, err := s.targetedRequest(c, &req, &req.Slot, &req.Provider, &req.Label)
 	if err != nil {
 		return err
 	}
@@ -141,7 +144,7 @@ func (s *API) apiProxy(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	use := proxy.Use{User: user, Name: credentials.Name(svc.Name, t.name), Actor: state.ActorService,
+	use := proxy.Use{User: user, Name: t.credentialName(svc), Actor: state.ActorService,
 		Via: "a proxy request of the service " + svc.Name}
 	var resp *upstream.Response
 	if t.slot != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/urlflow/urlflow/proxy"
 	"github.com/urlflow/urlflow/state"
-	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/web/respond"
 )
 
@@ -17,6 +16,9 @@ import (
 type releaseRequest struct {
 	Slot     string `json:"slot"`
 	Provider string `json:"provider"`
+	// Label is the account label among several credentials of the target ("" for the
+	// default account).
+	Label string `json:"label"`
 	// User names the user instead of a user token, for services with assert_users.
 	User string `json:"user"`
 }
@@ -26,6 +28,8 @@ type releaseRequest struct {
 type ReleaseAnswer struct {
 	Kind   state.Kind `json:"kind"`
 	Target string     `json:"target"`
+	// Label is the account label ("" for the default account).
+	Label string `json:"label,omitempty"`
 	// UserRef is the reference the service knows the user by (package userref).
 	UserRef string `json:"userRef"`
 
@@ -42,7 +46,7 @@ type ReleaseAnswer struct {
 // refused (403): they use credentials through the proxy only.
 func (s *API) apiRelease(c echo.Context) error {
 	var req releaseRequest
-	svc, t, err := s.targetedRequest(c, &req, &req.Slot, &req.Provider)
+	svc, t, err := s.targetedRequest(c, &req, &req.Slot, &req.Provider, &req.Label)
 	if err != nil {
 		return err
 	}
@@ -54,8 +58,8 @@ func (s *API) apiRelease(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	name := credentials.Name(svc.Name, t.name)
-	ans := ReleaseAnswer{Kind: t.kind, Target: t.name, UserRef: s.opts.UserRefs.Of(svc.Name, user)}
+	name := t.credentialName(svc)
+	ans := ReleaseAnswer{Kind: t.kind, Target: t.name, Label: t.accountLabel, UserRef: s.opts.UserRefs.Of(svc.Name, user)}
 	cred, err := s.opts.Credentials.Get(ctx, user, name)
 	switch {
 	case errors.Is(err, state.ErrNotFound):

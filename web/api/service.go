@@ -14,6 +14,7 @@ import (
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/web/respond"
 )
 
@@ -33,13 +34,20 @@ func readBody(c echo.Context) ([]byte, error) {
 
 // targetedRequest is serviceRequest for a body that names a slot or a provider (into slot
 // and provider, fields of req): it returns the one the service names, if it may use it.
-func (s *API) targetedRequest(c echo.Context, req any, slot, provider *string) (*services.Service, serviceTarget, error) {
+func (s *API) targetedRequest(c echo.Context, req any, slot, provider, accountLabel *string) (*services.Service, serviceTarget, error) {
 	svc, err := s.serviceRequest(c, req)
 	if err != nil {
 		return nil, serviceTarget{}, err
 	}
 	t, err := s.serviceTarget(svc, *slot, *provider)
-	return svc, t, err
+	if err != nil {
+		return svc, t, err
+	}
+	if err := credentials.CheckLabel(*accountLabel); err != nil {
+		return svc, t, respond.Refuse(http.StatusBadRequest, "%v", err)
+	}
+	t.accountLabel = *accountLabel
+	return svc, t, nil
 }
 
 // isJSON reports whether the request's body is declared as JSON. A form's body would be
@@ -74,11 +82,13 @@ func (s *API) serviceRequest(c echo.Context, req any) (*services.Service, error)
 
 // serviceTarget is a slot or provider a service names.
 type serviceTarget struct {
-	kind     state.Kind
-	name     string
-	label    string
-	slot     *slots.Slot         // for a slot
-	provider *providers.Provider // for a provider
+	kind  state.Kind
+	name  string
+	label string
+	// accountLabel tells apart several credentials of the target (credentials.Labeled).
+	accountLabel string
+	slot         *slots.Slot         // for a slot
+	provider     *providers.Provider // for a provider
 }
 
 // serviceTarget returns the slot or provider (one of the two names is set) that svc may
@@ -168,4 +178,9 @@ func (s *API) userIssuer() string {
 // apiRefusal answers status with {"error": message, "reason": reason}.
 func apiRefusal(c echo.Context, status int, reason, message string) error {
 	return c.JSON(status, map[string]string{"error": message, "reason": reason})
+}
+
+// credentialName is the name of the credential of t that svc holds.
+func (t serviceTarget) credentialName(svc *services.Service) string {
+	return credentials.Labeled(credentials.Name(svc.Name, t.name), t.accountLabel)
 }

@@ -20,8 +20,19 @@ import (
 const oauthAttemptTTL = 15 * time.Minute
 
 // targetLabel is how people call what e asks for: a secret's label, or a provider's
-// account.
-func (s *Pages) targetLabel(e *flow.Elicitation) string { return s.labelOf(e.Kind, e.Target) }
+// account, with the account label its service gave it.
+func (s *Pages) targetLabel(e *flow.Elicitation) string {
+	return withAccountLabel(s.labelOf(e.Kind, e.Target), e.Label)
+}
+
+// withAccountLabel is what people call a credential of label (among several of one target
+// that a service holds): "GitHub account (work)"; what alone for the default account.
+func withAccountLabel(what, label string) string {
+	if label == "" {
+		return what
+	}
+	return what + " (" + label + ")"
+}
 
 // labelOf is how people call the target name of kind: a secret's label, or a provider's
 // account; the name itself for one no longer configured.

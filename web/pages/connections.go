@@ -60,7 +60,8 @@ func (s *Pages) connectionGroups(conns []credentials.Connection) []templates.Con
 			}
 			groups, i = append(groups, g), len(groups)
 		}
-		item := templates.ConnectionItem{Name: credentials.Name(conn.Service, conn.Name), Label: s.labelOf(conn.Kind, conn.Name),
+		item := templates.ConnectionItem{Name: credentials.Labeled(credentials.Name(conn.Service, conn.Name), conn.Label),
+			Label:   withAccountLabel(s.labelOf(conn.Kind, conn.Name), conn.Label),
 			Account: conn.Account, StoredAt: conn.StoredAt, LastUsedAt: conn.LastUsedAt}
 		switch {
 		case conn.LockedAt != nil:
@@ -129,7 +130,7 @@ func (s *Pages) remove(ctx context.Context, user state.User, name string) (strin
 	if !deleted {
 		return "Nothing was removed: it was no longer there.", nil
 	}
-	return fmt.Sprintf("Your %s is deleted: %s can no longer use it.", s.labelOf(state.KindSecret, target), holder), nil
+	return fmt.Sprintf("Your %s is deleted: %s can no longer use it.", withAccountLabel(s.labelOf(state.KindSecret, target), credentials.LabelOf(name)), holder), nil
 }
 
 // ownFirst orders urlflow's own group before the services'.
