@@ -87,6 +87,8 @@ type Caller struct {
 	Client    state.ClientInfo
 	SessionID string
 	Replica   string
+	// Offline asks the user to let the service use the credential while away.
+	Offline bool
 	// Call and Metadata are a service's own, kept with the flow and what it stores
 	// (flow.Elicitation.Call, flow.Elicitation.Metadata).
 	Call     string
@@ -157,7 +159,7 @@ func (a *Asker) Check(ctx context.Context, n Need) (Outcome, error) {
 		return Outcome{Status: Missing}, nil
 	case err != nil:
 		return Outcome{}, err
-	case !n.Replace && !cred.Locked() && !cred.NeedsReconnect && cred.Covers(n.Scopes):
+	case !n.Replace && !cred.Locked() && !cred.NeedsReconnect && cred.Covers(n.Scopes) && (cred.Offline || !n.Caller.Offline):
 		return Outcome{Status: Stored, Credential: cred}, nil
 	}
 	return Outcome{Status: Missing, Credential: cred}, nil
@@ -170,7 +172,7 @@ func (a *Asker) Open(ctx context.Context, n Need, missing Outcome) (Outcome, err
 	replaced := a.replaced(ctx, n.User, missing.Credential)
 	ne := flow.NewElicitation{
 		User: n.User, Kind: n.Kind, Target: n.Target, Label: n.Label, Scopes: n.Scopes,
-		Service: n.Caller.Service, Releasable: n.Caller.Releasable, Call: n.Caller.Call, Metadata: n.Caller.Metadata, Client: n.Caller.Client,
+		Service: n.Caller.Service, Releasable: n.Caller.Releasable, Offline: n.Caller.Offline, Call: n.Caller.Call, Metadata: n.Caller.Metadata, Client: n.Caller.Client,
 		SessionID: n.Caller.SessionID, Replica: n.Caller.Replica, TTL: a.ttl,
 		Replace: replaced != nil, Replaced: replaced, Trace: tracing.Carried(ctx),
 	}

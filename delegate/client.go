@@ -214,6 +214,7 @@ type createRequest struct {
 	Slot         string            `json:"slot,omitempty"`
 	Provider     string            `json:"provider,omitempty"`
 	Label        string            `json:"label,omitempty"`
+	Offline      bool              `json:"offline,omitempty"`
 	Scopes       []string          `json:"scopes,omitempty"`
 	Message      string            `json:"message,omitempty"`
 	Client       *clientInfo       `json:"client,omitempty"`

@@ -14,6 +14,17 @@ type Credential struct {
 	c         *Client
 	need      Need
 	userToken string
+	// userRef names the user instead of userToken, for a credential of Client.Offline.
+	userRef string
+}
+
+// Offline returns the handle on the credential of need (its Slot or Provider, and Label)
+// that the user known to your server as userRef let it use while away (Need.Offline), for
+// work your server does on its own: its Call names the user by reference alone. urlflow
+// refuses it (an *APIError with Status 403 and Reason "not_offline") for a credential the
+// user did not let your server use so, or no longer does.
+func (c *Client) Offline(userRef string, need Need) *Credential {
+	return &Credential{c: c, need: need, userRef: userRef}
 }
 
 func (c *Client) credential(need Need, token string) *Credential {
@@ -67,6 +78,9 @@ func (cr *Credential) Call(ctx context.Context, req Request) (*Response, error) 
 	}
 	if cr.need.Label != "" {
 		body["label"] = cr.need.Label
+	}
+	if cr.userRef != "" {
+		body["userRef"] = cr.userRef
 	}
 	if query := queryOf(req); len(query) > 0 {
 		body["query"] = query

@@ -16,11 +16,14 @@ import (
 // these ever carries a value.
 
 // User names the user a request is for: Token, the access token the user sent your server
-// (for a tool call, UserOf returns it), or, for a server whose configuration sets
-// assert_users, Subject, the user's subject at the issuer. Set one of the two.
+// (for a tool call, UserOf returns it); or, for a server whose configuration sets
+// assert_users, Subject, the user's subject at the issuer; or Ref, the user's reference at
+// your server (UserRef of any answer), for CredentialStatus of a credential the user let
+// your server use while away (Need.Offline). Set one of the three.
 type User struct {
 	Token   string
 	Subject string
+	Ref     string
 }
 
 // UserOf returns the user of the tool call req: the bearer token it carries, which urlflow
@@ -29,8 +32,14 @@ func UserOf(req *mcp.CallToolRequest) User { return User{Token: userToken(req)} 
 
 // check refuses a User that names no one, or names one twice.
 func (u User) check() error {
-	if (u.Token == "") == (u.Subject == "") {
-		return errors.New("delegate: User: set Token (the user's access token) or Subject (with assert_users), one of the two")
+	set := 0
+	for _, v := range []string{u.Token, u.Subject, u.Ref} {
+		if v != "" {
+			set++
+		}
+	}
+	if set != 1 {
+		return errors.New("delegate: User: set Token (the user's access token), Subject (with assert_users) or Ref (a user reference, for use while away), one of the three")
 	}
 	return nil
 }
@@ -66,6 +75,8 @@ type CredentialStatus struct {
 	Releasable bool `json:"releasable"`
 	// Metadata is your server's own, from the create request that stored it (Need.Metadata).
 	Metadata map[string]string `json:"metadata"`
+	// Offline: the user let your server use it while away (Need.Offline).
+	Offline bool `json:"offline"`
 }
 
 // Deletion is what the deletion of one credential did.
@@ -93,6 +104,7 @@ type credentialRequest struct {
 	Scopes   []string `json:"scopes,omitempty"`
 	Reason   string   `json:"reason,omitempty"`
 	User     string   `json:"user,omitempty"`
+	UserRef  string   `json:"userRef,omitempty"`
 }
 
 // CredentialStatus reports how the credential of need (its Slot or Provider, and for a
@@ -193,7 +205,7 @@ func (c *Client) credentials(ctx context.Context, path string, user User, body c
 	if err := user.check(); err != nil {
 		return err
 	}
-	body.User = user.Subject
+	body.User, body.UserRef = user.Subject, user.Ref
 	_, err := c.do(ctx, http.MethodPost, path, user.Token, body, out)
 	return err
 }

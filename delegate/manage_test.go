@@ -1,6 +1,7 @@
 package delegate_test
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -38,6 +39,18 @@ func TestAServerReadsAndDeletesWhatItHoldsForItsUser(t *testing.T) {
 	if d, err := w.Client.DeleteCredential(ctx, nina, demo, "the user asked"); err != nil || d.Deleted {
 		t.Fatalf("delete again: %+v %v, want nothing deleted and no error", d, err)
 	}
+	// Stored without Offline: the user's reference alone reaches nothing.
+	var refused *delegate.APIError
+	if _, err := w.Client.Offline(st.UserRef, spare).Call(ctx, delegate.Request{Method: "GET", Path: "/whoami"}); !errors.As(err, &refused) ||
+		refused.Status != http.StatusForbidden || refused.Reason != "not_offline" {
+		t.Errorf("a call by reference of a credential stored without offline: %v", err)
+	}
+	if _, err := w.Client.CredentialStatus(ctx, delegate.User{Ref: st.UserRef}, spare); !errors.As(err, &refused) || refused.Reason != "not_offline" {
+		t.Errorf("a status by reference of a credential stored without offline: %v", err)
+	}
+	if _, err := w.Client.CredentialStatus(ctx, delegate.User{Ref: st.UserRef, Token: "t"}, spare); err == nil {
+		t.Error("a user named twice was sent")
+	}
 	list, err := w.Client.ListCredentials(ctx, delegate.ListOptions{Limit: 10})
 	if err != nil || len(list.Credentials) != 1 || list.Credentials[0].Target != "spare_key" || list.Credentials[0].UserRef != st.UserRef ||
 		list.Next != "" {
@@ -57,6 +70,9 @@ func TestAServerReadsAndDeletesWhatItHoldsForItsUser(t *testing.T) {
 		t.Errorf("forecast after the deletion: %v, want the user asked again", res)
 	}
 	for _, call := range w.API.calls("POST /api/v1/credentials/") {
+		if strings.Contains(call.Body, `"userRef"`) {
+			continue // the refused calls by reference above
+		}
 		if !call.UserToken || call.Auth != "Bearer "+u.Key || strings.Contains(call.Body, key) || call.Status != http.StatusOK {
 			t.Errorf("a credentials call without the key and the user's token, or not answered 200: %+v", call)
 		}
@@ -69,8 +85,8 @@ func TestTheCredentialsMethodsWantOneUserAndReportUrlflowsRefusals(t *testing.T)
 	w := startWeather(t, u, delegate.Options{})
 	ctx := testContext(t)
 	demo := delegate.Need{Slot: "demo_api_key"}
-	for _, bad := range []delegate.User{{}, {Token: u.userToken("olga"), Subject: "olga"}} {
-		if _, err := w.Client.CredentialStatus(ctx, bad, demo); err == nil || !strings.Contains(err.Error(), "one of the two") {
+	for _, bad := range []delegate.User{{}, {Token: u.userToken("olga"), Subject: "olga"}, {Subject: "olga", Ref: "usr_x"}} {
+		if _, err := w.Client.CredentialStatus(ctx, bad, demo); err == nil || !strings.Contains(err.Error(), "one of the three") {
 			t.Errorf("user %+v: %v, want refused before asking urlflow", bad, err)
 		}
 	}

@@ -28,6 +28,11 @@ type Need struct {
 	// Message tells the user why, on urlflow's pages (a sentence naming your server when
 	// empty).
 	Message string
+	// Offline asks the user, on urlflow's consent page, to let your server use the
+	// credential while the user is away (background jobs): then Client.Offline reaches it
+	// by the user's reference alone, until the user withdraws that on urlflow's
+	// Connections page. A credential stored without it is asked for again.
+	Offline bool
 	// Metadata is your server's own: at most 16 entries, keys of letters, digits and . _ :
 	// - (up to 40 bytes), 2 KB in all. urlflow keeps it with the flow and the credential it
 	// stores and gives it back in their answers, events and webhooks; never to the user's
@@ -65,7 +70,7 @@ func (c *Client) Require(ctx context.Context, req *mcp.CallToolRequest, need Nee
 	if token == "" {
 		return nil, nil, errors.New("delegate: the request carries no bearer token of its user: urlflow needs it as evidence of who the user is")
 	}
-	body := createRequest{Slot: need.Slot, Provider: need.Provider, Label: need.Label, Scopes: need.Scopes, Message: need.Message, Call: callOf(req),
+	body := createRequest{Slot: need.Slot, Provider: need.Provider, Label: need.Label, Offline: need.Offline, Scopes: need.Scopes, Message: need.Message, Call: callOf(req),
 		Metadata: need.Metadata}
 	if info := req.ClientInfo(); info != nil {
 		body.Client = &clientInfo{Name: info.Name, Title: info.Title, Version: info.Version}
@@ -180,7 +185,7 @@ func (c *Client) push(ctx context.Context, req *mcp.CallToolRequest, need Need, 
 	if cur.State != "complete" {
 		return nil, outcomeResult(cur), nil
 	}
-	ans, err := c.create(ctx, token, createRequest{Slot: need.Slot, Provider: need.Provider, Label: need.Label, Scopes: need.Scopes, Metadata: need.Metadata})
+	ans, err := c.create(ctx, token, createRequest{Slot: need.Slot, Provider: need.Provider, Label: need.Label, Offline: need.Offline, Scopes: need.Scopes, Metadata: need.Metadata})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -121,7 +121,7 @@ func TestAWebhookIsSentTheTypesOfMessageItNames(t *testing.T) {
 			t.Errorf("a webhook of %v is sent %s: %v", some.Events, typ, !want)
 		}
 	}
-	if len(WebhookEventTypes) != 10 {
+	if len(WebhookEventTypes) != 11 {
 		t.Errorf("%d types of message: %v", len(WebhookEventTypes), WebhookEventTypes)
 	}
 }

@@ -100,7 +100,7 @@ func ConnectPage(p Page, v Connect) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = requesterFacts(v.ClientName, v.ClientVersion, v.ServiceLabel, v.ServiceReceives).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = requesterFacts(v.ClientName, v.ClientVersion, v.ServiceLabel, v.ServiceReceives, v.Offline).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

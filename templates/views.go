@@ -51,6 +51,8 @@ type Consent struct {
 	// user provides itself (its release setting), not only use it through urlflow.
 	ServiceLabel    string
 	ServiceReceives bool
+	// Offline: the service asks to use what the user provides while the user is away.
+	Offline bool
 	// ClientName and ClientVersion are what the MCP client said about itself; the page
 	// labels them as self-reported.
 	ClientName    string
@@ -162,6 +164,8 @@ type Connect struct {
 	// user provides itself (its release setting), not only use it through urlflow.
 	ServiceLabel    string
 	ServiceReceives bool
+	// Offline: the service asks to use what the user provides while the user is away.
+	Offline bool
 	// ClientName and ClientVersion are self-reported by the MCP client.
 	ClientName    string
 	ClientVersion string
@@ -207,6 +211,8 @@ type ConnectionItem struct {
 	LastUsedAt     *time.Time
 	// Problem says why it does not work as it is (locked, to reconnect); empty otherwise.
 	Problem string
+	// Offline: its service may use it while the user is away, until the user withdraws that.
+	Offline bool
 }
 
 // Admin is the operators' overview (/admin).

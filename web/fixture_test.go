@@ -203,7 +203,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	}
 	streams := serviceevents.New(rdb, refs, clock.Now, log)
 	deliveries := webhooks.New(rdb, serviceCatalog.WebhookWants, refs)
-	held := servicecreds.New(rdb)
+	held := servicecreds.New(rdb, refs)
 	store := flow.NewStore(rdb, flow.StoreOptions{Now: clock.Now, Logger: log, Counters: count,
 		Outboxes: []flow.Outbox{streams, deliveries, held}, Audit: trail, Metrics: instruments})
 	creds := credentials.NewStore(rdb, credentials.Options{Now: clock.Now, Logger: log, Audit: trail,

@@ -48,9 +48,11 @@ const (
 	CredentialRelease = "credential_released" // given to a delegating service allowed to receive it
 	CredentialDeleted = "credential_deleted"  // disconnected by its user, or revoked
 	CredentialLocked  = "credential_locked"   // locked after it was sent where it must not go
-	OperatorAction    = "operator_action"
-	WebhookRedeliver  = "webhook_redelivered" // a webhook message queued again; Cause is its webhook-id
-	RateLimited       = "rate_limited"
+	// CredentialOfflineWithdrawn: its user withdrew its service's use of it while away.
+	CredentialOfflineWithdrawn = "credential_offline_withdrawn"
+	OperatorAction             = "operator_action"
+	WebhookRedeliver           = "webhook_redelivered" // a webhook message queued again; Cause is its webhook-id
+	RateLimited                = "rate_limited"
 )
 
 // User is who an event is about.

@@ -49,6 +49,10 @@ type Credential struct {
 	// Releasable is set when the user provided it on pages that said its delegating
 	// service may receive it itself: only then may the service (POST /api/v1/release).
 	Releasable bool `json:"releasable,omitempty"`
+	// Offline is set when the user provided it on pages that said its delegating service
+	// may use it while the user is not in a session: the service may then name the user
+	// by reference alone (WithdrawOffline ends that).
+	Offline bool `json:"offline,omitempty"`
 	// Call and Metadata are the delegating service's own, from the create request of the
 	// flow that stored it (flow.Elicitation): in its events and answers, never a user's.
 	Call     string         `json:"call,omitempty"`
@@ -79,7 +83,7 @@ func (c *Credential) Connection() Connection {
 	}
 	return Connection{Name: target, Label: LabelOf(c.Name), Service: service, Kind: c.Kind, StoredAt: c.StoredAt, VerifiedAt: c.VerifiedAt,
 		Account: c.Account, Scopes: c.Scopes, RefreshedAt: c.RefreshedAt, NeedsReconnect: c.NeedsReconnect,
-		LockedAt: c.LockedAt, LockReason: c.LockReason}
+		LockedAt: c.LockedAt, LockReason: c.LockReason, Offline: c.Offline}
 }
 
 // Connection describes a stored credential to its owner: never its value.
@@ -100,6 +104,9 @@ type Connection struct {
 	NeedsReconnect bool       `json:"needsReconnect,omitempty"`
 	LockedAt       *time.Time `json:"lockedAt,omitempty"`
 	LockReason     string     `json:"lockReason,omitempty"`
+	// Offline: its service may use it while the user is not in a session, as the user
+	// agreed on urlflow's pages (withdrawn on /connections).
+	Offline bool `json:"offline,omitempty"`
 	// Weak marks a secret stored before its slot had its strength minimum: it works, and
 	// should be replaced. Package credentials cannot tell (it never opens a value): the
 	// caller of Connections judges it.
@@ -418,38 +425,78 @@ const maxUpdateAttempts = 10
 // applied to the stored credential as it is now, and the write is a compare-and-set on the
 // document read, so a concurrent write of another field (a reseal) is kept too.
 func (s *Store) Update(ctx context.Context, user state.User, read *Credential, change func(*Credential)) error {
+	wasReconnect := false
+	c, err := s.rewrite(ctx, user, read, func(c *Credential) {
+		wasReconnect = c.NeedsReconnect
+		change(c)
+	})
+	if err != nil {
+		return err
+	}
+	s.audited(ctx, user, audit.CredentialRefresh, c.Name, state.ActorSystem, "")
+	if c.NeedsReconnect && !wasReconnect {
+		s.tell(ctx, Change{Type: ChangeReconnectRequired, User: user, Credential: c, At: s.now().UTC(),
+			Actor: state.ActorSystem, Reason: "the provider no longer honours the connection"})
+	}
+	return nil
+}
+
+// WithdrawOffline ends the grant by which the service of user's credential name may use it
+// while the user is away (Credential.Offline), as actor; it reports whether there was one.
+// The service hears of it (ChangeOfflineWithdrawn), and it is in the audit trail.
+func (s *Store) WithdrawOffline(ctx context.Context, user state.User, name string, actor state.Actor) (bool, error) {
+	read, err := s.Get(ctx, user, name)
+	if errors.Is(err, state.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !read.Offline {
+		return false, nil
+	}
+	c, err := s.rewrite(ctx, user, read, func(c *Credential) { c.Offline = false })
+	if errors.Is(err, state.ErrNotFound) || errors.Is(err, ErrStoredAgain) {
+		return false, nil // gone, or stored again (on pages that asked anew)
+	}
+	if err != nil {
+		return false, err
+	}
+	const reason = "use while the user is away withdrawn"
+	s.audited(ctx, user, audit.CredentialOfflineWithdrawn, name, actor, reason)
+	s.tell(ctx, Change{Type: ChangeOfflineWithdrawn, User: user, Credential: c, At: s.now().UTC(), Actor: actor, Reason: reason})
+	return true, nil
+}
+
+// rewrite writes what change makes of user's credential read, as Update says, and returns
+// the credential as written.
+func (s *Store) rewrite(ctx context.Context, user state.User, read *Credential, change func(*Credential)) (*Credential, error) {
 	key := Key(user.Key(), read.Name)
 	for range maxUpdateAttempts {
 		doc, err := s.rdb.Get(ctx, key).Result()
 		if errors.Is(err, redis.Nil) {
-			return state.ErrNotFound
+			return nil, state.ErrNotFound
 		}
 		if err != nil {
-			return fmt.Errorf("read credential %s: %w", read.Name, err)
+			return nil, fmt.Errorf("read credential %s: %w", read.Name, err)
 		}
 		var c Credential
 		if err := json.Unmarshal([]byte(doc), &c); err != nil {
-			return fmt.Errorf("decode credential %s: %w", read.Name, err)
+			return nil, fmt.Errorf("decode credential %s: %w", read.Name, err)
 		}
 		if c.ElicitationID != read.ElicitationID || (c.Locked() && !read.Locked()) {
-			return ErrStoredAgain
+			return nil, ErrStoredAgain
 		}
-		wasReconnect := c.NeedsReconnect
 		change(&c)
 		written, err := s.compareAndSet(ctx, user, key, doc, &c)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if written {
-			s.audited(ctx, user, audit.CredentialRefresh, c.Name, state.ActorSystem, "")
-			if c.NeedsReconnect && !wasReconnect {
-				s.tell(ctx, Change{Type: ChangeReconnectRequired, User: user, Credential: &c, At: s.now().UTC(),
-					Actor: state.ActorSystem, Reason: "the provider no longer honours the connection"})
-			}
-			return nil
+			return &c, nil
 		}
 	}
-	return fmt.Errorf("update credential %s: it kept changing while being updated", read.Name)
+	return nil, fmt.Errorf("update credential %s: it kept changing while being updated", read.Name)
 }
 
 // compareAndSet writes c at key if key still holds doc, and reports whether it did.

@@ -27,10 +27,12 @@ const (
 	ChangeLocked            ChangeType = "locked"             // a request tried to send it
 	ChangeReconnectRequired ChangeType = "reconnect_required" // the provider refused a refresh
 	ChangeReleased          ChangeType = "released"           // given to its service (release)
+	ChangeOfflineWithdrawn  ChangeType = "offline_withdrawn"  // its user withdrew its use while away
 )
 
 // ChangeTypes are every ChangeType, in the order of a credential's life.
-var ChangeTypes = []ChangeType{ChangeStored, ChangeReplaced, ChangeDeleted, ChangeLocked, ChangeReconnectRequired, ChangeReleased}
+var ChangeTypes = []ChangeType{ChangeStored, ChangeReplaced, ChangeDeleted, ChangeLocked, ChangeReconnectRequired, ChangeReleased,
+	ChangeOfflineWithdrawn}
 
 // EventType is the type of the lifecycle event of t, as the event stream and webhooks name it.
 func (t ChangeType) EventType() string { return "credential." + string(t) }

@@ -182,7 +182,7 @@ func (s *Store) queueChange(ctx context.Context, p *batch, c Change, ev Event, a
 	}
 	step := Step{Elicitation: e, Event: ev, From: c.From}
 	if cfg.credential != nil && e.State == Complete {
-		cfg.credential.Call, cfg.credential.Metadata = e.Call, e.Metadata
+		cfg.credential.Call, cfg.credential.Metadata, cfg.credential.Offline = e.Call, e.Metadata, e.Offline
 		step.Stored = &credentials.Change{Type: credentials.ChangeStored, User: e.User, Credential: cfg.credential, At: e.UpdatedAt,
 			Actor: state.ActorUser}
 		if cfg.replaced {

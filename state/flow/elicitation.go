@@ -115,6 +115,9 @@ type Elicitation struct {
 	// Releasable is set when the service may receive what the user provides itself (its
 	// release setting when it asked): the pages said so, and the credential keeps it.
 	Releasable bool `json:"releasable,omitempty"`
+	// Offline is set when the service asked to use the credential while the user is not in
+	// a session: the pages said so, and the credential keeps that grant.
+	Offline bool `json:"offline,omitempty"`
 	// Call and Metadata are the service's own, from its create request: shown back to it
 	// and to operators, and kept with the credential the flow stores.
 	Call     string         `json:"call,omitempty"`
@@ -176,6 +179,8 @@ type View struct {
 	Target  string     `json:"target"`
 	Label   string     `json:"label,omitempty"`
 	Service string     `json:"service,omitempty"`
+	// Offline: the service asked to use the credential while the user is away.
+	Offline bool `json:"offline,omitempty"`
 	// UserRef is the reference the flow's service knows its user by (package userref),
 	// and Call and Metadata the service's own from its create request: set by ViewFor, for
 	// the service and operators; empty for urlflow's own flows.
@@ -196,7 +201,7 @@ type View struct {
 // flow has ended. history may be nil.
 func (e *Elicitation) View(url string, history []Entry) View {
 	v := View{
-		ID: e.ID, State: e.State, Kind: e.Kind, Target: e.Target, Label: e.Label, Service: e.Service,
+		ID: e.ID, State: e.State, Kind: e.Kind, Target: e.Target, Label: e.Label, Service: e.Service, Offline: e.Offline,
 		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, ExpiresAt: e.ExpiresAt,
 		Delivery: e.Delivery, RetryOf: e.RetryOf, RetriedBy: e.RetriedBy, History: history,
 	}

@@ -147,6 +147,9 @@ type NewElicitation struct {
 	// Releasable, whether it may receive the credential itself (Elicitation.Releasable).
 	Service    string
 	Releasable bool
+	// Offline asks the user to let the service use the credential while away
+	// (Elicitation.Offline).
+	Offline bool
 	// Call and Metadata are the service's own (Elicitation.Call, Elicitation.Metadata).
 	Call      string
 	Metadata  state.Metadata
@@ -229,7 +232,7 @@ func (s *Store) newRecord(n NewElicitation) (*Elicitation, error) {
 	now := s.now().UTC()
 	return &Elicitation{
 		ID: id, User: n.User, Kind: n.Kind, Target: n.Target, Label: n.Label, Service: n.Service, Releasable: n.Releasable,
-		Call: n.Call, Metadata: n.Metadata, State: Pending,
+		Offline: n.Offline, Call: n.Call, Metadata: n.Metadata, State: Pending,
 		Purpose: n.Purpose, Replace: n.Replace, Replaced: n.Replaced, Scopes: n.Scopes, Client: n.Client, SessionID: n.SessionID,
 		Replica: n.Replica, Trace: n.Trace, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(n.TTL),
 	}, nil
@@ -338,7 +341,7 @@ func (s *Store) Retry(ctx context.Context, id string, act Act, ttl time.Duration
 		}
 		next, err := s.newRecord(NewElicitation{
 			User: old.User, Kind: old.Kind, Target: old.Target, Label: old.Label, Service: old.Service, Releasable: old.Releasable,
-			Call: old.Call, Metadata: old.Metadata, Purpose: old.Purpose,
+			Offline: old.Offline, Call: old.Call, Metadata: old.Metadata, Purpose: old.Purpose,
 			Replace: old.Replace, Replaced: old.Replaced, Scopes: old.Scopes, Client: old.Client, SessionID: old.SessionID,
 			Replica: old.Replica, TTL: ttl,
 		})

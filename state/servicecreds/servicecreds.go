@@ -27,17 +27,23 @@ import (
 
 // Index keeps the services' indexes.
 type Index struct {
-	rdb redis.UniversalClient
+	rdb  redis.UniversalClient
+	refs flow.UserRefs
 }
 
-// New returns the Index kept in rdb.
-func New(rdb redis.UniversalClient) *Index { return &Index{rdb: rdb} }
+// New returns the Index kept in rdb, which finds users by the references refs make
+// (UserOf).
+func New(rdb redis.UniversalClient, refs flow.UserRefs) *Index { return &Index{rdb: rdb, refs: refs} }
 
 // orderKey is the sorted set of the credentials of service, scored by when each was stored
 // (Unix milliseconds), each member an entry (member); usersKey is the hash of the identity
 // of each member's user, as JSON.
 func orderKey(service string) string { return state.KeyPrefix + "svc:" + service + ":creds" }
 func usersKey(service string) string { return state.KeyPrefix + "svc:" + service + ":credusers" }
+
+// refsKey is the hash of the identity of each user of service, as JSON, by the user's
+// reference at service: what lets the service name a user by reference alone (UserOf).
+func refsKey(service string) string { return state.KeyPrefix + "svc:" + service + ":userrefs" }
 
 // member names the credential of the user whose key is userKey by its target and account
 // label (credentials.Labeled).
@@ -82,6 +88,20 @@ func (x *Index) add(ctx context.Context, p redis.Pipeliner, c credentials.Change
 	service := c.Service()
 	p.ZAdd(ctx, orderKey(service), redis.Z{Score: float64(c.Credential.StoredAt.UnixMilli()), Member: m})
 	p.HSet(ctx, usersKey(service), m, doc)
+	if x.refs == nil {
+		return
+	}
+	if ref := x.refs.Of(service, c.User); ref != "" {
+		p.HSet(ctx, refsKey(service), ref, doc)
+	}
+}
+
+// UserOf returns the user that service knows by the reference ref, or state.ErrNotFound
+// when no credential of the service was stored for such a user since urlflow kept this.
+func (x *Index) UserOf(ctx context.Context, service, ref string) (state.User, error) {
+	var u state.User
+	err := state.DecodeJSON(x.rdb.HGet(ctx, refsKey(service), ref), "the user of a reference", &u)
+	return u, err
 }
 
 // Entry is a credential of a service's index as a listing reads it: its Target and account

@@ -62,7 +62,7 @@ func listAll(t *testing.T, x *Index, service string, limit int, keep func(Entry)
 
 func TestAServiceListsWhatItHoldsOldestFirstAndDeletedCredentialsLeave(t *testing.T) {
 	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
-		x := New(b.Client)
+		x := New(b.Client, nil)
 		creds := credentials.NewStore(b.Client, credentials.Options{Logger: slog.New(slog.DiscardHandler), Lifecycles: []credentials.Lifecycle{x}})
 		t0 := time.Now().UTC()
 		store(t, b, x, user("bob"), "weather", "key", t0.Add(2*time.Second))
@@ -102,7 +102,7 @@ func TestAServiceListsWhatItHoldsOldestFirstAndDeletedCredentialsLeave(t *testin
 func TestManyCredentialsStoredInOneMillisecondArePagedThroughOnce(t *testing.T) {
 	t.Parallel()
 	b := redistest.StartEmbedded(t)
-	x := New(b.Client)
+	x := New(b.Client, nil)
 	at := time.Now().UTC()
 	for i := range 2*batch + 50 {
 		store(t, b, x, user(fmt.Sprintf("u%03d", i)), "weather", "key", at)

@@ -45,6 +45,9 @@ type CreateRequest struct {
 	// Call is what the service binds the answer's requestState to (its tool and a digest
 	// of the arguments, say): a requestState sent back must come with the same call.
 	Call string `json:"call"`
+	// Offline asks the user, on the consent page, to let the service use the credential
+	// while the user is away: the service may then name the user by userRef alone.
+	Offline bool `json:"offline"`
 	// Label is the account label of the credential to collect, among several of its target
 	// ("" for the default account); replace with a label reconnects that account in place.
 	Label string `json:"label"`
@@ -224,7 +227,7 @@ func (s *API) delegatedNeed(svc *services.Service, req CreateRequest) (ask.Need,
 	// What the service says is cleaned where it enters (package display), as a client's
 	// own name is: it is shown to the user and kept in the history.
 	n := ask.Need{Replace: req.Replace, Caller: ask.Caller{Service: svc.Name, Releasable: svc.Release,
-		Client: state.NewClientInfo(req.Client.Name, req.Client.Title, req.Client.Version), Call: req.Call, Metadata: req.Metadata}}
+		Client: state.NewClientInfo(req.Client.Name, req.Client.Title, req.Client.Version), Call: req.Call, Metadata: req.Metadata, Offline: req.Offline}}
 	if err := state.CheckMetadata(req.Metadata); err != nil {
 		return n, respond.Refuse(http.StatusBadRequest, "metadata: %v", err)
 	}

@@ -42,6 +42,9 @@ type credentialStatusRequest struct {
 	Scopes []string `json:"scopes"`
 	// User names the user instead of a user token, for services with assert_users.
 	User string `json:"user"`
+	// UserRef names the user by the service's reference alone, for a credential the user
+	// let the service use while away (offline).
+	UserRef string `json:"userRef"`
 }
 
 // CredentialStatus is the answer of POST /api/v1/credentials/status: how the credential a
@@ -70,6 +73,8 @@ type CredentialStatus struct {
 	Releasable bool `json:"releasable,omitempty"`
 	// Metadata is the service's own, from the create request of the flow that stored it.
 	Metadata state.Metadata `json:"metadata,omitempty"`
+	// Offline: the user let the service use it while away (by userRef alone).
+	Offline bool `json:"offline,omitempty"`
 }
 
 // The statuses of a credential. All but stored and missing_scopes are the reasons with
@@ -101,7 +106,7 @@ func (s *API) apiCredentialStatus(c echo.Context) error {
 	if t.kind == state.KindSecret && len(req.Scopes) > 0 {
 		return respond.Refuse(http.StatusBadRequest, "scopes are for providers; a secret slot has none")
 	}
-	user, err := s.delegatedUser(c, svc, req.User)
+	user, byRef, err := s.serviceUser(c, svc, req.User, req.UserRef)
 	if err != nil {
 		return err
 	}
@@ -115,6 +120,9 @@ func (s *API) apiCredentialStatus(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := offlineAllowed(byRef, cred); err != nil {
+		return err
+	}
 	if ans.LastUsedAt, err = s.opts.Credentials.LastUsed(ctx, user, name); err != nil {
 		return err
 	}
@@ -126,7 +134,7 @@ func (s *API) apiCredentialStatus(c echo.Context) error {
 // status for a need of the scopes want.
 func (s *API) describe(ans *CredentialStatus, cred *credentials.Credential, want []string) {
 	ans.StoredAt, ans.VerifiedAt, ans.RefreshedAt = &cred.StoredAt, cred.VerifiedAt, cred.RefreshedAt
-	ans.Account, ans.Scopes, ans.Releasable, ans.Metadata = cred.Account, cred.Scopes, cred.Releasable, cred.Metadata
+	ans.Account, ans.Scopes, ans.Releasable, ans.Metadata, ans.Offline = cred.Account, cred.Scopes, cred.Releasable, cred.Metadata, cred.Offline
 	ans.LockedAt, ans.LockReason = cred.LockedAt, cred.LockReason
 	for _, w := range want {
 		if !slices.Contains(cred.Scopes, w) && !slices.Contains(ans.MissingScopes, w) {

@@ -40,6 +40,9 @@ type proxyRequest struct {
 	Retries int `json:"retries"`
 	// User names the user instead of a user token, for services with assert_users.
 	User string `json:"user"`
+	// UserRef names the user by the service's reference alone, for a credential the user
+	// let the service use while away (offline).
+	UserRef string `json:"userRef"`
 }
 
 // queryParams are a proxy request's query parameters: each a string, or a list of strings
@@ -139,22 +142,28 @@ func (s *API) apiProxy(c echo.Context) error {
 	case err != nil:
 		return respond.Refuse(http.StatusBadRequest, "%v", err)
 	}
-	user, err := s.delegatedUser(c, svc, req.User)
+	user, byRef, err := s.serviceUser(c, svc, req.User, req.UserRef)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	use := proxy.Use{User: user, Name: t.credentialName(svc), Actor: state.ActorService,
 		Via: "a proxy request of the service " + svc.Name}
-	var resp *upstream.Response
-	if t.slot != nil {
-		cred, err := s.opts.Credentials.Get(ctx, user, use.Name)
-		if errors.Is(err, state.ErrNotFound) {
-			return notStored(c, t)
-		}
-		if err != nil {
+	cred, err := s.opts.Credentials.Get(ctx, user, use.Name)
+	switch {
+	case errors.Is(err, state.ErrNotFound) && t.slot != nil:
+		return notStored(c, t)
+	case errors.Is(err, state.ErrNotFound):
+		// A provider's connection: Provider says so, as it does for one deleted meanwhile.
+	case err != nil:
+		return err
+	default:
+		if err := offlineAllowed(byRef, cred); err != nil {
 			return err
 		}
+	}
+	var resp *upstream.Response
+	if t.slot != nil {
 		resp, _, err = s.proxy.Secret(ctx, use, t.slot, cred, call)
 		if err != nil {
 			return s.proxyRefusal(c, t, err)

@@ -21,6 +21,9 @@ type releaseRequest struct {
 	Label string `json:"label"`
 	// User names the user instead of a user token, for services with assert_users.
 	User string `json:"user"`
+	// UserRef names the user by the service's reference alone, for a credential the user
+	// let the service use while away (offline).
+	UserRef string `json:"userRef"`
 }
 
 // ReleaseAnswer is the answer of POST /api/v1/release: a slot's secret, or a provider's
@@ -53,7 +56,7 @@ func (s *API) apiRelease(c echo.Context) error {
 	if !svc.Release {
 		return respond.Refuse(http.StatusForbidden, "the service %s may not receive credentials (its configuration does not set release); use them through POST /api/v1/proxy", svc.Name)
 	}
-	user, err := s.delegatedUser(c, svc, req.User)
+	user, byRef, err := s.serviceUser(c, svc, req.User, req.UserRef)
 	if err != nil {
 		return err
 	}
@@ -66,6 +69,8 @@ func (s *API) apiRelease(c echo.Context) error {
 		return notStored(c, t)
 	case err != nil:
 		return err
+	case byRef && !cred.Offline:
+		return offlineAllowed(byRef, cred)
 	case !cred.Releasable:
 		// The pages told the user that the service would never be given it.
 		return apiRefusal(c, http.StatusConflict, reasonNotReleasable, "the user provided this "+t.label+

@@ -15,6 +15,7 @@ import (
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
+	"github.com/urlflow/urlflow/userref"
 	"github.com/urlflow/urlflow/web/respond"
 )
 
@@ -183,4 +184,41 @@ func apiRefusal(c echo.Context, status int, reason, message string) error {
 // credentialName is the name of the credential of t that svc holds.
 func (t serviceTarget) credentialName(svc *services.Service) string {
 	return credentials.Labeled(credentials.Name(svc.Name, t.name), t.accountLabel)
+}
+
+// reasonNotOffline: a request that names the user by reference alone, for a credential the
+// user did not let the service use while away.
+const reasonNotOffline = "not_offline"
+
+// serviceUser is the user a request of svc is for: proven by the user's token, or named
+// (delegatedUser), or, when ref is set, known by the service's reference alone, which only
+// a credential the user let the service use while away allows (byRef: the caller checks
+// that with offlineAllowed once it has read the credential).
+func (s *API) serviceUser(c echo.Context, svc *services.Service, named, ref string) (user state.User, byRef bool, err error) {
+	if ref == "" {
+		user, err = s.delegatedUser(c, svc, named)
+		return user, false, err
+	}
+	switch {
+	case named != "" || c.Request().Header.Get(UserTokenHeader) != "":
+		return user, true, respond.Refuse(http.StatusBadRequest, "name the user one way: the user's token, user or userRef")
+	case !userref.Valid(ref):
+		return user, true, respond.Refuse(http.StatusBadRequest, "userRef: not a user reference (usr_ and 32 letters and digits)")
+	}
+	user, err = s.opts.ServiceCredentials.UserOf(c.Request().Context(), svc.Name, ref)
+	if errors.Is(err, state.ErrNotFound) {
+		return user, true, respond.JSON(http.StatusForbidden, map[string]string{"reason": reasonNotOffline,
+			"error": "no user of this service is known by this reference with a credential to use while away"})
+	}
+	return user, true, err
+}
+
+// offlineAllowed refuses a request by reference alone (byRef) for cred, unless its user let
+// the service use it while away.
+func offlineAllowed(byRef bool, cred *credentials.Credential) error {
+	if byRef && !cred.Offline {
+		return respond.JSON(http.StatusForbidden, map[string]string{"reason": reasonNotOffline,
+			"error": "the user did not let this service use this credential while away: create an elicitation with offline, with the user's token"})
+	}
+	return nil
 }

@@ -68,7 +68,7 @@ func (s *Pages) renderConnect(c echo.Context, v *browser.Visitor, e *flow.Elicit
 	service, receives := s.requester(e)
 	return s.browser.Render(c, http.StatusOK, templates.ConnectPage(page, templates.Connect{
 		ElicitationID: e.ID, ClientName: clientName(e.Client), ClientVersion: e.Client.Version, Purpose: e.Purpose,
-		ServiceLabel: service, ServiceReceives: receives,
+		ServiceLabel: service, ServiceReceives: receives, Offline: e.Offline,
 		ProviderLabel: p.Label, ProviderName: p.Name, Scopes: e.Scopes, Reconnect: err == nil,
 		ExpiresAt: e.ExpiresAt, CSRF: page.CSRF,
 		ContinueAction: "/e/" + e.ID + "/authorize", DeclineAction: "/e/" + e.ID + "/decline",

@@ -62,7 +62,7 @@ func (s *Pages) connectionGroups(conns []credentials.Connection) []templates.Con
 		}
 		item := templates.ConnectionItem{Name: credentials.Labeled(credentials.Name(conn.Service, conn.Name), conn.Label),
 			Label:   withAccountLabel(s.labelOf(conn.Kind, conn.Name), conn.Label),
-			Account: conn.Account, StoredAt: conn.StoredAt, LastUsedAt: conn.LastUsedAt}
+			Account: conn.Account, StoredAt: conn.StoredAt, LastUsedAt: conn.LastUsedAt, Offline: conn.Offline}
 		switch {
 		case conn.LockedAt != nil:
 			item.Problem = "Locked until you enter it again: " + conn.LockReason
@@ -83,6 +83,24 @@ func (s *Pages) connectionGroups(conns []credentials.Connection) []templates.Con
 // removeConnection is POST /connections/remove: the signed-in user removes one of their
 // credentials, named as the page's form names it.
 func (s *Pages) removeConnection(c echo.Context) error {
+	return s.connectionsForm(c, s.remove)
+}
+
+// withdrawOffline is POST /connections/offline/withdraw: the signed-in user stops the
+// service that holds one of their credentials from using it while they are away.
+func (s *Pages) withdrawOffline(c echo.Context) error {
+	return s.connectionsForm(c, func(ctx context.Context, user state.User, name string) (string, error) {
+		withdrawn, err := s.opts.Credentials.WithdrawOffline(ctx, user, name, state.ActorUser)
+		if err != nil || !withdrawn {
+			return "Nothing was changed: it was no longer allowed, or no longer there.", err
+		}
+		return "Done: it is used only while you use it through your client now.", nil
+	})
+}
+
+// connectionsForm answers a form of the connections page that does act to the signed-in
+// user's credential the form names, with the page and what act says it did.
+func (s *Pages) connectionsForm(c echo.Context, act func(ctx context.Context, user state.User, name string) (string, error)) error {
 	v, err := s.browser.Visitor(c)
 	if err != nil {
 		return err
@@ -96,7 +114,7 @@ func (s *Pages) removeConnection(c echo.Context) error {
 	if err := s.limits.Form(c, v.User); err != nil {
 		return err
 	}
-	notice, err := s.remove(c.Request().Context(), v.User, c.FormValue("name"))
+	notice, err := act(c.Request().Context(), v.User, c.FormValue("name"))
 	if err != nil {
 		return err
 	}

@@ -130,7 +130,7 @@ func (s *Pages) consentPage(c echo.Context, hints bool) error {
 	service, receives := s.requester(e)
 	view := templates.Consent{
 		ElicitationID: e.ID, ClientName: clientName(e.Client), ClientVersion: e.Client.Version,
-		ServiceLabel: service, ServiceReceives: receives,
+		ServiceLabel: service, ServiceReceives: receives, Offline: e.Offline,
 		Purpose: e.Purpose, SlotLabel: slot.Label, SlotDescription: slot.Description, SlotName: slot.Name,
 		Replace: e.Replace, ExpiresAt: e.ExpiresAt, CSRF: p.CSRF,
 		ContinueAction: "/e/" + e.ID + "/continue", DeclineAction: "/e/" + e.ID + "/decline",

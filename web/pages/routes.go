@@ -91,6 +91,7 @@ func (s *Pages) Mount(e *echo.Echo, forms *echo.Group) {
 	forms.GET("/auth/callback", s.signInCallback)
 	forms.GET("/connections", s.connectionsPage)
 	forms.POST("/connections/remove", s.removeConnection)
+	forms.POST("/connections/offline/withdraw", s.withdrawOffline)
 	if s.opts.Dev != nil {
 		e.GET("/dev/token", s.devToken)
 		e.GET("/dev/service-key", s.devServiceKey)
