@@ -97,7 +97,9 @@ func buildImage(t *testing.T, podman, version string) string {
 		exec.Command(podman, "manifest", "rm", image).Run()
 		exec.Command(podman, "rmi", "--force", image+"-amd64", image+"-arm64").Run()
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	// A cold build cache (a fresh machine) builds the module for two architectures while
+	// the other end-to-end tests run: that once took over 5 minutes.
+	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)
 	defer cancel()
 	build := exec.CommandContext(ctx, "../scripts/image", version)
 	build.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

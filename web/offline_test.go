@@ -46,9 +46,9 @@ func TestAServiceUsesACredentialWhileTheUserIsAwayOnlyAsTheUserAllowed(t *testin
 	proxied(t, f.asService(t, keyholder, http.MethodPost, "/api/v1/proxy", "", proxyByRef))
 	f.asService(t, keyholder, http.MethodPost, "/api/v1/release", "", byRef).want(t, http.StatusOK, validKey)
 	for body, want := range map[string]string{
-		`{"slot": "demo_api_key", "userRef": "usr_nope"}`:                                     "not a user reference",
+		`{"slot": "demo_api_key", "userRef": "usr_nope"}`:                                        "not a user reference",
 		`{"slot": "demo_api_key", "userRef": "` + f.userRefs.Of(keyholder, f.user("bob")) + `"}`: "not_offline",
-		`{"slot": "demo_api_key", "userRef": "` + ref + `", "user": "alice"}`:                 "one way",
+		`{"slot": "demo_api_key", "userRef": "` + ref + `", "user": "alice"}`:                    "one way",
 	} {
 		got := f.asService(t, keyholder, http.MethodPost, statusPath, "", body)
 		if got.Status != http.StatusBadRequest && got.Status != http.StatusForbidden {

@@ -180,15 +180,7 @@ func (s *Store) queueChange(ctx context.Context, p *batch, c Change, ev Event, a
 	if err := s.writeRecord(ctx, p, e); err != nil {
 		return err
 	}
-	step := Step{Elicitation: e, Event: ev, From: c.From}
-	if cfg.credential != nil && e.State == Complete {
-		cfg.credential.Call, cfg.credential.Metadata, cfg.credential.Offline = e.Call, e.Metadata, e.Offline
-		step.Stored = &credentials.Change{Type: credentials.ChangeStored, User: e.User, Credential: cfg.credential, At: e.UpdatedAt,
-			Actor: state.ActorUser}
-		if cfg.replaced {
-			step.Stored.Type = credentials.ChangeReplaced
-		}
-	}
+	step := Step{Elicitation: e, Event: ev, From: c.From, Stored: storedBy(e, cfg)}
 	if err := s.queueOutboxes(ctx, p, step); err != nil {
 		return err
 	}
@@ -213,6 +205,22 @@ func (s *Store) queueChange(ctx context.Context, p *batch, c Change, ev Event, a
 		s.queueOwed(ctx, p, e)
 	}
 	return nil
+}
+
+// storedBy is the change of the credential that the step applying cfg to e stores, with
+// what the flow keeps for it (the service's call and metadata, the offline grant); nil
+// when it stores none.
+func storedBy(e *Elicitation, cfg applyConfig) *credentials.Change {
+	if cfg.credential == nil || e.State != Complete {
+		return nil
+	}
+	cfg.credential.Call, cfg.credential.Metadata, cfg.credential.Offline = e.Call, e.Metadata, e.Offline
+	stored := &credentials.Change{Type: credentials.ChangeStored, User: e.User, Credential: cfg.credential, At: e.UpdatedAt,
+		Actor: state.ActorUser}
+	if cfg.replaced {
+		stored.Type = credentials.ChangeReplaced
+	}
+	return stored
 }
 
 // logChange logs and counts a change.

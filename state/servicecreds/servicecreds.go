@@ -200,16 +200,23 @@ func (x *Index) List(ctx context.Context, service, cursor string, limit int, kee
 			offset = 0
 		}
 	}
-	if len(stale) > 0 {
-		if _, err := x.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.ZRem(ctx, orderKey(service), stale...)
-			p.HDel(ctx, usersKey(service), toStrings(stale)...)
-			return nil
-		}); err != nil {
-			return page, fmt.Errorf("drop stale credentials of %s: %w", service, err)
-		}
+	return page, x.drop(ctx, service, stale)
+}
+
+// drop takes the members gone out of service's index.
+func (x *Index) drop(ctx context.Context, service string, gone []any) error {
+	if len(gone) == 0 {
+		return nil
 	}
-	return page, nil
+	_, err := x.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRem(ctx, orderKey(service), gone...)
+		p.HDel(ctx, usersKey(service), toStrings(gone)...)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("drop stale credentials of %s: %w", service, err)
+	}
+	return nil
 }
 
 // read returns the entries of zs, in order (Credential nil for one that is gone), and the

@@ -112,35 +112,9 @@ func (s *API) apiProxy(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	api := (*upstream.API)(nil)
-	if t.slot != nil {
-		api = t.slot.API
-	} else {
-		api = t.provider.API
-	}
-	if api == nil {
-		return respond.Refuse(http.StatusBadRequest, "urlflow has no API configured for the %s %s", kindNoun(t.kind), t.name)
-	}
-	if req.Path == "" {
-		return respond.Refuse(http.StatusBadRequest, `path is required: the API path to call ("/" for the API's base URL)`)
-	}
-	body, err := proxyBody(req)
+	call, err := proxyCall(t, req)
 	if err != nil {
-		return respond.Refuse(http.StatusBadRequest, "%v", err)
-	}
-	if strings.ContainsAny(req.ContentType, "\r\n") {
-		return respond.Refuse(http.StatusBadRequest, "contentType: one line")
-	}
-	if req.Retries < 0 || req.Retries > upstream.MaxRetries {
-		return respond.Refuse(http.StatusBadRequest, "retries: want 0 to %d", upstream.MaxRetries)
-	}
-	call := upstream.Request{Method: req.Method, Path: req.Path, Query: url.Values(req.Query), Header: req.Headers,
-		Body: body, ContentType: req.ContentType, Retries: req.Retries}
-	switch err := proxy.Check(api, call); {
-	case errors.Is(err, upstream.ErrRequestTooLarge):
-		return respond.Refuse(http.StatusRequestEntityTooLarge, "%v (the API's max_request_bytes)", err)
-	case err != nil:
-		return respond.Refuse(http.StatusBadRequest, "%v", err)
+		return err
 	}
 	user, byRef, err := s.serviceUser(c, svc, req.User, req.UserRef)
 	if err != nil {
@@ -172,6 +146,43 @@ func (s *API) apiProxy(c echo.Context) error {
 		return s.proxyRefusal(c, t, err)
 	}
 	return c.JSON(http.StatusOK, resp)
+}
+
+// proxyCall is the request req asks of t's API, checked as far as it can be before the
+// user and the credential are read (proxy.Check).
+func proxyCall(t serviceTarget, req proxyRequest) (upstream.Request, error) {
+	api := (*upstream.API)(nil)
+	if t.slot != nil {
+		api = t.slot.API
+	} else {
+		api = t.provider.API
+	}
+	var call upstream.Request
+	if api == nil {
+		return call, respond.Refuse(http.StatusBadRequest, "urlflow has no API configured for the %s %s", kindNoun(t.kind), t.name)
+	}
+	if req.Path == "" {
+		return call, respond.Refuse(http.StatusBadRequest, `path is required: the API path to call ("/" for the API's base URL)`)
+	}
+	body, err := proxyBody(req)
+	if err != nil {
+		return call, respond.Refuse(http.StatusBadRequest, "%v", err)
+	}
+	if strings.ContainsAny(req.ContentType, "\r\n") {
+		return call, respond.Refuse(http.StatusBadRequest, "contentType: one line")
+	}
+	if req.Retries < 0 || req.Retries > upstream.MaxRetries {
+		return call, respond.Refuse(http.StatusBadRequest, "retries: want 0 to %d", upstream.MaxRetries)
+	}
+	call = upstream.Request{Method: req.Method, Path: req.Path, Query: url.Values(req.Query), Header: req.Headers,
+		Body: body, ContentType: req.ContentType, Retries: req.Retries}
+	switch err := proxy.Check(api, call); {
+	case errors.Is(err, upstream.ErrRequestTooLarge):
+		return call, respond.Refuse(http.StatusRequestEntityTooLarge, "%v (the API's max_request_bytes)", err)
+	case err != nil:
+		return call, respond.Refuse(http.StatusBadRequest, "%v", err)
+	}
+	return call, nil
 }
 
 // proxyRefusal answers a proxy request that failed with err.
