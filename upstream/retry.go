@@ -60,10 +60,12 @@ func (c *Caller) doRetrying(ctx context.Context, api *API, secret state.Secret, 
 }
 
 // retryAfter is the wait a Retry-After value asks (delay seconds, or an HTTP date, RFC
-// 9110 section 10.2.3), or, without one that parses, 1, 2, 4 seconds by attempt.
+// 9110 section 10.2.3), or, without one that parses, 1, 2, 4 seconds by attempt. A wait
+// longer than maxRetryWait comes back as just over it.
 func retryAfter(value string, now time.Time, attempt int) time.Duration {
 	if secs, err := strconv.Atoi(value); err == nil && secs >= 0 {
-		return time.Duration(secs) * time.Second
+		// Past what anyone waits, a count of seconds would overflow a Duration.
+		return time.Duration(min(secs, int(maxRetryWait/time.Second)+1)) * time.Second
 	}
 	if at, err := http.ParseTime(value); err == nil {
 		return max(at.Sub(now), 0)

@@ -59,10 +59,26 @@ func TestRetryAfterIsSecondsOrADateOrABackoff(t *testing.T) {
 		"Thu, 03 Dec 2026 12:00:30 GMT": 30 * time.Second,
 		"Thu, 03 Dec 2026 11:00:00 GMT": 0,
 		"soon":                          2 * time.Second,
+		"9227000000":                    maxRetryWait + time.Second, // would overflow a Duration
 		"":                              2 * time.Second,
 	} {
 		if got := retryAfter(value, now, 2); got != want {
 			t.Errorf("Retry-After %q: %s, want %s", value, got, want)
 		}
 	}
+}
+
+// FuzzRetryAfter: whatever an API sends in Retry-After, the wait is never negative, and a
+// value that is not a number or a date waits the backoff of its attempt.
+func FuzzRetryAfter(f *testing.F) {
+	for _, seed := range []string{"", "0", "7", "-1", "99999999999999999999", "Thu, 03 Dec 2026 12:00:30 GMT", "soon"} {
+		f.Add(seed, 2)
+	}
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, value string, attempt int) {
+		attempt = 1 + (attempt%MaxRetries+MaxRetries)%MaxRetries
+		if wait := retryAfter(value, now, attempt); wait < 0 {
+			t.Fatalf("Retry-After %q: a negative wait %s", value, wait)
+		}
+	})
 }
