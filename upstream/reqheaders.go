@@ -36,7 +36,7 @@ func neverSet(name string) bool { return slices.Contains(neverSetHeaders, name) 
 // checkHeaders refuses the headers of h that api does not let a request set: an invalid
 // name or value, one that is never a request's (neverSetHeaders), the header the secret is
 // injected in (Authorization for basic authentication), and RefusedRequestHeaders that
-// api does not allow. The error names the header, never its value.
+// api does not allow. The error names a valid header, never a value or an invalid name.
 func checkHeaders(api *API, h map[string]string) error {
 	injected := textproto.CanonicalMIMEHeaderKey(api.Inject.Header)
 	if api.Inject.Basic != nil {
@@ -45,8 +45,11 @@ func checkHeaders(api *API, h map[string]string) error {
 	for name, value := range h {
 		canonical := textproto.CanonicalMIMEHeaderKey(name)
 		switch {
-		case !httpguts.ValidHeaderFieldName(name) || !httpguts.ValidHeaderFieldValue(value):
-			return fmt.Errorf("%w: %q is not a valid header, or its value holds a line break or a control character", ErrRequestHeader, name)
+		case !httpguts.ValidHeaderFieldName(name):
+			// Not quoted: a name that is not a header's may be anything, the secret too.
+			return fmt.Errorf("%w: a header name is not a token (RFC 9110)", ErrRequestHeader)
+		case !httpguts.ValidHeaderFieldValue(value):
+			return fmt.Errorf("%w: the value of %s holds a line break or a control character", ErrRequestHeader, canonical)
 		case neverSet(canonical):
 			return fmt.Errorf("%w: %s belongs to the connection or is set by urlflow", ErrRequestHeader, canonical)
 		case canonical == injected:

@@ -44,8 +44,8 @@ func TestARequestSendsItsOwnHeadersRepeatedParametersAndBinaryBodies(t *testing.
 		"Authorization":       "carries the credential",
 		"Cookie":              "api.allow_request_headers",
 		"Sec-Fetch-Site":      "a browser's header",
-		"Bad Name":            "not a valid header",
-		"X-Split\r\nInjected": "not a valid header",
+		"Bad Name":            "not a token",
+		"X-Split\r\nInjected": "not a token",
 	} {
 		bad := req
 		bad.Header = map[string]string{name: "x"}
@@ -58,6 +58,12 @@ func TestARequestSendsItsOwnHeadersRepeatedParametersAndBinaryBodies(t *testing.
 	crlf.Header = map[string]string{"X-Note": "a\r\nX-Evil: 1"}
 	if _, err := caller.Call(context.Background(), slot.API, secret(), crlf); !errors.Is(err, ErrRequestHeader) || strings.Contains(err.Error(), "Evil") {
 		t.Errorf("a value with a line break: %v", err)
+	}
+	// A secret as a header name is not a token: refused, and never quoted back.
+	asName := req
+	asName.Header = map[string]string{testSecret: "1"}
+	if _, err := caller.Call(context.Background(), slot.API, secret(), asName); !errors.Is(err, ErrRequestHeader) || strings.Contains(err.Error(), testSecret) {
+		t.Errorf("the secret as a header name: %v", err)
 	}
 	for _, where := range []map[string]string{{"X-Token": testSecret}, {"X-Token": "Bearer " + url.QueryEscape(testSecret)}} {
 		carrying := req

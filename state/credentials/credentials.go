@@ -320,16 +320,14 @@ func useTime(v string) *time.Time {
 	return &t
 }
 
-// Released records in the audit trail that user's credential name was given to actor, for
-// reason, and that it was used now.
-func (s *Store) Released(ctx context.Context, user state.User, name string, actor state.Actor, reason string) error {
-	if err := s.Touch(ctx, user, name); err != nil {
+// Released records in the audit trail that user's credential c, as the caller read it, was
+// given to actor, for reason, and that it was used now; its service hears of it.
+func (s *Store) Released(ctx context.Context, user state.User, c *Credential, actor state.Actor, reason string) error {
+	if err := s.Touch(ctx, user, c.Name); err != nil {
 		return err
 	}
-	s.audited(ctx, user, audit.CredentialRelease, name, actor, reason)
-	if c, err := s.Get(ctx, user, name); err == nil {
-		s.tell(ctx, Change{Type: ChangeReleased, User: user, Credential: c, At: s.now().UTC(), Actor: actor, Reason: reason})
-	}
+	s.audited(ctx, user, audit.CredentialRelease, c.Name, actor, reason)
+	s.tell(ctx, Change{Type: ChangeReleased, User: user, Credential: c, At: s.now().UTC(), Actor: actor, Reason: reason})
 	return nil
 }
 

@@ -232,7 +232,7 @@ func TestAServicesCredentialTellsItsLifecycleOfEachChange(t *testing.T) {
 		for _, name := range []string{Name("weather", "acme"), "acme"} {
 			c := &Credential{Name: name, Kind: state.KindOAuth, ElicitationID: "first", StoredAt: time.Now().UTC(), Sealed: sealed(t, user, "tok")}
 			store(t, b, user, c)
-			if err := s.Released(t.Context(), user, name, state.ActorService, "released"); err != nil {
+			if err := s.Released(t.Context(), user, c, state.ActorService, "released"); err != nil {
 				t.Fatal(err)
 			}
 			reconnect := func(c *Credential) { c.NeedsReconnect = true }

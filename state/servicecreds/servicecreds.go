@@ -11,7 +11,6 @@ package servicecreds
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/urlflow/urlflow/internal/zcursor"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
@@ -120,27 +120,13 @@ type Page struct {
 }
 
 // ErrBadCursor is List's error for a cursor it did not hand out.
-var ErrBadCursor = errors.New("not a cursor of this listing")
+var ErrBadCursor = zcursor.ErrBadCursor
 
-// position is where a page ends: the score and member of its last entry.
-type position struct {
-	at     int64
-	member string
-}
+// position is where a page ends: the score (when stored) and member of its last entry.
+type position = zcursor.Position
 
-func (p position) cursor() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.at, 10) + "." + p.member))
-}
-
-func parseCursor(c string) (position, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	at, m, found := strings.Cut(string(raw), ".")
-	n, nerr := strconv.ParseInt(at, 10, 64)
-	if err != nil || !found || nerr != nil || !strings.Contains(m, " ") {
-		return position{}, ErrBadCursor
-	}
-	return position{n, m}, nil
-}
+// validMember reports whether m has the form of a member: a user's key, a space, a target.
+func validMember(m string) bool { return strings.Contains(m, " ") }
 
 // batch is how many index entries List reads at once.
 const batch = 100
@@ -150,9 +136,9 @@ const batch = 100
 // An entry whose credential is gone leaves the index.
 func (x *Index) List(ctx context.Context, service, cursor string, limit int, keep func(Entry) bool) (Page, error) {
 	var page Page
-	after := position{at: -1}
+	after := position{At: -1}
 	if cursor != "" {
-		p, err := parseCursor(cursor)
+		p, err := zcursor.Parse(cursor, validMember)
 		if err != nil {
 			return page, err
 		}
@@ -164,14 +150,14 @@ func (x *Index) List(ctx context.Context, service, cursor string, limit int, kee
 	offset := int64(0)
 	for full := false; !full; {
 		zs, err := x.rdb.ZRangeByScoreWithScores(ctx, orderKey(service), &redis.ZRangeBy{
-			Min: strconv.FormatInt(max(after.at, 0), 10), Max: "+inf", Offset: offset, Count: batch}).Result()
+			Min: strconv.FormatInt(max(after.At, 0), 10), Max: "+inf", Offset: offset, Count: batch}).Result()
 		if err != nil {
 			return page, fmt.Errorf("read the credentials of %s: %w", service, err)
 		}
 		var fresh []redis.Z
 		for _, z := range zs {
-			p := position{int64(z.Score), fmt.Sprint(z.Member)}
-			if p.at < after.at || (p.at == after.at && p.member <= after.member) {
+			p := position{At: int64(z.Score), Member: fmt.Sprint(z.Member)}
+			if p.At < after.At || (p.At == after.At && p.Member <= after.Member) {
 				continue // on an earlier page
 			}
 			fresh = append(fresh, z)
@@ -182,11 +168,11 @@ func (x *Index) List(ctx context.Context, service, cursor string, limit int, kee
 		}
 		stale = append(stale, gone...)
 		for i, e := range entries {
-			after = position{int64(fresh[i].Score), fmt.Sprint(fresh[i].Member)}
+			after = position{At: int64(fresh[i].Score), Member: fmt.Sprint(fresh[i].Member)}
 			if e.Credential != nil && keep(e) {
 				page.Entries = append(page.Entries, e)
 				if len(page.Entries) == limit {
-					page.Next, full = after.cursor(), true
+					page.Next, full = after.Cursor(), true
 					break
 				}
 			}

@@ -2,15 +2,14 @@ package webhooks
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/urlflow/urlflow/internal/zcursor"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 )
@@ -33,7 +32,7 @@ func indexGivenUp(ctx context.Context, p redis.Pipeliner, service, elicitationID
 }
 
 // ErrBadCursor is GivenUp's error for a cursor it did not hand out.
-var ErrBadCursor = errors.New("not a cursor of this listing")
+var ErrBadCursor = zcursor.ErrBadCursor
 
 // GivenUpPage is a page of the given-up deliveries of a service, newest first. Next, when
 // set, is the cursor of the page after; a full page may be followed by an empty one.
@@ -42,25 +41,9 @@ type GivenUpPage struct {
 	Next       string     `json:"next,omitempty"`
 }
 
-// position is where a page of the index ends: the score and member of its last entry.
-type position struct {
-	at int64
-	id string
-}
-
-func (p position) cursor() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.at, 10) + "." + p.id))
-}
-
-func parseCursor(c string) (position, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	at, id, found := strings.Cut(string(raw), ".")
-	n, nerr := strconv.ParseInt(at, 10, 64)
-	if err != nil || !found || nerr != nil || !ValidKey(id) {
-		return position{}, ErrBadCursor
-	}
-	return position{n, id}, nil
-}
+// position is where a page of the index ends: the score (when given up) and member (the
+// delivery's Key) of its last entry.
+type position = zcursor.Position
 
 // indexBatch is how many index entries GivenUp reads at once.
 const indexBatch = 50
@@ -72,7 +55,7 @@ func (q *Queue) GivenUp(ctx context.Context, service, cursor string, limit int) 
 	page := GivenUpPage{Deliveries: []Delivery{}}
 	var after *position
 	if cursor != "" {
-		p, err := parseCursor(cursor)
+		p, err := zcursor.Parse(cursor, ValidKey)
 		if err != nil {
 			return page, err
 		}
@@ -91,7 +74,7 @@ func (q *Queue) GivenUp(ctx context.Context, service, cursor string, limit int) 
 		stale = append(stale, gone...)
 		for i := 0; i < len(found) && len(page.Deliveries) < limit; i++ {
 			page.Deliveries = append(page.Deliveries, found[i].Delivery)
-			page.Next = found[i].at.cursor()
+			page.Next = found[i].at.Cursor()
 		}
 		if read < indexBatch {
 			break
@@ -114,7 +97,7 @@ func (q *Queue) GivenUp(ctx context.Context, service, cursor string, limit int) 
 func (q *Queue) indexEntries(ctx context.Context, service string, after *position, offset int64) (entries []position, read int, err error) {
 	upper := "+inf"
 	if after != nil {
-		upper = strconv.FormatInt(after.at, 10)
+		upper = strconv.FormatInt(after.At, 10)
 	}
 	zs, err := q.rdb.ZRevRangeByScoreWithScores(ctx, givenUpKey(service), &redis.ZRangeBy{
 		Min: "-inf", Max: upper, Offset: offset, Count: indexBatch}).Result()
@@ -122,10 +105,10 @@ func (q *Queue) indexEntries(ctx context.Context, service string, after *positio
 		return nil, 0, fmt.Errorf("read given-up webhooks of %s: %w", service, err)
 	}
 	for _, z := range zs {
-		p := position{int64(z.Score), fmt.Sprint(z.Member)}
+		p := position{At: int64(z.Score), Member: fmt.Sprint(z.Member)}
 		// Members of one score come in reverse lexical order: those at or before after's
 		// were on the pages before.
-		if after != nil && p.at == after.at && p.id >= after.id {
+		if after != nil && p.At == after.At && p.Member >= after.Member {
 			continue
 		}
 		entries = append(entries, p)
@@ -149,7 +132,7 @@ func (q *Queue) givenUpRecords(ctx context.Context, entries []position) (found [
 	cmds := make([]*redis.StringCmd, len(entries))
 	_, err = q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, e := range entries {
-			cmds[i] = p.Get(ctx, deliveryKey(e.id))
+			cmds[i] = p.Get(ctx, deliveryKey(e.Member))
 		}
 		return nil
 	})
@@ -161,11 +144,11 @@ func (q *Queue) givenUpRecords(ctx context.Context, entries []position) (found [
 		err := state.DecodeJSON(cmds[i], "webhook delivery", &rec)
 		switch {
 		case errors.Is(err, state.ErrNotFound):
-			gone = append(gone, e.id)
+			gone = append(gone, e.Member)
 		case err != nil:
 			return nil, nil, err
 		case rec.GivenUpAt == nil:
-			gone = append(gone, e.id) // redelivered since
+			gone = append(gone, e.Member) // redelivered since
 		default:
 			found = append(found, listedDelivery{rec.Delivery, e})
 		}

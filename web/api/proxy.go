@@ -63,7 +63,7 @@ func (q *queryParams) UnmarshalJSON(b []byte) error {
 		}
 		var many []string
 		if err := json.Unmarshal(v, &many); err != nil || len(many) == 0 {
-			return fmt.Errorf("query: %q: want a string, or a list of one or more strings", k)
+			return errors.New("query: want each parameter a string, or a list of one or more strings")
 		}
 		(*q)[k] = many
 	}
@@ -123,26 +123,30 @@ func (s *API) apiProxy(c echo.Context) error {
 	ctx := c.Request().Context()
 	use := proxy.Use{User: user, Name: t.credentialName(svc), Actor: state.ActorService,
 		Via: "a proxy request of the service " + svc.Name}
-	cred, err := s.opts.Credentials.Get(ctx, user, use.Name)
-	switch {
-	case errors.Is(err, state.ErrNotFound) && t.slot != nil:
-		return notStored(c, t)
-	case errors.Is(err, state.ErrNotFound):
-		// A provider's connection: Provider says so, as it does for one deleted meanwhile.
-	case err != nil:
-		return err
-	default:
-		if err := offlineAllowed(byRef, cred); err != nil {
-			return err
-		}
-	}
 	var resp *upstream.Response
-	if t.slot != nil {
-		resp, _, err = s.proxy.Secret(ctx, use, t.slot, cred, call)
-		if err != nil {
+	if t.slot == nil && !byRef {
+		// A provider's connection is read by the Keeper, which says when there is none.
+		if resp, err = s.proxy.Provider(ctx, use, t.provider, call); err != nil {
 			return s.proxyRefusal(c, t, err)
 		}
-	} else if resp, err = s.proxy.Provider(ctx, use, t.provider, call); err != nil {
+		return c.JSON(http.StatusOK, resp)
+	}
+	cred, err := s.opts.Credentials.Get(ctx, user, use.Name)
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+		return notStored(c, t)
+	case err != nil:
+		return err
+	}
+	if err := offlineAllowed(byRef, cred); err != nil {
+		return err
+	}
+	if t.slot != nil {
+		resp, _, err = s.proxy.Secret(ctx, use, t.slot, cred, call)
+	} else {
+		resp, err = s.proxy.Provider(ctx, use, t.provider, call)
+	}
+	if err != nil {
 		return s.proxyRefusal(c, t, err)
 	}
 	return c.JSON(http.StatusOK, resp)

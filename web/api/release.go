@@ -94,7 +94,7 @@ func (s *API) apiRelease(c echo.Context) error {
 		}
 		ans.AccessToken, ans.TokenType, ans.ExpiresAt, ans.Scopes = tok.AccessToken, tok.TokenType, tok.Expiry, tok.Scopes
 	}
-	if err := s.opts.Credentials.Released(ctx, user, name, state.ActorService, "released to the service "+svc.Name); err != nil {
+	if err := s.opts.Credentials.Released(ctx, user, cred, state.ActorService, "released to the service "+svc.Name); err != nil {
 		return err // not released without its audit entry
 	}
 	s.log.InfoContext(ctx, "credential released", "service", svc.Name, "credential", name, "user", user.Key())
