@@ -275,7 +275,8 @@ func TestRequireAndCallSendUrlflowWhatTheToolNeedsBoundToTheCall(t *testing.T) {
 		}
 		calls = append(calls, (*bodies)[len(*bodies)-1]["call"].(string))
 		if args == `{"city": "Lyon", "days": 2}` {
-			resp, err := cred.Call(t.Context(), delegate.Request{Method: "POST", Path: "/user/repos", Query: map[string]string{"type": "owner"}, Body: `{"name": "w"}`})
+			resp, err := cred.Call(t.Context(), delegate.Request{Method: "POST", Path: "/user/repos", Query: map[string]string{"type": "owner"}, Body: `{"name": "w"}`,
+				ResponseHeaders: []string{"Link", "X-RateLimit-*"}})
 			if err != nil || resp.Status != http.StatusCreated || resp.Body != `{"ok": true}` || resp.Headers["Content-Type"] != "application/json" {
 				t.Fatalf("Call: %+v %v", resp, err)
 			}
@@ -302,5 +303,8 @@ func TestRequireAndCallSendUrlflowWhatTheToolNeedsBoundToTheCall(t *testing.T) {
 	}
 	if q, _ := proxy["query"].(map[string]any); q["type"] != "owner" {
 		t.Errorf("the proxy call's query is %v", proxy["query"])
+	}
+	if h, _ := proxy["responseHeaders"].([]any); len(h) != 2 || h[0] != "Link" || h[1] != "X-RateLimit-*" {
+		t.Errorf("the proxy call's responseHeaders are %v", proxy["responseHeaders"])
 	}
 }

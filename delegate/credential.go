@@ -53,6 +53,10 @@ type Request struct {
 	// answers 429, 502, 503 or 504, waiting what its Retry-After asks, within the API's
 	// timeout; Response.Attempts then says how many times it was sent.
 	Retries int
+	// ResponseHeaders names the response headers to return besides those urlflow's
+	// configuration of the API always returns: names, or prefixes ending in "*"
+	// ("X-RateLimit-*"), within the API's allow_response_headers.
+	ResponseHeaders []string
 }
 
 // Response is the API's answer, as urlflow passes it on: the credential redacted from it.
@@ -93,6 +97,9 @@ func (cr *Credential) Call(ctx context.Context, req Request) (*Response, error) 
 	}
 	if req.Retries > 0 {
 		body["retries"] = req.Retries
+	}
+	if len(req.ResponseHeaders) > 0 {
+		body["responseHeaders"] = req.ResponseHeaders
 	}
 	switch {
 	case req.Body == "":

@@ -43,8 +43,12 @@ type API struct {
 	// counting the length of its name and value (DefaultMaxResponseBytes if zero, at most
 	// MaxResponseBytes).
 	MaxResponseBytes int64 `yaml:"max_response_bytes"`
-	// ResponseHeaders are the response headers returned to the tool (Content-Type if empty).
+	// ResponseHeaders are the response headers every call returns (Content-Type if empty).
 	ResponseHeaders []string `yaml:"response_headers"`
+	// AllowResponseHeaders are the further response headers a delegating service's request
+	// may ask for: names, or prefixes of names ending in "*" ("X-RateLimit-*"). A prefix
+	// never selects Set-Cookie; naming it does.
+	AllowResponseHeaders []string `yaml:"allow_response_headers"`
 	// MaxRequestBytes bounds the body of a request (DefaultMaxRequestBytes if zero, at most
 	// MaxRequestBytes).
 	MaxRequestBytes int64 `yaml:"max_request_bytes"`
@@ -100,6 +104,7 @@ type Verify struct {
 func (a API) Clone() *API {
 	a.Methods = slices.Clone(a.Methods)
 	a.ResponseHeaders = slices.Clone(a.ResponseHeaders)
+	a.AllowResponseHeaders = slices.Clone(a.AllowResponseHeaders)
 	a.AllowRequestHeaders = slices.Clone(a.AllowRequestHeaders)
 	if a.Inject.Basic != nil {
 		basic := *a.Inject.Basic
@@ -192,13 +197,7 @@ func (a *API) Prepare(publicURL string) []string {
 			problems = append(problems, fmt.Sprintf("api.allow_request_headers: %s is never a request's to set (urlflow sets it, or it belongs to the connection)", h))
 		}
 	}
-	if len(a.ResponseHeaders) == 0 {
-		a.ResponseHeaders = []string{"Content-Type"}
-	}
-	for i, h := range a.ResponseHeaders {
-		a.ResponseHeaders[i] = textproto.CanonicalMIMEHeaderKey(h)
-	}
-	return problems
+	return append(problems, a.prepareResponseHeaders()...)
 }
 
 func (in *Injection) check() []string {

@@ -23,7 +23,7 @@ func BenchmarkRedact(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				newRedactor(api, secret()).redact(api, resp, body)
+				newRedactor(api, secret()).redact(api, nil, resp, body)
 			}
 		})
 	}

@@ -30,13 +30,13 @@ const maxCodings = 3
 // readBody returns resp's body as the API meant it: its Content-Encoding (gzip or x-gzip,
 // deflate, br, or several of them in turn) undone, and refused with ErrTooLarge when it is
 // longer once decoded than what api.MaxResponseBytes leaves of the headers Call returns
-// (selectedHeaders); when those alone are longer, the body is not read. A body the API
+// (selectedHeaders of want); when those alone are longer, the body is not read. A body the API
 // compressed without being asked is decoded all the same; one in any other coding (zstd,
 // compress), or that does not decode, is refused with ErrEncoding, since urlflow returns
 // nothing it could not check for the secret. An empty body is empty whatever its coding
 // says. When it undoes a coding, readBody removes Content-Encoding and Content-Length from
 // resp's headers, as they describe the body no longer.
-func readBody(ctx context.Context, api *API, secret state.Secret, r *redactor, resp *http.Response) ([]byte, error) {
+func readBody(ctx context.Context, api *API, secret state.Secret, r *redactor, want []string, resp *http.Response) ([]byte, error) {
 	codings, unknown := contentCodings(resp.Header)
 	switch {
 	case unknown != "":
@@ -50,7 +50,7 @@ func readBody(ctx context.Context, api *API, secret state.Secret, r *redactor, r
 		resp.Header.Del("Content-Encoding")
 		resp.Header.Del("Content-Length")
 	}
-	limit := api.MaxResponseBytes - headersSize(selectedHeaders(api, resp))
+	limit := api.MaxResponseBytes - headersSize(selectedHeaders(api, want, resp))
 	if limit < 0 {
 		return nil, fmt.Errorf("%w: the headers urlflow returns take more than %d bytes on their own; it returns at most that much, body and headers together", ErrTooLarge, api.MaxResponseBytes)
 	}
@@ -65,24 +65,6 @@ func readBody(ctx context.Context, api *API, secret state.Secret, r *redactor, r
 		return nil, fmt.Errorf("%w: the body and the headers urlflow returns take more than %d bytes; it returns at most that much", ErrTooLarge, api.MaxResponseBytes)
 	}
 	return body, nil
-}
-
-// selectedHeaders returns the headers of resp that Call returns, as the API sent them: the
-// slot's response headers, the lines of each joined with ", ", and Location when resp is a
-// redirect that urlflow did not follow.
-func selectedHeaders(api *API, resp *http.Response) map[string]string {
-	out := map[string]string{}
-	for _, name := range api.ResponseHeaders {
-		if v := resp.Header.Values(name); len(v) > 0 {
-			out[name] = strings.Join(v, ", ")
-		}
-	}
-	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		if loc := resp.Header.Get("Location"); loc != "" {
-			out["Location"] = loc
-		}
-	}
-	return out
 }
 
 // headersSize returns the size of headers by the rule of max_response_bytes: the length of

@@ -50,8 +50,8 @@ import (
 // forms; base32, quoted-printable and other encodings not listed; charsets other than
 // UTF-8 and UTF-16 (UTF-32, or Latin-1 and other legacy charsets for a secret beyond
 // ASCII); compressions other than gzip, deflate and br, which readBody refuses.
-func (r *redactor) redact(api *API, resp *http.Response, body []byte) *Response {
-	out := &Response{Status: resp.StatusCode, Headers: selectedHeaders(api, resp), BodyEncoding: "text"}
+func (r *redactor) redact(api *API, want []string, resp *http.Response, body []byte) *Response {
+	out := &Response{Status: resp.StatusCode, Headers: selectedHeaders(api, want, resp), BodyEncoding: "text"}
 	for name, v := range out.Headers {
 		out.Headers[name] = r.text.replace(v)
 	}

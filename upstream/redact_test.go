@@ -727,7 +727,7 @@ func FuzzPercentEncodedSecretNeverSurvives(f *testing.F) {
 		if inJSON {
 			body = `{"k": "` + pythonJSON(body) + `"}`
 		}
-		out := string(responseBytes(t, r.redact(api, resp, []byte(body))))
+		out := string(responseBytes(t, r.redact(api, nil, resp, []byte(body))))
 		views := []string{out}
 		if inJSON {
 			views = append(views, jsonUnescape(out))
@@ -782,7 +782,7 @@ func BenchmarkRedactPercentEncoded(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				newRedactor(api, secret()).redact(api, resp, body)
+				newRedactor(api, secret()).redact(api, nil, resp, body)
 			}
 		})
 	}

@@ -65,9 +65,12 @@ func checkHeaders(api *API, h map[string]string) error {
 
 // CheckOwnParts refuses what api never lets a request send, before anything is read or
 // opened: a header it may not set (ErrRequestHeader), a body over its MaxRequestBytes
-// (ErrRequestTooLarge).
+// (ErrRequestTooLarge), a response header it may not ask for (ErrResponseHeader).
 func CheckOwnParts(api *API, req Request) error {
 	if err := checkHeaders(api, req.Header); err != nil {
+		return err
+	}
+	if err := checkResponseHeaders(api, req.ResponseHeaders); err != nil {
 		return err
 	}
 	if int64(len(req.Body)) > api.MaxRequestBytes {

@@ -79,12 +79,16 @@ type Request struct {
 	// Retries is how many times (at most MaxRetries) an idempotent request is sent again
 	// after an answer of 429, 502, 503 or 504 (retry.go).
 	Retries int
+	// ResponseHeaders names the response headers to return besides the API's own
+	// response_headers, each a name or a prefix ending in "*", within the API's
+	// allow_response_headers (respheaders.go).
+	ResponseHeaders []string
 }
 
 // Response is what comes back, with the secret redacted.
 type Response struct {
 	Status int `json:"status"`
-	// Headers holds the slot's selected response headers.
+	// Headers holds the API's response headers and those the request selected.
 	Headers map[string]string `json:"headers"`
 	// Body is the body, decompressed when the API compressed it, as text, or base64 when it
 	// is not valid UTF-8 (BodyEncoding says).
@@ -270,11 +274,11 @@ func (c *Caller) Call(ctx context.Context, api *API, secret state.Secret, req Re
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := readBody(ctx, api, secret, r, resp)
+	body, err := readBody(ctx, api, secret, r, req.ResponseHeaders, resp)
 	if err != nil {
 		return nil, err
 	}
-	answer := r.redact(api, resp, body)
+	answer := r.redact(api, req.ResponseHeaders, resp, body)
 	if attempts > 1 {
 		answer.Attempts = attempts
 	}

@@ -442,6 +442,33 @@ func TestAJSONBodyWithTrailingDataIsRefusedAndChangesNothing(t *testing.T) {
 		want(t, http.StatusOK, `"state":"consented"`)
 }
 
+// A proxy request selects response headers within the API's allow-list; one outside it is
+// refused before anything is sent.
+func TestAProxyRequestSelectsResponseHeaders(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	f.storeFor(t, weather, "alice", validKey)
+	alice := f.userTokenFor(t, "alice", weather)
+	got := proxied(t, f.asService(t, weather, http.MethodPost, "/api/v1/proxy", alice,
+		`{"slot": "demo_api_key", "method": "GET", "path": "/whoami", "responseHeaders": ["x-demo-*", "date"]}`))
+	if got.Headers["X-Demo-Account"] == "" || got.Headers["Date"] == "" || got.Headers["Content-Type"] == "" {
+		t.Errorf("headers %v, want Content-Type, Date and X-Demo-Account", got.Headers)
+	}
+	got = proxied(t, f.asService(t, weather, http.MethodPost, "/api/v1/proxy", alice,
+		`{"slot": "demo_api_key", "method": "GET", "path": "/whoami"}`))
+	if _, ok := got.Headers["X-Demo-Account"]; ok || len(got.Headers) != 1 {
+		t.Errorf("headers %v without asking, want Content-Type alone", got.Headers)
+	}
+	var sent atomic.Int64
+	f.whileVerifying(func(*http.Request) { sent.Add(1) })
+	f.asService(t, weather, http.MethodPost, "/api/v1/proxy", alice,
+		`{"slot": "demo_api_key", "method": "GET", "path": "/whoami", "responseHeaders": ["Date", "Set-Cookie"]}`).
+		want(t, http.StatusBadRequest, "entry 2 is not in the API's allow-list")
+	if n := sent.Load(); n != 0 {
+		t.Errorf("the demo API was called %d times for a refused request", n)
+	}
+}
+
 // A proxy request of the service's own: headers, a repeated parameter, a binary body in
 // base64 with its type; what the API may not be sent is refused before anything is read.
 func TestAProxyRequestSendsTheServicesHeadersParametersAndBinaryBody(t *testing.T) {

@@ -93,6 +93,8 @@ func demoSlots() []slots.Slot {
 			BaseURL: upstream.PublicURLPlaceholder + demoapi.Prefix,
 			Methods: []string{http.MethodGet, http.MethodPost},
 			Inject:  upstream.Injection{Header: "Authorization", Template: "Bearer " + upstream.SecretPlaceholder},
+			// A service may ask for these besides Content-Type.
+			AllowResponseHeaders: []string{"X-Demo-*", "Date"},
 		},
 		Verify: &upstream.Verify{Method: http.MethodGet, Path: "/whoami", Status: []int{http.StatusOK}},
 	}}

@@ -38,6 +38,8 @@ type proxyRequest struct {
 	ContentType  string `json:"contentType"`
 	// Retries is upstream.Request.Retries.
 	Retries int `json:"retries"`
+	// ResponseHeaders is upstream.Request.ResponseHeaders.
+	ResponseHeaders []string `json:"responseHeaders"`
 	// User names the user instead of a user token, for services with assert_users.
 	User string `json:"user"`
 	// UserRef names the user by the service's reference alone, for a credential the user
@@ -179,7 +181,7 @@ func proxyCall(t serviceTarget, req proxyRequest) (upstream.Request, error) {
 		return call, respond.Refuse(http.StatusBadRequest, "retries: want 0 to %d", upstream.MaxRetries)
 	}
 	call = upstream.Request{Method: req.Method, Path: req.Path, Query: url.Values(req.Query), Header: req.Headers,
-		Body: body, ContentType: req.ContentType, Retries: req.Retries}
+		Body: body, ContentType: req.ContentType, Retries: req.Retries, ResponseHeaders: req.ResponseHeaders}
 	switch err := proxy.Check(api, call); {
 	case errors.Is(err, upstream.ErrRequestTooLarge):
 		return call, respond.Refuse(http.StatusRequestEntityTooLarge, "%v (the API's max_request_bytes)", err)
