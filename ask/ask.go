@@ -159,10 +159,16 @@ func (a *Asker) Check(ctx context.Context, n Need) (Outcome, error) {
 		return Outcome{Status: Missing}, nil
 	case err != nil:
 		return Outcome{}, err
-	case !n.Replace && !cred.Locked() && !cred.NeedsReconnect && cred.Covers(n.Scopes) && (cred.Offline || !n.Caller.Offline):
+	case !n.Replace && !cred.Locked() && !cred.NeedsReconnect && cred.Covers(n.Scopes) && (cred.Offline || !n.Caller.Offline) && a.complete(n, cred):
 		return Outcome{Status: Stored, Credential: cred}, nil
 	}
 	return Outcome{Status: Missing, Credential: cred}, nil
+}
+
+// complete reports whether cred holds what the base URL of n's slot takes: a secret
+// stored before its slot's base URL took parameters must be entered again, with them.
+func (a *Asker) complete(n Need, cred *credentials.Credential) bool {
+	return n.Kind != state.KindSecret || a.slots.Lacks(n.Target, cred.Parameters) == nil
 }
 
 // Open opens the elicitation that asks the user for n, whose Check was missing: the

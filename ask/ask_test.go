@@ -20,7 +20,9 @@ import (
 
 // Test values: a slot with an API (its secrets must be strong) and a provider's name.
 const (
-	apiSlot    = "demo_api_key"
+	apiSlot = "demo_api_key"
+	// siteSlot's API is at an address made of the user's site.
+	siteSlot   = "site_key"
 	acme       = "acme"
 	strongKey  = "demo_0123456789abcdefXYZ"
 	weakKey    = "aaaaaaaaaaaaaaaaaaaa"
@@ -48,6 +50,10 @@ func newFixture(t *testing.T) *fixture {
 	catalog, err := slots.NewCatalog([]slots.Slot{{
 		Name: apiSlot, Label: "Demo API key",
 		API: &upstream.API{BaseURL: "https://api.example", Methods: []string{"GET"}, Inject: upstream.Injection{Header: "X-Key"}},
+	}, {
+		Name: siteSlot, Label: "Site key",
+		API: &upstream.API{BaseURL: "https://{site}.api.example", Inject: upstream.Injection{Header: "X-Key"},
+			Parameters: []upstream.Parameter{{Name: "site", Label: "Site", Pattern: "[a-z]+"}}},
 	}}, "https://urlflow.test")
 	if err != nil {
 		t.Fatal(err)
@@ -124,6 +130,8 @@ func TestEnsureAsksOnlyWhenNothingUsableIsStored(t *testing.T) {
 		{"a locked secret", need(state.KindSecret, apiSlot), &credentials.Credential{LockedAt: &locked, LockReason: "a request carried it"}, strongKey, false, Asking, "locked: a request carried it"},
 		{"a weak secret, asked again", need(state.KindSecret, apiSlot), &credentials.Credential{}, weakKey, true, Asking, "weak"},
 		{"a weak secret is usable", need(state.KindSecret, apiSlot), &credentials.Credential{}, weakKey, false, Stored, ""},
+		{"a secret with its address's parts", need(state.KindSecret, siteSlot), &credentials.Credential{Parameters: map[string]string{"site": "acme"}}, strongKey, false, Stored, ""},
+		{"a secret stored before its address took parts", need(state.KindSecret, siteSlot), &credentials.Credential{}, strongKey, false, Asking, "replace"},
 		{"a connection covering the scopes", need(state.KindOAuth, acme, "read"), &credentials.Credential{Scopes: []string{"read", "write"}}, "", false, Stored, ""},
 		{"a connection short of a scope", need(state.KindOAuth, acme, "admin"), &credentials.Credential{Scopes: []string{"read"}}, "", false, Asking, "replace"},
 		{"a connection its provider no longer honours", need(state.KindOAuth, acme), &credentials.Credential{NeedsReconnect: true}, "", false, Asking, "reconnect"},

@@ -125,7 +125,7 @@ type APIError struct {
 	// Message is urlflow's explanation.
 	Message string
 	// Reason, for a refused proxy call, says what the user must do: "not_stored",
-	// "locked", "reconnect" or "unopenable" (ask them again with Require), or "carried"
+	// "locked", "reconnect", "unopenable" or "incomplete" (ask them again with Require), or "carried"
 	// (the request carried the credential: never send it, urlflow adds it).
 	Reason string
 }

@@ -71,8 +71,9 @@ type Response struct {
 }
 
 // Call makes req to the API with the credential injected by urlflow. A request that
-// urlflow refuses is an *APIError; its Reason "not_stored", "locked", "reconnect" or
-// "unopenable" means that the user must provide the credential again (Require).
+// urlflow refuses is an *APIError; its Reason "not_stored", "locked", "reconnect",
+// "unopenable" or "incomplete" means that the user must provide the credential again
+// (Require).
 func (cr *Credential) Call(ctx context.Context, req Request) (*Response, error) {
 	body := map[string]any{"method": req.Method, "path": req.Path}
 	if cr.need.Slot != "" {

@@ -58,7 +58,8 @@ type CredentialStatus struct {
 	// Status is "stored" (usable: Require returns it at once), "missing_scopes" (usable,
 	// but not granted every scope of the Need: MissingScopes), or one of the reasons with
 	// which a Call is refused and the user must provide it again (Require):
-	// "not_stored", "locked", "reconnect", "unopenable".
+	// "not_stored", "locked", "reconnect", "unopenable", "incomplete" (a secret stored
+	// before its slot's base URL took parameters).
 	Status      string    `json:"status"`
 	StoredAt    time.Time `json:"storedAt"`
 	VerifiedAt  time.Time `json:"verifiedAt"`
@@ -167,7 +168,7 @@ type CredentialList struct {
 // ListOptions select what ListCredentials lists; the zero value lists everything.
 type ListOptions struct {
 	// Target (a slot or provider) and Status ("stored", "locked", "reconnect",
-	// "unopenable") select; empty selects all.
+	// "unopenable", "incomplete") select; empty selects all.
 	Target, Status string
 	// Cursor is the Next of the page before (empty for the first); Limit bounds the page
 	// (urlflow's default of 50 when 0, at most 500).

@@ -45,10 +45,21 @@ func Account(key string) string {
 //	GET  /whoami   {"account": "demo-…"} for a valid key
 //	GET  /echo     the request as the API saw it: method, path, query and headers
 //	POST /echo     the same, with the body
+//	GET  /workspaces/{workspace}/whoami   {"account": "demo-…", "workspace": …}, or 404
+//	               for a workspace whose name starts with "missing": an address made of
+//	               what the user entered (a slot's api.parameters)
 func Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+Prefix+"/whoami", authorized(func(w http.ResponseWriter, r *http.Request, account string) {
 		writeJSON(w, http.StatusOK, map[string]string{"account": account})
+	}))
+	mux.HandleFunc("GET "+Prefix+"/workspaces/{workspace}/whoami", authorized(func(w http.ResponseWriter, r *http.Request, account string) {
+		workspace := r.PathValue("workspace")
+		if strings.HasPrefix(workspace, "missing") {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such workspace"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"account": account, "workspace": workspace})
 	}))
 	echo := authorized(func(w http.ResponseWriter, r *http.Request, account string) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))

@@ -20,17 +20,7 @@ func TestOnlyValidDemoKeysGetIn(t *testing.T) {
 		"xdemo_0123456789abcdef": http.StatusUnauthorized,
 		"demo_revoked0123456789": http.StatusUnauthorized,
 	} {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+Prefix+"/whoami", nil)
-		if key != "" {
-			req.Header.Set("Authorization", "Bearer "+key)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var body map[string]string
-		json.NewDecoder(resp.Body).Decode(&body)
-		resp.Body.Close()
+		resp, body := get(t, srv.URL+Prefix+"/whoami", key)
 		if resp.StatusCode != want {
 			t.Errorf("key %q: %d, want %d", key, resp.StatusCode, want)
 		}
@@ -63,4 +53,32 @@ func TestEchoShowsTheRequestAsTheAPISawIt(t *testing.T) {
 		body.Headers["Authorization"] != "Bearer demo_0123456789abcdef" {
 		t.Fatalf("echo: %+v", body)
 	}
+}
+
+func TestAWorkspaceAnswersUnlessItIsMissing(t *testing.T) {
+	srv := httptest.NewServer(Handler())
+	defer srv.Close()
+	for workspace, want := range map[string]int{"acme": http.StatusOK, "missing-acme": http.StatusNotFound} {
+		resp, body := get(t, srv.URL+Prefix+"/workspaces/"+workspace+"/whoami", "demo_0123456789abcdef")
+		if resp.StatusCode != want || want == http.StatusOK && body["workspace"] != workspace {
+			t.Errorf("workspace %q: %d %v, want %d", workspace, resp.StatusCode, body, want)
+		}
+	}
+}
+
+// get sends GET url with key as a bearer key (none when empty) and decodes the answer.
+func get(t *testing.T, url, key string) (*http.Response, map[string]string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]string
+	json.NewDecoder(resp.Body).Decode(&body)
+	return resp, body
 }

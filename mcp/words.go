@@ -341,6 +341,9 @@ func secretCallError(slot *slots.Slot, args callAPIArgs, err error) error {
 		return fmt.Errorf("your %s is locked (%s); call call_api again to ask the user to enter it again", slot.Label, locked.Reason)
 	case errors.Is(err, proxy.ErrUnopenable):
 		return fmt.Errorf("urlflow cannot open your stored %s (its key may have been retired); store it again with set_secret and replace set to true", slot.Label)
+	case errors.Is(err, proxy.ErrIncomplete):
+		// Stored before the slot's base URL took parameters: the next call asks for them.
+		return fmt.Errorf("your stored %s cannot be used (%v); call call_api again to ask the user to enter it again", slot.Label, err)
 	case errors.As(err, &carried) && !carried.Locked:
 		return fmt.Errorf("urlflow refused this request and sent nothing: its %s carries your stored %s, or a form of it. "+
 			"urlflow could not lock the key just now; do not send it in a request: urlflow adds it itself", carried.Where, slot.Label)

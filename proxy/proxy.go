@@ -95,18 +95,28 @@ func Check(api *upstream.API, req upstream.Request) error {
 	return upstream.CheckOwnParts(api, req)
 }
 
-// Secret calls slot's API with the secret of cred, which u.User's credential u.Name was
-// read as. It returns the answer and whether the secret is weak for the slot.
+// ErrIncomplete wraps why a stored secret lacks what its slot's templated base URL takes
+// (upstream.ErrParameters): the slot's configuration changed since it was stored, and the
+// user must enter it again.
+var ErrIncomplete = errors.New("the stored secret lacks what its API now takes")
+
+// Secret calls slot's API, its base URL made of cred's parameters, with the secret of
+// cred, which u.User's credential u.Name was read as. It returns the answer and whether
+// the secret is weak for the slot.
 func (p *Proxy) Secret(ctx context.Context, u Use, slot *slots.Slot, cred *credentials.Credential, req upstream.Request) (*upstream.Response, bool, error) {
 	if cred.Locked() {
 		return nil, false, &LockedError{Reason: cred.LockReason}
+	}
+	api, err := slot.API.Bind(cred.Parameters)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %w", ErrIncomplete, err)
 	}
 	secret, err := p.vault.Open(u.User, u.Name, cred.Sealed)
 	if err != nil {
 		p.log.ErrorContext(ctx, "stored credential does not open", "user", u.User.Key(), "credential", u.Name, "err", err)
 		return nil, false, err
 	}
-	resp, err := p.upstream.Call(ctx, slot.API, secret, req)
+	resp, err := p.upstream.Call(ctx, api, secret, req)
 	var carried *upstream.SecretInRequestError
 	if errors.As(err, &carried) {
 		p.counters.Add(ctx, "urlflow_secret_in_request_total", "kind", string(state.KindSecret))

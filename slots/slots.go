@@ -240,3 +240,15 @@ func (s *Slot) prepareAPI(publicURL string) []string {
 	}
 	return problems
 }
+
+// Lacks returns why values, stored with a secret of the slot named target, are not what
+// its API's base URL takes now (wrapping upstream.ErrParameters), or nil: nil too for a
+// slot whose base URL takes none, or that is not configured.
+func (c *Catalog) Lacks(target string, values map[string]string) error {
+	slot, ok := c.Lookup(target)
+	if !ok || slot.API == nil {
+		return nil
+	}
+	_, err := slot.API.Bind(values)
+	return err
+}

@@ -75,6 +75,11 @@ func samples() []sample {
 		Action:          "/e/el_7Hq2mXc9/secret",
 		DeclineAction:   "/e/el_7Hq2mXc9/decline",
 	}
+	formParameters := form
+	formParameters.Address = "https://{subdomain}.demo.example/api/v2"
+	formParameters.Parameters = []templates.ParameterField{{Name: "subdomain", Label: "Demo subdomain",
+		Description: "The first part of your Demo address, before .demo.example.", Hint: "Lower-case letters, digits and hyphens.", Value: "Acme Corp"}}
+	formParameters.Error, formParameters.ErrorField = "Your Demo subdomain must be one part of a host name: letters, digits and inner hyphens, at most 63.", "subdomain"
 	formError := form
 	formError.Error = "The Demo service did not accept this key (it answered 401 Unauthorized). Check that you copied the whole key."
 
@@ -129,6 +134,7 @@ func samples() []sample {
 		{"consent-service-receives", templates.ConsentPage(signedIn, receives)},
 		{"secret-form", templates.SecretFormPage(signedIn, form)},
 		{"secret-form-error", templates.SecretFormPage(dev, formError)},
+		{"secret-form-parameters", templates.SecretFormPage(signedIn, formParameters)},
 		{"done", templates.DonePage(signedIn, templates.Done{SlotLabel: "Demo API key", ClientName: "Claude Code"})},
 		{"done-unknown-client", templates.DonePage(signedIn, templates.Done{SlotLabel: "Demo API key"})},
 		{"done-service", templates.DonePage(signedIn, templates.Done{SlotLabel: "Demo API key", ClientName: "Claude Code", ServiceLabel: "Weather MCP"})},

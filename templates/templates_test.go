@@ -499,3 +499,53 @@ func TestStaticHoldsTheStylesheetWithNothingFromTheNetwork(t *testing.T) {
 		t.Errorf("the layout links /static/favicon.svg: %v", err)
 	}
 }
+
+// The parameters of the API's address come before the secret, labelled, described, and
+// kept after an error, which is announced on its own field, not the secret's.
+func TestParameterFieldsComeBeforeTheSecretAndCarryTheirError(t *testing.T) {
+	v := secretForm()
+	v.Address = "https://{subdomain}.demo.example/api"
+	v.Parameters = []templates.ParameterField{{Name: "subdomain", Label: "Demo subdomain", Hint: "Lower-case letters.", Value: "acme"}}
+	v.Error, v.ErrorField = "That is not a valid Demo subdomain.", "subdomain"
+	page := render(t, templates.SecretFormPage(templates.Page{}, v))
+	var order []string
+	var field *html.Node
+	ids := map[string]bool{}
+	for _, n := range elements(parse(t, page)) {
+		if id, ok := attr(n, "id"); ok {
+			ids[id] = true
+		}
+		if n.Data != "input" {
+			continue
+		}
+		name, _ := attr(n, "name")
+		order = append(order, name)
+		if name == "param.subdomain" {
+			field = n
+		}
+	}
+	if field == nil || strings.Join(order, " ") != "csrf param.subdomain secret csrf" { // the last: Decline
+		t.Fatalf("inputs %q, want the parameter before the secret", order)
+	}
+	if mustAttr(field, "value") != "acme" || mustAttr(field, "aria-invalid") != "true" || mustAttr(field, "type") != "text" {
+		t.Errorf("the parameter's field: %v", field.Attr)
+	}
+	for id := range strings.FieldsSeq(mustAttr(field, "aria-describedby")) {
+		if !ids[id] {
+			t.Errorf("aria-describedby names %q, which is not on the page", id)
+		}
+	}
+	if described := mustAttr(field, "aria-describedby"); described != "param-subdomain-error param-subdomain-help" {
+		t.Errorf("aria-describedby=%q, want the error and the help", described)
+	}
+	secret := secretInput(t, page)
+	if _, invalid := attr(secret, "aria-invalid"); invalid {
+		t.Error("the secret's field is marked invalid for an error of the parameter")
+	}
+	text := visibleText(t, page)
+	for _, want := range []string{"https://{subdomain}.demo.example/api", "Demo subdomain", "Lower-case letters.", "That is not a valid Demo subdomain."} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the page does not show %q", want)
+		}
+	}
+}

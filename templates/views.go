@@ -91,6 +91,18 @@ type SecretForm struct {
 	// Action is the POST target of the form; DeclineAction the target of "Decline".
 	Action        string
 	DeclineAction string
+	// Parameters are the parts of the API's address the user enters with the secret
+	// (a subdomain, say), shown before it; Address is that address with {name} for each.
+	Parameters []ParameterField
+	Address    string
+	// ErrorField names the parameter that Error is about; empty when it is the secret's.
+	ErrorField string
+}
+
+// ParameterField is a field of the secret form for a part of the API's address. Its value
+// is no secret, and is shown again after an error.
+type ParameterField struct {
+	Name, Label, Description, Hint, Value string
 }
 
 // Done is the page after the secret was verified and stored, or the account connected.

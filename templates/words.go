@@ -115,7 +115,7 @@ func expiresIn(t, now time.Time) string {
 // the rules.
 func secretDescribedBy(v SecretForm) string {
 	var ids []string
-	if v.Error != "" {
+	if v.Error != "" && v.ErrorField == "" {
 		ids = append(ids, "secret-error")
 	}
 	if len(v.Rules) > 0 {
@@ -175,3 +175,19 @@ func shortID(id string) string {
 
 // age writes d for people (ages.Of).
 func age(d time.Duration) string { return ages.Of(d) }
+
+// parameterID is the id of the field of parameter f, and of its help and error with a
+// suffix.
+func parameterID(f ParameterField, suffix string) string { return "param-" + f.Name + suffix }
+
+// parameterDescribedBy lists the ids that describe the field of f: its error, its help.
+func parameterDescribedBy(v SecretForm, f ParameterField) string {
+	var ids []string
+	if v.Error != "" && v.ErrorField == f.Name {
+		ids = append(ids, parameterID(f, "-error"))
+	}
+	if f.Description != "" || f.Hint != "" {
+		ids = append(ids, parameterID(f, "-help"))
+	}
+	return strings.Join(ids, " ")
+}

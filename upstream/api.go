@@ -64,8 +64,16 @@ type API struct {
 	// when tracing is on (package tracing). Off by default: a trace ID tells a third party
 	// which of its calls belong to one flow.
 	TraceContext bool `yaml:"trace_context"`
+	// Parameters are the parts of BaseURL, {name} in its host or its path, that the user
+	// enters with the secret (params.go); secret slots only.
+	Parameters []Parameter `yaml:"parameters"`
 
+	// base is the base URL; for a template before Bind, with a marker for each parameter,
+	// to check paths against (do refuses to send to it).
 	base *url.URL
+	// template is BaseURL with {public_url} resolved; bound is set by Bind.
+	template string
+	bound    bool
 }
 
 // Injection puts the secret into a request: exactly one of a header (with a template), a
@@ -106,6 +114,7 @@ func (a API) Clone() *API {
 	a.ResponseHeaders = slices.Clone(a.ResponseHeaders)
 	a.AllowResponseHeaders = slices.Clone(a.AllowResponseHeaders)
 	a.AllowRequestHeaders = slices.Clone(a.AllowRequestHeaders)
+	a.Parameters = slices.Clone(a.Parameters)
 	if a.Inject.Basic != nil {
 		basic := *a.Inject.Basic
 		a.Inject.Basic = &basic
@@ -146,8 +155,7 @@ func (v *Verify) Prepare() []string {
 // Prepare checks a, fills in its defaults and resolves {public_url} in its base URL. It
 // returns every problem, each naming the key ("api.base_url ...").
 func (a *API) Prepare(publicURL string) []string {
-	var problems []string
-	raw := strings.ReplaceAll(a.BaseURL, PublicURLPlaceholder, strings.TrimRight(publicURL, "/"))
+	raw, problems := a.prepareTemplate(strings.ReplaceAll(a.BaseURL, PublicURLPlaceholder, strings.TrimRight(publicURL, "/")))
 	u, err := url.Parse(raw)
 	switch {
 	case a.BaseURL == "":
@@ -157,6 +165,7 @@ func (a *API) Prepare(publicURL string) []string {
 	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
 		problems = append(problems, "api.base_url cannot have a query, a fragment or user info")
 	default:
+		problems = append(problems, a.checkTemplate(u)...)
 		u.Path = strings.TrimRight(u.Path, "/")
 		u.RawPath = ""
 		a.base = u

@@ -322,6 +322,10 @@ type outgoing struct {
 // do sends one request with the secret injected, following redirects only while they stay
 // under the base URL; a redirect that leaves it is returned as the response, unfollowed.
 func (c *Caller) do(ctx context.Context, api *API, secret state.Secret, target *url.URL, out outgoing) (*http.Response, error) {
+	if api.unbound() {
+		// A marker's host could be someone's: never send there.
+		return nil, errUnbound
+	}
 	query := cloneValues(out.query)
 	if q := api.Inject.Query; q != "" {
 		query.Set(q, secret.Reveal())

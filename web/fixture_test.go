@@ -97,8 +97,23 @@ func demoSlots() []slots.Slot {
 			AllowResponseHeaders: []string{"X-Demo-*", "Date"},
 		},
 		Verify: &upstream.Verify{Method: http.MethodGet, Path: "/whoami", Status: []int{http.StatusOK}},
+	}, {
+		// The same key, used at an address made of the workspace the user enters with it.
+		Name:       workspaceSlot,
+		Label:      "Demo workspace key",
+		Validation: slots.Validation{MinLength: 21, MaxLength: 128, Pattern: "demo_[A-Za-z0-9]{16,}"},
+		API: &upstream.API{
+			BaseURL: upstream.PublicURLPlaceholder + demoapi.Prefix + "/workspaces/{workspace}",
+			Inject:  upstream.Injection{Header: "Authorization", Template: "Bearer " + upstream.SecretPlaceholder},
+			Parameters: []upstream.Parameter{{Name: "workspace", Label: "Demo workspace", Description: "Its name is in your workspace's settings.",
+				Pattern: "[a-z0-9-]{3,30}", PatternHint: "3 to 30 lower-case letters, digits or hyphens."}},
+		},
+		Verify: &upstream.Verify{Method: http.MethodGet, Path: "/whoami", Status: []int{http.StatusOK}},
 	}}
 }
+
+// workspaceSlot is the demo slot whose API's address holds the user's workspace.
+const workspaceSlot = "demo_workspace_key"
 
 // fixtureOptions change the fixture where a test needs it.
 type fixtureOptions struct {
@@ -360,13 +375,13 @@ const (
 func testServices(t testing.TB, withProvider bool) (*services.Catalog, map[string]string) {
 	keys, digests := map[string]string{}, map[string][]string{}
 	configs := []services.Config{
-		{Name: weather, Label: "Weather MCP", Resource: "https://weather.example/mcp", Slots: []string{demoSlot}, ClientID: weatherClient},
+		{Name: weather, Label: "Weather MCP", Resource: "https://weather.example/mcp", Slots: []string{demoSlot, workspaceSlot}, ClientID: weatherClient},
 		{Name: calendar, Label: "Calendar MCP", Resource: "https://calendar.example/mcp", Slots: []string{demoSlot}},
 		{Name: directory, Label: "Directory MCP", Resource: "https://directory.example/mcp", Slots: []string{demoSlot}, AssertUsers: true},
 		{Name: keyholder, Label: "Keyholder MCP", Resource: "https://keyholder.example/mcp", Slots: []string{demoSlot}, Release: true,
 			Webhook: &services.WebhookConfig{URL: "https://keyholder.example/webhook", SecretFile: "keyholder.secret"}},
 	}
-	opts := services.Options{Slots: []string{demoSlot}, Keys: digests, ReadFile: func(string) ([]byte, error) {
+	opts := services.Options{Slots: []string{demoSlot, workspaceSlot}, Keys: digests, ReadFile: func(string) ([]byte, error) {
 		return []byte("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"), nil
 	}}
 	if withProvider {

@@ -362,6 +362,11 @@ func (p *Provider) reach(api *upstream.API, publicURL string, ps *problems) {
 	if p.API.Inject == (upstream.Injection{}) {
 		p.API.Inject = bearer
 	}
+	if p.API.Templated() {
+		// A connection has no page where the user would enter them, and a provider's own
+		// endpoints are not templated.
+		ps.add("api.parameters are for secret slots; a provider's API has one base URL")
+	}
 	for _, problem := range p.API.Prepare(publicURL) {
 		ps.add("%s", problem)
 	}

@@ -473,6 +473,9 @@ func TestNewNamesEveryProblem(t *testing.T) {
 			[]string{"provider acme: no way to read the connected account"}},
 		{"bad api", []Config{preset("gh", "github", func(c *Config) { c.API = &upstream.API{BaseURL: "ftp://api.acme.example"} })},
 			[]string{`provider gh: api.base_url must be an absolute http(s) URL`}},
+		{"a templated api", []Config{preset("gh", "github", func(c *Config) {
+			c.API = &upstream.API{BaseURL: "https://{org}.ghe.example/api", Parameters: []upstream.Parameter{{Name: "org", Label: "Org", Pattern: "[a-z]+"}}}
+		})}, []string{"provider gh: api.parameters are for secret slots"}},
 		{"every problem of every provider at once", []Config{
 			preset("ok", "github", nil),
 			preset("bb", "bitbucket", func(c *Config) { c.ClientID = "" }),

@@ -57,7 +57,10 @@ type Credential struct {
 	// flow that stored it (flow.Elicitation): in its events and answers, never a user's.
 	Call     string         `json:"call,omitempty"`
 	Metadata state.Metadata `json:"metadata,omitempty"`
-	Sealed   vault.Sealed   `json:"sealed"`
+	// Parameters are what the user entered with a secret for the parameters of its slot's
+	// base URL (upstream.API.Bind): a subdomain, say, never a secret.
+	Parameters map[string]string `json:"parameters,omitempty"`
+	Sealed     vault.Sealed      `json:"sealed"`
 }
 
 // Covers reports whether c was granted every scope of want.

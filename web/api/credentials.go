@@ -75,6 +75,8 @@ type CredentialStatus struct {
 	Metadata state.Metadata `json:"metadata,omitempty"`
 	// Offline: the user let the service use it while away (by userRef alone).
 	Offline bool `json:"offline,omitempty"`
+	// Parameters are what the user entered with a secret for its slot's base URL.
+	Parameters map[string]string `json:"parameters,omitempty"`
 }
 
 // The statuses of a credential. All but stored and missing_scopes are the reasons with
@@ -90,6 +92,9 @@ const (
 	CredentialReconnect = reasonReconnect
 	// CredentialUnopenable: sealed under a key that is no longer in the key ring.
 	CredentialUnopenable = reasonUnopenable
+	// CredentialIncomplete: a secret stored without the parameters its slot's base URL now
+	// takes.
+	CredentialIncomplete = reasonIncomplete
 	// CredentialMissingScopes: usable, but not granted every scope asked for.
 	CredentialMissingScopes = "missing_scopes"
 )
@@ -135,7 +140,7 @@ func (s *API) apiCredentialStatus(c echo.Context) error {
 func (s *API) describe(ans *CredentialStatus, cred *credentials.Credential, want []string) {
 	ans.StoredAt, ans.VerifiedAt, ans.RefreshedAt = &cred.StoredAt, cred.VerifiedAt, cred.RefreshedAt
 	ans.Account, ans.Scopes, ans.Releasable, ans.Metadata, ans.Offline = cred.Account, cred.Scopes, cred.Releasable, cred.Metadata, cred.Offline
-	ans.LockedAt, ans.LockReason = cred.LockedAt, cred.LockReason
+	ans.LockedAt, ans.LockReason, ans.Parameters = cred.LockedAt, cred.LockReason, cred.Parameters
 	for _, w := range want {
 		if !slices.Contains(cred.Scopes, w) && !slices.Contains(ans.MissingScopes, w) {
 			ans.MissingScopes = append(ans.MissingScopes, w)
@@ -148,6 +153,8 @@ func (s *API) describe(ans *CredentialStatus, cred *credentials.Credential, want
 		ans.Status = CredentialReconnect
 	case !s.opts.Vault.HasKey(cred.Sealed):
 		ans.Status = CredentialUnopenable
+	case cred.Kind == state.KindSecret && s.opts.Slots.Lacks(ans.Target, cred.Parameters) != nil:
+		ans.Status = CredentialIncomplete
 	case len(ans.MissingScopes) > 0:
 		ans.Status = CredentialMissingScopes
 	default:
@@ -429,7 +436,7 @@ func (s *API) apiCredentialList(c echo.Context) error {
 }
 
 // credentialStatuses are the statuses a stored credential can have (not_stored aside).
-var credentialStatuses = []string{CredentialStored, CredentialLocked, CredentialReconnect, CredentialUnopenable}
+var credentialStatuses = []string{CredentialStored, CredentialLocked, CredentialReconnect, CredentialUnopenable, CredentialIncomplete}
 
 // describeEntry is the status of the credential of e, which service holds.
 func (s *API) describeEntry(service string, e servicecreds.Entry) CredentialStatus {

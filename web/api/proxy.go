@@ -94,6 +94,7 @@ const (
 	reasonLocked     = "locked"     // a secret locked until its user enters it again
 	reasonReconnect  = "reconnect"  // a connection the provider no longer honours
 	reasonUnopenable = "unopenable" // a secret sealed under a retired key
+	reasonIncomplete = "incomplete" // a secret stored without what its slot's base URL now takes
 	reasonCarried    = "carried"    // the request carried the credential; nothing was sent
 	// not_releasable: a release of a credential provided before the service had release
 	reasonNotReleasable = "not_releasable"
@@ -202,6 +203,8 @@ func (s *API) proxyRefusal(c echo.Context, t serviceTarget, err error) error {
 		return apiRefusal(c, http.StatusConflict, reasonLocked, fmt.Sprintf("the user's %s is locked (%s): create an elicitation to have it entered again", t.label, locked.Reason))
 	case errors.Is(err, proxy.ErrUnopenable):
 		return apiRefusal(c, http.StatusConflict, reasonUnopenable, "the stored "+t.label+" no longer opens (its key was retired): create an elicitation with replace")
+	case errors.Is(err, proxy.ErrIncomplete):
+		return apiRefusal(c, http.StatusConflict, reasonIncomplete, "the "+t.label+" was stored without what its API's base URL now takes ("+err.Error()+"): create an elicitation to have it entered again")
 	case errors.As(err, &carried) && carried.Locked:
 		return apiRefusal(c, http.StatusUnprocessableEntity, reasonCarried, "the request's "+carried.Where+" carries the credential, or a form of it, so urlflow sent nothing and locked the "+t.label+" until the user enters it again; never send it: urlflow adds it")
 	case errors.As(err, &carried):

@@ -36,11 +36,13 @@ type ReleaseAnswer struct {
 	// UserRef is the reference the service knows the user by (package userref).
 	UserRef string `json:"userRef"`
 
-	Secret      string    `json:"secret,omitempty"`
-	AccessToken string    `json:"accessToken,omitempty"`
-	TokenType   string    `json:"tokenType,omitempty"`
-	ExpiresAt   time.Time `json:"expiresAt,omitzero"`
-	Scopes      []string  `json:"scopes,omitempty"`
+	Secret string `json:"secret,omitempty"`
+	// Parameters are what the user entered with the secret for its slot's base URL.
+	Parameters  map[string]string `json:"parameters,omitempty"`
+	AccessToken string            `json:"accessToken,omitempty"`
+	TokenType   string            `json:"tokenType,omitempty"`
+	ExpiresAt   time.Time         `json:"expiresAt,omitzero"`
+	Scopes      []string          `json:"scopes,omitempty"`
 }
 
 // apiRelease is POST /api/v1/release, for delegating services whose configuration has
@@ -86,7 +88,7 @@ func (s *API) apiRelease(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		ans.Secret = secret.Reveal()
+		ans.Secret, ans.Parameters = secret.Reveal(), cred.Parameters
 	} else {
 		tok, err := s.opts.Keeper.Token(ctx, user, name, t.provider, "")
 		if err != nil {

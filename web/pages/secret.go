@@ -1,8 +1,10 @@
 package pages
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -11,6 +13,7 @@ import (
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/templates"
+	"github.com/urlflow/urlflow/upstream"
 	"github.com/urlflow/urlflow/web/browser"
 )
 
@@ -42,20 +45,76 @@ func (s *Pages) secretForm(c echo.Context) error {
 	if e.State != flow.InProgress || e.Kind != state.KindSecret {
 		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
 	}
-	return s.renderSecretForm(c, v, e, http.StatusOK, "")
+	return s.renderSecretForm(c, v, e, http.StatusOK, secretEntry{values: s.storedParameters(c, e)})
 }
 
-func (s *Pages) renderSecretForm(c echo.Context, v *browser.Visitor, e *flow.Elicitation, status int, problem string) error {
+// secretEntry is what the secret form shows: after a refusal, the problem and the
+// parameter it is about ("" for the secret); and the values of the parameters of the
+// slot's address, as entered or as stored with the secret it replaces.
+type secretEntry struct {
+	problem, field string
+	values         map[string]string
+}
+
+func (s *Pages) renderSecretForm(c echo.Context, v *browser.Visitor, e *flow.Elicitation, status int, entry secretEntry) error {
 	slot := s.slotOf(e)
 	p, err := s.browser.Layout(c, v, "Enter your "+slot.Label)
 	if err != nil {
 		return err
 	}
-	return s.browser.Render(c, status, templates.SecretFormPage(p, templates.SecretForm{
+	form := templates.SecretForm{
 		ElicitationID: e.ID, SlotLabel: slot.Label, SlotDescription: slot.Description,
-		Rules: slot.Rules(), Error: problem, ExpiresAt: e.ExpiresAt, CSRF: p.CSRF,
+		Rules: slot.Rules(), Error: entry.problem, ErrorField: entry.field, ExpiresAt: e.ExpiresAt, CSRF: p.CSRF,
 		Action: "/e/" + e.ID + "/secret", DeclineAction: "/e/" + e.ID + "/decline",
-	}))
+	}
+	if slot.API != nil && slot.API.Templated() {
+		form.Address = slot.API.Template()
+		for _, param := range slot.API.Parameters {
+			form.Parameters = append(form.Parameters, templates.ParameterField{Name: param.Name, Label: param.Label,
+				Description: param.Description, Hint: param.PatternHint, Value: entry.values[param.Name]})
+		}
+	}
+	return s.browser.Render(c, status, templates.SecretFormPage(p, form))
+}
+
+// storedParameters returns the parameters stored with the secret that e replaces, to fill
+// in the form; none when nothing is stored or its slot's address takes none.
+func (s *Pages) storedParameters(c echo.Context, e *flow.Elicitation) map[string]string {
+	if slot := s.slotOf(e); slot.API == nil || !slot.API.Templated() {
+		return nil
+	}
+	cred, err := s.opts.Credentials.Get(c.Request().Context(), e.User, e.CredentialName())
+	if err != nil {
+		// Nothing stored, or not now: the fields start empty.
+		return nil
+	}
+	return cred.Parameters
+}
+
+// enteredParameters reads the values of the parameters of slot's address from the form and
+// returns its API made of them. A refusal is an *upstream.InvalidParameterError, which
+// names the parameter; the values come back either way, to be shown again, except one that
+// is, or could be, the secret: a value is no secret, and is shown to the service.
+func enteredParameters(c echo.Context, slot *slots.Slot, secret state.Secret) (map[string]string, *upstream.API, error) {
+	if slot.API == nil || !slot.API.Templated() {
+		return nil, slot.API, nil
+	}
+	values := map[string]string{}
+	var lookalike error
+	for _, param := range slot.API.Parameters {
+		v := strings.TrimSpace(c.FormValue("param." + param.Name))
+		if v != "" && (len(v) >= 8 && strings.Contains(secret.Reveal(), v) || slot.Validate(state.NewSecret(v)) == nil) {
+			v = "" // never shown again
+			lookalike = cmp.Or(lookalike, error(&upstream.InvalidParameterError{Name: param.Name,
+				Rule: "That looks like your " + slot.Label + ", which goes in its own field below, not your " + param.Label + "."}))
+		}
+		values[param.Name] = v
+	}
+	if lookalike != nil {
+		return values, nil, lookalike
+	}
+	api, err := slot.API.Bind(values)
+	return values, api, err
 }
 
 // submitSecret is POST /e/{id}/secret: validate, seal, and store the secret in the same
@@ -80,20 +139,23 @@ func (s *Pages) secretPost(c echo.Context, hints bool) error {
 	ctx := c.Request().Context()
 	slot := s.slotOf(e)
 	secret := state.NewSecret(c.FormValue("secret"))
+	values, api, err := enteredParameters(c, slot, secret)
+	if invalid := (*upstream.InvalidParameterError)(nil); errors.As(err, &invalid) {
+		return s.rejectInput(c, v, e, secretEntry{problem: invalid.Rule, field: invalid.Name, values: values})
+	} else if err != nil {
+		return err
+	}
 	if err := slot.Validate(secret); err != nil {
 		var invalid *slots.InvalidValueError
 		if !errors.As(err, &invalid) {
 			return err
 		}
-		if _, err := s.browser.Apply(c, v, e.ID, flow.InputRejected, state.ActorUser, invalid.Rule); err != nil {
-			return err
-		}
-		return s.renderSecretForm(c, v, e, http.StatusUnprocessableEntity, invalid.Rule)
+		return s.rejectInput(c, v, e, secretEntry{problem: invalid.Rule, values: values})
 	}
 	reason := "secret received and validated"
 	var verifiedAt *time.Time
 	if slot.Verify != nil {
-		if err := s.opts.Upstream.Check(ctx, slot.API, slot.Verify, secret); err != nil {
+		if err := s.opts.Upstream.Check(ctx, api, slot.Verify, secret); err != nil {
 			return s.verificationFailed(c, v, e, slot, err)
 		}
 		now := s.opts.Flows.Now().UTC()
@@ -104,8 +166,17 @@ func (s *Pages) secretPost(c echo.Context, hints bool) error {
 		return err
 	}
 	cred := &credentials.Credential{Name: e.CredentialName(), Kind: state.KindSecret, ElicitationID: e.ID,
-		StoredAt: s.opts.Flows.Now().UTC(), VerifiedAt: verifiedAt, Sealed: sealed}
+		StoredAt: s.opts.Flows.Now().UTC(), VerifiedAt: verifiedAt, Sealed: sealed, Parameters: values}
 	return s.complete(c, v, e, reason, cred, "Stored", templates.Done{SlotLabel: slot.Label, ClientName: clientName(e.Client)})
+}
+
+// rejectInput records that what the user entered broke a rule (entry.problem, which never
+// quotes it) and shows the form again, the secret's field empty.
+func (s *Pages) rejectInput(c echo.Context, v *browser.Visitor, e *flow.Elicitation, entry secretEntry) error {
+	if _, err := s.browser.Apply(c, v, e.ID, flow.InputRejected, state.ActorUser, entry.problem); err != nil {
+		return err
+	}
+	return s.renderSecretForm(c, v, e, http.StatusUnprocessableEntity, entry)
 }
 
 // complete stores cred and completes e in one step, then shows the done page (titled
