@@ -90,6 +90,7 @@ func samples() []sample {
 			{Name: "github", Label: "GitHub account", Account: "alice-smith", StoredAt: now.Add(-24 * time.Hour), Problem: "The provider no longer honours it: connect again"},
 		}},
 		{Holder: "Weather MCP", Service: "weather", Items: []templates.ConnectionItem{
+			{Name: "weather/helpdesk_token", Label: "Helpdesk API token", StoredAt: now.Add(-3 * time.Hour), Address: "https://acme-europe.helpdesk.example/api/v2"},
 			{Name: "weather/demo_api_key", Label: "Demo API key", StoredAt: now.Add(-time.Hour), Problem: "Locked until you enter it again: a proxy request of the service weather carried it in its query"},
 		}},
 	}}

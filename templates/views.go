@@ -225,6 +225,9 @@ type ConnectionItem struct {
 	Problem string
 	// Offline: its service may use it while the user is away, until the user withdraws that.
 	Offline bool
+	// Address is where a secret is used, when its slot's address is made of what the user
+	// entered with it.
+	Address string
 }
 
 // Admin is the operators' overview (/admin).

@@ -66,6 +66,8 @@ func TestTheUserEntersTheAddressPartsOfTheirAPIWithTheSecret(t *testing.T) {
 		}
 	}
 
+	b.get("/connections").want(t, http.StatusOK, "Used with", "/demo/api/workspaces/acme")
+
 	// The proxy calls the address of the user's workspace; the status names it.
 	resp := proxied(t, f.asService(t, weather, http.MethodPost, "/api/v1/proxy", alice,
 		`{"slot": "demo_workspace_key", "method": "GET", "path": "/whoami"}`))
@@ -92,6 +94,7 @@ func TestTheUserEntersTheAddressPartsOfTheirAPIWithTheSecret(t *testing.T) {
 		want(t, http.StatusConflict, `"reason":"incomplete"`, "no Demo workspace was entered")
 	f.asService(t, weather, http.MethodPost, "/api/v1/credentials/status", alice, `{"slot": "demo_workspace_key"}`).
 		want(t, http.StatusOK, `"status":"incomplete"`)
+	b.get("/connections").want(t, http.StatusOK, "Its address now takes parts you did not enter with it")
 	f.asService(t, weather, http.MethodGet, "/api/v1/credentials?status=incomplete", "", "").
 		want(t, http.StatusOK, `"target":"demo_workspace_key"`)
 	created(t, f.asService(t, weather, http.MethodPost, "/api/v1/elicitations", alice, createWorkspaceKey), http.StatusCreated)

@@ -86,7 +86,7 @@ func (c *Credential) Connection() Connection {
 	}
 	return Connection{Name: target, Label: LabelOf(c.Name), Service: service, Kind: c.Kind, StoredAt: c.StoredAt, VerifiedAt: c.VerifiedAt,
 		Account: c.Account, Scopes: c.Scopes, RefreshedAt: c.RefreshedAt, NeedsReconnect: c.NeedsReconnect,
-		LockedAt: c.LockedAt, LockReason: c.LockReason, Offline: c.Offline}
+		LockedAt: c.LockedAt, LockReason: c.LockReason, Offline: c.Offline, Parameters: c.Parameters}
 }
 
 // Connection describes a stored credential to its owner: never its value.
@@ -114,6 +114,8 @@ type Connection struct {
 	// should be replaced. Package credentials cannot tell (it never opens a value): the
 	// caller of Connections judges it.
 	Weak bool `json:"weak,omitempty"`
+	// Parameters are what the user entered with a secret for its slot's address.
+	Parameters map[string]string `json:"parameters,omitempty"`
 }
 
 // Store keeps credentials in Redis.

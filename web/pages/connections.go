@@ -63,11 +63,14 @@ func (s *Pages) connectionGroups(conns []credentials.Connection) []templates.Con
 		item := templates.ConnectionItem{Name: credentials.Labeled(credentials.Name(conn.Service, conn.Name), conn.Label),
 			Label:   withAccountLabel(s.labelOf(conn.Kind, conn.Name), conn.Label),
 			Account: conn.Account, StoredAt: conn.StoredAt, LastUsedAt: conn.LastUsedAt, Offline: conn.Offline}
+		item.Address = s.addressOf(conn)
 		switch {
 		case conn.LockedAt != nil:
 			item.Problem = "Locked until you enter it again: " + conn.LockReason
 		case conn.NeedsReconnect:
 			item.Problem = "The provider no longer honours it: connect again"
+		case conn.Kind == state.KindSecret && s.opts.Slots.Lacks(conn.Name, conn.Parameters) != nil:
+			item.Problem = "Its address now takes parts you did not enter with it: enter it again when asked"
 		}
 		groups[i].Items = append(groups[i].Items, item)
 	}
@@ -78,6 +81,20 @@ func (s *Pages) connectionGroups(conns []credentials.Connection) []templates.Con
 		return cmp.Compare(a.Holder, b.Holder)
 	})
 	return groups
+}
+
+// addressOf returns the address a secret of conn is used with, when its slot's address is
+// made of what the user entered with it; empty otherwise.
+func (s *Pages) addressOf(conn credentials.Connection) string {
+	slot, ok := s.opts.Slots.Lookup(conn.Name)
+	if conn.Kind != state.KindSecret || !ok || slot.API == nil || !slot.API.Templated() {
+		return ""
+	}
+	api, err := slot.API.Bind(conn.Parameters)
+	if err != nil {
+		return ""
+	}
+	return api.Base().String()
 }
 
 // removeConnection is POST /connections/remove: the signed-in user removes one of their
