@@ -1,0 +1,8 @@
+// @urlflow/delegate: an MCP server's client of urlflow's delegation API (docs/delegation.md).
+export { Client, ProxyAnswer, retryAfter } from "./client.js";
+export type { ClientOptions, CreateOptions, ListOptions, Released, User } from "./client.js";
+export { UrlflowError } from "./errors.js";
+export { parseEventStream, readEvents } from "./events.js";
+export { WebhookError, WebhookVerifier, defaultTolerance, parseSecret, secretPrefix, sign, webhookHandler } from "./webhook.js";
+export type { Webhook } from "./webhook.js";
+export * from "./types.js";
