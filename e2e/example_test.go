@@ -36,11 +36,20 @@ type example struct {
 // flags of the example.
 func startExample(t *testing.T, style string, flags ...string) *example {
 	t.Helper()
+	return startExampleCommand(t, func(addr string) *exec.Cmd {
+		return exec.Command(exampleBinary, append([]string{"--addr", addr, "--style", style}, flags...)...)
+	})
+}
+
+// startExampleCommand starts urlflow dev and the example server that command makes for
+// its address, with URLFLOW_URL set; the example prints "weather: MCP on" when it serves.
+func startExampleCommand(t *testing.T, command func(addr string) *exec.Cmd) *example {
+	t.Helper()
 	port := redistest.FreePort(t)
 	mcpURL := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	s := startServer(t, serverConfig{Redis: redistest.Start(t), Env: []string{"URLFLOW_DEV_DEMO_RESOURCE=" + mcpURL}})
-	cmd := exec.Command(exampleBinary, append([]string{"--addr", fmt.Sprintf("127.0.0.1:%d", port), "--style", style}, flags...)...)
-	cmd.Env = []string{"URLFLOW_URL=" + s.BaseURL}
+	cmd := command(fmt.Sprintf("127.0.0.1:%d", port))
+	cmd.Env = append(cmd.Env, "URLFLOW_URL="+s.BaseURL)
 	proc, _, err := launch(t, cmd, "weather: MCP on")
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +100,33 @@ func TestTheExampleServerDelegatesForEveryKindOfClient(t *testing.T) {
 	t.Parallel()
 	push, errStyle := startExample(t, "push"), startExample(t, "error")
 	args := map[string]any{"city": "Paris"}
+	sessionCells(t, push, errStyle)
 
+	t.Run("2026-07-28", func(t *testing.T) {
+		t.Parallel()
+		key := demoKey()
+		c := push.connect(t, "carol", clientConfig{URLMode: true, ProtocolVersion: "2026-07-28"})
+		call := c.callAsync("forecast", args)
+		params := c.nextElicitation(firstAsk)
+		newPerson(t, sharedBrowser(t), "carol").completeSecret(t, params.URL, key)
+		res := await(t, call, time.Minute) // the client's retry carried urlflow's requestState
+		wantForecast(t, res, key)
+		if !strings.Contains(c.Traffic.String(), `"requestState"`) {
+			t.Error("no requestState went through the client")
+		}
+		requireNoKey(t, key, c.Traffic.String(), push.proc.Output())
+	})
+
+	typeScriptClientCells(t, push, errStyle, true)
+	claudeCodeCell(t)
+}
+
+// sessionCells runs the go-sdk client's cells of protocol 2025-11-25 against an example
+// server in push style and one in error style, as parallel subtests of t: push, error
+// (-32042, the notification from the example's event stream), and a client without URL
+// mode.
+func sessionCells(t *testing.T, push, errStyle *example) {
+	args := map[string]any{"city": "Paris"}
 	t.Run("2025 push", func(t *testing.T) {
 		t.Parallel()
 		key := demoKey()
@@ -123,21 +158,6 @@ func TestTheExampleServerDelegatesForEveryKindOfClient(t *testing.T) {
 		requireNoKey(t, key, c.Traffic.String(), errStyle.proc.Output())
 	})
 
-	t.Run("2026-07-28", func(t *testing.T) {
-		t.Parallel()
-		key := demoKey()
-		c := push.connect(t, "carol", clientConfig{URLMode: true, ProtocolVersion: "2026-07-28"})
-		call := c.callAsync("forecast", args)
-		params := c.nextElicitation(firstAsk)
-		newPerson(t, sharedBrowser(t), "carol").completeSecret(t, params.URL, key)
-		res := await(t, call, time.Minute) // the client's retry carried urlflow's requestState
-		wantForecast(t, res, key)
-		if !strings.Contains(c.Traffic.String(), `"requestState"`) {
-			t.Error("no requestState went through the client")
-		}
-		requireNoKey(t, key, c.Traffic.String(), push.proc.Output())
-	})
-
 	t.Run("no URL mode", func(t *testing.T) {
 		t.Parallel()
 		key := demoKey()
@@ -151,24 +171,26 @@ func TestTheExampleServerDelegatesForEveryKindOfClient(t *testing.T) {
 		wantForecast(t, c.CallOK("forecast", args), key)
 		requireNoKey(t, key, c.Traffic.String(), push.proc.Output())
 	})
-
-	theTypeScriptAndClaudeCodeCells(t, push, errStyle)
 }
 
-// theTypeScriptAndClaudeCodeCells runs the same with the TypeScript SDK clients (e2e/node)
-// and Claude Code, as parallel subtests of t.
-func theTypeScriptAndClaudeCodeCells(t *testing.T, push, errStyle *example) {
+// typeScriptClientCells runs the same with the TypeScript SDK clients (e2e/node), as
+// parallel subtests of t: v1 in 2025 push and error, and with modern v2 in 2026-07-28.
+func typeScriptClientCells(t *testing.T, push, errStyle *example, modern bool) {
 	args := []string{"--tool", "forecast", "--args", `{"city": "Paris"}`}
 	for _, tc := range []struct {
 		name, user, script string
 		x                  *example
 		flags              []string
 		first              string // the event that carries the URL
+		modern             bool
 	}{
-		{"TypeScript v1, 2025 push", "erin", "client-v1.mjs", push, []string{"--url-mode"}, "elicitation"},
-		{"TypeScript v1, 2025 error", "frank", "client-v1.mjs", errStyle, []string{"--url-mode"}, "url_required"},
-		{"TypeScript v2, 2026-07-28", "grace", "client-v2.mjs", push, []string{"--url-mode", "--negotiation", "pin"}, "elicitation"},
+		{"TypeScript v1, 2025 push", "erin", "client-v1.mjs", push, []string{"--url-mode"}, "elicitation", false},
+		{"TypeScript v1, 2025 error", "frank", "client-v1.mjs", errStyle, []string{"--url-mode"}, "url_required", false},
+		{"TypeScript v2, 2026-07-28", "grace", "client-v2.mjs", push, []string{"--url-mode", "--negotiation", "pin"}, "elicitation", true},
 	} {
+		if tc.modern && !modern {
+			continue
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			key := demoKey()
@@ -186,7 +208,11 @@ func theTypeScriptAndClaudeCodeCells(t *testing.T, push, errStyle *example) {
 			requireNoKey(t, key, n.Traffic(), tc.x.proc.Output())
 		})
 	}
+}
 
+// claudeCodeCell runs Claude Code (2026-07-28) against an example server of its own, as a
+// parallel subtest of t.
+func claudeCodeCell(t *testing.T) {
 	t.Run("Claude Code, 2026-07-28", func(t *testing.T) {
 		t.Parallel()
 		// Claude Code sends a progress token with every call: its retry waits, with progress,

@@ -22,13 +22,7 @@ import (
 // (npm test in clients/typescript) before the end-to-end tests.
 func TestTheTypeScriptPackageDelegatesAgainstUrlflowDev(t *testing.T) {
 	t.Parallel()
-	dist, err := filepath.Abs("../clients/typescript/dist/index.js")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(dist); err != nil {
-		t.Fatalf("the TypeScript package is not built (scripts/test builds it; by hand: npm --prefix clients/typescript ci && npm --prefix clients/typescript run build): %v", err)
-	}
+	requireTypeScriptBuild(t)
 	resource := "https://typescript-demo.example/mcp"
 	s := startServer(t, serverConfig{Redis: redistest.Start(t), Env: []string{"URLFLOW_DEV_DEMO_RESOURCE=" + resource}})
 	cmd := exec.Command("node", "../clients/typescript/live/flow.mjs")
@@ -84,4 +78,36 @@ func TestTheTypeScriptPackageDelegatesAgainstUrlflowDev(t *testing.T) {
 			}
 		}
 	}
+}
+
+// requireTypeScriptBuild fails t unless the TypeScript package is built.
+func requireTypeScriptBuild(t *testing.T) {
+	t.Helper()
+	dist, err := filepath.Abs("../clients/typescript/dist/index.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dist); err != nil {
+		t.Fatalf("the TypeScript package is not built (scripts/test builds it; by hand: npm --prefix clients/typescript ci && npm --prefix clients/typescript run build): %v", err)
+	}
+}
+
+// The TypeScript example server (clients/typescript/example/weather.mjs: McpServer of the
+// TypeScript SDK v1 with the package's Delegation) next to urlflow dev, in the cells of
+// protocol 2025-11-25 that the Go example runs: the go-sdk client in push, error and
+// without URL mode, and the TypeScript SDK v1 client in push and error, each finishing in
+// Chromium with the tool's call to the demo API through urlflow's proxy.
+func TestTheTypeScriptExampleServerDelegatesFor2025Clients(t *testing.T) {
+	t.Parallel()
+	requireTypeScriptBuild(t)
+	start := func(style string) *example {
+		return startExampleCommand(t, func(addr string) *exec.Cmd {
+			cmd := exec.Command("node", "../clients/typescript/example/weather.mjs", "--addr", addr, "--style", style)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+			return cmd
+		})
+	}
+	push, errStyle := start("push"), start("error")
+	sessionCells(t, push, errStyle)
+	typeScriptClientCells(t, push, errStyle, false)
 }

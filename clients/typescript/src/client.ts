@@ -190,7 +190,7 @@ export class Client {
 
   /** Calls the API of need with the user's credential injected by urlflow, which never shows it. */
   async proxy(user: User, need: Need, req: ProxyRequest): Promise<ProxyAnswer> {
-    const body: Record<string, unknown> = { ...need, ...req };
+    const body: Record<string, unknown> = { ...target(need), ...req };
     if (req.body instanceof Uint8Array) {
       body.body = Buffer.from(req.body).toString("base64");
       body.bodyEncoding = "base64";
@@ -200,17 +200,17 @@ export class Client {
 
   /** The credential itself, for a service configured with release. Protect it. */
   async release(user: User, need: Need): Promise<Released> {
-    return (await this.#send("POST", "release", { user, body: { ...need } })).data as Released;
+    return (await this.#send("POST", "release", { user, body: target(need) })).data as Released;
   }
 
   /** How the credential need stands for the user; only reads. */
   async credentialStatus(user: User, need: Need): Promise<CredentialStatus> {
-    return (await this.#send("POST", "credentials/status", { user, body: { ...need } })).data as CredentialStatus;
+    return (await this.#send("POST", "credentials/status", { user, body: { ...target(need), ...(need.scopes ? { scopes: need.scopes } : {}) } })).data as CredentialStatus;
   }
 
   /** Deletes the user's credential need (revoked at the provider where it can be). */
   async deleteCredential(user: User, need: Need, reason?: string): Promise<Deletion> {
-    return (await this.#send("POST", "credentials/delete", { user, body: { ...need, ...(reason ? { reason } : {}) } })).data as Deletion;
+    return (await this.#send("POST", "credentials/delete", { user, body: { ...target(need), ...(reason ? { reason } : {}) } })).data as Deletion;
   }
 
   /** Deletes every credential the service holds for the user, for when their account ends. */
@@ -294,6 +294,11 @@ export class Client {
       return { status: resp.status, data: text ? JSON.parse(text) : undefined };
     }
   }
+}
+
+/** The slot or provider of need, and its account label: what names a stored credential. */
+function target(need: Need): Need {
+  return Object.fromEntries(Object.entries({ slot: need.slot, provider: need.provider, label: need.label }).filter(([, v]) => v !== undefined && v !== ""));
 }
 
 /** The UrlflowError of a refused answer. */

@@ -5,4 +5,6 @@ export { UrlflowError } from "./errors.js";
 export { parseEventStream, readEvents } from "./events.js";
 export { WebhookError, WebhookVerifier, defaultTolerance, parseSecret, secretPrefix, sign, webhookHandler } from "./webhook.js";
 export type { Webhook } from "./webhook.js";
+export { Credential, Delegation, callOf } from "./mcp.js";
+export type { DelegationOptions, Requirement, SessionServer, ToolExtra, ToolNeed, ToolResult } from "./mcp.js";
 export * from "./types.js";

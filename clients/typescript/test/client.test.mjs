@@ -166,3 +166,19 @@ test("a refused event stream is an error, not a loop", async (t) => {
     for await (const ev of c.events({ reconnectMs: 10 })) void ev;
   })(), (e) => e instanceof UrlflowError && e.status === 401);
 });
+
+test("the proxy, release, status and deletion name the credential by slot or provider and label alone", async (t) => {
+  const { url, seen } = await standIn(t, (r, res) => json(res, 200, { status: 200, headers: {}, body: "", bodyEncoding: "text" }));
+  const c = new Client({ url, key: "k" });
+  const need = { slot: "s", label: "work", message: "why", metadata: { a: "b" }, call: "forecast:x", offline: true, scopes: ["x"] };
+  await c.proxy({ token: "t" }, need, { method: "GET", path: "/" });
+  await c.release({ token: "t" }, need);
+  await c.credentialStatus({ token: "t" }, need);
+  await c.deleteCredential({ token: "t" }, need, "gone");
+  assert.deepEqual(seen.map((r) => r.body), [
+    { slot: "s", label: "work", method: "GET", path: "/" },
+    { slot: "s", label: "work" },
+    { slot: "s", label: "work", scopes: ["x"] },
+    { slot: "s", label: "work", reason: "gone" },
+  ]);
+});
