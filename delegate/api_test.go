@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2"
@@ -306,5 +307,54 @@ func TestRequireAndCallSendUrlflowWhatTheToolNeedsBoundToTheCall(t *testing.T) {
 	}
 	if h, _ := proxy["responseHeaders"].([]any); len(h) != 2 || h[0] != "Link" || h[1] != "X-RateLimit-*" {
 		t.Errorf("the proxy call's responseHeaders are %v", proxy["responseHeaders"])
+	}
+}
+
+// urlflow's 429 waits what its rate limit's window has left (seconds at least): these
+// stand-ins answer with the short and long waits a test can wait for.
+func TestACreateOverTheRateLimitIsSentAgainWithItsIdempotencyKey(t *testing.T) {
+	var keys []string
+	var mu sync.Mutex
+	calls := 0
+	srv, _ := standIn(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		n := calls
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case n == 1:
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+			w.Write([]byte(`{"error": "over the service's rate limit"}`))
+		case n <= 3:
+			w.Write([]byte(`{"status": "stored", "credential": {"name": "demo_api_key"}}`))
+		default:
+			w.Header().Set("Retry-After", "3600")
+			w.WriteHeader(http.StatusTooManyRequests)
+			w.Write([]byte(`{"error": "over the service's rate limit"}`))
+		}
+	})
+	c, err := delegate.New(delegate.Options{URL: srv.URL, Key: "urlflow_sk_K"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if cred, res, err := c.Require(t.Context(), toolCall(`{"city": "Paris"}`), delegate.Need{Slot: "demo_api_key"}); cred == nil || res != nil || err != nil {
+			t.Fatalf("Require: %v %v %v", cred, res, err)
+		}
+	}
+	if len(keys) != 3 || keys[0] == "" || keys[0] != keys[1] || keys[1] == keys[2] {
+		t.Errorf("Idempotency-Keys %q: want the first create's sent twice, the second's its own", keys)
+	}
+	// An hour's wait is not waited: the refusal comes back.
+	start := time.Now()
+	var apiErr *delegate.APIError
+	if _, _, err := c.Require(t.Context(), toolCall(`{}`), delegate.Need{Slot: "demo_api_key"}); !errors.As(err, &apiErr) || apiErr.Status != http.StatusTooManyRequests {
+		t.Errorf("Require over the limit for an hour: %v, want the 429", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("it waited %s", time.Since(start))
 	}
 }

@@ -62,6 +62,11 @@ type Options struct {
 	// Logger receives what the client logs (slog.Default() when nil). It never logs a
 	// token or a credential.
 	Logger *slog.Logger
+	// RateLimitRetries is how many times a request that urlflow answers 429 (over the
+	// service's rate limit) is sent again, after the wait its Retry-After asks when that is
+	// at most 30 seconds (2 when zero; negative: never). A create is sent with an
+	// Idempotency-Key of its own, so that sending it again creates nothing twice.
+	RateLimitRetries int
 	// OnCredentialEvent, when set, hears of each change of a credential your server holds
 	// (stored, replaced, deleted, locked, reconnect required, released) that reaches the
 	// client: on the event stream (Follow) or through WebhookHandler. It runs on the
@@ -111,6 +116,9 @@ func New(opts Options) (*Client, error) {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = http.DefaultClient
 	}
+	if opts.RateLimitRetries == 0 {
+		opts.RateLimitRetries = 2
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -140,34 +148,89 @@ func (e *APIError) Error() string {
 // do sends a request to urlflow's API (path under /api/v1) with the service key and, when
 // not empty, the user token, and decodes a 2xx answer into out.
 func (c *Client) do(ctx context.Context, method, path, userToken string, in, out any) (int, error) {
-	var body io.Reader
+	return c.doWith(ctx, method, path, userToken, nil, in, out)
+}
+
+// doWith is do with more headers; a 429 is sent again as Options.RateLimitRetries says.
+func (c *Client) doWith(ctx context.Context, method, path, userToken string, header http.Header, in, out any) (int, error) {
+	var body []byte
 	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
 			return 0, fmt.Errorf("delegate: encode request: %w", err)
 		}
-		body = bytes.NewReader(b)
 	}
 	p, query, _ := strings.Cut(path, "?")
 	u := c.base.JoinPath("api/v1", p)
 	u.RawQuery = query
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
-	if err != nil {
-		return 0, fmt.Errorf("delegate: %w", err)
+	for attempt := 0; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
+		if err != nil {
+			return 0, fmt.Errorf("delegate: %w", err)
+		}
+		if in == nil {
+			req.Body, req.ContentLength = http.NoBody, 0
+		}
+		if err := c.authorize(req); err != nil {
+			return 0, err
+		}
+		for name, values := range header {
+			req.Header[name] = values
+		}
+		if userToken != "" {
+			req.Header.Set("Urlflow-User-Token", userToken)
+		}
+		if in != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := c.opts.HTTPClient.Do(req)
+		if err != nil {
+			return 0, fmt.Errorf("delegate: %s %s: %w", method, path, err)
+		}
+		if resp.StatusCode == http.StatusTooManyRequests && attempt < c.opts.RateLimitRetries {
+			if wait := retryAfter(resp.Header.Get("Retry-After"), attempt); wait <= maxRateLimitWait {
+				io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+				resp.Body.Close()
+				if err := sleep(ctx, wait); err != nil {
+					return 0, fmt.Errorf("delegate: %s %s: %w", method, path, err)
+				}
+				continue
+			}
+		}
+		return c.answer(resp, method, path, out)
 	}
-	if err := c.authorize(req); err != nil {
-		return 0, err
+}
+
+// maxRateLimitWait is the longest Retry-After a request waits before it is sent again.
+const maxRateLimitWait = 30 * time.Second
+
+// retryAfter is the wait a Retry-After value asks (seconds or an HTTP date), or 1, 2, 4
+// seconds by attempt without one; a wait over maxRateLimitWait comes back just over it.
+func retryAfter(value string, attempt int) time.Duration {
+	if secs, err := strconv.Atoi(strings.TrimSpace(value)); err == nil && secs >= 0 {
+		return time.Duration(min(secs, int(maxRateLimitWait/time.Second)+1)) * time.Second
 	}
-	if userToken != "" {
-		req.Header.Set("Urlflow-User-Token", userToken)
+	if at, err := http.ParseTime(value); err == nil {
+		return max(time.Until(at), 0)
 	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+	return time.Second << attempt
+}
+
+// sleep waits d, or less when ctx ends (its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
-	resp, err := c.opts.HTTPClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("delegate: %s %s: %w", method, path, err)
-	}
+}
+
+// answer reads resp, urlflow's answer to method path: a 2xx decoded into out, or an
+// *APIError.
+func (c *Client) answer(resp *http.Response, method, path string, out any) (int, error) {
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	if err != nil {

@@ -47,11 +47,12 @@ func TestOptionsLeftZeroTakeTheirDocumentedDefaults(t *testing.T) {
 	}
 	if c.opts.Style != StylePush || c.opts.PushWait != 50*time.Second || c.opts.RetryWait != 25*time.Second ||
 		c.opts.ProgressInterval != 15*time.Second || c.opts.ProgressWaitLimit != 10*time.Minute ||
-		c.opts.HTTPClient != http.DefaultClient || c.log != slog.Default() {
+		c.opts.HTTPClient != http.DefaultClient || c.log != slog.Default() || c.opts.RateLimitRetries != 2 {
 		t.Errorf("defaults: %+v", c.opts)
 	}
 	set := Options{URL: "https://urlflow.example", Key: "urlflow_sk_K", Style: StyleError, PushWait: time.Second, RetryWait: 2 * time.Second,
-		ProgressInterval: 3 * time.Second, ProgressWaitLimit: 4 * time.Second, HTTPClient: &http.Client{}, Logger: slog.New(slog.DiscardHandler)}
+		ProgressInterval: 3 * time.Second, ProgressWaitLimit: 4 * time.Second, HTTPClient: &http.Client{}, Logger: slog.New(slog.DiscardHandler),
+		RateLimitRetries: -1}
 	if c, err = New(set); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
+	"time"
 	"unicode/utf8"
 )
 
@@ -75,18 +76,8 @@ type Response struct {
 // "unopenable" or "incomplete" means that the user must provide the credential again
 // (Require).
 func (cr *Credential) Call(ctx context.Context, req Request) (*Response, error) {
-	body := map[string]any{"method": req.Method, "path": req.Path}
-	if cr.need.Slot != "" {
-		body["slot"] = cr.need.Slot
-	} else {
-		body["provider"] = cr.need.Provider
-	}
-	if cr.need.Label != "" {
-		body["label"] = cr.need.Label
-	}
-	if cr.userRef != "" {
-		body["userRef"] = cr.userRef
-	}
+	body := cr.named()
+	body["method"], body["path"] = req.Method, req.Path
 	if query := queryOf(req); len(query) > 0 {
 		body["query"] = query
 	}
@@ -136,4 +127,55 @@ func queryOf(req Request) map[string]any {
 		}
 	}
 	return query
+}
+
+// Released is the credential itself, which urlflow gives a server whose configuration has
+// release: a slot's secret (with what the user entered for its slot's address), or a
+// provider's access token, fresh enough to use (never its refresh token). Protect it as
+// urlflow does.
+type Released struct {
+	Kind   string `json:"kind"`
+	Target string `json:"target"`
+	Label  string `json:"label"`
+	// UserRef is the reference your server knows the user by.
+	UserRef string `json:"userRef"`
+	// Secret and Parameters are a slot's.
+	Secret     string            `json:"secret"`
+	Parameters map[string]string `json:"parameters"`
+	// AccessToken, TokenType, ExpiresAt and Scopes are a provider's.
+	AccessToken string    `json:"accessToken"`
+	TokenType   string    `json:"tokenType"`
+	ExpiresAt   time.Time `json:"expiresAt"`
+	Scopes      []string  `json:"scopes"`
+}
+
+// Release asks urlflow for the credential itself (POST /api/v1/release), which only a
+// server whose configuration has release may receive, and only for a credential the user
+// provided on pages that said so; every release is in the user's audit trail. A refusal is
+// an *APIError: 403 without release, 409 with Reason "not_releasable" (provided before),
+// or one of Call's reasons.
+func (cr *Credential) Release(ctx context.Context) (*Released, error) {
+	var out Released
+	if _, err := cr.c.do(ctx, http.MethodPost, "release", cr.userToken, cr.named(), &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// named is the body that names the credential: its slot or provider, its label, and the
+// user's reference for a credential of Client.Offline (the user's token goes in a header).
+func (cr *Credential) named() map[string]any {
+	body := map[string]any{}
+	if cr.need.Slot != "" {
+		body["slot"] = cr.need.Slot
+	} else {
+		body["provider"] = cr.need.Provider
+	}
+	if cr.need.Label != "" {
+		body["label"] = cr.need.Label
+	}
+	if cr.userRef != "" {
+		body["userRef"] = cr.userRef
+	}
+	return body
 }

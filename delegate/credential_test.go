@@ -169,3 +169,21 @@ func connectToUrlflow(t *testing.T, u *urlflow, token string) *mcp.ClientSession
 	t.Cleanup(func() { session.Close() })
 	return session
 }
+
+// A server whose configuration has release receives the secret its user stored, named by
+// the credential it got from Require.
+func TestReleaseGivesAServerWithReleaseTheSecretItself(t *testing.T) {
+	t.Parallel()
+	u := startUrlflow(t)
+	w := startWeather(t, u, delegate.Options{})
+	key, _, cred := storedFor(t, u, w, "lena")
+	rel, err := cred.Release(testContext(t))
+	if err != nil || rel.Secret != key || rel.Kind != "secret" || rel.Target != "demo_api_key" || rel.UserRef == "" || rel.AccessToken != "" {
+		t.Fatalf("Release: %+v %v, want the secret stored", rel, err)
+	}
+	var refused *delegate.APIError
+	if _, err := w.Client.Offline(rel.UserRef, delegate.Need{Slot: "demo_api_key"}).Release(testContext(t)); !errors.As(err, &refused) ||
+		refused.Status != http.StatusForbidden || refused.Reason != "not_offline" {
+		t.Errorf("a release by reference of a credential stored without offline: %v", err)
+	}
+}

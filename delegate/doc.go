@@ -6,11 +6,14 @@
 // In a tool handler, Client.Require returns the credential's handle when the user has it
 // stored, or the answer that sends the user to urlflow, in the form the calling client
 // understands (see Require); Credential.Call then uses the credential through urlflow,
-// which injects it, so that the server never holds it. Client.Follow (or
+// which injects it, so that the server never holds it (Credential.Release gives it to a
+// server whose configuration has release). Client.Follow (or
 // Client.WebhookHandler) tells each client session when its user has finished.
 // WebhookVerifier checks urlflow's webhooks. Client.CredentialStatus says how a credential
 // the server holds stands, and Client.DeleteCredential and Client.DeleteAllCredentials
 // delete what it holds for a user (when the user's account with the server ends, say).
+// A request that urlflow answers 429 is sent again as its Retry-After asks
+// (Options.RateLimitRetries), a create with an Idempotency-Key of its own.
 //
 // It is the one package of this module with a compatibility promise: its exported names
 // keep their meaning across minor versions. It imports no other package of the module.

@@ -2,6 +2,7 @@ package delegate
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -119,10 +120,12 @@ func modernVersion(version string) bool {
 	return err == nil && version >= firstModernVersion
 }
 
-// create sends a create request and returns urlflow's answer.
+// create sends a create request and returns urlflow's answer. Its Idempotency-Key is its
+// own: sent again after a 429, it creates nothing twice.
 func (c *Client) create(ctx context.Context, token string, body createRequest) (*createAnswer, error) {
 	var ans createAnswer
-	if _, err := c.do(ctx, http.MethodPost, "elicitations", token, body, &ans); err != nil {
+	header := http.Header{"Idempotency-Key": {rand.Text()}}
+	if _, err := c.doWith(ctx, http.MethodPost, "elicitations", token, header, body, &ans); err != nil {
 		return nil, err
 	}
 	return &ans, nil

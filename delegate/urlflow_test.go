@@ -121,6 +121,7 @@ services:
     label: Weather MCP
     resource: %s
     slots: [demo_api_key, spare_key]
+    release: true
     keys_file: %s
     webhook:
       url: %s/urlflow-webhook
