@@ -92,8 +92,8 @@ export type Requirement = { credential: Credential; result?: undefined } | { cre
 export class Delegation {
   readonly client: Client;
   readonly #opts: Required<DelegationOptions>;
-  /** Elicitation ID → the notifiers of the sessions owed its end. */
-  readonly #owed = new Map<string, (() => Promise<void>)[]>();
+  /** Elicitation ID → the sessions owed its end, each once, with its notifier. */
+  readonly #owed = new Map<string, Map<SessionServer, () => Promise<void>>>();
 
   constructor(client: Client, opts: DelegationOptions = {}) {
     this.client = client;
@@ -173,17 +173,19 @@ export class Delegation {
     }
   }
 
+  /** Records that the session of server is owed the end of elicitation id (once, however often it asks). */
   #owe(id: string, server: SessionServer): void {
-    const notify = server.createElicitationCompletionNotifier(id);
-    this.#owed.set(id, [...(this.#owed.get(id) ?? []), notify]);
+    const sessions = this.#owed.get(id) ?? new Map<SessionServer, () => Promise<void>>();
+    if (!sessions.has(server)) sessions.set(server, server.createElicitationCompletionNotifier(id));
+    this.#owed.set(id, sessions);
   }
 
   /** Sends the sessions owed e's end the completion notification, once e has ended. */
   async #settle(e: Elicitation | undefined): Promise<void> {
     if (!e || !endedStates.includes(e.state)) return;
-    const notifiers = this.#owed.get(e.id) ?? [];
+    const sessions = this.#owed.get(e.id);
     this.#owed.delete(e.id);
-    for (const notify of notifiers) await notify().catch((err: unknown) => this.#opts.log(`completion of ${e.id} not sent`, err));
+    for (const notify of sessions?.values() ?? []) await notify().catch((err: unknown) => this.#opts.log(`completion of ${e.id} not sent`, err));
   }
 
   /**

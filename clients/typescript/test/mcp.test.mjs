@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Client, Delegation, callOf } from "../dist/index.js";
+import { createServer } from "node:http";
+import { Client, Delegation, WebhookVerifier, callOf, parseSecret, sign } from "../dist/index.js";
 
 test("callOf names the tool and its arguments whatever their keys' order", () => {
   assert.equal(callOf("forecast", { city: "Paris", days: 2 }), callOf("forecast", { days: 2, city: "Paris" }));
@@ -46,4 +47,33 @@ test("require answers each kind of client", async () => {
   assert.equal(declined.result.structuredContent.state, "declined");
 
   await assert.rejects(f.delegation.require(f.server, { sendNotification: async () => {} }, { slot: "s" }), /no bearer token/);
+});
+
+test("a session that asks twice for one running elicitation is told of its end once", async (t) => {
+  let notified = 0;
+  const server = {
+    getClientCapabilities: () => ({ elicitation: { url: {} } }),
+    getClientVersion: () => undefined,
+    elicitInput: async () => ({ action: "accept" }),
+    createElicitationCompletionNotifier: () => async () => { notified++; },
+  };
+  const fakeFetch = async () => new Response(JSON.stringify({ status: "user_action_required", elicitation: { id: "E1", state: "pending", url: "http://urlflow/e/E1" } }),
+    { status: 200, headers: { "Content-Type": "application/json" } });
+  const delegation = new Delegation(new Client({ url: "http://urlflow", key: "k", fetch: fakeFetch }), { style: "error" });
+  const extra = { authInfo: { token: "user" }, sendNotification: async () => {} };
+  for (let i = 0; i < 2; i++) {
+    await assert.rejects(delegation.require(server, extra, { slot: "s" }), (e) => e.code === -32042 && e.elicitations[0].url === "http://urlflow/e/E1");
+  }
+  const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+  const srv = createServer(delegation.webhookHandler(new WebhookVerifier([secret])));
+  await new Promise((resolve) => srv.listen(0, "127.0.0.1", resolve));
+  t.after(() => srv.close());
+  const now = Math.floor(Date.now() / 1000);
+  const body = JSON.stringify({ type: "elicitation.complete", data: { elicitation: { id: "E1", state: "complete" } } });
+  const resp = await fetch(`http://127.0.0.1:${srv.address().port}/`, {
+    method: "POST", body,
+    headers: { "webhook-id": "msg_E1", "webhook-timestamp": String(now), "webhook-signature": sign(parseSecret(secret), "msg_E1", now, body) },
+  });
+  assert.equal(resp.status, 204);
+  assert.equal(notified, 1);
 });
