@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/urlflow/urlflow/state"
@@ -251,4 +252,32 @@ func (c *Catalog) Lacks(target string, values map[string]string) error {
 	}
 	_, err := slot.API.Bind(values)
 	return err
+}
+
+// BindEntered returns the slot's API made of values, the parts of its address the user
+// entered with secret (upstream.API.Bind), and values as they may be shown again. A value
+// that is, or could be, the secret (8 or more characters of it, or one the secret's own
+// rules accept) is refused and blanked: a value is no secret, and services see it. A
+// refusal is an *upstream.InvalidParameterError naming the first parameter at fault.
+func (s *Slot) BindEntered(values map[string]string, secret state.Secret) (map[string]string, *upstream.API, error) {
+	if s.API == nil || !s.API.Templated() {
+		return nil, s.API, nil
+	}
+	var lookalike error
+	for _, param := range s.API.Parameters {
+		v := values[param.Name]
+		if v == "" || !(len(v) >= 8 && strings.Contains(secret.Reveal(), v) || s.Validate(state.NewSecret(v)) == nil) {
+			continue
+		}
+		values[param.Name] = "" // never shown again
+		if lookalike == nil {
+			lookalike = &upstream.InvalidParameterError{Name: param.Name,
+				Rule: "That looks like your " + s.Label + ", which goes in its own field below, not your " + param.Label + "."}
+		}
+	}
+	if lookalike != nil {
+		return values, nil, lookalike
+	}
+	api, err := s.API.Bind(values)
+	return values, api, err
 }

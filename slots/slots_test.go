@@ -192,3 +192,27 @@ func TestCatalogsDoNotShareTheirConfiguration(t *testing.T) {
 		t.Fatalf("catalogs share state: %s %s %v", sa.API.Base(), sb.API.Base(), list[0].API.Base())
 	}
 }
+
+// A value of the address's parts that is, or could be, the secret is refused and blanked;
+// others are kept and bound.
+func TestBindEnteredRefusesAPartThatCouldBeTheSecret(t *testing.T) {
+	c, err := NewCatalog([]Slot{{Name: "desk", Label: "Desk token", Validation: Validation{Pattern: "tok_[a-z0-9]{16,}"},
+		API: &upstream.API{BaseURL: "https://{site}.desk.example/api", Inject: upstream.Injection{Header: "Authorization"},
+			Parameters: []upstream.Parameter{{Name: "site", Label: "Desk site", Pattern: "[a-z0-9_-]{2,40}"}}}}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot, _ := c.Lookup("desk")
+	secret := state.NewSecret("tok_0123456789abcdefgh")
+	for _, site := range []string{"tok_0123456789abcdefgh", "0123456789abcd", "tok_zyxwvutsrqponmlkji"} {
+		values, api, err := slot.BindEntered(map[string]string{"site": site}, secret)
+		var invalid *upstream.InvalidParameterError
+		if !errors.As(err, &invalid) || invalid.Name != "site" || api != nil || values["site"] != "" || strings.Contains(err.Error(), site) {
+			t.Errorf("site %q: %v %v %v, want it refused and blanked", site, values, api, err)
+		}
+	}
+	values, api, err := slot.BindEntered(map[string]string{"site": "acme"}, secret)
+	if err != nil || values["site"] != "acme" || api.Base().Host != "acme.desk.example" {
+		t.Errorf("site acme: %v %v %v", values, api, err)
+	}
+}

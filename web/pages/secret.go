@@ -1,7 +1,6 @@
 package pages
 
 import (
-	"cmp"
 	"errors"
 	"net/http"
 	"strings"
@@ -92,29 +91,16 @@ func (s *Pages) storedParameters(c echo.Context, e *flow.Elicitation) map[string
 }
 
 // enteredParameters reads the values of the parameters of slot's address from the form and
-// returns its API made of them. A refusal is an *upstream.InvalidParameterError, which
-// names the parameter; the values come back either way, to be shown again, except one that
-// is, or could be, the secret: a value is no secret, and is shown to the service.
+// binds its API to them with secret (slots.Slot.BindEntered).
 func enteredParameters(c echo.Context, slot *slots.Slot, secret state.Secret) (map[string]string, *upstream.API, error) {
 	if slot.API == nil || !slot.API.Templated() {
 		return nil, slot.API, nil
 	}
 	values := map[string]string{}
-	var lookalike error
 	for _, param := range slot.API.Parameters {
-		v := strings.TrimSpace(c.FormValue("param." + param.Name))
-		if v != "" && (len(v) >= 8 && strings.Contains(secret.Reveal(), v) || slot.Validate(state.NewSecret(v)) == nil) {
-			v = "" // never shown again
-			lookalike = cmp.Or(lookalike, error(&upstream.InvalidParameterError{Name: param.Name,
-				Rule: "That looks like your " + slot.Label + ", which goes in its own field below, not your " + param.Label + "."}))
-		}
-		values[param.Name] = v
+		values[param.Name] = strings.TrimSpace(c.FormValue("param." + param.Name))
 	}
-	if lookalike != nil {
-		return values, nil, lookalike
-	}
-	api, err := slot.API.Bind(values)
-	return values, api, err
+	return slot.BindEntered(values, secret)
 }
 
 // submitSecret is POST /e/{id}/secret: validate, seal, and store the secret in the same
