@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { UrlflowError } from "./errors.js";
-import { readEvents } from "./events.js";
+import { parseEventStream, streamEvent } from "./events.js";
 import type {
   CreateAnswer,
   CredentialList,
@@ -251,9 +251,11 @@ export class Client {
           signal: opts.signal,
         });
         if (!resp.ok || !resp.body) throw await refusal(resp);
-        for await (const ev of readEvents(resp.body)) {
-          last = ev.id || last;
-          yield ev;
+        for await (const raw of parseEventStream(resp.body)) {
+          // Every event moves the position, also one of a type this package skips.
+          last = raw.id || last;
+          const ev = streamEvent(raw);
+          if (ev) yield ev;
         }
       } catch (err) {
         if (opts.signal?.aborted) return;

@@ -1,7 +1,7 @@
 import type { CredentialEvent, ElicitationChange, StreamEvent } from "./types.js";
 
 /** One event of a text/event-stream, as the HTML standard's parser reads it. */
-interface RawEvent {
+export interface RawEvent {
   id: string;
   event: string;
   data: string;
@@ -14,13 +14,13 @@ interface RawEvent {
  */
 export async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<StreamEvent> {
   for await (const raw of parseEventStream(body)) {
-    const ev = known(raw);
+    const ev = streamEvent(raw);
     if (ev) yield ev;
   }
 }
 
 /** The StreamEvent of raw, or undefined for one this package does not know. */
-function known(raw: RawEvent): StreamEvent | undefined {
+export function streamEvent(raw: RawEvent): StreamEvent | undefined {
   if (raw.event === "reset") return { type: "reset", id: raw.id };
   if (raw.event !== "elicitation" && raw.event !== "credential") return undefined;
   let data: unknown;

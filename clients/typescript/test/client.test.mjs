@@ -140,9 +140,10 @@ test("events resume from the last one read after the stream drops, and skip what
       res.write('id: 1-0\nevent: elicitation\ndata: {"event":"created","to":"pending","at":"t","elicitation":{"id":"E1"}}\n\n');
       res.write("id: 2-0\nevent: novelty\ndata: {}\n\n");
       res.write('id: 3-0\r\nevent: credential\r\ndata: {"type":"credential.stored",\r\ndata: "target":"github"}\r\n\r\n');
-      return res.end("id: 4-0\nevent: elicitation\ndata: {\"cut\":"); // dropped mid-event
+      res.write("id: 4-0\nevent: novelty\ndata: {}\n\n"); // the last read: a type skipped
+      return res.end("id: 5-0\nevent: elicitation\ndata: {\"cut\":"); // dropped mid-event
     }
-    res.end('id: 5-0\nevent: reset\ndata: {"reason":"lost"}\n\n');
+    res.end('id: 6-0\nevent: reset\ndata: {"reason":"lost"}\n\n');
   });
   const c = new Client({ url, key: "k" });
   const ctl = new AbortController();
@@ -151,11 +152,11 @@ test("events resume from the last one read after the stream drops, and skip what
     got.push(ev);
     if (ev.type === "reset") ctl.abort();
   }
-  assert.deepEqual(got.map((e) => [e.type, e.id]), [["elicitation", "1-0"], ["credential", "3-0"], ["reset", "5-0"]]);
+  assert.deepEqual(got.map((e) => [e.type, e.id]), [["elicitation", "1-0"], ["credential", "3-0"], ["reset", "6-0"]]);
   assert.equal(got[0].data.elicitation.id, "E1");
   assert.equal(got[1].data.target, "github");
   assert.equal(seen[0].headers["last-event-id"], "0-1");
-  assert.equal(seen[1].headers["last-event-id"], "3-0");
+  assert.equal(seen[1].headers["last-event-id"], "4-0", "the stream resumes after the last event read, skipped or not");
   assert.equal(seen[0].headers.accept, "text/event-stream");
 });
 
