@@ -99,14 +99,22 @@ func wantForecast(t *testing.T, res *sdk.CallToolResult, key string) {
 func TestTheExampleServerDelegatesForEveryKindOfClient(t *testing.T) {
 	t.Parallel()
 	push, errStyle := startExample(t, "push"), startExample(t, "error")
-	args := map[string]any{"city": "Paris"}
 	sessionCells(t, push, errStyle)
 
+	modernCell(t, push)
+	typeScriptClientCells(t, push, errStyle, push)
+	claudeCodeCell(t, func(flags ...string) *example { return startExample(t, "push", flags...) })
+}
+
+// modernCell runs the go-sdk client's cell of protocol 2026-07-28 against an example
+// server, as a parallel subtest of t: input_required with urlflow's requestState, retried
+// by the client once the user has finished in Chromium.
+func modernCell(t *testing.T, x *example) {
 	t.Run("2026-07-28", func(t *testing.T) {
 		t.Parallel()
 		key := demoKey()
-		c := push.connect(t, "carol", clientConfig{URLMode: true, ProtocolVersion: "2026-07-28"})
-		call := c.callAsync("forecast", args)
+		c := x.connect(t, "carol", clientConfig{URLMode: true, ProtocolVersion: "2026-07-28"})
+		call := c.callAsync("forecast", map[string]any{"city": "Paris"})
 		params := c.nextElicitation(firstAsk)
 		newPerson(t, sharedBrowser(t), "carol").completeSecret(t, params.URL, key)
 		res := await(t, call, time.Minute) // the client's retry carried urlflow's requestState
@@ -114,11 +122,8 @@ func TestTheExampleServerDelegatesForEveryKindOfClient(t *testing.T) {
 		if !strings.Contains(c.Traffic.String(), `"requestState"`) {
 			t.Error("no requestState went through the client")
 		}
-		requireNoKey(t, key, c.Traffic.String(), push.proc.Output())
+		requireNoKey(t, key, c.Traffic.String(), x.proc.Output())
 	})
-
-	typeScriptClientCells(t, push, errStyle, true)
-	claudeCodeCell(t)
 }
 
 // sessionCells runs the go-sdk client's cells of protocol 2025-11-25 against an example
@@ -174,21 +179,21 @@ func sessionCells(t *testing.T, push, errStyle *example) {
 }
 
 // typeScriptClientCells runs the same with the TypeScript SDK clients (e2e/node), as
-// parallel subtests of t: v1 in 2025 push and error, and with modern v2 in 2026-07-28.
-func typeScriptClientCells(t *testing.T, push, errStyle *example, modern bool) {
+// parallel subtests of t: v1 in 2025 push against push and in 2025 error against
+// errStyle, and v2 in 2026-07-28 against modern; a nil example skips its cell.
+func typeScriptClientCells(t *testing.T, push, errStyle, modern *example) {
 	args := []string{"--tool", "forecast", "--args", `{"city": "Paris"}`}
 	for _, tc := range []struct {
 		name, user, script string
 		x                  *example
 		flags              []string
 		first              string // the event that carries the URL
-		modern             bool
 	}{
-		{"TypeScript v1, 2025 push", "erin", "client-v1.mjs", push, []string{"--url-mode"}, "elicitation", false},
-		{"TypeScript v1, 2025 error", "frank", "client-v1.mjs", errStyle, []string{"--url-mode"}, "url_required", false},
-		{"TypeScript v2, 2026-07-28", "grace", "client-v2.mjs", push, []string{"--url-mode", "--negotiation", "pin"}, "elicitation", true},
+		{"TypeScript v1, 2025 push", "erin", "client-v1.mjs", push, []string{"--url-mode"}, "elicitation"},
+		{"TypeScript v1, 2025 error", "frank", "client-v1.mjs", errStyle, []string{"--url-mode"}, "url_required"},
+		{"TypeScript v2, 2026-07-28", "grace", "client-v2.mjs", modern, []string{"--url-mode", "--negotiation", "pin"}, "elicitation"},
 	} {
-		if tc.modern && !modern {
+		if tc.x == nil {
 			continue
 		}
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,15 +215,15 @@ func typeScriptClientCells(t *testing.T, push, errStyle *example, modern bool) {
 	}
 }
 
-// claudeCodeCell runs Claude Code (2026-07-28) against an example server of its own, as a
-// parallel subtest of t.
-func claudeCodeCell(t *testing.T) {
+// claudeCodeCell runs Claude Code (2026-07-28) against an example server of its own, which
+// start starts in push style with more flags, as a parallel subtest of t.
+func claudeCodeCell(t *testing.T, start func(flags ...string) *example) {
 	t.Run("Claude Code, 2026-07-28", func(t *testing.T) {
 		t.Parallel()
 		// Claude Code sends a progress token with every call: its retry waits, with progress,
 		// until the user finishes, although the user takes longer than three bounded waits.
 		const boundedWait = time.Second
-		slow := startExample(t, "push", "--retry-wait", boundedWait.String(), "--progress-interval", "300ms")
+		slow := start("--retry-wait", boundedWait.String(), "--progress-interval", "300ms")
 		key := demoKey()
 		cc := startClaudeCode(t, &server{t: t, MCPURL: slow.mcpURL}, slow.token(t, "heidi"), "accept")
 		done := make(chan map[string]any, 1)
@@ -254,34 +259,48 @@ func requireNoKey(t *testing.T, key string, places ...string) {
 }
 
 // TestTheExampleServerSaysToStartUrlflowFirstAndStopsCleanly: started without urlflow dev,
-// the example says to start it first and exits 1; started beside it, Ctrl-C stops it with
-// exit status 0.
+// each example (Go, TypeScript on the SDK v1 and v2) says to start it first and exits 1;
+// started beside it, Ctrl-C stops it with exit status 0.
 func TestTheExampleServerSaysToStartUrlflowFirstAndStopsCleanly(t *testing.T) {
 	t.Parallel()
-	t.Run("without urlflow", func(t *testing.T) {
-		t.Parallel()
-		cmd := exec.Command(exampleBinary, "--addr", fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t)))
-		cmd.Env = []string{fmt.Sprintf("URLFLOW_URL=http://127.0.0.1:%d", redistest.FreePort(t))}
-		out, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "waiting") ||
-			!strings.Contains(string(out), "start it first with go run ./cmd/urlflow dev") {
-			t.Errorf("the example without urlflow: %v\n%s", err, out)
+	requireTypeScriptBuild(t)
+	for _, tc := range []struct {
+		name string
+		argv []string
+	}{
+		{"Go", []string{exampleBinary}},
+		{"TypeScript v1", []string{"node", "../clients/typescript/example/weather.mjs"}},
+		{"TypeScript v2", []string{"node", "../clients/typescript/example/weather-v2.mjs"}},
+	} {
+		command := func(addr string) *exec.Cmd {
+			cmd := exec.Command(tc.argv[0], append(tc.argv[1:], "--addr", addr)...)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+			return cmd
 		}
-	})
-	t.Run("ctrl-c", func(t *testing.T) {
-		t.Parallel()
-		x := startExample(t, "push")
-		if err := x.proc.cmd.Process.Signal(os.Interrupt); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-x.proc.exited:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the example did not stop on Ctrl-C")
-		}
-		if code := x.proc.cmd.ProcessState.ExitCode(); code != 0 {
-			t.Errorf("the example exited %d on Ctrl-C, want 0:\n%s", code, x.proc.output.String())
-		}
-	})
+		t.Run(tc.name+", without urlflow", func(t *testing.T) {
+			t.Parallel()
+			cmd := command(fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t)))
+			cmd.Env = append(cmd.Env, fmt.Sprintf("URLFLOW_URL=http://127.0.0.1:%d", redistest.FreePort(t)))
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "start it first with go run ./cmd/urlflow dev") {
+				t.Errorf("the example without urlflow: %v\n%s", err, out)
+			}
+		})
+		t.Run(tc.name+", ctrl-c", func(t *testing.T) {
+			t.Parallel()
+			x := startExampleCommand(t, command)
+			if err := x.proc.cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-x.proc.exited:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the example did not stop on Ctrl-C")
+			}
+			if code := x.proc.cmd.ProcessState.ExitCode(); code != 0 {
+				t.Errorf("the example exited %d on Ctrl-C, want 0:\n%s", code, x.proc.output.String())
+			}
+		})
+	}
 }

@@ -109,5 +109,42 @@ func TestTheTypeScriptExampleServerDelegatesFor2025Clients(t *testing.T) {
 	}
 	push, errStyle := start("push"), start("error")
 	sessionCells(t, push, errStyle)
-	typeScriptClientCells(t, push, errStyle, false)
+	typeScriptClientCells(t, push, errStyle, nil)
+}
+
+// The TypeScript example server on the SDK's v2 server package (weather-v2.mjs:
+// createMcpHandler with the package's requireV2) next to urlflow dev: the go-sdk client,
+// the TypeScript SDK v2 client and Claude Code in protocol 2026-07-28, each finishing in
+// Chromium with the tool's call to the demo API through urlflow's proxy; and a 2025-11-25
+// client with URL mode, which the handler serves statelessly, told to open the link and
+// call again.
+func TestTheTypeScriptV2ExampleServerDelegates(t *testing.T) {
+	t.Parallel()
+	requireTypeScriptBuild(t)
+	start := func(flags ...string) *example {
+		return startExampleCommand(t, func(addr string) *exec.Cmd {
+			cmd := exec.Command("node", append([]string{"../clients/typescript/example/weather-v2.mjs", "--addr", addr}, flags...)...)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+			return cmd
+		})
+	}
+	x := start()
+	modernCell(t, x)
+	typeScriptClientCells(t, nil, nil, x)
+	claudeCodeCell(t, start)
+
+	t.Run("2025, stateless", func(t *testing.T) {
+		t.Parallel()
+		key := demoKey()
+		args := map[string]any{"city": "Paris"}
+		c := x.connect(t, "ivan", clientConfig{URLMode: true})
+		first := c.CallOK("forecast", args)
+		link := str(structured(t, first), "url")
+		if str(structured(t, first), "status") != "user_action_required" || !strings.HasPrefix(link, x.urlflow.BaseURL+"/e/") || !strings.Contains(text(first), link) {
+			t.Fatalf("a stateless 2025 call: %q %v", text(first), structured(t, first))
+		}
+		newPerson(t, sharedBrowser(t), "ivan").completeSecret(t, link, key)
+		wantForecast(t, c.CallOK("forecast", args), key)
+		requireNoKey(t, key, c.Traffic.String(), x.proc.Output())
+	})
 }

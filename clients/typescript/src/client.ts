@@ -163,13 +163,19 @@ export class Client {
     return (await this.#send("GET", `elicitations/${encodeURIComponent(id)}${query}`, { signal: opts.signal })).data as Elicitation;
   }
 
-  /** Waits until the elicitation ends or timeoutMs passes, and returns it as it then stands. */
+  /**
+   * Waits until the elicitation ends or timeoutMs passes, and returns it as it then stands.
+   * urlflow's long poll counts whole seconds: what is left under a second is waited here,
+   * before the last read, so that a short wait is a pause and not a burst of requests.
+   */
   async wait(id: string, opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Elicitation> {
     const deadline = Date.now() + (opts.timeoutMs ?? 10 * 60_000);
     for (;;) {
-      const left = Math.ceil((deadline - Date.now()) / 1000);
-      const e = await this.get(id, { wait: Math.max(Math.min(left, longPoll), 0), signal: opts.signal });
-      if (endedStates.includes(e.state) || left <= 0) return e;
+      const left = deadline - Date.now();
+      const secs = Math.max(0, Math.min(longPoll, Math.floor(left / 1000)));
+      if (secs === 0 && left > 0) await sleep(left, opts.signal);
+      const e = await this.get(id, { wait: secs, signal: opts.signal });
+      if (endedStates.includes(e.state) || secs === 0) return e;
     }
   }
 

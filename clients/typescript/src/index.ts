@@ -6,5 +6,5 @@ export { parseEventStream, readEvents } from "./events.js";
 export { WebhookError, WebhookVerifier, defaultTolerance, parseSecret, secretPrefix, sign, webhookHandler } from "./webhook.js";
 export type { Webhook } from "./webhook.js";
 export { Credential, Delegation, callOf } from "./mcp.js";
-export type { DelegationOptions, Requirement, SessionServer, ToolExtra, ToolNeed, ToolResult } from "./mcp.js";
+export type { DelegationOptions, InputRequiredResult, Requirement, RequirementV2, SessionServer, ToolExtra, ToolNeed, ToolResult, V2Context, V2Server } from "./mcp.js";
 export * from "./types.js";

@@ -7,11 +7,13 @@ import { endedStates } from "./types.js";
 import type { CredentialEvent } from "./types.js";
 import { webhookHandler, type WebhookVerifier } from "./webhook.js";
 
-// The MCP side for servers on the TypeScript MCP SDK v1 (@modelcontextprotocol/sdk,
-// McpServer): one call in a tool handler that returns the user's credential, or what the
-// tool answers instead, the way the calling client understands (protocol 2025-11-25). The
-// SDK's objects are used through the few methods below, so that this package needs the SDK
-// only where it throws the SDK's URL-elicitation-required error (style "error").
+// The MCP side: one call in a tool handler that returns the user's credential, or what the
+// tool answers instead, the way the calling client understands. require serves servers on
+// the TypeScript MCP SDK v1 (@modelcontextprotocol/sdk, McpServer: protocol 2025-11-25);
+// requireV2 serves servers on its v2 server package (@modelcontextprotocol/server: protocol
+// 2026-07-28, and 2025-11-25 where it serves that era). The SDKs' objects are used through
+// the few methods below, so that this package loads an SDK only where it throws the SDK's
+// URL-elicitation-required error (style "error").
 
 /** The methods of a session's Server (McpServer's .server) that require uses. */
 export interface SessionServer {
@@ -19,6 +21,28 @@ export interface SessionServer {
   getClientVersion(): { name: string; title?: string; version?: string } | undefined;
   elicitInput(params: { mode: "url"; url: string; elicitationId: string; message: string }, options?: { signal?: AbortSignal }): Promise<{ action: string }>;
   createElicitationCompletionNotifier(elicitationId: string): () => Promise<void>;
+}
+
+/** The methods of a v2 server (McpServer's .server of @modelcontextprotocol/server) that requireV2 uses. */
+export interface V2Server extends SessionServer {
+  /** The protocol revision of the request being served (2026-07-28), or of the 2025 session. */
+  getNegotiatedProtocolVersion(): string | undefined;
+}
+
+/** The parts of a v2 tool handler's context argument that requireV2 uses. */
+export interface V2Context {
+  /** Set on a 2025 session; a stateless 2025 request and a 2026-07-28 request have none. */
+  sessionId?: string;
+  mcpReq: {
+    signal?: AbortSignal;
+    _meta?: { progressToken?: string | number };
+    /** A 2026-07-28 retry's answers, by the keys of the input_required result's requests. */
+    inputResponses?: Record<string, unknown>;
+    /** A 2026-07-28 retry's requestState (the raw string: urlflow verifies its own). */
+    requestState(): unknown;
+    notify(notification: { method: string; params: Record<string, unknown> }): Promise<void>;
+  };
+  http?: { authInfo?: { token: string } };
 }
 
 /** The parts of a tool handler's extra argument that require uses. */
@@ -45,6 +69,14 @@ export interface ToolNeed extends Need {
 export interface ToolResult {
   content: { type: "text"; text: string }[];
   structuredContent: Record<string, unknown>;
+  [more: string]: unknown;
+}
+
+/** A 2026-07-28 tool result that asks the client for input before it calls again. */
+export interface InputRequiredResult {
+  resultType: "input_required";
+  inputRequests: Record<string, { method: "elicitation/create"; params: { mode: "url"; url: string; message: string } }>;
+  requestState?: string;
   [more: string]: unknown;
 }
 
@@ -77,6 +109,8 @@ export interface DelegationOptions {
   style?: "push" | "error";
   /** How long a push-style call waits for the user without a progress token (default 50 s). */
   pushWaitMs?: number;
+  /** How long a 2026-07-28 retry waits for the user without a progress token before it asks again (default 25 s). */
+  retryWaitMs?: number;
   /** With a progress token: a progress notification this often while waiting (default 15 s)... */
   progressIntervalMs?: number;
   /** ...until the elicitation's deadline, at most this long (default 10 minutes). */
@@ -87,6 +121,9 @@ export interface DelegationOptions {
 
 /** The outcome of require: the credential, or the tool's answer instead of it. */
 export type Requirement = { credential: Credential; result?: undefined } | { credential?: undefined; result: ToolResult };
+
+/** The outcome of requireV2: the credential, or the tool's answer instead of it (input_required too). */
+export type RequirementV2 = { credential: Credential; result?: undefined } | { credential?: undefined; result: ToolResult | InputRequiredResult };
 
 /** Delegation of a server's tools to urlflow: require in each tool handler, and follow. */
 export class Delegation {
@@ -100,6 +137,7 @@ export class Delegation {
     this.#opts = {
       style: opts.style ?? "push",
       pushWaitMs: opts.pushWaitMs ?? 50_000,
+      retryWaitMs: opts.retryWaitMs ?? 25_000,
       progressIntervalMs: opts.progressIntervalMs ?? 15_000,
       progressWaitLimitMs: opts.progressWaitLimitMs ?? 10 * 60_000,
       log: opts.log ?? ((message, detail) => console.warn(`delegate: ${message}`, detail ?? "")),
@@ -116,20 +154,68 @@ export class Delegation {
    * (extra.authInfo.token): urlflow checks it.
    */
   async require(server: SessionServer, extra: ToolExtra, need: ToolNeed): Promise<Requirement> {
-    const token = extra.authInfo?.token;
-    if (!token) throw new Error("delegate: the call carries no bearer token of its user (extra.authInfo.token): urlflow needs it as evidence of who the user is");
-    const user = { token };
-    const info = server.getClientVersion();
-    const answer = await this.client.create(user, { ...need, ...(info ? { client: { name: info.name, title: info.title, version: info.version } } : {}) }, extra.signal);
+    return this.#require2025(server, extra, need, async () => (await import("@modelcontextprotocol/sdk/types.js" as string)).UrlElicitationRequiredError);
+  }
+
+  /**
+   * require for servers on the TypeScript MCP SDK v2 (@modelcontextprotocol/server): server
+   * is the McpServer's .server, ctx the tool handler's context. A 2026-07-28 request gets an
+   * input_required result with urlflow's URL and requestState, and its retry (with the
+   * client's answer) the credential once the user has finished: the retry waits for the
+   * user (retryWaitMs, or with progress notifications until the elicitation's deadline when
+   * it carries a progress token), then answers with the credential, the honest outcome, or
+   * input_required again. A 2025-11-25 request on a session is answered as require does
+   * (style "error" throws the v2 package's UrlElicitationRequiredError); a stateless
+   * 2025-11-25 request (createMcpHandler's fallback) has no session to be asked in or told
+   * the end in, and gets the text that tells the user to open the link and call again.
+   */
+  async requireV2(server: V2Server, ctx: V2Context, need: ToolNeed): Promise<RequirementV2> {
+    const extra: ToolExtra = {
+      authInfo: ctx.http?.authInfo,
+      signal: ctx.mcpReq.signal,
+      _meta: ctx.mcpReq._meta,
+      sendNotification: (n) => ctx.mcpReq.notify(n),
+    };
+    if (!modernVersion(server.getNegotiatedProtocolVersion())) {
+      const errorClass = async () => (await import("@modelcontextprotocol/server" as string)).UrlElicitationRequiredError;
+      return this.#require2025(server, extra, need, errorClass, !ctx.sessionId);
+    }
+    const state = ctx.mcpReq.requestState();
+    const retry = typeof state === "string" && state !== "";
+    const answered = ctx.mcpReq.inputResponses?.[inputKey] as { action?: unknown } | undefined;
+    const action = retry && ["accept", "decline", "cancel"].includes(answered?.action as string) ? (answered?.action as "accept" | "decline" | "cancel") : undefined;
+    const user = userOf(extra);
+    const opts = { ...need, ...clientOf(server), ...(retry ? { requestState: state, action } : {}) };
+    const answer = await this.client.create(user, opts, extra.signal);
     if (answer.status === "stored") return { credential: new Credential(this.client, user, need) };
     const e = answer.elicitation;
     if (answer.status === "ended" || !e) return { result: outcomeResult(e) };
     if (!server.getClientCapabilities()?.elicitation?.url) return { result: openItResult(e) };
+    if (!retry) return { result: inputRequired(e, need, answer.requestState) };
+    // The client answered and came back: wait a while for the user before asking again.
+    await this.#waitFor(extra, e.id, e.url ?? "", this.#opts.retryWaitMs);
+    const again = await this.client.create(user, { ...opts, action: undefined }, extra.signal); // the action is recorded already
+    if (again.status === "stored") return { credential: new Credential(this.client, user, need) };
+    if (again.status === "ended" || !again.elicitation) return { result: outcomeResult(again.elicitation) };
+    return { result: inputRequired(again.elicitation, need, again.requestState) };
+  }
+
+  /**
+   * Answers a 2025-11-25 call: with URL mode, push or the -32042 error (of the class that
+   * errorClass loads); without URL mode or without a session (sessionless), the text that
+   * tells the user to open the link.
+   */
+  async #require2025(server: SessionServer, extra: ToolExtra, need: ToolNeed, errorClass: () => Promise<new (p: unknown[]) => Error>, sessionless = false): Promise<Requirement> {
+    const user = userOf(extra);
+    const answer = await this.client.create(user, { ...need, ...clientOf(server) }, extra.signal);
+    if (answer.status === "stored") return { credential: new Credential(this.client, user, need) };
+    const e = answer.elicitation;
+    if (answer.status === "ended" || !e) return { result: outcomeResult(e) };
+    if (sessionless || !server.getClientCapabilities()?.elicitation?.url) return { result: openItResult(e) };
     const params = { mode: "url" as const, url: e.url ?? "", elicitationId: e.id, message: message(need) };
     if (this.#opts.style === "error") {
       this.#owe(e.id, server);
-      const { UrlElicitationRequiredError } = await import("@modelcontextprotocol/sdk/types.js" as string);
-      throw new UrlElicitationRequiredError([params]);
+      throw new (await errorClass())([params]);
     }
     return this.#push(server, extra, user, need, params);
   }
@@ -149,7 +235,7 @@ export class Delegation {
       // No answer is not an answer: the user may still finish in the browser.
       this.#opts.log(`elicitation/create of ${id} failed; waiting for the user anyway`, err);
     }
-    const cur = await this.#waitFor(extra, id, params.url);
+    const cur = await this.#waitFor(extra, id, params.url, this.#opts.pushWaitMs);
     if (!endedStates.includes(cur.state)) return { result: waitingResult({ ...cur, url: cur.url ?? params.url }) };
     await this.#settle(cur); // the notification before the result
     if (cur.state !== "complete") return { result: outcomeResult(cur) };
@@ -158,10 +244,10 @@ export class Delegation {
     return { credential: new Credential(this.client, user, need) };
   }
 
-  /** Waits for the user: with progress notifications when the call has a progress token. */
-  async #waitFor(extra: ToolExtra, id: string, url: string): Promise<Elicitation> {
+  /** Waits for the user: with progress notifications when the call has a progress token, else at most boundedMs. */
+  async #waitFor(extra: ToolExtra, id: string, url: string, boundedMs: number): Promise<Elicitation> {
     const token = extra._meta?.progressToken;
-    if (token === undefined) return this.client.wait(id, { timeoutMs: this.#opts.pushWaitMs, signal: extra.signal });
+    if (token === undefined) return this.client.wait(id, { timeoutMs: boundedMs, signal: extra.signal });
     const until = Date.now() + this.#opts.progressWaitLimitMs;
     for (let step = 1; ; step++) {
       const cur = await this.client.wait(id, { timeoutMs: Math.min(this.#opts.progressIntervalMs, until - Date.now()), signal: extra.signal });
@@ -210,6 +296,43 @@ export class Delegation {
       else await onCredential?.(hook.credential);
     });
   }
+}
+
+/** The key of the one input request of a 2026-07-28 input_required result. */
+const inputKey = "auth";
+
+/** The first protocol revision whose clients retry a call with its input requests answered. */
+const firstModernVersion = "2026-07-28";
+
+/** Whether version (a protocol revision, a date) is 2026-07-28 or later. */
+function modernVersion(version: string | undefined): boolean {
+  return !!version && /^\d{4}-\d{2}-\d{2}$/.test(version) && version >= firstModernVersion;
+}
+
+/** The user whose bearer token came with the call: urlflow's evidence of who they are. */
+function userOf(extra: ToolExtra): User {
+  const token = extra.authInfo?.token;
+  if (!token) throw new Error("delegate: the call carries no bearer token of its user (authInfo.token): urlflow needs it as evidence of who the user is");
+  return { token };
+}
+
+/** The calling client's name for urlflow's pages, as the session or the request names it. */
+function clientOf(server: SessionServer): { client?: { name: string; title?: string; version?: string } } {
+  const info = server.getClientVersion();
+  return info ? { client: { name: info.name, title: info.title, version: info.version } } : {};
+}
+
+/**
+ * The input_required result that asks a 2026-07-28 client to send its user to e. Its
+ * URL-mode request has no elicitationId: that revision's request has none, and no
+ * completion notification refers to it.
+ */
+function inputRequired(e: Elicitation, need: Need, requestState: string | undefined): InputRequiredResult {
+  return {
+    resultType: "input_required",
+    inputRequests: { [inputKey]: { method: "elicitation/create", params: { mode: "url", url: e.url ?? "", message: message(need) } } },
+    ...(requestState ? { requestState } : {}),
+  };
 }
 
 /** The digest of a tool call (its name and canonical arguments), for ToolNeed.call. */
