@@ -72,6 +72,11 @@ type Options struct {
 	// client: on the event stream (Follow) or through WebhookHandler. It runs on the
 	// goroutine that read the event; a slow one holds the stream back.
 	OnCredentialEvent func(*CredentialEvent)
+	// OnElicitation, when set, hears of each change of one of your server's elicitations
+	// that reaches the client, with the elicitation as it stands after it: on the event
+	// stream (Follow) or through WebhookHandler. It runs on the goroutine that read the
+	// event; a slow one holds the stream back.
+	OnElicitation func(*Elicitation)
 }
 
 // Client is a delegating server's link to urlflow. Its methods may be called
@@ -285,6 +290,9 @@ type createRequest struct {
 	Metadata     map[string]string `json:"metadata,omitempty"`
 	RequestState string            `json:"requestState,omitempty"`
 	Action       string            `json:"action,omitempty"`
+	// User (a subject, with assert_users) or UserRef names the user instead of a token.
+	User    string `json:"user,omitempty"`
+	UserRef string `json:"userRef,omitempty"`
 }
 
 type clientInfo struct {

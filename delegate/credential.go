@@ -15,8 +15,9 @@ type Credential struct {
 	c         *Client
 	need      Need
 	userToken string
-	// userRef names the user instead of userToken, for a credential of Client.Offline.
-	userRef string
+	// userRef names the user instead of userToken, for a credential of Client.Offline;
+	// subject, for a server with assert_users.
+	userRef, subject string
 }
 
 // Offline returns the handle on the credential of need (its Slot or Provider, and Label)
@@ -163,7 +164,7 @@ func (cr *Credential) Release(ctx context.Context) (*Released, error) {
 }
 
 // named is the body that names the credential: its slot or provider, its label, and the
-// user's reference for a credential of Client.Offline (the user's token goes in a header).
+// user's reference or subject where they name the user (the user's token goes in a header).
 func (cr *Credential) named() map[string]any {
 	body := map[string]any{}
 	if cr.need.Slot != "" {
@@ -176,6 +177,9 @@ func (cr *Credential) named() map[string]any {
 	}
 	if cr.userRef != "" {
 		body["userRef"] = cr.userRef
+	}
+	if cr.subject != "" {
+		body["user"] = cr.subject
 	}
 	return body
 }

@@ -12,8 +12,12 @@
 // WebhookVerifier checks urlflow's webhooks. Client.CredentialStatus says how a credential
 // the server holds stands, and Client.DeleteCredential and Client.DeleteAllCredentials
 // delete what it holds for a user (when the user's account with the server ends, say).
-// A request that urlflow answers 429 is sent again as its Retry-After asks
-// (Options.RateLimitRetries), a create with an Idempotency-Key of its own.
+// Outside a tool handler, Client.Create, Client.Elicitation, Client.Wait, Client.Answer,
+// Client.Cancel and Client.Retry manage elicitations, Client.Credential is the handle on a
+// user's credential, and Client.Events reads the event stream from a position of yours;
+// Options.OnElicitation and Options.OnCredentialEvent hear of changes from Follow and
+// WebhookHandler alike. A request that urlflow answers 429 is sent again as its Retry-After
+// asks (Options.RateLimitRetries), a create with an Idempotency-Key of its own.
 //
 // It is the one package of this module with a compatibility promise: its exported names
 // keep their meaning across minor versions. It imports no other package of the module.

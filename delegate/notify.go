@@ -1,14 +1,11 @@
 package delegate
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -52,111 +49,49 @@ func (c *Client) settle(e *Elicitation) {
 	}
 }
 
-// Follow reads this server's events from urlflow (GET /api/v1/events) until ctx ends, and
-// sends each session the end of its elicitations. It reconnects after a failure, from the
-// last event it read. Run it, or serve WebhookHandler, for StyleError (a push-style call
-// that returns before its user finished relies on it too).
+// Follow reads this server's events from urlflow (Events, from now) until ctx ends, sends
+// each session the end of its elicitations, and hands each change to
+// Options.OnElicitation and Options.OnCredentialEvent. After a reset it reads every owed
+// elicitation again. Run it, or serve WebhookHandler, for StyleError (a push-style call
+// that returns before its user finished relies on it too). It reconnects after any
+// failure, a refusal too (logged), from the last event it read, until ctx ends.
 func (c *Client) Follow(ctx context.Context) error {
-	last := ""
-	for {
-		err := c.follow(ctx, &last)
-		if ctx.Err() != nil {
-			return ctx.Err()
+	return c.events(ctx, "", func(ev *Event) error {
+		switch ev.Type {
+		case "elicitation":
+			c.elicitationEvent(&ev.Elicitation.Elicitation)
+		case "credential":
+			c.credentialEvent(ev.Credential)
+		case "reset":
+			c.rereadOwed()
 		}
-		c.log.Warn("urlflow event stream ended; reconnecting", "err", err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
+		return nil
+	}, true)
+}
+
+// rereadOwed asks urlflow about every elicitation still owed to a session, after events
+// were lost, and settles those that ended.
+func (c *Client) rereadOwed() {
+	c.mu.Lock()
+	ids := make([]string, 0, len(c.waiting))
+	for id := range c.waiting {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, id := range ids {
+		if e, err := c.Elicitation(ctx, id); err == nil {
+			c.settle(e)
 		}
 	}
 }
 
-// follow reads one connection of the event stream, keeping the last event ID in last.
-func (c *Client) follow(ctx context.Context, last *string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.JoinPath("api/v1/events").String(), nil)
-	if err != nil {
-		return err
-	}
-	if err := c.authorize(req); err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	if *last != "" {
-		req.Header.Set("Last-Event-ID", *last)
-	}
-	resp, err := c.opts.HTTPClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return &APIError{Status: resp.StatusCode, Message: "the event stream was refused"}
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var id, event, data string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if event != "" {
-				c.onEvent(event, data)
-			}
-			if id != "" {
-				*last = id
-			}
-			id, event, data = "", "", ""
-		case strings.HasPrefix(line, "id: "):
-			id = strings.TrimPrefix(line, "id: ")
-		case strings.HasPrefix(line, "event: "):
-			event = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			data = strings.TrimPrefix(line, "data: ")
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	return errors.New("the stream closed")
-}
-
-// onEvent handles one event of the stream.
-func (c *Client) onEvent(event, data string) {
-	switch event {
-	case "elicitation":
-		var ev struct {
-			Elicitation Elicitation `json:"elicitation"`
-		}
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
-			c.log.Warn("urlflow event not understood", "err", err)
-			return
-		}
-		c.settle(&ev.Elicitation)
-	case "credential":
-		var ev CredentialEvent
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
-			c.log.Warn("urlflow event not understood", "err", err)
-			return
-		}
-		c.credentialEvent(&ev)
-	case "reset":
-		// Events were lost: ask urlflow about every elicitation still owed.
-		c.mu.Lock()
-		ids := make([]string, 0, len(c.waiting))
-		for id := range c.waiting {
-			ids = append(ids, id)
-		}
-		c.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for _, id := range ids {
-			var e Elicitation
-			if _, err := c.do(ctx, http.MethodGet, "elicitations/"+id, "", nil, &e); err == nil {
-				c.settle(&e)
-			}
-		}
+// elicitationEvent settles e and hands it to Options.OnElicitation, if set.
+func (c *Client) elicitationEvent(e *Elicitation) {
+	c.settle(e)
+	if c.opts.OnElicitation != nil {
+		c.opts.OnElicitation(e)
 	}
 }
 
@@ -187,7 +122,7 @@ func (c *Client) WebhookHandler(v *WebhookVerifier) http.Handler {
 		case hook.Credential != nil:
 			c.credentialEvent(hook.Credential)
 		default:
-			c.settle(&hook.Elicitation)
+			c.elicitationEvent(&hook.Elicitation)
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})

@@ -134,18 +134,23 @@ type Elicitation struct {
 	State   string `json:"state"`
 	Kind    string `json:"kind"`
 	Target  string `json:"target"`
+	Label   string `json:"label,omitempty"`
 	Service string `json:"service,omitempty"`
 	// UserRef is the reference your service knows the user by: the same for one user in
 	// every answer, event and webhook, different at every service (store it instead of
 	// the issuer's subject).
 	UserRef string `json:"userRef,omitempty"`
 	// Call and Metadata are your server's own, from the create request that started it.
-	Call      string            `json:"call,omitempty"`
-	Metadata  map[string]string `json:"metadata,omitempty"`
-	URL       string            `json:"url,omitempty"`
-	CreatedAt time.Time         `json:"createdAt"`
-	UpdatedAt time.Time         `json:"updatedAt"`
-	ExpiresAt time.Time         `json:"expiresAt"`
+	Call     string            `json:"call,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+	URL      string            `json:"url,omitempty"`
+	// RetryOf and RetriedBy link an elicitation retried with a new one (Client.Retry) and
+	// that new one.
+	RetryOf   string    `json:"retryOf,omitempty"`
+	RetriedBy string    `json:"retriedBy,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
 }
 
 // WebhookVerifier verifies the webhooks signed with one of its secrets and remembers the IDs it verified
@@ -228,6 +233,9 @@ func (v *WebhookVerifier) Verify(header http.Header, body []byte) (*Webhook, err
 	}
 	if err := json.Unmarshal(body, &msg); err != nil {
 		return nil, fmt.Errorf("webhook: the body is not urlflow's: %w", err)
+	}
+	if msg.Type == "" {
+		return nil, errors.New("webhook: the body is not urlflow's: no type")
 	}
 	hook := &Webhook{ID: id, Type: msg.Type}
 	if err := hook.decodeData(msg.Data); err != nil {

@@ -146,7 +146,8 @@ func TestWebhookHandlerRefusesWhatDoesNotVerifyAndTellsNoOne(t *testing.T) {
 
 // OnCredentialEvent hears of the changes of the credentials the server holds, through the
 // webhook as through the event stream: stored when the user enters it, deleted when the
-// server deletes it, with the user's reference; never a value.
+// server deletes it, with the user's reference; never a value. OnElicitation hears, the
+// same two ways, of the flow that stored it ending complete.
 func TestAServerHearsOfTheChangesOfItsCredentials(t *testing.T) {
 	t.Parallel()
 	u := startUrlflow(t)
@@ -159,13 +160,21 @@ func TestAServerHearsOfTheChangesOfItsCredentials(t *testing.T) {
 			*to = append(*to, ev)
 		}
 	}
-	hooked := startWeather(t, u, delegate.Options{Style: delegate.StyleError, OnCredentialEvent: record(&byHook)})
+	var flowsByHook, flowsByStream []*delegate.Elicitation
+	recordFlow := func(to *[]*delegate.Elicitation) func(*delegate.Elicitation) {
+		return func(e *delegate.Elicitation) {
+			mu.Lock()
+			defer mu.Unlock()
+			*to = append(*to, e)
+		}
+	}
+	hooked := startWeather(t, u, delegate.Options{Style: delegate.StyleError, OnCredentialEvent: record(&byHook), OnElicitation: recordFlow(&flowsByHook)})
 	v, err := delegate.NewWebhookVerifier(webhookSecret)
 	if err != nil {
 		t.Fatal(err)
 	}
 	u.Hooks.serve(hooked.Client.WebhookHandler(v))
-	following := startWeather(t, u, delegate.Options{OnCredentialEvent: record(&byStream)})
+	following := startWeather(t, u, delegate.Options{OnCredentialEvent: record(&byStream), OnElicitation: recordFlow(&flowsByStream)})
 	ctx := testContext(t)
 	go following.Client.Follow(ctx)
 	eventually(t, 10*time.Second, "the event stream opened", func() bool { return len(following.API.calls("GET /api/v1/events")) > 0 })
@@ -198,12 +207,23 @@ func TestAServerHearsOfTheChangesOfItsCredentials(t *testing.T) {
 		return slices.Equal(types(&byStream), want) && len(hooked) == 2 && slices.Contains(hooked, want[0]) && slices.Contains(hooked, want[1])
 	})
 	mu.Lock()
-	defer mu.Unlock()
 	i := slices.IndexFunc(byHook, func(ev *delegate.CredentialEvent) bool { return ev.Type == "credential.deleted" })
-	if deleted := byHook[i]; deleted.Actor != "service" || !strings.Contains(deleted.Reason, "account closed") || deleted.Credential != nil {
+	deleted, stored := byHook[i], byStream[0]
+	mu.Unlock()
+	if deleted.Actor != "service" || !strings.Contains(deleted.Reason, "account closed") || deleted.Credential != nil {
 		t.Errorf("the deletion: %+v", deleted)
 	}
-	if stored := byStream[0]; stored.Actor != "user" || stored.Credential == nil || stored.Credential.StoredAt.IsZero() || stored.ElicitationID == "" {
+	if stored.Actor != "user" || stored.Credential == nil || stored.Credential.StoredAt.IsZero() || stored.ElicitationID == "" {
 		t.Errorf("the storing: %+v", stored)
 	}
+	completed := func(heard *[]*delegate.Elicitation) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.ContainsFunc(*heard, func(e *delegate.Elicitation) bool {
+			return e.ID == stored.ElicitationID && e.State == "complete" && e.UserRef == st.UserRef
+		})
+	}
+	eventually(t, 10*time.Second, "the flow's completion heard by webhook and stream", func() bool {
+		return completed(&flowsByHook) && completed(&flowsByStream)
+	})
 }

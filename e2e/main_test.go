@@ -19,8 +19,9 @@ import (
 )
 
 // binary is the urlflow binary built once for all tests; exampleBinary the example
-// delegating server (examples/weather).
-var binary, exampleBinary string
+// delegating server (examples/weather); goRunnerBinary the Go package's runner of the
+// delegation conformance suite (clients/conformance/gorunner).
+var binary, exampleBinary, goRunnerBinary string
 
 func TestMain(m *testing.M) {
 	// Six at a time: the tests wait on processes (urlflow, Redis, Chromium, Node) more
@@ -42,7 +43,8 @@ func runTests(m *testing.M) int {
 		args = append(args, "-race") // the server runs under the race detector too
 	}
 	exampleBinary = filepath.Join(dir, "weather")
-	for out, pkg := range map[string]string{binary: "../cmd/urlflow", exampleBinary: "../examples/weather"} {
+	goRunnerBinary = filepath.Join(dir, "gorunner")
+	for out, pkg := range map[string]string{binary: "../cmd/urlflow", exampleBinary: "../examples/weather", goRunnerBinary: "../clients/conformance/gorunner"} {
 		build := exec.Command("go", append(args[:len(args):len(args)], "-o", out, pkg)...)
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {

@@ -29,7 +29,7 @@ var layers = [][]string{
 	{"web"},
 	// Programs and whole-system tests.
 	{"cmd/urlflow/internal/opsclient"},
-	{"cmd/urlflow", "examples/", "e2e", "e2e/", "deploy"},
+	{"cmd/urlflow", "examples/", "clients/", "e2e", "e2e/", "deploy"},
 }
 
 // Layer returns the layer of the module's package at path (relative to the module), and
