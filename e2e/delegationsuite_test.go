@@ -40,6 +40,7 @@ func TestEveryClientPackagePassesTheDelegationSuite(t *testing.T) {
 	}{
 		{"Go", []string{goRunnerBinary, "../clients/conformance/cases.json"}},
 		{"TypeScript", []string{"node", "../clients/conformance/typescript.mjs", "../clients/conformance/cases.json"}},
+		{"Python", []string{"python3", "../clients/conformance/python.py", "../clients/conformance/cases.json"}},
 	} {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/services"
+)
+
+// The Python package (clients/python) against urlflow: its live program
+// (clients/python/live/flow.py) serves the service's webhook endpoint, creates an
+// elicitation, the user enters a demo key in Chromium, the program hears of it by a
+// webhook that it verifies with the service's secret, and calls the demo API through the
+// proxy; neither its output nor the webhooks carry the key.
+func TestThePythonPackageDelegatesAgainstUrlflow(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	key, digest := services.NewKey()
+	resource := "http://127.0.0.1:1/python-mcp"
+	hookAddr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	config := write("urlflow.yaml", fmt.Sprintf(`secrets:
+  - name: demo_api_key
+    label: Demo API key
+    api:
+      base_url: "{public_url}/demo/api"
+      methods: [GET]
+      inject: {header: Authorization, template: "Bearer {secret}"}
+services:
+  - name: pyserver
+    label: Python MCP
+    resource: %s
+    slots: [demo_api_key]
+    keys_file: %s
+    webhook:
+      url: http://%s/urlflow-webhook
+      secret_file: %s
+      events: ["elicitation.*"]
+`, resource, write("pyserver.keys", digest+"\n"), hookAddr, write("pyserver.whsec", secret+"\n")))
+	s := startServer(t, serverConfig{Redis: redistest.Start(t), ConfigHome: filepath.Join(dir, "home"), ConfigFile: config})
+	var tok struct {
+		Token string `json:"token"`
+	}
+	if status := s.getJSON("/dev/token?user=quinn&resource="+resource, "", &tok); status != 200 {
+		t.Fatalf("dev token: %d", status)
+	}
+
+	cmd := exec.Command("python3", "../clients/python/live/flow.py")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "URLFLOW_URL=" + s.BaseURL, "URLFLOW_SERVICE_KEY=" + key,
+		"URLFLOW_WEBHOOK_SECRET=" + secret, "WEBHOOK_ADDR=" + hookAddr, "USER_TOKEN=" + tok.Token}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	type line struct {
+		Event, URL, ID, Type, State, Status, Account string
+		New                                          bool
+		APIStatus                                    int `json:"apiStatus"`
+	}
+	lines := make(chan line)
+	var output strings.Builder
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			output.WriteString(sc.Text() + "\n")
+			var l line
+			if json.Unmarshal(sc.Bytes(), &l) == nil {
+				lines <- l
+			}
+		}
+	}()
+	next := func(event string) line {
+		t.Helper()
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("the Python flow ended before %q:\n%s", event, stderr.String())
+				}
+				if l.Event == event {
+					return l
+				}
+			case <-time.After(2 * time.Minute):
+				t.Fatalf("no %q from the Python flow in 2 minutes:\n%s", event, stderr.String())
+			}
+		}
+	}
+	asked := next("url")
+	if !asked.New || !strings.HasPrefix(asked.URL, s.BaseURL+"/e/") {
+		t.Fatalf("the create: %+v", asked)
+	}
+	demo := demoKey()
+	newPerson(t, sharedBrowser(t), "quinn").completeSecret(t, asked.URL, demo)
+	res := next("result")
+	if res.State != "complete" || res.Status != "stored" || res.APIStatus != 200 || !strings.HasPrefix(res.Account, "demo-") {
+		t.Fatalf("the result: %+v", res)
+	}
+	for range lines {
+		// the rest of its output, until it exits
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the Python flow: %v\n%s", err, stderr.String())
+	}
+	requireNoKey(t, demo, output.String(), stderr.String(), s.Output())
+}
