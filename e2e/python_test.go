@@ -128,3 +128,49 @@ services:
 	}
 	requireNoKey(t, demo, output.String(), stderr.String(), s.Output())
 }
+
+// The Python example (clients/python/example/forecast.py) with the commands of its guide
+// (docs/delegating-from-python.md) next to urlflow dev: it prints the link, the user
+// enters a demo key in Chromium, and it prints the forecast from the demo API; started
+// without urlflow, it says to start it first and exits 1.
+func TestThePythonExampleRunsNextToUrlflowDev(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, serverConfig{Redis: redistest.Start(t)})
+	cmd := exec.Command("python3", "../clients/python/example/forecast.py", "Paris")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "URLFLOW_URL=" + s.BaseURL}
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out // Wait returns once all of it is read
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	var link string
+	eventually(t, firstAsk, "the example's link", func() bool {
+		_, rest, ok := strings.Cut(out.String(), "forecast: open ")
+		if ok {
+			link = strings.Fields(rest)[0]
+		}
+		return ok
+	})
+	demo := demoKey()
+	newPerson(t, sharedBrowser(t), "alice").completeSecret(t, link, demo)
+	select {
+	case err := <-done:
+		done <- err // for the cleanup
+		if err != nil || !strings.Contains(out.String(), "sunny in Paris, says the demo API (HTTP 200) to account demo-") {
+			t.Fatalf("the example: %v\n%s", err, out.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the example did not end after the browser step:\n%s", out.String())
+	}
+	requireNoKey(t, demo, out.String())
+
+	without := exec.Command("python3", "../clients/python/example/forecast.py")
+	without.Env = []string{"PATH=" + os.Getenv("PATH"), fmt.Sprintf("URLFLOW_URL=http://127.0.0.1:%d", redistest.FreePort(t))}
+	said, err := without.CombinedOutput()
+	if without.ProcessState.ExitCode() != 1 || !strings.Contains(string(said), "start it first with go run ./cmd/urlflow dev") {
+		t.Errorf("without urlflow: %v\n%s", err, said)
+	}
+}

@@ -3,9 +3,11 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -146,5 +148,40 @@ func TestTheTypeScriptV2ExampleServerDelegates(t *testing.T) {
 		newPerson(t, sharedBrowser(t), "ivan").completeSecret(t, link, key)
 		wantForecast(t, c.CallOK("forecast", args), key)
 		requireNoKey(t, key, c.Traffic.String(), x.proc.Output())
+	})
+}
+
+// The TypeScript examples' default address is the resource of urlflow dev's demo service,
+// so that the two commands of the guide (docs/delegating-from-typescript.md) give tokens
+// that the example's users can use (it was another port, whose tokens urlflow dev refused);
+// started elsewhere, an example says how to start urlflow dev for it.
+func TestTheTypeScriptExamplesDefaultAddressIsUrlflowDevsDemoResource(t *testing.T) {
+	t.Parallel()
+	requireTypeScriptBuild(t)
+	s := startServer(t, serverConfig{Redis: redistest.Start(t)})
+	var demo struct {
+		Resource string `json:"resource"`
+	}
+	if status := s.getJSON("/dev/service-key?service=demo", "", &demo); status != 200 || demo.Resource == "" {
+		t.Fatalf("dev service key: %d %+v", status, demo)
+	}
+	common, err := os.ReadFile("../clients/typescript/example/common.mjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`addr: \{ type: "string", default: "([^"]+)" \}`).FindSubmatch(common)
+	if m == nil || "http://"+string(m[1])+"/mcp" != demo.Resource {
+		t.Fatalf("the examples' default address %q is not urlflow dev's demo resource %s", m, demo.Resource)
+	}
+
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
+	cmd := exec.Command("node", "../clients/typescript/example/weather-v2.mjs", "--addr", addr)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "URLFLOW_URL=" + s.BaseURL}
+	proc, _, err := launch(t, cmd, "weather: MCP on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the hint to start urlflow dev for the example's resource", func() bool {
+		return strings.Contains(proc.Output(), "start urlflow dev with URLFLOW_DEV_DEMO_RESOURCE=http://"+addr+"/mcp")
 	})
 }

@@ -267,6 +267,9 @@ func TestDevTokensForAServiceResource(t *testing.T) {
 
 	// The demo service's key, for an example server next to urlflow dev; on loopback only.
 	f.send(t, nil, request{method: http.MethodGet, path: "/dev/service-key"}).want(t, http.StatusOK, `"key":"urlflow_sk_DEMOKEYOFTHEFIXTURE"`)
+	// With the service's resource, for its users' tokens (/dev/token?resource=).
+	cal, _ := f.services.Lookup(calendar)
+	f.send(t, nil, request{method: http.MethodGet, path: "/dev/service-key?service=" + calendar}).want(t, http.StatusOK, `"resource":"`+cal.Resource+`"`)
 	f.send(t, nil, request{method: http.MethodGet, path: "/dev/service-key?service=weather"}).want(t, http.StatusNotFound, "no development service")
 	f.send(t, nil, request{method: http.MethodGet, path: "/dev/service-key", host: "evil.example"}).want(t, http.StatusMisdirectedRequest)
 }

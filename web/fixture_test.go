@@ -329,7 +329,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		PublicURL: publicURL, MCP: f.mcp, Limits: rateLimits,
 		Pages: pages.New(pages.Options{Browser: f.browsers, Limits: rateLimits, Flows: store, Credentials: creds, Vault: vault,
 			Slots: catalog, Providers: known, Keeper: keeper, Authorizations: authorizations.New(rdb), Upstream: upstream.New(nil),
-			Services: f.services, Dev: f.dev, DevServiceKeys: map[string]string{"demo": "urlflow_sk_DEMOKEYOFTHEFIXTURE"},
+			Services: f.services, Dev: f.dev, DevServiceKeys: map[string]string{"demo": "urlflow_sk_DEMOKEYOFTHEFIXTURE", calendar: "urlflow_sk_CALENDARKEYOFTHEFIXTURE"},
 			SignIn: signIn, Counters: count, Logger: log}),
 		Admin: admin.New(admin.Options{Browser: f.browsers, Flows: store, Recovery: recoveries, OperatorSubjects: []string{"operator"}, Dev: f.dev != nil}),
 		API: api.New(api.Options{PublicURL: publicURL, Flows: store, Hub: hub, Asker: f.asker, Recovery: recoveries,

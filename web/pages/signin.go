@@ -183,5 +183,9 @@ func (s *Pages) devServiceKey(c echo.Context) error {
 	if !ok {
 		return echo.NewHTTPError(http.StatusNotFound, "no development service "+strconv.Quote(name)+" (urlflow dev adds one named demo)")
 	}
-	return c.JSON(http.StatusOK, map[string]string{"service": name, "key": key})
+	answer := map[string]string{"service": name, "key": key}
+	if svc, ok := s.opts.Services.Lookup(name); ok {
+		answer["resource"] = svc.Resource // its users' tokens are for it (/dev/token?resource=)
+	}
+	return c.JSON(http.StatusOK, answer)
 }

@@ -7,7 +7,9 @@ import { parseArgs } from "node:util";
 export function exampleFlags() {
   return parseArgs({
     options: {
-      addr: { type: "string", default: "127.0.0.1:8092" },
+      // urlflow dev's demo service has this resource (URLFLOW_DEV_DEMO_RESOURCE moves it):
+      // its users' tokens are for it.
+      addr: { type: "string", default: "127.0.0.1:8090" },
       style: { type: "string", default: "push" },
       slot: { type: "string", default: "demo_api_key" },
       "retry-wait": { type: "string" }, // a duration such as 25s or 300ms; tests shorten it
@@ -80,7 +82,11 @@ export function listen(flags, serve, onStop) {
       const { token } = await devJSON(`/dev/token?user=alice&resource=${encodeURIComponent(resource)}`);
       console.log(`weather: a token of the development user alice for it:\n  ${token}`);
     } catch {
-      // not urlflow dev, or another resource: no token to print
+      // not urlflow dev, or urlflow dev's demo service is for another resource
+      const demo = await devJSON("/dev/service-key?service=demo").catch(() => undefined);
+      if (demo?.resource && demo.resource !== resource) {
+        console.log(`weather: urlflow dev's demo service is for ${demo.resource}, not ${resource}: its users' tokens will not do here; start urlflow dev with URLFLOW_DEV_DEMO_RESOURCE=${resource}`);
+      }
     }
   });
   const shutdown = () => {
