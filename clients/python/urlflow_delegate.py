@@ -416,11 +416,12 @@ class AsyncClient:
 
         return call
 
-    async def events(self, last_event_id: str = "", **kwargs: Any):
-        """Client.events as an async iterator; leaving the loop stops the reader thread."""
+    async def events(self, last_event_id: str = "", *, stop: threading.Event | None = None, **kwargs: Any):
+        """Client.events as an async iterator, read in a thread; leaving the loop, or
+        setting stop, stops the thread."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
-        stop = threading.Event()
+        stop = stop or threading.Event()
         done = object()
 
         def read() -> None:

@@ -216,3 +216,36 @@ class RequireTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FollowTest(unittest.TestCase):
+    def test_follow_tells_each_owed_session_the_end_once_and_rereads_after_a_reset(self):
+        u = FakeUrlflow([("user_action_required", "pending"), ("user_action_required", "pending")])
+        d = uf.Delegation(u, style="error", sdk=SDK, log=lambda m: None)
+        first, second = FakeSession(), FakeSession()
+        for session in (first, second):
+            with self.assertRaises(UrlElicitationRequiredError):
+                run(d.require(ctx_v1(session), NEED))
+        u.wait_state = "complete"  # what get answers after the reset
+
+        def events(last_event_id="", *, stop=None, **kwargs):
+            yield {"type": "elicitation", "id": "1-0", "data": {"to": "pending", "elicitation": {"id": "E1", "state": "pending"}}}
+            yield {"type": "reset", "id": "2-0"}
+            yield {"type": "elicitation", "id": "3-0", "data": {"to": "complete", "elicitation": {"id": "E1", "state": "complete"}}}
+            stop.wait(5)
+
+        u.events = events
+
+        async def follow_a_while():
+            stop = asyncio.Event()
+            task = asyncio.ensure_future(d.follow(stop))
+            for _ in range(100):
+                await asyncio.sleep(0.02)
+                if first.completed:
+                    break
+            stop.set()
+            await asyncio.wait_for(task, 5)
+
+        run(follow_a_while())
+        self.assertEqual(first.completed, ["E1"])  # after the reset, read again; not again on the later event
+        self.assertEqual(second.completed, ["E1"])
