@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/urlflow/urlflow/internal/redistest"
-	"github.com/urlflow/urlflow/services"
 )
 
 // The Python package (clients/python) against urlflow: its live program
@@ -24,34 +23,9 @@ func TestThePythonPackageDelegatesAgainstUrlflow(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	key, digest := services.NewKey()
 	resource := "http://127.0.0.1:1/python-mcp"
 	hookAddr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
-	write := func(name, content string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	config := write("urlflow.yaml", fmt.Sprintf(`secrets:
-  - name: demo_api_key
-    label: Demo API key
-    api:
-      base_url: "{public_url}/demo/api"
-      methods: [GET]
-      inject: {header: Authorization, template: "Bearer {secret}"}
-services:
-  - name: pyserver
-    label: Python MCP
-    resource: %s
-    slots: [demo_api_key]
-    keys_file: %s
-    webhook:
-      url: http://%s/urlflow-webhook
-      secret_file: %s
-      events: ["elicitation.*"]
-`, resource, write("pyserver.keys", digest+"\n"), hookAddr, write("pyserver.whsec", secret+"\n")))
+	config, key := hookedService(t, dir, "pyserver", resource, "http://"+hookAddr+"/urlflow-webhook", secret)
 	s := startServer(t, serverConfig{Redis: redistest.Start(t), ConfigHome: filepath.Join(dir, "home"), ConfigFile: config})
 	var tok struct {
 		Token string `json:"token"`

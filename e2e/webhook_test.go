@@ -63,6 +63,40 @@ func (r *webhookReceiver) received() ([]*delegate.Webhook, string) {
 	return append([]*delegate.Webhook(nil), r.got...), strings.Join(r.bodies, "\n")
 }
 
+// hookedService writes, in dir, the configuration of a service name (resource) that may ask
+// for the demo API key, with its key file and a webhook of elicitation events to url signed
+// with secret, and returns the configuration's path and the service's key.
+func hookedService(t *testing.T, dir, name, resource, url, secret string) (config, key string) {
+	t.Helper()
+	key, digest := services.NewKey()
+	write := func(file, content string) string {
+		path := filepath.Join(dir, file)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	config = write("urlflow.yaml", fmt.Sprintf(`secrets:
+  - name: demo_api_key
+    label: Demo API key
+    api:
+      base_url: "{public_url}/demo/api"
+      methods: [GET]
+      inject: {header: Authorization, template: "Bearer {secret}"}
+services:
+  - name: %[1]s
+    label: %[1]s MCP
+    resource: %[2]s
+    slots: [demo_api_key]
+    keys_file: %[3]s
+    webhook:
+      url: %[4]s
+      secret_file: %[5]s
+      events: ["elicitation.*"]
+`, name, resource, write(name+".keys", digest+"\n"), url, write(name+".whsec", secret+"\n")))
+	return config, key
+}
+
 // TestAWebhookReachesAReceiverThatWasDownAcrossARestart: a service's flow completes while
 // its webhook receiver is down; urlflow tries, stops, starts again, and delivers the
 // message once the receiver is back, signed so that package delegate accepts it, and
@@ -73,33 +107,8 @@ func TestAWebhookReachesAReceiverThatWasDownAcrossARestart(t *testing.T) {
 	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	recv := newWebhookReceiver(t, secret)
 	recv.down.Store(true)
-	key, digest := services.NewKey()
 	resource := "http://127.0.0.1:1/hooks-mcp"
-	write := func(name, content string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	config := write("urlflow.yaml", fmt.Sprintf(`secrets:
-  - name: demo_api_key
-    label: Demo API key
-    api:
-      base_url: "{public_url}/demo/api"
-      methods: [GET]
-      inject: {header: Authorization, template: "Bearer {secret}"}
-services:
-  - name: hooks
-    label: Hooks MCP
-    resource: %s
-    slots: [demo_api_key]
-    keys_file: %s
-    webhook:
-      url: %s/urlflow-webhook
-      secret_file: %s
-      events: ["elicitation.*"]
-`, resource, write("hooks.keys", digest+"\n"), recv.srv.URL, write("hooks.whsec", secret+"\n")))
+	config, key := hookedService(t, dir, "hooks", resource, recv.srv.URL+"/urlflow-webhook", secret)
 	rs := redistest.Start(t)
 	cfg := serverConfig{Redis: rs, ConfigHome: filepath.Join(dir, "home"), ConfigFile: config,
 		Env: []string{"URLFLOW_TEST_WEBHOOK_RETRY=300ms"}}
