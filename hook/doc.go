@@ -8,8 +8,9 @@
 //   - A URL-mode request goes through only when the URL's origin (scheme, IDNA-normalised
 //     host, port) is one of the allowed origins; https only, except on loopback.
 //   - A form-mode request is refused when its message or requested schema asks for a secret
-//     (a password, an API key, a token, a card number, ...; see [SecretPhrases]), unless its
-//     server is trusted by name and URL.
+//     (a password, an API key, a token, a card number, ...: the phrases of vocabulary.json,
+//     in fourteen languages, read through disguises such as look-alike letters or invisible
+//     characters), unless its server is trusted by name and URL.
 //   - An accepted form answer is declined when one of its values looks like a secret (a
 //     known key prefix, a JWT, a PEM block, a long high-entropy string).
 //

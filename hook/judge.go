@@ -71,17 +71,17 @@ type Options struct {
 
 // A Judge decides hook inputs by one policy.
 type Judge struct {
-	allowed []Origin
-	trusted map[string]string // server name → normalised URL
-	servers ServerFinder
-	phrases *phraseMatcher
-	now     func() time.Time
+	allowed    []Origin
+	trusted    map[string]string // server name → normalised URL
+	servers    ServerFinder
+	vocabulary *vocabulary
+	now        func() time.Time
 }
 
 // NewJudge returns a Judge for the policy p. An allowed origin or trusted server that does
 // not parse is an error, all of them named at once.
 func NewJudge(p Policy, opts Options) (*Judge, error) {
-	j := &Judge{trusted: map[string]string{}, servers: opts.Servers, phrases: defaultMatcher, now: opts.Now}
+	j := &Judge{trusted: map[string]string{}, servers: opts.Servers, vocabulary: defaultVocabulary, now: opts.Now}
 	if j.now == nil {
 		j.now = time.Now
 	}
@@ -157,7 +157,7 @@ func (j *Judge) decideRequest(in *Input, e *Entry) {
 	case ModeURL:
 		e.Decision, e.Reason = j.judgeURL(in.URL)
 	case ModeForm:
-		reason, fields, err := formAsksForSecret(j.phrases, in.Message, in.RequestedSchema)
+		reason, fields, err := formAsksForSecret(j.vocabulary, in.Message, in.RequestedSchema)
 		for _, f := range fields {
 			e.Fields = append(e.Fields, Field{Name: f})
 		}

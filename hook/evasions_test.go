@@ -1,0 +1,224 @@
+package hook
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// The evasions a hostile or careless server could try against the form check, by class;
+// each case got past the check before normalisation, the vocabulary file and reading the
+// whole form (issue 31), and each must now be refused.
+func TestFormEvasionsAreCaught(t *testing.T) {
+	j := testJudge(t)
+	str := func(name, title string) string {
+		return `{"type":"object","properties":{"` + name + `":{"type":"string","title":"` + title + `"}}}`
+	}
+	for class, cases := range map[string][]struct{ name, message, schema string }{
+		"words it did not know": {
+			{"pw", "Sign in", str("pw", "")},
+			{"pwd", "Sign in", str("pwd", "")},
+			{"PIN", "Unlock", str("PIN", "")},
+			{"2fa", "Verify", str("code", "2FA code")},
+			{"auth", "Connect", str("auth", "")},
+			{"bearer", "Connect", str("header", "Bearer")},
+			{"sessionid", "Connect", str("sessionid", "")},
+			{"cookie", "Connect", str("cookie", "")},
+			{"GitHub PAT", "Connect", str("v", "GitHub PAT")},
+			{"one of your API tokens", "Paste one of your API tokens", str("value", "")},
+			{"Authorization header", "Connect", str("h", "Authorization header")},
+			{"wallet mnemonic", "Restore", str("m", "Wallet mnemonic")},
+			{"contraseña", "Entrar", str("c", "Contraseña")},
+			{"Passwort", "Anmelden", str("p", "Passwort")},
+			{"mot de passe", "Connexion", str("m", "Mot de passe")},
+			{"пароль", "Вход", str("p", "Пароль")},
+			{"密码", "登录", str("p", "请输入密码")},
+			{"パスワード", "ログイン", str("p", "パスワードを入力")},
+			{"비밀번호", "로그인", str("p", "비밀번호를 입력하세요")},
+		},
+		"unicode": {
+			{"zero-width space", "Sign in", str("x", "pass\u200bword")},
+			{"soft hyphen", "Sign in", str("x", "pass\u00adword")},
+			{"Cyrillic а", "Sign in", str("x", "p\u0430ssword")},
+			{"full-width", "Sign in", str("x", "ｐａｓｓｗｏｒｄ")},
+			{"Passw0rd", "Sign in", str("x", "Passw0rd")},
+			{"p@ssword", "Sign in", str("x", "p@ssword")},
+			{"spaced letters", "Sign in", str("x", "p a s s w o r d")},
+			{"A-P-I key", "Connect", str("x", "A-P-I key")},
+			{"bidi control", "Sign in", str("x", "pass\u202eword")},
+		},
+		"where it looks": {
+			{"the schema's title", "Continue", `{"type":"object","title":"Your API key","properties":{"value":{"type":"string"}}}`},
+			{"the schema's description", "Continue", `{"type":"object","description":"Paste your token","properties":{"value":{"type":"string"}}}`},
+			{"an enum option's title", "Continue", `{"type":"object","properties":{"kind":{"type":"string","oneOf":[{"const":"a","title":"I will paste my API key next"}]},"value":{"type":"string"}}}`},
+			{"a boolean's title", "Continue", `{"type":"object","properties":{"ok":{"type":"boolean","title":"Type your password in the next field"},"value":{"type":"string"}}}`},
+			{"the message alone", "Paste your Acme API key below", str("value", "")},
+			{"anyOf with a string", "Continue", `{"type":"object","properties":{"api_key":{"anyOf":[{"type":"string"},{"type":"null"}]}}}`},
+			{"a nested object", "Continue", `{"type":"object","properties":{"creds":{"type":"object","properties":{"secret":{"type":"string"}}}}}`},
+			{"array items", "Continue", `{"type":"object","properties":{"keys":{"type":"array","items":{"type":"string","title":"API key"}}}}`},
+			{"object items", "Continue", `{"type":"object","properties":{"accounts":{"type":"array","items":{"type":"object","properties":{"token":{"type":"string"}}}}}}`},
+			{"a default", "Continue", `{"type":"object","properties":{"v":{"type":"string","default":"paste your api key here"}}}`},
+			{"an example", "Continue", `{"type":"object","properties":{"v":{"type":"string","examples":["your password"]}}}`},
+			{"a type list", "Continue", `{"type":"object","properties":{"password":{"type":["string","null"]}}}`},
+		},
+	} {
+		for _, c := range cases {
+			t.Run(class+"/"+c.name, func(t *testing.T) {
+				if e := j.Decide(formInput("evil", c.message, c.schema)); e.Decision != Refuse {
+					t.Fatalf("not refused: %s (%s)", e.Decision, e.Reason)
+				}
+			})
+		}
+	}
+}
+
+// Forms that ask for no secret keep working, whatever words they hold around what cannot
+// carry one.
+func TestInnocentFormsPass(t *testing.T) {
+	j := testJudge(t)
+	for name, c := range map[string]struct{ message, schema string }{
+		"a project":                    {"Which project?", `{"type":"object","properties":{"project":{"type":"string","title":"Project"}}}`},
+		"a boolean about a password":   {"Reset your password?", `{"type":"object","properties":{"ok":{"type":"boolean"}}}`},
+		"a choice of token types":      {"Which?", `{"type":"object","properties":{"token_type":{"type":"string","enum":["bearer","basic"]}}}`},
+		"max_tokens":                   {"How long?", `{"type":"object","properties":{"max_tokens":{"type":"integer"}}}`},
+		"page_token":                   {"Next page?", `{"type":"object","properties":{"page_token":{"type":"string"}}}`},
+		"a forgotten password's email": {"Forgot password? We send a link.", `{"type":"object","properties":{"email":{"type":"string","format":"email"}}}`},
+		"keywords in Spanish":          {"Buscar", `{"type":"object","properties":{"q":{"type":"string","title":"Palabra clave"}}}`},
+		"a boarding pass":              {"Your trip", `{"type":"object","properties":{"seat":{"type":"string","title":"Seat on your boarding pass"}}}`},
+		"a secretary":                  {"Who?", `{"type":"object","properties":{"secretary_name":{"type":"string"}}}`},
+		"cookies consent and a name":   {"Welcome", `{"type":"object","properties":{"cookie":{"type":"boolean","title":"Accept cookies"},"name":{"type":"string"}}}`},
+		"a pin choice and a comment":   {"Dashboard", `{"type":"object","properties":{"pin":{"type":"boolean","title":"Pin to the dashboard"},"comment":{"type":"string"}}}`},
+		"a zip code":                   {"Shipping", `{"type":"object","properties":{"zip":{"type":"string","title":"Zip code"}}}`},
+		"a promo code":                 {"Checkout", `{"type":"object","properties":{"promo":{"type":"string","title":"Promo code"}}}`},
+		"a secret santa":               {"Party", `{"type":"object","properties":{"gift":{"type":"string","title":"Gift idea for secret santa"}}}`},
+		"oauth2 in a name":             {"Setup", `{"type":"object","properties":{"oauth2_provider":{"type":"string","enum":["github","google"]},"team":{"type":"string"}}}`},
+		"a version number":             {"Deploy", `{"type":"object","properties":{"v":{"type":"string","title":"Version","examples":["v1.2.3"]}}}`},
+		"a sha256 sum":                 {"Verify", `{"type":"object","properties":{"sha256":{"type":"string","title":"Checksum of the download"}}}`},
+		"Japanese address":             {"住所", `{"type":"object","properties":{"addr":{"type":"string","title":"住所を入力してください"}}}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if e := j.Decide(formInput("tickets", c.message, c.schema)); e.Decision != Allow {
+				t.Fatalf("refused: %s", e.Reason)
+			}
+		})
+	}
+}
+
+// Every phrase of the vocabulary is caught as a free-text field's title, and every field
+// word as a field's name; none is lost to its own normalisation.
+func TestEveryVocabularyPhraseIsCaught(t *testing.T) {
+	var f vocabularyFile
+	if err := json.Unmarshal(vocabularyJSON, &f); err != nil {
+		t.Fatal(err)
+	}
+	langs := map[string]bool{}
+	j := testJudge(t)
+	schema := func(name, title string) string {
+		b, _ := json.Marshal(map[string]any{"type": "object", "properties": map[string]any{name: map[string]any{"type": "string", "title": title}}})
+		return string(b)
+	}
+	for category, byLang := range f.Categories {
+		for lang, texts := range byLang {
+			langs[lang] = true
+			for _, text := range texts {
+				if e := j.Decide(formInput("evil", "Continue", schema("value", text))); e.Decision != Refuse {
+					t.Errorf("%s/%s %q as a title: %s (%s)", category, lang, text, e.Decision, e.Reason)
+				}
+			}
+		}
+	}
+	for category, byLang := range f.FieldWords {
+		for lang, texts := range byLang {
+			for _, text := range texts {
+				if e := j.Decide(formInput("evil", "Continue", schema(text, ""))); e.Decision != Refuse {
+					t.Errorf("field word %s/%s %q as a name: %s (%s)", category, lang, text, e.Decision, e.Reason)
+				}
+			}
+		}
+	}
+	for _, want := range strings.Fields("en es pt fr de it nl pl tr ru uk zh ja ko") {
+		if !langs[want] {
+			t.Errorf("the vocabulary has no %s", want)
+		}
+	}
+	for _, category := range strings.Fields("password api_key session one_time_code recovery_phrase private_key payment_card") {
+		if len(f.Categories[category]) == 0 {
+			t.Errorf("the vocabulary has no category %s", category)
+		}
+	}
+}
+
+// FuzzSecretWordsSurviveNormalisation mutates a secret word of the vocabulary with the
+// classes of disguise a person would still read through (invisible characters, look-alike
+// letters, full-width forms, leet digits, spelled-out letters, case) and checks that the
+// word is still found.
+func FuzzSecretWordsSurviveNormalisation(f *testing.F) {
+	for _, seed := range []struct {
+		word uint8
+		ops  string
+	}{{0, ""}, {1, "z"}, {2, "cfl"}, {3, "wsu"}, {4, "zcwl"}} {
+		f.Add(seed.word, seed.ops)
+	}
+	words := []string{"password", "passphrase", "credentials", "secret", "passcode", "mnemonic", "token", "private key", "card number", "api key"}
+	f.Fuzz(func(t *testing.T, pick uint8, ops string) {
+		word := words[int(pick)%len(words)]
+		disguised := disguise(word, ops)
+		if _, ok := defaultVocabulary.find(disguised, true); !ok {
+			t.Fatalf("%q disguised by %q as %q is not found", word, ops, disguised)
+		}
+	})
+}
+
+// disguise applies ops to word, one letter each: z a zero-width space inside, c a Cyrillic
+// look-alike, w full-width letters, l leet digits, s letters spelled out with spaces, u
+// upper case, h a soft hyphen.
+func disguise(word string, ops string) string {
+	cyrillic := map[rune]rune{'a': 'а', 'e': 'е', 'o': 'о', 'p': 'р', 'c': 'с', 'x': 'х'}
+	leetOf := map[rune]rune{'o': '0', 'e': '3', 'a': '4', 's': '5', 't': '7'}
+	for _, op := range ops {
+		rs := []rune(word)
+		switch op {
+		case 'z', 'h':
+			mark := "\u200b"
+			if op == 'h' {
+				mark = "\u00ad"
+			}
+			if len(rs) > 2 {
+				word = string(rs[:2]) + mark + string(rs[2:])
+			}
+		case 'c':
+			word = strings.Map(func(r rune) rune {
+				if c, ok := cyrillic[r]; ok {
+					return c
+				}
+				return r
+			}, word)
+		case 'w':
+			word = strings.Map(func(r rune) rune {
+				if r >= 'a' && r <= 'z' {
+					return r - 'a' + 'ａ'
+				}
+				return r
+			}, word)
+		case 'l':
+			// Leet inside the first word only, never its first letter: a word's own digits
+			// at its start or end stay digits (2fa, cvv2).
+			first := strings.Fields(word)[0]
+			frs := []rune(first)
+			for i := 1; i < len(frs)-1; i++ {
+				if d, ok := leetOf[frs[i]]; ok {
+					frs[i] = d
+					break
+				}
+			}
+			word = string(frs) + strings.TrimPrefix(word, first)
+		case 's':
+			if !strings.Contains(word, " ") {
+				word = strings.Join(strings.Split(word, ""), " ")
+			}
+		case 'u':
+			word = strings.ToUpper(word)
+		}
+	}
+	return word
+}
