@@ -222,3 +222,44 @@ func disguise(word string, ops string) string {
 	}
 	return word
 }
+
+// Answers that carry a key in a shape the check did not read: inside an object or a list
+// of lists, spaced in groups, or split over two fields. Each got past before; each is now
+// declined. Innocent answers of the same shapes go through.
+func TestAnswerEvasionsAreCaught(t *testing.T) {
+	j := testJudge(t)
+	const key = "ghp_0123456789abcdefghijABCDEFGHIJ0123"
+	for name, content := range map[string]string{
+		"an object answer":          `{"account":{"login":"alice","token":"` + key + `"}}`,
+		"a list of lists":           `{"v":[["fine"],["` + key + `"]]}`,
+		"spaced every four":         `{"v":"Zx8q L2mN 7vB4 kR9t W1yH 6pD3 sF5g J0aC"}`,
+		"hyphenated every four":     `{"v":"Zx8q-L2mN-7vB4-kR9t-W1yH-6pD3-sF5g-J0aC"}`,
+		"a prefixed key in groups":  `{"v":"ghp_ 0123 4567 89ab cdef ghij ABCD EFGH IJ01 23"}`,
+		"split over two fields":     `{"part1":"ghp_0123456789abcdef","part2":"ghijABCDEFGHIJ0123"}`,
+		"split, in the other order": `{"a":"ghijABCDEFGHIJ0123","b":"ghp_0123456789abcdef"}`,
+		"split over three fields":   `{"a":"Zx8qL2mN7v","b":"B4kR9tW1yH","c":"6pD3sF5gJ0aC"}`,
+		"a key without its prefix":  `{"v":"0123456789abcdefghijABCDEFGHIJ0123"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if e := j.Decide(answer("evil", "accept", content)); e.Decision != Decline {
+				t.Fatalf("not declined: %s (%s)", e.Decision, e.Reason)
+			}
+		})
+	}
+	for name, content := range map[string]string{
+		"a name":                     `{"first":"Alice","last":"Smith"}`,
+		"an order and an email":      `{"order":"ORDER-2026-11-30-000123","email":"alice.smith@example.com"}`,
+		"a date and a time":          `{"date":"2026-11-30","time":"14:30"}`,
+		"a phone number":             `{"phone":"+1 415 555 0100"}`,
+		"an address":                 `{"street":"221B Baker Street","city":"London","zip":"NW1 6XE"}`,
+		"a UUID and a count":         `{"id":"550e8400-e29b-41d4-a716-446655440000","n":3}`,
+		"an object of plain answers": `{"prefs":{"theme":"dark","lang":"fr"},"tags":["a","b"]}`,
+		"a sentence":                 `{"note":"Please call me back after 5 pm on Tuesday, thanks"}`,
+	} {
+		t.Run("innocent/"+name, func(t *testing.T) {
+			if e := j.Decide(answer("tickets", "accept", content)); e.Decision != Allow {
+				t.Fatalf("declined: %s", e.Reason)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -243,6 +244,9 @@ func (j *Judge) decideAnswer(in *Input, e *Entry) {
 			reason = fmt.Sprintf("field %q holds what looks like %s", name, kind)
 		}
 	}
+	if reason == "" && in.Action == "accept" {
+		reason = splitSecret(in.Content)
+	}
 	switch {
 	case in.Action != "accept":
 		e.Decision, e.Reason = Allow, "the user did not accept: no answer leaves"
@@ -287,13 +291,88 @@ func judgeValue(name string, raw json.RawMessage) (Field, string) {
 	case []any:
 		n := len(v)
 		f.Type, f.Length = "array", &n
-		for _, item := range v {
-			if s, ok := item.(string); ok && kind == "" {
-				kind = secretShaped(s)
-			}
-		}
+		kind = firstSecretShaped(leaves(v))
 	default:
 		f.Type = "object"
+		kind = firstSecretShaped(leaves(v))
 	}
 	return f, kind
+}
+
+// leaves returns the strings (and numbers, as written) inside v, depth first, object
+// members in name order.
+func leaves(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case float64:
+		return []string{strconv.FormatFloat(v, 'f', -1, 64)}
+	case []any:
+		var out []string
+		for _, item := range v {
+			out = append(out, leaves(item)...)
+		}
+		return out
+	case map[string]any:
+		names := make([]string, 0, len(v))
+		for name := range v {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		var out []string
+		for _, name := range names {
+			out = append(out, leaves(v[name])...)
+		}
+		return out
+	}
+	return nil
+}
+
+// firstSecretShaped is what the first of values that looks like a secret looks like.
+func firstSecretShaped(values []string) string {
+	for _, s := range values {
+		if kind := secretShaped(s); kind != "" {
+			return kind
+		}
+	}
+	return ""
+}
+
+// maxSplitFields bounds the fields whose values are judged two by two for a key split
+// between them: a form has a few.
+const maxSplitFields = 16
+
+// splitSecret returns why the values of content, none of which looks like a secret alone,
+// do together: one key split over two fields (in either order), or over all of them in
+// name order. "" when they do not.
+func splitSecret(content map[string]json.RawMessage) string {
+	names := make([]string, 0, len(content))
+	for name := range content {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if len(names) < 2 || len(names) > maxSplitFields {
+		return ""
+	}
+	values := make([]string, len(names))
+	for i, name := range names {
+		var v any
+		if json.Unmarshal(content[name], &v) == nil {
+			values[i] = strings.Join(leaves(v), "")
+		}
+	}
+	for i := range names {
+		for j := range names {
+			if i == j || values[i] == "" || values[j] == "" {
+				continue
+			}
+			if kind := secretShaped(values[i] + values[j]); kind != "" {
+				return fmt.Sprintf("fields %q and %q together hold what looks like %s", names[i], names[j], kind)
+			}
+		}
+	}
+	if kind := secretShaped(strings.Join(values, "")); kind != "" && len(names) > 2 {
+		return fmt.Sprintf("the fields together hold what looks like %s", kind)
+	}
+	return ""
 }

@@ -77,7 +77,11 @@ func secretShaped(s string) string {
 	if jwtPattern.MatchString(s) {
 		return "a JWT"
 	}
-	for _, word := range strings.Fields(s) {
+	words := strings.Fields(s)
+	if joined, ok := spacedKey(words); ok {
+		words = append(words, joined)
+	}
+	for _, word := range words {
 		word = strings.Trim(word, `"'()[]{}<>,;:`)
 		for _, k := range keyPrefixes {
 			if rest, ok := strings.CutPrefix(word, k.prefix); ok && len(rest) >= k.min && onlyKeyChars(rest) {
@@ -89,6 +93,28 @@ func secretShaped(s string) string {
 		}
 	}
 	return ""
+}
+
+// spacedKey joins words that are one key written in groups (ghp_ 0123 4567 ..., or
+// Zx8q-L2mN-7vB4-...): three or more groups of key characters, each as long as the first
+// but the last (which is at most as long), separated by single spaces or hyphens. Words of a
+// sentence are of many lengths, and never joined.
+func spacedKey(words []string) (string, bool) {
+	if len(words) == 1 && strings.Count(words[0], "-") >= 2 && !strings.HasPrefix(words[0], "-") {
+		words = strings.Split(words[0], "-")
+	}
+	if len(words) < 3 {
+		return "", false
+	}
+	size := len(words[1])
+	for i, w := range words {
+		last := i == len(words)-1
+		if !onlyKeyChars(w) || w == "" || (i > 0 && !last && len(w) != size) || (last && len(w) > size) {
+			return "", false
+		}
+	}
+	joined := strings.Join(words, "")
+	return joined, len(joined) >= minHighEntropyLength-4
 }
 
 func onlyKeyChars(s string) bool {
