@@ -263,3 +263,58 @@ func TestAnswerEvasionsAreCaught(t *testing.T) {
 		})
 	}
 }
+
+// A stance per server: strict refuses free text the hook cannot tell is innocent,
+// answers-only lets forms through (its answers still judged) only where every definition
+// has its URL, and standard is the default; a bad stance is named.
+func TestServerStances(t *testing.T) {
+	j, err := NewJudge(Policy{
+		Stance: StanceStandard,
+		Servers: []ServerStance{
+			{Name: "careful", Stance: StanceStrict},
+			{Name: "wiki", URL: "https://wiki.example.com/mcp", Stance: StanceAnswersOnly},
+			{Name: "moved", URL: "https://moved.example.com/mcp", Stance: StanceAnswersOnly},
+		},
+	}, Options{Servers: fakeServers{
+		"wiki":  {{Source: "~/.claude.json", URL: "https://wiki.example.com/mcp"}},
+		"moved": {{Source: "/work/.mcp.json", URL: "https://evil.test/mcp"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := `{"type":"object","properties":{"note":{"type":"string"}}}`
+	email := `{"type":"object","properties":{"email":{"type":"string","format":"email"},"stars":{"type":"integer","minimum":1,"maximum":5},"ok":{"type":"boolean"}}}`
+	bigNumber := `{"type":"object","properties":{"n":{"type":"number"}}}`
+	key := `{"type":"object","properties":{"api_key":{"type":"string"}}}`
+	for _, tt := range []struct {
+		name, server, schema string
+		want                 Decision
+		reason               string
+	}{
+		{"strict: a free note", "careful", note, Refuse, `strict: field "note" takes free text`},
+		{"strict: an email, a rating and a yes/no", "careful", email, Allow, "innocent kinds"},
+		{"strict: a number without a range", "careful", bigNumber, Refuse, `field "n"`},
+		{"strict: a key is named as a key", "careful", key, Refuse, `asks for a secret ("api key")`},
+		{"standard: a free note", "other", note, Allow, "asks for no secret"},
+		{"answers-only: a key form goes through", "wiki", key, Allow, "answers-only"},
+		{"answers-only at another URL is standard", "moved", key, Refuse, "answers-only by name, but /work/.mcp.json defines it with another URL"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := j.Decide(formInput(tt.server, "Continue", tt.schema))
+			if e.Decision != tt.want || !strings.Contains(e.Reason, tt.reason) {
+				t.Fatalf("%s (%s), want %s (%s)", e.Decision, e.Reason, tt.want, tt.reason)
+			}
+		})
+	}
+	// Answers of an answers-only server are judged.
+	if e := j.Decide(answer("wiki", "accept", `{"v":"ghp_0123456789abcdefghijABCDEFGHIJ0123"}`)); e.Decision != Decline {
+		t.Errorf("an answers-only server's answer with a key: %s (%s)", e.Decision, e.Reason)
+	}
+
+	_, err = NewJudge(Policy{Stance: "lax", Servers: []ServerStance{{Stance: StanceStrict}, {Name: "x", Stance: StanceAnswersOnly}, {Name: "y", Stance: "open"}}}, Options{})
+	for _, want := range []string{`stance "lax"`, "needs the server's name", `server "x": answers-only needs`, `server "y": stance "open"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not name %q: %v", want, err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,6 +75,8 @@ type Options struct {
 type Judge struct {
 	allowed    []Origin
 	trusted    map[string]string // server name → normalised URL
+	stance     Stance            // of servers not in stances
+	stances    map[string]ServerStance
 	servers    ServerFinder
 	vocabulary *vocabulary
 	now        func() time.Time
@@ -82,7 +85,8 @@ type Judge struct {
 // NewJudge returns a Judge for the policy p. An allowed origin or trusted server that does
 // not parse is an error, all of them named at once.
 func NewJudge(p Policy, opts Options) (*Judge, error) {
-	j := &Judge{trusted: map[string]string{}, servers: opts.Servers, vocabulary: defaultVocabulary, now: opts.Now}
+	j := &Judge{trusted: map[string]string{}, servers: opts.Servers, vocabulary: defaultVocabulary, now: opts.Now,
+		stance: cmp.Or(p.Stance, StanceStandard), stances: map[string]ServerStance{}}
 	if j.now == nil {
 		j.now = time.Now
 	}
@@ -106,10 +110,44 @@ func NewJudge(p Policy, opts Options) (*Judge, error) {
 			j.trusted[s.Name] = u
 		}
 	}
+	if !p.Stance.valid() || p.Stance == StanceAnswersOnly {
+		errs = append(errs, fmt.Errorf("stance %q: the stance of every server is standard or strict (answers-only is for a server named with its URL)", p.Stance))
+	}
+	for _, s := range p.Servers {
+		u := serverURL(s.URL)
+		switch {
+		case s.Name == "":
+			errs = append(errs, errors.New("a server's stance needs the server's name"))
+		case !s.Stance.valid() || s.Stance == "":
+			errs = append(errs, fmt.Errorf("server %q: stance %q is not answers-only, standard or strict", s.Name, s.Stance))
+		case s.Stance == StanceAnswersOnly && u == "":
+			errs = append(errs, fmt.Errorf("server %q: answers-only needs the server's http or https url, checked against Claude Code's configuration", s.Name))
+		default:
+			s.URL = u
+			j.stances[s.Name] = s
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("the hook policy: %w", err)
 	}
 	return j, nil
+}
+
+// stanceOf returns the stance of in's server, and why when it is not the one the policy
+// gives it: an answers-only server whose definitions do not all have its URL is read with
+// the standard stance.
+func (j *Judge) stanceOf(in *Input) (Stance, string) {
+	s, ok := j.stances[in.MCPServerName]
+	if !ok {
+		return j.stance, ""
+	}
+	if s.Stance != StanceAnswersOnly {
+		return s.Stance, ""
+	}
+	if ok, why := j.definedAt(in, s.URL); !ok {
+		return StanceStandard, strings.Replace(why, "is trusted by name", "is answers-only by name", 1)
+	}
+	return StanceAnswersOnly, ""
 }
 
 // maxInput bounds a hook's input: an elicitation is a message and a small flat schema.
@@ -160,15 +198,24 @@ func (j *Judge) decideRequest(in *Input, e *Entry) {
 	case ModeForm:
 		reason, fields, err := formAsksForSecret(j.vocabulary, in.Message, in.RequestedSchema)
 		for _, f := range fields {
-			e.Fields = append(e.Fields, Field{Name: f})
+			e.Fields = append(e.Fields, Field{Name: f.path})
 		}
+		stance, why := j.stanceOf(in)
 		switch {
 		case err != nil:
 			e.Decision, e.Reason = Refuse, err.Error()
-		case reason == "":
-			e.Decision, e.Reason = Allow, "the form asks for no secret"
+		case stance == StanceAnswersOnly:
+			e.Decision, e.Reason = Allow, fmt.Sprintf("server %q is answers-only: its forms go through, their answers are judged", in.MCPServerName)
+		case reason != "":
+			j.refuseUnlessTrusted(in, e, reason+suffix(why), Refuse)
+		case stance == StanceStrict:
+			if f := firstUnclearField(fields); f != "" {
+				j.refuseUnlessTrusted(in, e, fmt.Sprintf("server %q is strict: field %q takes free text the hook cannot tell is innocent", in.MCPServerName, f), Refuse)
+				return
+			}
+			e.Decision, e.Reason = Allow, "the form asks for no secret, and its free text is of innocent kinds"
 		default:
-			j.refuseUnlessTrusted(in, e, reason, Refuse)
+			e.Decision, e.Reason = Allow, "the form asks for no secret"+suffix(why)
 		}
 	default:
 		e.Decision, e.Reason = Refuse, fmt.Sprintf("unknown mode %q", e.Mode)
@@ -210,6 +257,12 @@ func (j *Judge) trustedServer(in *Input) (trusted bool, why string) {
 	if !ok {
 		return false, ""
 	}
+	return j.definedAt(in, want)
+}
+
+// definedAt reports whether every definition of in's server in Claude Code's configuration
+// has the URL want, and says so, or why not.
+func (j *Judge) definedAt(in *Input, want string) (bool, string) {
 	if j.servers == nil {
 		return false, fmt.Sprintf("server %q is trusted by name, but its URL cannot be checked", in.MCPServerName)
 	}

@@ -27,6 +27,44 @@ type Policy struct {
 	// AuditLog is the JSON Lines file every decision is appended to: a path relative to
 	// the policy file's directory, or starting with ~/; DefaultAuditLog when empty.
 	AuditLog string `yaml:"audit_log"`
+	// Stance is how forms of servers not named in Servers are read (StanceStandard when
+	// empty); Servers names a stance per server.
+	Stance  Stance         `yaml:"stance"`
+	Servers []ServerStance `yaml:"servers"`
+}
+
+// Stance is how much of a server's forms the hook lets through.
+type Stance string
+
+// The stances, from the most open.
+const (
+	// StanceAnswersOnly lets every form request through and judges the answers only: for
+	// a server you trust with your questions, named by name and URL (as a trusted form
+	// server is checked).
+	StanceAnswersOnly Stance = "answers-only"
+	// StanceStandard refuses a form whose text asks for a secret, and judges answers.
+	StanceStandard Stance = "standard"
+	// StanceStrict also refuses a form with a free-text field whose purpose the hook cannot
+	// tell is innocent: a string without a format of email, date, date-time, time or uri, a
+	// number without a range of at most 10,000 values.
+	StanceStrict Stance = "strict"
+)
+
+// ServerStance is a stance for the MCP server of that name; answers-only needs its URL,
+// checked as a trusted form server's is.
+type ServerStance struct {
+	Name   string `yaml:"name"`
+	URL    string `yaml:"url"`
+	Stance Stance `yaml:"stance"`
+}
+
+// valid reports whether s is a stance, or empty (the default).
+func (s Stance) valid() bool {
+	switch s {
+	case "", StanceAnswersOnly, StanceStandard, StanceStrict:
+		return true
+	}
+	return false
 }
 
 // TrustedServer is an MCP server trusted to ask for secrets in form mode.

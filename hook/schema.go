@@ -22,6 +22,8 @@ type schemaProperty struct {
 	OneOf       []schemaProperty          `json:"oneOf"`
 	AnyOf       []schemaProperty          `json:"anyOf"`
 	Items       *schemaProperty           `json:"items"`
+	Minimum     *float64                  `json:"minimum"`
+	Maximum     *float64                  `json:"maximum"`
 	Properties  map[string]schemaProperty `json:"properties"`
 }
 
@@ -132,17 +134,16 @@ func formFields(prefix string, props map[string]schemaProperty) []formField {
 // form's title and description, the other fields' titles and choices), because it may
 // say what to type into it. A field that cannot carry a secret (a boolean, a choice) is
 // never the reason on its own.
-func formAsksForSecret(v *vocabulary, message string, rawSchema json.RawMessage) (reason string, fields []string, err error) {
+func formAsksForSecret(v *vocabulary, message string, rawSchema json.RawMessage) (reason string, fields []formField, err error) {
 	var root schemaProperty
 	if len(rawSchema) > 0 && string(rawSchema) != "null" {
 		if err := json.Unmarshal(rawSchema, &root); err != nil {
 			return "", nil, fmt.Errorf("the requested schema is not a JSON schema object: %w", err)
 		}
 	}
-	all := formFields("", root.Properties)
+	fields = formFields("", root.Properties)
 	anyFreeText := false
-	for _, f := range all {
-		fields = append(fields, f.path)
+	for _, f := range fields {
 		if reason != "" {
 			continue
 		}
@@ -174,7 +175,7 @@ func formAsksForSecret(v *vocabulary, message string, rawSchema json.RawMessage)
 			return fmt.Sprintf("the form's title or description asks for a secret (%q)", p.text), fields, nil
 		}
 	}
-	for _, f := range all {
+	for _, f := range fields {
 		if f.freeText {
 			continue
 		}
@@ -185,4 +186,43 @@ func formAsksForSecret(v *vocabulary, message string, rawSchema json.RawMessage)
 		}
 	}
 	return "", fields, nil
+}
+
+// innocentFormats are the formats of a string that a secret does not fit.
+var innocentFormats = map[string]bool{"email": true, "date": true, "date-time": true, "time": true, "uri": true}
+
+// maxInnocentRange is the most values a number field may take and still be innocent to a
+// strict stance: a count or a rating, not a card number or a PIN of many digits.
+const maxInnocentRange = 10000
+
+// firstUnclearField returns the first free-text field of fields whose purpose cannot be
+// told innocent: a string without an innocent format, a number without a small range.
+// "" when there is none.
+func firstUnclearField(fields []formField) string {
+	for _, f := range fields {
+		if !f.freeText {
+			continue
+		}
+		p := f.prop
+		types, _ := p.Type.([]any)
+		if s, ok := p.Type.(string); ok {
+			types = []any{s}
+		}
+		innocent := len(types) > 0 && len(p.OneOf) == 0 && len(p.AnyOf) == 0
+		for _, t := range types {
+			switch t {
+			case "string":
+				innocent = innocent && innocentFormats[p.Format]
+			case "number", "integer":
+				innocent = innocent && p.Minimum != nil && p.Maximum != nil && *p.Maximum-*p.Minimum <= maxInnocentRange
+			case "null", "boolean":
+			default:
+				innocent = false
+			}
+		}
+		if !innocent {
+			return f.path
+		}
+	}
+	return ""
 }
