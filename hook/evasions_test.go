@@ -318,3 +318,28 @@ func TestServerStances(t *testing.T) {
 		}
 	}
 }
+
+// Keys in formats the check's own prefixes do not know are named by gitleaks' rules
+// (hook/gitleaks): three of these (Linear, a Slack webhook URL, age) were let through
+// before, and the others declined only as long random strings.
+func TestGitleaksFormatsAreFound(t *testing.T) {
+	j := testJudge(t)
+	for id, value := range map[string]string{
+		"linear-api-key":       "lin_api_" + strings.Repeat("ab12", 10),
+		"doppler-api-token":    "dp.pt.q7m2k9x4v8n3p6r1t5w0y2z7b4c8d1f6g3h9j5l2s8u",
+		"postman-api-token":    "PMAK-3f9a1c7e5b2d8046a9c1e7f3-b5d2a8c6e4f1907b3d5a2c8e6f4b1d9a7c",
+		"databricks-api-token": "dapi3f9a1c7e5b2d8046a9c1e7f3b5d2a8c6",
+		"slack-webhook-url":    "https://hooks.slack.com/services/" + "T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+		"age-secret-key":       "AGE-SECRET-KEY-1" + strings.Repeat("QPZRY9X8GF", 5) + "2TVDW0S3",
+	} {
+		t.Run(id, func(t *testing.T) {
+			e := j.Decide(answer("evil", "accept", `{"v":"`+value+`"}`))
+			if e.Decision != Decline || !strings.Contains(e.Reason, "gitleaks rule "+id) {
+				t.Fatalf("%s (%s), want a decline by gitleaks rule %s", e.Decision, e.Reason, id)
+			}
+		})
+	}
+	if len(formatRules) < 200 {
+		t.Errorf("%d gitleaks rules, want its whole default set (over 200)", len(formatRules))
+	}
+}

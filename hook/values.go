@@ -77,17 +77,23 @@ func secretShaped(s string) string {
 	if jwtPattern.MatchString(s) {
 		return "a JWT"
 	}
+
 	words := strings.Fields(s)
 	if joined, ok := spacedKey(words); ok {
 		words = append(words, joined)
 	}
-	for _, word := range words {
-		word = strings.Trim(word, `"'()[]{}<>,;:`)
+	for i, word := range words {
+		words[i] = strings.Trim(word, `"'()[]{}<>,;:`)
 		for _, k := range keyPrefixes {
-			if rest, ok := strings.CutPrefix(word, k.prefix); ok && len(rest) >= k.min && onlyKeyChars(rest) {
+			if rest, ok := strings.CutPrefix(words[i], k.prefix); ok && len(rest) >= k.min && onlyKeyChars(rest) {
 				return "a " + k.name + " (" + k.prefix + ")"
 			}
 		}
+	}
+	if rule := knownFormat(s); rule != "" {
+		return "a secret of a known format (gitleaks rule " + rule + ")"
+	}
+	for _, word := range words {
 		if highEntropy(word) {
 			return "a long random string"
 		}
