@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -341,5 +342,19 @@ func TestGitleaksFormatsAreFound(t *testing.T) {
 	}
 	if len(formatRules) < 200 {
 		t.Errorf("%d gitleaks rules, want its whole default set (over 200)", len(formatRules))
+	}
+}
+
+// A key wrapped in base64 to hide its shape is named as what it wraps; base64 of plain
+// text is not a secret (it may still be long and random enough to count as one).
+func TestBase64WrappedKeysAreFound(t *testing.T) {
+	for _, tt := range []struct{ value, want string }{
+		{base64.StdEncoding.EncodeToString([]byte("ghp_0123456789abcdefghijABCDEFGHIJ0123")), "GitHub token (ghp_), in base64"},
+		{base64.RawURLEncoding.EncodeToString([]byte("sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345")), "Anthropic key (sk-ant-), in base64"},
+		{base64.StdEncoding.EncodeToString([]byte("the meeting is on Tuesday at noon")), ""},
+	} {
+		if got := secretShaped(tt.value); !strings.Contains(got, tt.want) || (tt.want == "" && strings.Contains(got, "base64")) {
+			t.Errorf("%s: %q, want %q", tt.value, got, tt.want)
+		}
 	}
 }

@@ -1,9 +1,11 @@
 package hook
 
 import (
+	"encoding/base64"
 	"math"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // A keyPrefix is the start of a kind of credential that its issuer marks as such, and how
@@ -66,8 +68,14 @@ func isKeyChar(r rune) bool {
 const minHighEntropyLength = 24
 
 // secretShaped returns what kind of secret s looks like, or "" when it looks like none.
-// It looks at every whitespace-separated word of s, so a key inside a sentence counts.
-func secretShaped(s string) string {
+// It looks at every whitespace-separated word of s, so a key inside a sentence counts, and
+// inside a word in base64.
+func secretShaped(s string) string { return shaped(s, true) }
+
+// secretShapedPlain is secretShaped without looking inside base64.
+func secretShapedPlain(s string) string { return shaped(s, false) }
+
+func shaped(s string, decode bool) string {
 	if luhnCardNumber(strings.TrimSpace(s)) {
 		return "a payment card number"
 	}
@@ -92,6 +100,14 @@ func secretShaped(s string) string {
 	}
 	if rule := knownFormat(s); rule != "" {
 		return "a secret of a known format (gitleaks rule " + rule + ")"
+	}
+	for _, word := range words {
+		if !decode {
+			break
+		}
+		if inner := decodedSecret(word); inner != "" {
+			return inner + ", in base64"
+		}
 	}
 	for _, word := range words {
 		if highEntropy(word) {
@@ -121,6 +137,25 @@ func spacedKey(words []string) (string, bool) {
 	}
 	joined := strings.Join(words, "")
 	return joined, len(joined) >= minHighEntropyLength-4
+}
+
+// decodedSecret returns what kind of secret word is once decoded from base64 (standard or
+// URL alphabet, padded or not), when it decodes to text: a key wrapped to hide its shape.
+// One level only.
+func decodedSecret(word string) string {
+	if len(word) < 24 || !onlyKeyChars(word) {
+		return ""
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		raw, err := enc.DecodeString(word)
+		if err != nil || !utf8.Valid(raw) || strings.IndexFunc(string(raw), func(r rune) bool { return r < ' ' && r != '\n' }) >= 0 {
+			continue
+		}
+		if kind := secretShapedPlain(string(raw)); kind != "" {
+			return kind
+		}
+	}
+	return ""
 }
 
 func onlyKeyChars(s string) bool {
