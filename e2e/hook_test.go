@@ -76,6 +76,19 @@ func askingServerWith(t *testing.T, canary string, requests map[string]*sdk.Elic
 	return ts
 }
 
+// installHook is a claudeSetup's prepare that runs `urlflow hook install` for urlflow s into
+// Claude Code's user settings, and keeps Claude Code's home in home.
+func installHook(t *testing.T, s *server, home *string) func(dir string, env []string) {
+	return func(dir string, env []string) {
+		*home = dir
+		install := exec.Command(binary, "hook", "install", "--scope", "user", "--server", s.BaseURL)
+		install.Env = env
+		if out, err := install.CombinedOutput(); err != nil {
+			t.Fatalf("urlflow hook install: %v\n%s", err, out)
+		}
+	}
+}
+
 // canaryIn reports whether canary is in content, whole or split over two of its values.
 func canaryIn(content map[string]any, canary string) bool {
 	for _, a := range content {
@@ -126,14 +139,7 @@ func TestClaudeCodeWithTheHookKeepsSecretsInURLMode(t *testing.T) {
 		},
 		action:      "accept",
 		formContent: map[string]any{"api_key": key, "note": "the key is " + key},
-		prepare: func(dir string, env []string) {
-			home = dir
-			install := exec.Command(binary, "hook", "install", "--scope", "user", "--server", s.BaseURL)
-			install.Env = env
-			if out, err := install.CombinedOutput(); err != nil {
-				t.Fatalf("urlflow hook install: %v\n%s", err, out)
-			}
-		},
+		prepare:     installHook(t, s, &home),
 	})
 	logPath := filepath.Join(home, ".config", "urlflow", "hook-audit.jsonl")
 
@@ -306,14 +312,7 @@ func TestClaudeCodeWithTheHookCatchesDisguisedForms(t *testing.T) {
 		servers:     map[string]any{"asking": map[string]any{"type": "http", "url": asking.URL}},
 		action:      "accept",
 		formContent: map[string]any{"c": key, "x": key, "value": key, "part1": key[:20], "part2": key[20:]},
-		prepare: func(dir string, env []string) {
-			home = dir
-			install := exec.Command(binary, "hook", "install", "--scope", "user", "--server", s.BaseURL)
-			install.Env = env
-			if out, err := install.CombinedOutput(); err != nil {
-				t.Fatalf("urlflow hook install: %v\n%s", err, out)
-			}
-		},
+		prepare:     installHook(t, s, &home),
 	})
 	for _, what := range []string{"word", "unicode", "where"} {
 		if res := cc.callOn("asking", "ask", map[string]any{"what": what}); res["action"] != "decline" || res["gotCanary"] != false {

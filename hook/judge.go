@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -367,13 +369,8 @@ func leaves(v any) []string {
 		}
 		return out
 	case map[string]any:
-		names := make([]string, 0, len(v))
-		for name := range v {
-			names = append(names, name)
-		}
-		sort.Strings(names)
 		var out []string
-		for _, name := range names {
+		for _, name := range slices.Sorted(maps.Keys(v)) {
 			out = append(out, leaves(v[name])...)
 		}
 		return out
@@ -399,11 +396,7 @@ const maxSplitFields = 16
 // do together: one key split over two fields (in either order), or over all of them in
 // name order. "" when they do not.
 func splitSecret(content map[string]json.RawMessage) string {
-	names := make([]string, 0, len(content))
-	for name := range content {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(content))
 	if len(names) < 2 || len(names) > maxSplitFields {
 		return ""
 	}

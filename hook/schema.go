@@ -3,7 +3,8 @@ package hook
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // schemaProperty is the part of a requested schema, or of one of its properties, that this
@@ -107,13 +108,8 @@ type formField struct {
 // formFields lists the fields of props, depth first in name order: those of nested
 // objects (path a.b) and of object items of lists (path a[].b) too.
 func formFields(prefix string, props map[string]schemaProperty) []formField {
-	names := make([]string, 0, len(props))
-	for name := range props {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	var out []formField
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(props)) {
 		p := props[name]
 		path := prefix + name
 		out = append(out, formField{path: path, freeText: p.freeText(), texts: append([]readText{{name, true}}, p.texts()...), prop: &p})
