@@ -146,8 +146,8 @@ func (j *Judge) stanceOf(in *Input) (Stance, string) {
 	if s.Stance != StanceAnswersOnly {
 		return s.Stance, ""
 	}
-	if ok, why := j.definedAt(in, s.URL); !ok {
-		return StanceStandard, strings.Replace(why, "is trusted by name", "is answers-only by name", 1)
+	if ok, why := j.definedAt(in, s.URL, string(StanceAnswersOnly)); !ok {
+		return StanceStandard, why
 	}
 	return StanceAnswersOnly, ""
 }
@@ -259,28 +259,29 @@ func (j *Judge) trustedServer(in *Input) (trusted bool, why string) {
 	if !ok {
 		return false, ""
 	}
-	return j.definedAt(in, want)
+	return j.definedAt(in, want, "trusted")
 }
 
 // definedAt reports whether every definition of in's server in Claude Code's configuration
-// has the URL want, and says so, or why not.
-func (j *Judge) definedAt(in *Input, want string) (bool, string) {
+// has the URL want, and says so, or why not, of a server that the policy calls role.
+func (j *Judge) definedAt(in *Input, want, role string) (bool, string) {
+	name := in.MCPServerName
 	if j.servers == nil {
-		return false, fmt.Sprintf("server %q is trusted by name, but its URL cannot be checked", in.MCPServerName)
+		return false, fmt.Sprintf("server %q is %s by name, but its URL cannot be checked", name, role)
 	}
-	defs, err := j.servers.Definitions(in.MCPServerName, in.CWD)
+	defs, err := j.servers.Definitions(name, in.CWD)
 	if err != nil {
-		return false, fmt.Sprintf("server %q is trusted by name, but its definition cannot be read: %v", in.MCPServerName, err)
+		return false, fmt.Sprintf("server %q is %s by name, but its definition cannot be read: %v", name, role, err)
 	}
 	if len(defs) == 0 {
-		return false, fmt.Sprintf("server %q is trusted by name, but Claude Code's configuration files do not define it", in.MCPServerName)
+		return false, fmt.Sprintf("server %q is %s by name, but Claude Code's configuration files do not define it", name, role)
 	}
 	for _, d := range defs {
 		if serverURL(d.URL) != want {
-			return false, fmt.Sprintf("server %q is trusted by name, but %s defines it with another URL", in.MCPServerName, d.Source)
+			return false, fmt.Sprintf("server %q is %s by name, but %s defines it with another URL", name, role, d.Source)
 		}
 	}
-	return true, fmt.Sprintf("server %q is trusted at %s", in.MCPServerName, want)
+	return true, fmt.Sprintf("server %q is %s at %s", name, role, want)
 }
 
 // decideAnswer decides an ElicitationResult: an accepted answer whose values look like a
