@@ -27,6 +27,7 @@ import inspect
 import json
 import os
 import socket
+import sys
 import threading
 import time
 import urllib.error
@@ -705,7 +706,7 @@ class Delegation:
         self.client = client.sync if isinstance(client, AsyncClient) else client
         self.style, self.push_wait, self.retry_wait = style, push_wait, retry_wait
         self.progress_interval, self.progress_wait_limit = progress_interval, progress_wait_limit
-        self._log = log or (lambda message: print(f"urlflow_delegate: {message}", file=__import__("sys").stderr))
+        self._log = log or (lambda message: print(f"urlflow_delegate: {message}", file=sys.stderr))
         self._sdk = sdk
         #: elicitation ID → the sessions owed its end (each once).
         self._owed: dict[str, list[Any]] = {}
