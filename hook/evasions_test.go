@@ -3,6 +3,7 @@ package hook
 import (
 	"encoding/base64"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -355,6 +356,66 @@ func TestBase64WrappedKeysAreFound(t *testing.T) {
 	} {
 		if got := secretShaped(tt.value); !strings.Contains(got, tt.want) || (tt.want == "" && strings.Contains(got, "base64")) {
 			t.Errorf("%s: %q, want %q", tt.value, got, tt.want)
+		}
+	}
+}
+
+// Words that only look like secret words are a tested list of innocents; a policy adds
+// secret words and innocent phrases of its own; every language but English is marked as
+// not yet reviewed by native speakers.
+func TestInnocentsUserWordsAndReview(t *testing.T) {
+	var f struct {
+		Review    map[string]string   `json:"review"`
+		Innocents map[string][]string `json:"innocents"`
+	}
+	if err := json.Unmarshal(vocabularyJSON, &f); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(f.Review["others"], "not yet reviewed by native speakers") {
+		t.Errorf("the vocabulary does not say its translations await review: %v", f.Review)
+	}
+	j := testJudge(t)
+	for _, word := range f.Innocents["en"] {
+		schema := `{"type":"object","properties":{"v":{"type":"string","title":"` + word + `"}}}`
+		if e := j.Decide(formInput("tickets", word, schema)); e.Decision != Allow {
+			t.Errorf("innocent %q refused: %s", word, e.Reason)
+		}
+	}
+	for _, word := range strings.Fields("author passenger passport keyboard monkey secretary bypass") {
+		if !slices.Contains(f.Innocents["en"], word) {
+			t.Errorf("innocent %q is not in the list", word)
+		}
+	}
+
+	own, err := NewJudge(Policy{SecretWords: []string{"vault phrase", "Tresorwort"}, InnocentPhrases: []string{"token ring"}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	str := func(title string) string {
+		return `{"type":"object","properties":{"v":{"type":"string","title":"` + title + `"}}}`
+	}
+	for title, want := range map[string]Decision{
+		"Your vault phrase": Refuse, "Ihr TRESORWORT": Refuse, "Token ring network name": Allow, "Your access token": Refuse,
+	} {
+		if e := own.Decide(formInput("x", "Continue", str(title))); e.Decision != want {
+			t.Errorf("%q with the policy's words: %s (%s), want %s", title, e.Decision, e.Reason, want)
+		}
+	}
+	if _, err := NewJudge(Policy{SecretWords: []string{"  "}}, Options{}); err == nil || !strings.Contains(err.Error(), "has no word") {
+		t.Errorf("an empty secret word: %v", err)
+	}
+}
+
+// A URL that carries a password in its user part is a secret in an answer.
+func TestURLsWithAPasswordAreFound(t *testing.T) {
+	for value, want := range map[string]string{
+		"postgres://app:s3cretPassw0rd@db.example.com:5432/prod": "a URL with a password",
+		"see https://alice:hunter2@example.com/x":                "a URL with a password",
+		"https://alice@example.com/x":                            "",
+		"https://example.com/login?user=alice":                   "",
+	} {
+		if got := secretShaped(value); got != want {
+			t.Errorf("%q: %q, want %q", value, got, want)
 		}
 	}
 }

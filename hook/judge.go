@@ -112,6 +112,11 @@ func NewJudge(p Policy, opts Options) (*Judge, error) {
 			j.trusted[s.Name] = u
 		}
 	}
+	if v, err := defaultVocabulary.extended(p.SecretWords, p.InnocentPhrases); err != nil {
+		errs = append(errs, err)
+	} else {
+		j.vocabulary = v
+	}
 	if !p.Stance.valid() || p.Stance == StanceAnswersOnly {
 		errs = append(errs, fmt.Errorf("stance %q: the stance of every server is standard or strict (answers-only is for a server named with its URL)", p.Stance))
 	}

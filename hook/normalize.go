@@ -16,6 +16,11 @@ import (
 // skeleton), digits that stand for letters inside a word read as those letters, and
 // letters spelled out one by one (p a s s w o r d, A-P-I) read as one word. The vocabulary
 // is folded the same way, so that both sides meet.
+//
+// The skeletons are those of github.com/mtibben/confusables, whose tables hold Unicode's
+// confusables.txt of UTS #39 version 13.0.0 (unicode.org cannot be reached where urlflow
+// is built); its maketables.go regenerates them from a newer confusables.txt, and a newer
+// version of the module brings them.
 
 // folder folds case the way Unicode's full case folding does.
 var folder = cases.Fold()

@@ -31,6 +31,11 @@ type Policy struct {
 	// empty); Servers names a stance per server.
 	Stance  Stance         `yaml:"stance"`
 	Servers []ServerStance `yaml:"servers"`
+	// SecretWords are phrases of your own that mark a form that asks for a secret, beside
+	// the vocabulary's (matched the same way); InnocentPhrases hold a secret word but name
+	// something else (as the vocabulary's not_secret).
+	SecretWords     []string `yaml:"secret_words"`
+	InnocentPhrases []string `yaml:"innocent_phrases"`
 }
 
 // Stance is how much of a server's forms the hook lets through.

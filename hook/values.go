@@ -3,6 +3,7 @@ package hook
 import (
 	"encoding/base64"
 	"math"
+	"net/url"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -98,6 +99,11 @@ func shaped(s string, decode bool) string {
 			}
 		}
 	}
+	for _, word := range words {
+		if urlWithPassword(word) {
+			return "a URL with a password"
+		}
+	}
 	if rule := knownFormat(s); rule != "" {
 		return "a secret of a known format (gitleaks rule " + rule + ")"
 	}
@@ -156,6 +162,20 @@ func decodedSecret(word string) string {
 		}
 	}
 	return ""
+}
+
+// urlWithPassword reports whether word is a URL whose user part holds a password
+// (https://user:secret@host, postgres://app:secret@db).
+func urlWithPassword(word string) bool {
+	if !strings.Contains(word, "://") {
+		return false
+	}
+	u, err := url.Parse(word)
+	if err != nil || u.User == nil {
+		return false
+	}
+	pw, ok := u.User.Password()
+	return ok && pw != ""
 }
 
 func onlyKeyChars(s string) bool {

@@ -22,6 +22,9 @@ type vocabularyFile struct {
 	Categories map[string]map[string][]string `json:"categories"`
 	FieldWords map[string]map[string][]string `json:"field_words"`
 	NotSecret  map[string][]string            `json:"not_secret"`
+	// Innocents are words that only look like secret words (author, passport): tested never
+	// to count.
+	Innocents map[string][]string `json:"innocents"`
 }
 
 // A phrase of the vocabulary, folded for matching.
@@ -88,14 +91,44 @@ func parseVocabulary(data []byte) (*vocabulary, error) {
 			v.notSecret = append(v.notSecret, foldedWords(text))
 		}
 	}
-	sort.SliceStable(v.phrases, func(i, j int) bool {
-		a, b := v.phrases[i], v.phrases[j]
+	sortPhrases(v.phrases)
+	return v, nil
+}
+
+// extended returns v with the policy's own secret phrases (category "policy") and phrases
+// that are no secret; v itself is not changed.
+func (v *vocabulary) extended(secret, notSecret []string) (*vocabulary, error) {
+	if len(secret) == 0 && len(notSecret) == 0 {
+		return v, nil
+	}
+	out := &vocabulary{phrases: append([]phrase(nil), v.phrases...), notSecret: append([][]string(nil), v.notSecret...)}
+	for _, text := range secret {
+		ws := foldedWords(text)
+		if len(ws) == 0 {
+			return nil, fmt.Errorf("secret word %q has no word", text)
+		}
+		out.phrases = append(out.phrases, phrase{text: text, category: "policy", words: ws, inWord: strings.IndexFunc(text, unspaced) >= 0})
+	}
+	for _, text := range notSecret {
+		ws := foldedWords(text)
+		if len(ws) == 0 {
+			return nil, fmt.Errorf("innocent phrase %q has no word", text)
+		}
+		out.notSecret = append(out.notSecret, ws)
+	}
+	sortPhrases(out.phrases)
+	return out, nil
+}
+
+// sortPhrases puts the longest phrases first, so that a match names the most specific.
+func sortPhrases(phrases []phrase) {
+	sort.SliceStable(phrases, func(i, j int) bool {
+		a, b := phrases[i], phrases[j]
 		if len(a.words) != len(b.words) {
 			return len(a.words) > len(b.words)
 		}
 		return a.text < b.text
 	})
-	return v, nil
 }
 
 // unspaced reports whether r is of a script whose words are not set apart by spaces (Han,
