@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -165,7 +166,7 @@ func FuzzSecretWordsSurviveNormalisation(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pick uint8, ops string) {
 		word := words[int(pick)%len(words)]
 		disguised := disguise(word, ops)
-		if _, ok := defaultVocabulary.find(disguised, true); !ok {
+		if _, ok := defaultVocabulary().find(disguised, true); !ok {
 			t.Fatalf("%q disguised by %q as %q is not found", word, ops, disguised)
 		}
 	})
@@ -341,8 +342,8 @@ func TestGitleaksFormatsAreFound(t *testing.T) {
 			}
 		})
 	}
-	if len(formatRules) < 200 {
-		t.Errorf("%d gitleaks rules, want its whole default set (over 200)", len(formatRules))
+	if len(formatRules()) < 200 {
+		t.Errorf("%d gitleaks rules, want its whole default set (over 200)", len(formatRules()))
 	}
 }
 
@@ -416,6 +417,22 @@ func TestURLsWithAPasswordAreFound(t *testing.T) {
 	} {
 		if got := secretShaped(value); got != want {
 			t.Errorf("%q: %q, want %q", value, got, want)
+		}
+	}
+}
+
+// A card number of 19 digits sent as a JSON number is judged as written, not as the float
+// it would round to, also inside an object or a list.
+func TestALongCardNumberAsANumberIsFound(t *testing.T) {
+	const card = 6011000990131008123 // 19 digits, Luhn-valid; float64 rounds it to one that is not
+	raw := strconv.FormatUint(card, 10)
+	if !luhnCardNumber(raw) {
+		t.Fatal("the test's card number does not pass Luhn")
+	}
+	// Inside an object it was rounded before (a float), and let through.
+	for _, content := range []string{`{"v":` + raw + `}`, `{"v":{"card":` + raw + `}}`, `{"v":[` + raw + `]}`} {
+		if e := testJudge(t).Decide(answer("evil", "accept", content)); e.Decision != Decline {
+			t.Errorf("%s: %s (%s)", content, e.Decision, e.Reason)
 		}
 	}
 }

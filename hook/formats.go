@@ -7,6 +7,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // The secret formats a secret scanner knows, from gitleaks' rule set (MIT licence,
@@ -27,8 +28,9 @@ type formatRule struct {
 	group    int
 }
 
-// formatRules are gitleaks' rules, compiled.
-var formatRules = mustFormatRules(gitleaksJSON)
+// formatRules are gitleaks' rules, compiled on first use (about 12 ms): the server and a
+// hook's decision of a request never need them.
+var formatRules = sync.OnceValue(func() []formatRule { return mustFormatRules(gitleaksJSON) })
 
 func mustFormatRules(data []byte) []formatRule {
 	var f struct {
@@ -61,7 +63,7 @@ func mustFormatRules(data []byte) []formatRule {
 // knownFormat returns the id of the first secret format s matches, or "".
 func knownFormat(s string) string {
 	lower := strings.ToLower(s)
-	for _, r := range formatRules {
+	for _, r := range formatRules() {
 		if len(r.keywords) > 0 && !containsAny(lower, r.keywords) {
 			continue
 		}

@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -8,9 +9,8 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -80,14 +80,14 @@ type Judge struct {
 	stance     Stance            // of servers not in stances
 	stances    map[string]ServerStance
 	servers    ServerFinder
-	vocabulary *vocabulary
+	vocabulary func() *vocabulary // the default and the policy's own, on first use
 	now        func() time.Time
 }
 
 // NewJudge returns a Judge for the policy p. An allowed origin or trusted server that does
 // not parse is an error, all of them named at once.
 func NewJudge(p Policy, opts Options) (*Judge, error) {
-	j := &Judge{trusted: map[string]string{}, servers: opts.Servers, vocabulary: defaultVocabulary, now: opts.Now,
+	j := &Judge{trusted: map[string]string{}, servers: opts.Servers, now: opts.Now,
 		stance: cmp.Or(p.Stance, StanceStandard), stances: map[string]ServerStance{}}
 	if j.now == nil {
 		j.now = time.Now
@@ -112,10 +112,10 @@ func NewJudge(p Policy, opts Options) (*Judge, error) {
 			j.trusted[s.Name] = u
 		}
 	}
-	if v, err := defaultVocabulary.extended(p.SecretWords, p.InnocentPhrases); err != nil {
+	if own, err := ownVocabulary(p.SecretWords, p.InnocentPhrases); err != nil {
 		errs = append(errs, err)
 	} else {
-		j.vocabulary = v
+		j.vocabulary = sync.OnceValue(func() *vocabulary { return defaultVocabulary().with(own) })
 	}
 	if !p.Stance.valid() || p.Stance == StanceAnswersOnly {
 		errs = append(errs, fmt.Errorf("stance %q: the stance of every server is standard or strict (answers-only is for a server named with its URL)", p.Stance))
@@ -203,7 +203,7 @@ func (j *Judge) decideRequest(in *Input, e *Entry) {
 	case ModeURL:
 		e.Decision, e.Reason = j.judgeURL(in.URL)
 	case ModeForm:
-		reason, fields, err := formAsksForSecret(j.vocabulary, in.Message, in.RequestedSchema)
+		reason, fields, err := formAsksForSecret(j.vocabulary(), in.Message, in.RequestedSchema)
 		for _, f := range fields {
 			e.Fields = append(e.Fields, Field{Name: f.path})
 		}
@@ -292,21 +292,19 @@ func (j *Judge) definedAt(in *Input, want, role string) (bool, string) {
 // decideAnswer decides an ElicitationResult: an accepted answer whose values look like a
 // secret is declined.
 func (j *Judge) decideAnswer(in *Input, e *Entry) {
-	names := make([]string, 0, len(in.Content))
-	for name := range in.Content {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(in.Content))
 	var reason string
-	for _, name := range names {
-		f, kind := judgeValue(name, in.Content[name])
+	values := make([]any, len(names)) // decoded once, for judgeValue and splitSecret
+	for i, name := range names {
+		var f Field
+		f, values[i] = judgeValue(name, in.Content[name])
 		e.Fields = append(e.Fields, f)
-		if reason == "" && kind != "" {
+		if kind := firstSecretShaped(leaves(values[i])); reason == "" && kind != "" {
 			reason = fmt.Sprintf("field %q holds what looks like %s", name, kind)
 		}
 	}
 	if reason == "" && in.Action == "accept" {
-		reason = splitSecret(in.Content)
+		reason = splitSecret(names, values)
 	}
 	switch {
 	case in.Action != "accept":
@@ -329,35 +327,32 @@ func (j *Judge) refuseUnlessTrusted(in *Input, e *Entry, reason string, refusal 
 	e.Decision, e.Reason = refusal, reason+"; secrets go through URL mode"+suffix(why)
 }
 
-// judgeValue describes a field of an answer for the audit log and says what kind of secret
-// its value looks like, if any.
-func judgeValue(name string, raw json.RawMessage) (Field, string) {
+// judgeValue describes a field of an answer for the audit log, and returns its value
+// decoded (nil when it is not JSON).
+func judgeValue(name string, raw json.RawMessage) (Field, any) {
 	f := Field{Name: name}
 	var v any
-	if json.Unmarshal(raw, &v) != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // a number as written: a card number of 19 digits is more than a float holds
+	if dec.Decode(&v) != nil {
 		f.Type = "invalid"
-		return f, ""
+		return f, nil
 	}
-	var kind string
 	switch v := v.(type) {
 	case string:
 		n := utf8.RuneCountInString(v)
 		f.Type, f.Length = "string", &n
-		kind = secretShaped(v)
-	case float64:
+	case json.Number:
 		f.Type = "number"
-		kind = secretShaped(strings.TrimSpace(string(raw)))
 	case bool:
 		f.Type = "boolean"
 	case []any:
 		n := len(v)
 		f.Type, f.Length = "array", &n
-		kind = firstSecretShaped(leaves(v))
 	default:
 		f.Type = "object"
-		kind = firstSecretShaped(leaves(v))
 	}
-	return f, kind
+	return f, v
 }
 
 // leaves returns the strings (and numbers, as written) inside v, depth first, object
@@ -366,8 +361,8 @@ func leaves(v any) []string {
 	switch v := v.(type) {
 	case string:
 		return []string{v}
-	case float64:
-		return []string{strconv.FormatFloat(v, 'f', -1, 64)}
+	case json.Number:
+		return []string{v.String()}
 	case []any:
 		var out []string
 		for _, item := range v {
@@ -398,20 +393,16 @@ func firstSecretShaped(values []string) string {
 // between them: a form has a few.
 const maxSplitFields = 16
 
-// splitSecret returns why the values of content, none of which looks like a secret alone,
-// do together: one key split over two fields (in either order), or over all of them in
-// name order. "" when they do not.
-func splitSecret(content map[string]json.RawMessage) string {
-	names := slices.Sorted(maps.Keys(content))
+// splitSecret returns why the decoded values of the fields names, none of which looks
+// like a secret alone, do together: one key split over two fields (in either order), or
+// over all of them in name order. "" when they do not.
+func splitSecret(names []string, decoded []any) string {
 	if len(names) < 2 || len(names) > maxSplitFields {
 		return ""
 	}
 	values := make([]string, len(names))
-	for i, name := range names {
-		var v any
-		if json.Unmarshal(content[name], &v) == nil {
-			values[i] = strings.Join(leaves(v), "")
-		}
+	for i := range decoded {
+		values[i] = strings.Join(leaves(decoded[i]), "")
 	}
 	for i := range names {
 		for j := range names {

@@ -4,8 +4,10 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -22,15 +24,12 @@ type vocabularyFile struct {
 	Categories map[string]map[string][]string `json:"categories"`
 	FieldWords map[string]map[string][]string `json:"field_words"`
 	NotSecret  map[string][]string            `json:"not_secret"`
-	// Innocents are words that only look like secret words (author, passport): tested never
-	// to count.
-	Innocents map[string][]string `json:"innocents"`
 }
 
 // A phrase of the vocabulary, folded for matching.
 type phrase struct {
-	text, category, lang string
-	words                []string // folded (foldedWords)
+	text  string
+	words []string // folded (foldedWords)
 	// inWord phrases match inside words: a script written without spaces between words,
 	// or with particles attached to them (Han, kana, Hangul).
 	inWord bool
@@ -44,8 +43,9 @@ type vocabulary struct {
 	notSecret [][]string
 }
 
-// defaultVocabulary is vocabulary.json's.
-var defaultVocabulary = mustVocabulary(vocabularyJSON)
+// defaultVocabulary is vocabulary.json's, folded on first use: the server and a hook's
+// URL-mode decision never need it.
+var defaultVocabulary = sync.OnceValue(func() *vocabulary { return mustVocabulary(vocabularyJSON) })
 
 func mustVocabulary(data []byte) *vocabulary {
 	v, err := parseVocabulary(data)
@@ -73,8 +73,7 @@ func parseVocabulary(data []byte) (*vocabulary, error) {
 					if len(ws) == 0 {
 						return fmt.Errorf("%s/%s: %q has no word", category, lang, text)
 					}
-					v.phrases = append(v.phrases, phrase{text: text, category: category, lang: lang, words: ws,
-						inWord: strings.IndexFunc(text, unspaced) >= 0, fieldOnly: fieldOnly})
+					v.phrases = append(v.phrases, newPhrase(text, ws, fieldOnly))
 				}
 			}
 		}
@@ -95,29 +94,39 @@ func parseVocabulary(data []byte) (*vocabulary, error) {
 	return v, nil
 }
 
-// extended returns v with the policy's own secret phrases (category "policy") and phrases
-// that are no secret; v itself is not changed.
-func (v *vocabulary) extended(secret, notSecret []string) (*vocabulary, error) {
-	if len(secret) == 0 && len(notSecret) == 0 {
-		return v, nil
-	}
-	out := &vocabulary{phrases: append([]phrase(nil), v.phrases...), notSecret: append([][]string(nil), v.notSecret...)}
+// newPhrase is the phrase text, of the folded words ws.
+func newPhrase(text string, ws []string, fieldOnly bool) phrase {
+	return phrase{text: text, words: ws, inWord: strings.IndexFunc(text, unspaced) >= 0, fieldOnly: fieldOnly}
+}
+
+// ownVocabulary folds a policy's own secret phrases and phrases that are no secret.
+func ownVocabulary(secret, notSecret []string) (*vocabulary, error) {
+	own := &vocabulary{}
 	for _, text := range secret {
 		ws := foldedWords(text)
 		if len(ws) == 0 {
 			return nil, fmt.Errorf("secret word %q has no word", text)
 		}
-		out.phrases = append(out.phrases, phrase{text: text, category: "policy", words: ws, inWord: strings.IndexFunc(text, unspaced) >= 0})
+		own.phrases = append(own.phrases, newPhrase(text, ws, false))
 	}
 	for _, text := range notSecret {
 		ws := foldedWords(text)
 		if len(ws) == 0 {
 			return nil, fmt.Errorf("innocent phrase %q has no word", text)
 		}
-		out.notSecret = append(out.notSecret, ws)
+		own.notSecret = append(own.notSecret, ws)
 	}
+	return own, nil
+}
+
+// with returns v and own together; v itself is not changed.
+func (v *vocabulary) with(own *vocabulary) *vocabulary {
+	if len(own.phrases) == 0 && len(own.notSecret) == 0 {
+		return v
+	}
+	out := &vocabulary{phrases: append(slices.Clip(v.phrases), own.phrases...), notSecret: append(slices.Clip(v.notSecret), own.notSecret...)}
 	sortPhrases(out.phrases)
-	return out, nil
+	return out
 }
 
 // sortPhrases puts the longest phrases first, so that a match names the most specific.
@@ -137,8 +146,8 @@ func unspaced(r rune) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
 }
 
-// find returns the first secret phrase in text (at the earliest word, the longest there),
-// and its category; field says whether text is a field's own name or title, where
+// find returns the first secret phrase in text (at the earliest word, the longest there);
+// field says whether text is a field's own name or title, where
 // fieldOnly words count too. ok is false when text holds none.
 func (v *vocabulary) find(text string, field bool) (found phrase, ok bool) {
 	ws := foldedWords(text)
