@@ -301,11 +301,11 @@ type clientInfo struct {
 	Version string `json:"version,omitempty"`
 }
 
-// createAnswer is its answer.
-type createAnswer struct {
-	Status       string       `json:"status"`
-	Elicitation  *Elicitation `json:"elicitation"`
-	RequestState string       `json:"requestState"`
+// requestOf is the create request of need: what names the credential and what the flow
+// keeps.
+func requestOf(need Need) createRequest {
+	return createRequest{Slot: need.Slot, Provider: need.Provider, Label: need.Label, Offline: need.Offline, Scopes: need.Scopes,
+		Message: need.Message, Metadata: need.Metadata}
 }
 
 // wait reads elicitation id until it ends or wait passes, and returns it as it then stands.

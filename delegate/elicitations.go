@@ -32,6 +32,9 @@ type Created struct {
 	UserRef     string       `json:"userRef"`
 	Elicitation *Elicitation `json:"elicitation"`
 	Credential  *Connection  `json:"credential"`
+	// RequestState, with user_action_required, is urlflow's signed state of the flow, for
+	// a 2026-07-28 client's input_required result (Require puts it there).
+	RequestState string `json:"requestState,omitempty"`
 	// New reports whether urlflow created the elicitation (201), rather than finding the
 	// user's running one (200).
 	New bool `json:"-"`
@@ -73,14 +76,20 @@ func (c *Client) Create(ctx context.Context, user User, need Need, opts *CreateO
 	if opts == nil {
 		opts = &CreateOptions{}
 	}
-	body := createRequest{Slot: need.Slot, Provider: need.Provider, Label: need.Label, Offline: need.Offline, Scopes: need.Scopes, Message: need.Message,
-		Metadata: need.Metadata, Call: opts.Call, User: user.Subject, UserRef: user.Ref}
-	key := opts.IdempotencyKey
+	body := requestOf(need)
+	body.Call, body.User, body.UserRef = opts.Call, user.Subject, user.Ref
+	return c.create(ctx, user.Token, body, opts.IdempotencyKey)
+}
+
+// create sends the create request body for the user of token (none: body names the user)
+// with an Idempotency-Key, its own when key is empty: sent again after a 429, it creates
+// nothing twice.
+func (c *Client) create(ctx context.Context, token string, body createRequest, key string) (*Created, error) {
 	if key == "" {
 		key = rand.Text()
 	}
 	var out Created
-	status, err := c.doWith(ctx, http.MethodPost, "elicitations", user.Token, http.Header{"Idempotency-Key": {key}}, body, &out)
+	status, err := c.doWith(ctx, http.MethodPost, "elicitations", token, http.Header{"Idempotency-Key": {key}}, body, &out)
 	if err != nil {
 		return nil, err
 	}

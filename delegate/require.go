@@ -2,7 +2,6 @@ package delegate
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -71,8 +70,8 @@ func (c *Client) Require(ctx context.Context, req *mcp.CallToolRequest, need Nee
 	if token == "" {
 		return nil, nil, errors.New("delegate: the request carries no bearer token of its user: urlflow needs it as evidence of who the user is")
 	}
-	body := createRequest{Slot: need.Slot, Provider: need.Provider, Label: need.Label, Offline: need.Offline, Scopes: need.Scopes, Message: need.Message, Call: callOf(req),
-		Metadata: need.Metadata}
+	body := requestOf(need)
+	body.Call = callOf(req)
 	if info := req.ClientInfo(); info != nil {
 		body.Client = &clientInfo{Name: info.Name, Title: info.Title, Version: info.Version}
 	}
@@ -84,7 +83,7 @@ func (c *Client) Require(ctx context.Context, req *mcp.CallToolRequest, need Nee
 			body.Action = r.Action
 		}
 	}
-	ans, err := c.create(ctx, token, body)
+	ans, err := c.create(ctx, token, body, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -120,17 +119,6 @@ func modernVersion(version string) bool {
 	return err == nil && version >= firstModernVersion
 }
 
-// create sends a create request and returns urlflow's answer. Its Idempotency-Key is its
-// own: sent again after a 429, it creates nothing twice.
-func (c *Client) create(ctx context.Context, token string, body createRequest) (*createAnswer, error) {
-	var ans createAnswer
-	header := http.Header{"Idempotency-Key": {rand.Text()}}
-	if _, err := c.doWith(ctx, http.MethodPost, "elicitations", token, header, body, &ans); err != nil {
-		return nil, err
-	}
-	return &ans, nil
-}
-
 // afterRetry waits for the elicitation of a 2026-07-28 retry to end (waitFor: RetryWait, or
 // with progress), then answers with the credential, the outcome, or input_required again.
 func (c *Client) afterRetry(ctx context.Context, req *mcp.CallToolRequest, need Need, token string, body createRequest, e *Elicitation) (*Credential, *mcp.CallToolResult, error) {
@@ -138,7 +126,7 @@ func (c *Client) afterRetry(ctx context.Context, req *mcp.CallToolRequest, need 
 		return nil, nil, err
 	}
 	body.Action = "" // recorded already
-	ans, err := c.create(ctx, token, body)
+	ans, err := c.create(ctx, token, body, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -188,7 +176,9 @@ func (c *Client) push(ctx context.Context, req *mcp.CallToolRequest, need Need, 
 	if cur.State != "complete" {
 		return nil, outcomeResult(cur), nil
 	}
-	ans, err := c.create(ctx, token, createRequest{Slot: need.Slot, Provider: need.Provider, Label: need.Label, Offline: need.Offline, Scopes: need.Scopes, Metadata: need.Metadata})
+	again := requestOf(need)
+	again.Message = "" // asked already: this create finds the credential
+	ans, err := c.create(ctx, token, again, "")
 	if err != nil {
 		return nil, nil, err
 	}
