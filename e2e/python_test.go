@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -55,28 +54,19 @@ func TestThePythonPackageDelegatesAgainstUrlflow(t *testing.T) {
 		New                                          bool
 		APIStatus                                    int `json:"apiStatus"`
 	}
-	lines := make(chan line)
-	var output strings.Builder
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			output.WriteString(sc.Text() + "\n")
-			var l line
-			if json.Unmarshal(sc.Bytes(), &l) == nil {
-				lines <- l
-			}
-		}
-	}()
+	var output strings.Builder // written by next only
+	raw := readLines(stdout)
 	next := func(event string) line {
 		t.Helper()
 		for {
 			select {
-			case l, ok := <-lines:
+			case text, ok := <-raw:
 				if !ok {
 					t.Fatalf("the Python flow ended before %q:\n%s", event, stderr.String())
 				}
-				if l.Event == event {
+				output.WriteString(text + "\n")
+				var l line
+				if json.Unmarshal([]byte(text), &l) == nil && l.Event == event {
 					return l
 				}
 			case <-time.After(2 * time.Minute):
@@ -94,8 +84,8 @@ func TestThePythonPackageDelegatesAgainstUrlflow(t *testing.T) {
 	if res.State != "complete" || res.Status != "stored" || res.APIStatus != 200 || !strings.HasPrefix(res.Account, "demo-") {
 		t.Fatalf("the result: %+v", res)
 	}
-	for range lines {
-		// the rest of its output, until it exits
+	for text := range raw { // the rest of its output, until it exits
+		output.WriteString(text + "\n")
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("the Python flow: %v\n%s", err, stderr.String())

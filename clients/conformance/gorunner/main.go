@@ -203,7 +203,16 @@ func (r *runner) step(step map[string]any) any {
 		return outcome(r.client.DeleteCredential(ctx, user, args.Need.need(), args.Reason))
 	case "events":
 		return r.events(ctx, args)
-	case "webhookVerifier":
+	case "webhookVerifier", "verifyWebhook":
+		return r.webhook(args)
+	}
+	return failure(fmt.Errorf("no such op %q", args.Op))
+}
+
+// webhook runs a step of webhook verification: a verifier of the step's secrets and clock,
+// or the verification of a message with the last one.
+func (r *runner) webhook(args stepArgs) any {
+	if args.Op == "webhookVerifier" {
 		v, err := delegate.NewWebhookVerifier(args.Secrets...)
 		if err != nil {
 			return map[string]any{"error": map[string]any{"kind": "secret", "message": err.Error()}}
@@ -211,24 +220,22 @@ func (r *runner) step(step map[string]any) any {
 		v.Now = func() time.Time { return time.Unix(args.Now, 0) }
 		r.verifier = v
 		return map[string]any{}
-	case "verifyWebhook":
-		header := http.Header{}
-		for k, v := range args.Headers {
-			header.Set(k, v)
-		}
-		hook, err := r.verifier.Verify(header, []byte(args.Body))
-		if err != nil {
-			return map[string]any{"error": map[string]any{"kind": webhookErrorKind(err), "message": err.Error()}}
-		}
-		out := map[string]any{"id": hook.ID, "type": hook.Type}
-		if hook.Credential != nil {
-			out["credential"] = asJSON(hook.Credential)
-		} else {
-			out["elicitation"] = asJSON(hook.Elicitation)
-		}
-		return out
 	}
-	return failure(fmt.Errorf("no such op %q", args.Op))
+	header := http.Header{}
+	for k, v := range args.Headers {
+		header.Set(k, v)
+	}
+	hook, err := r.verifier.Verify(header, []byte(args.Body))
+	if err != nil {
+		return map[string]any{"error": map[string]any{"kind": webhookErrorKind(err), "message": err.Error()}}
+	}
+	out := map[string]any{"id": hook.ID, "type": hook.Type}
+	if hook.Credential != nil {
+		out["credential"] = asJSON(hook.Credential)
+	} else {
+		out["elicitation"] = asJSON(hook.Elicitation)
+	}
+	return out
 }
 
 // stepArgs are the arguments a step may have.
