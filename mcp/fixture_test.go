@@ -201,6 +201,12 @@ func newFixture(t *testing.T, configure ...func(*testOptions)) *fixture {
 // withStyle, withPushWait and the like are the options tests change.
 func withStyle(s Style) func(*testOptions) { return func(o *testOptions) { o.Style = s } }
 
+// withReplicaHeartbeat makes replica liveness lapse, and the sweep for ended sessions run,
+// within a fraction of a second.
+func withReplicaHeartbeat(d time.Duration) func(*testOptions) {
+	return func(o *testOptions) { o.ReplicaHeartbeat = d }
+}
+
 func withPushWait(d time.Duration) func(*testOptions) { return func(o *testOptions) { o.PushWait = d } }
 
 func withProgressInterval(d time.Duration) func(*testOptions) {

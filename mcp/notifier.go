@@ -11,6 +11,7 @@ import (
 	"github.com/urlflow/urlflow/internal/expiring"
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/metrics"
+	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/flow"
 )
@@ -194,7 +195,7 @@ func (n *notifier) deliveryLoop(ctx context.Context, id string, wake chan struct
 // attempt makes one delivery attempt and reports whether the loop is done: written, no
 // longer owed, carried by a tool call, or its session is gone.
 func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
-	e, err := n.store.Read(ctx, id, flow.IfCopy((*flow.Elicitation).NotificationOwed))
+	e, err := n.store.Read(ctx, id, flow.IfCopy((*flow.Elicitation).NotificationDeliverable))
 	if err != nil {
 		n.log.WarnContext(ctx, "notification not attempted", "elicitation_id", id, "err", err)
 		return false
@@ -208,7 +209,7 @@ func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
 			"elicitation_id", id, "session", e.SessionID)
 		return true
 	}
-	if !e.NotificationOwed() {
+	if !e.NotificationDeliverable() { // one found ended elsewhere is written when its session lives here
 		return true
 	}
 	if !sessionURLMode(ls.ss) {
@@ -300,4 +301,72 @@ func (c *carriedNotice) release(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deliveryTimeout)
 	defer cancel()
 	c.n.deliver(ctx, c.id)
+}
+
+// sessionEnded records, of every notification owed to session id of user, which has just
+// ended here as why says, that it will not be written (flow.Deliveries.SessionEnded): the
+// flows leave the owed ones, and their histories say why.
+func (n *notifier) sessionEnded(ctx context.Context, user state.User, id, why string) {
+	ids, err := n.store.Deliveries().Undelivered(ctx, user, id)
+	if err != nil {
+		n.log.WarnContext(ctx, "notifications owed to an ended session not settled; the sweep will", "session", id, "err", err)
+		return
+	}
+	for _, eid := range ids {
+		n.settle(ctx, eid, id, why, true)
+	}
+}
+
+// settleBatch bounds how many owed notifications of each bucket of the owed index one
+// sweep looks at.
+const settleBatch = 200
+
+// settleEnded records as not written the owed notifications whose session has ended where
+// this replica cannot see it: the replica that held it stopped beating (it died or lost
+// Redis), or its registration is gone (the flow ended after the session). Every replica
+// sweeps; of two that settle one flow, the second finds it settled and changes nothing.
+func (n *notifier) settleEnded(ctx context.Context) {
+	// A notification owed for less than a fifth of the heartbeat is left to the holder's
+	// notifier (the sweep runs every third of it).
+	grace := n.sessions.heartbeat / 5
+	owed, err := n.store.Deliveries().OwedBefore(ctx, n.store.Now().Add(-grace), settleBatch)
+	if err != nil {
+		n.log.WarnContext(ctx, "owed notifications not checked for ended sessions", "err", err)
+		return
+	}
+	var sessions []string
+	for _, e := range owed {
+		if _, here := n.sessions.get(e.SessionID); !here {
+			sessions = append(sessions, e.SessionID)
+		}
+	}
+	if len(sessions) == 0 {
+		return
+	}
+	ended, err := n.sessions.store.Ended(ctx, sessions...)
+	if err != nil {
+		n.log.WarnContext(ctx, "owed notifications not checked for ended sessions", "err", err)
+		return
+	}
+	for _, e := range owed {
+		if why, ok := ended[e.SessionID]; ok {
+			n.settle(ctx, e.ID, e.SessionID, why, false)
+		}
+	}
+}
+
+// settle records that the notification of elicitation id will not be written to session
+// sessionID, which ended as why says; held says whether the session ended here.
+func (n *notifier) settle(ctx context.Context, id, sessionID, why string, held bool) {
+	settled, err := n.store.Deliveries().SessionEnded(ctx, id, sessionID, why, held)
+	if err != nil {
+		n.log.WarnContext(ctx, "notification owed to an ended session not settled", "elicitation_id", id, "session", sessionID, "err", err)
+		return
+	}
+	if !settled {
+		return // settled or written meanwhile
+	}
+	n.counters.Add(ctx, "urlflow_notifications_session_ended_total")
+	n.log.InfoContext(ctx, "completion notification not written: its session ended first", "elicitation_id", id,
+		"session", sessionID, "why", why)
 }

@@ -9,8 +9,10 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/mcpsessions"
 )
 
 // The completion notification goes to the originating session only, and only while its
@@ -116,15 +118,67 @@ func TestNotificationIsWithheldFromASessionOfAnotherUser(t *testing.T) {
 	}
 }
 
-func TestNotificationOwedToAClosedSessionStaysQueued(t *testing.T) {
+// testHeartbeat is the replica heartbeat of the tests of ended sessions: liveness lapses,
+// and the sweep looks, within a fraction of a second.
+const testHeartbeat = 600 * time.Millisecond
+
+// sessionEndedWithin waits until the delivery of id records that its session ended, and
+// checks what an operator then sees: the flow neither owes a notification nor is stuck, its
+// history says why, and a retry of the notification is a conflict that names a new attempt.
+func (f *fixture) sessionEndedWithin(id, sessionID string, limit time.Duration, why string) *flow.Elicitation {
+	f.t.Helper()
+	started := time.Now()
+	e := f.waitFor(id, "its delivery ended as session ended", func(e *flow.Elicitation) bool { return e.Delivery.SessionEndedAt != nil })
+	if took := time.Since(started); took > limit {
+		f.t.Errorf("the ended session was recorded after %v, want within %v", took, limit)
+	}
+	if e.NotificationOwed() || e.Delivery.WrittenAt != nil || !strings.Contains(e.Delivery.SessionEnded, why) {
+		f.t.Fatalf("delivery: %+v", e.Delivery)
+	}
+	if !hasEntry(f.history(id), flow.SessionEnded, state.ActorSystem, e.State, e.State) {
+		f.t.Fatalf("history: %+v", f.history(id))
+	}
+	sum, err := f.store.Index().Summarize(f.ctx, flow.Filter{})
+	if err != nil || sum.OwedNotifications != 0 || sum.Stuck[flow.StuckNotification] != 0 {
+		f.t.Fatalf("summary: %+v %v", sum, err)
+	}
+	_, err = f.opts.Recovery.Resend(f.ctx, e, flow.Act{Actor: state.ActorOperator, Reason: "test"})
+	var conflict *recovery.Conflict
+	if !errors.As(err, &conflict) || !strings.Contains(conflict.Why, "--new") || !strings.Contains(conflict.Why, why) {
+		f.t.Fatalf("retry of the notification: %v, want a conflict naming --new and why", err)
+	}
+	return e
+}
+
+// TestANotificationOwedToASessionItsClientClosedEnds: the client closes its session while
+// the notification of its ended flow is owed (it never opened its stream). That owed
+// notification used to stay, the flow stuck, for the 7 days of retention.
+func TestANotificationOwedToASessionItsClientClosedEnds(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, withStyle(StyleError))
+	f := newFixture(t, withStyle(StyleError), withReplicaHeartbeat(testHeartbeat))
+	endpoint, token := f.serveHTTP()
+	c := f.connectHTTP(endpoint, token("dev"), "2025-11-25", clientConfig{urlMode: true}, false)
+	_, err := c.CallTool(t.Context(), setSecretParams(demoSlot))
+	id := urlElicitationRequired(t, err)[0].ElicitationID
+	f.browserCompletes(id, demoKey)
+	f.waitFor(id, "an attempt recorded", func(e *flow.Elicitation) bool { return e.Delivery.Attempts > 0 })
+
+	c.Close()
+	f.sessionEndedWithin(id, c.sessionID, time.Second, endedByClient)
+	if owed, err := f.store.Deliveries().IsUndelivered(f.ctx, devUser("dev"), c.sessionID, id); err != nil || owed {
+		t.Fatalf("still in the ended session's undelivered set: %v %v", owed, err)
+	}
+}
+
+// TestANotificationOfAFlowThatEndsAfterItsSessionEnds: the session was closed before the
+// flow ended; nobody holds it, and the sweep records the end within seconds.
+func TestANotificationOfAFlowThatEndsAfterItsSessionEnds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, withStyle(StyleError), withReplicaHeartbeat(testHeartbeat))
 	c := f.connect(alice, clientConfig{urlMode: true})
 	_, err := c.CallTool(t.Context(), setSecretParams(demoSlot))
 	id := urlElicitationRequired(t, err)[0].ElicitationID
 	c.Close()
-	// The replica forgets the session, then unregisters it in Redis (sessionRegistry.end):
-	// wait for both.
 	eventually(t, "the closed session forgotten and unregistered", func() bool {
 		_, live := f.server.sessions.get(c.sessionID)
 		_, err := f.mcpSessions.Live(f.ctx, c.sessionID)
@@ -132,12 +186,72 @@ func TestNotificationOwedToAClosedSessionStaysQueued(t *testing.T) {
 	})
 
 	f.browserCompletes(id, demoKey)
-	e := f.get(id)
-	if e.Delivery.QueuedAt == nil || e.Delivery.WrittenAt != nil || e.Delivery.Attempts != 0 {
+	f.sessionEndedWithin(id, c.sessionID, 3*time.Second, mcpsessions.EndedUnregistered)
+}
+
+// TestANotificationOwedToADeadReplicasSessionEnds: the replica that holds the session dies
+// (as under SIGKILL: it unregisters nothing). Its sessions count as ended once its
+// heartbeat lapses, not when their registrations do (90 s), and a retry of the
+// notification is a conflict at once, where it answered 200 and "requeued" to the dead
+// session.
+func TestANotificationOwedToADeadReplicasSessionEnds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, withStyle(StyleError), withReplicaHeartbeat(testHeartbeat))
+	doomed, kill := f.startKillableReplica("replica-doomed")
+	endpoint, token := f.serveHTTPOf(doomed)
+	c := f.connectHTTP(endpoint, token("dev"), "2025-11-25", clientConfig{urlMode: true}, false)
+	_, err := c.CallTool(t.Context(), setSecretParams(demoSlot))
+	id := urlElicitationRequired(t, err)[0].ElicitationID
+
+	kill()
+	f.browserCompletes(id, demoKey) // on the replica that lives
+	if _, err := f.mcpSessions.Live(f.ctx, c.sessionID); err != nil {
+		t.Fatalf("the dead replica's session should still be registered (until it lapses): %v", err)
+	}
+	e := f.sessionEndedWithin(id, c.sessionID, 4*testHeartbeat, "stopped answering: replica-doomed")
+	if owed, err := f.store.Deliveries().IsUndelivered(f.ctx, devUser("dev"), c.sessionID, id); err != nil || !owed {
+		t.Fatalf("left the session's undelivered set; a replica that still held the session would not find it: %v %v", owed, err)
+	}
+	if !strings.Contains(e.Delivery.Describe(time.Now()), "before it could be told") {
+		t.Fatalf("described as %q", e.Delivery.Describe(time.Now()))
+	}
+}
+
+// TestASessionFoundEndedThatLivesIsStillTold: another replica recorded the session as ended
+// (its replica was cut from Redis), but the replica holds it after all: when it is back (its
+// event subscription reconnects and it rechecks), it writes the notification, and the
+// record says it was written after the session had been found ended.
+func TestASessionFoundEndedThatLivesIsStillTold(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, withStyle(StyleError))
+	c := f.connect(alice, clientConfig{urlMode: true})
+	_, err := c.CallTool(t.Context(), setSecretParams(demoSlot))
+	id := urlElicitationRequired(t, err)[0].ElicitationID
+	hold := f.server.notifier.carry(id) // keeps this replica from writing it for now
+	f.browserCompletes(id, demoKey)
+	settled, err := f.store.Deliveries().SessionEnded(f.ctx, id, c.sessionID, "the replica that held the session stopped answering: test-replica", false)
+	if err != nil || !settled {
+		t.Fatalf("record the session ended: %v %v", settled, err)
+	}
+	hold.written = true // let go without delivering, as if the replica had been cut off
+	hold.release(f.ctx)
+
+	f.server.notifier.recheckAll(f.ctx) // what the hub's reconnection runs
+	if got := receive(t, c.completions, "the notification"); got != id {
+		t.Fatalf("notified %s, want %s", got, id)
+	}
+	e := f.waitFor(id, "recorded as written", func(e *flow.Elicitation) bool { return e.Delivery.WrittenAt != nil })
+	if e.Delivery.SessionEndedAt == nil || !strings.Contains(e.Delivery.Describe(time.Now()), "it lived after all") {
 		t.Fatalf("delivery: %+v", e.Delivery)
 	}
-	if owed, err := f.store.Deliveries().IsUndelivered(f.ctx, alice, c.sessionID, id); err != nil || !owed {
-		t.Fatalf("not owed any more: %v %v", owed, err)
+	var notified *flow.Entry
+	for _, h := range f.history(id) {
+		if h.Event == flow.Notified {
+			notified = &h
+		}
+	}
+	if notified == nil || !strings.Contains(notified.Reason, "lived after all") {
+		t.Fatalf("history: %+v", f.history(id))
 	}
 }
 

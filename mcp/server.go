@@ -31,6 +31,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/ask"
+	"github.com/urlflow/urlflow/internal/every"
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
@@ -120,6 +121,10 @@ type Options struct {
 	// (DefaultSessionsPerUser if zero). A new session beyond it closes the least recently
 	// used session that no request waits on and no notification is owed to, or is refused.
 	SessionsPerUser int
+	// ReplicaHeartbeat is how long this replica's heartbeat lasts unless refreshed
+	// (DefaultReplicaHeartbeat if zero): the other replicas count its sessions as ended
+	// about this long after it dies or loses Redis.
+	ReplicaHeartbeat time.Duration
 	// Asker opens elicitations and signs and checks multi round-trip requestStates.
 	Asker *ask.Asker
 	// Recovery cancels flows (cancel_elicitation).
@@ -186,12 +191,16 @@ func New(opts Options) *Server {
 	if opts.SessionsPerUser <= 0 {
 		opts.SessionsPerUser = DefaultSessionsPerUser
 	}
+	if opts.ReplicaHeartbeat <= 0 {
+		opts.ReplicaHeartbeat = DefaultReplicaHeartbeat
+	}
 	s := &Server{opts: opts, log: log,
 		proxy: proxy.New(opts.Credentials, opts.Vault, opts.Keeper, opts.Upstream, opts.Counters, log)}
 	s.background = newBackground()
-	s.sessions = newSessionRegistry(opts.Sessions, opts.Replica, opts.SessionsPerUser,
+	s.sessions = newSessionRegistry(opts.Sessions, opts.Replica, opts.SessionsPerUser, opts.ReplicaHeartbeat,
 		func() iter.Seq[*sdk.ServerSession] { return s.legacy.Sessions() }, log)
 	s.notifier = newNotifier(opts.Flows, opts.Counters, opts.Metrics, s.sessions, s.background, log)
+	s.sessions.ended = s.notifier.sessionEnded
 	opts.Hub.OnNotice(s.notifier.onNotice)
 	opts.Hub.OnNotice(s.offerNewAttempt)
 	opts.Hub.OnNotice(s.sessions.closeEvicted)
@@ -343,8 +352,10 @@ func writeJSONRPCError(w http.ResponseWriter, r *http.Request, status int, messa
 // and returns once all of that work has stopped, so that the caller can close Redis. Start
 // it before the hub (state.Hub.Run), whose first connection triggers a re-check.
 func (s *Server) Run(ctx context.Context) {
+	s.sessions.beat(ctx) // before any session of this replica is judged by it
 	var wg sync.WaitGroup
 	wg.Go(func() { s.sessions.run(ctx) })
+	wg.Go(func() { every.Run(ctx, s.opts.ReplicaHeartbeat/3, s.notifier.settleEnded) })
 	wg.Go(func() { s.background.run(ctx) })
 	<-ctx.Done()
 	s.sessions.closeAll(ctx)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/mcpsessions"
 )
 
 func withSessionsPerUser(n int) func(*testOptions) {
@@ -25,10 +27,21 @@ func withSessionsPerUser(n int) func(*testOptions) {
 // subscription, as another process would be.
 func (f *fixture) startReplica(name string) *Server {
 	f.t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: f.redis.Addr})
+	server, _ := f.startKillableReplica(name)
+	return server
+}
+
+// startKillableReplica is startReplica, and returns as well a function that kills the
+// replica as SIGKILL would: from then on nothing it does reaches Redis (its Redis client is
+// closed first), and then it stops.
+func (f *fixture) startKillableReplica(name string) (*Server, func()) {
+	f.t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: f.redis.Addr, MaxRetries: -1})
 	hub := flow.NewHub(rdb, f.opts.Logger)
 	opts := f.opts
 	opts.Hub, opts.Replica = hub, name
+	opts.Flows = flow.NewStore(rdb, flow.StoreOptions{Logger: f.opts.Logger, Now: f.store.Now})
+	opts.Sessions = mcpsessions.New(rdb, f.store.Now)
 	server := New(opts.Options)
 	ctx, stop := context.WithCancel(f.ctx)
 	ran := make(chan struct{})
@@ -42,12 +55,13 @@ func (f *fixture) startReplica(name string) *Server {
 	case <-time.After(waitLimit):
 		f.t.Fatal("the second replica's hub did not subscribe to Redis")
 	}
-	f.t.Cleanup(func() {
+	kill := sync.OnceFunc(func() {
+		rdb.Close()
 		stop()
 		<-ran
-		rdb.Close()
 	})
-	return server
+	f.t.Cleanup(kill)
+	return server, kill
 }
 
 // alive reports whether c's session still answers.

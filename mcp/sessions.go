@@ -25,6 +25,11 @@ const (
 	registrationRefresh = 30 * time.Second
 )
 
+// DefaultReplicaHeartbeat is how long a replica's heartbeat lasts unless refreshed; it is
+// refreshed three times as often. Once it lapses, the replica's sessions count as ended
+// (mcpsessions.Registry.Ended): seconds after the replica dies or loses Redis.
+const DefaultReplicaHeartbeat = 10 * time.Second
+
 // reapInterval is how often the registry looks for sessions that ended without a request
 // saying so (sessionRegistry.reap).
 const reapInterval = 5 * time.Second
@@ -59,14 +64,29 @@ type sessionRegistry struct {
 	log  *slog.Logger
 	// perUser caps the sessions of one user on all replicas.
 	perUser int
+	// heartbeat is how long the replica's heartbeat lasts (Options.ReplicaHeartbeat).
+	heartbeat time.Duration
+	// ended is told of every session that ends here, with why (the notifier's
+	// sessionEnded).
+	ended func(ctx context.Context, user state.User, id, why string)
 
 	mu   sync.Mutex
 	byID map[string]*liveSession
 }
 
-func newSessionRegistry(store *mcpsessions.Registry, replica string, perUser int, live func() iter.Seq[*sdk.ServerSession], log *slog.Logger) *sessionRegistry {
-	return &sessionRegistry{store: store, replica: replica, perUser: perUser, live: live, log: log, byID: map[string]*liveSession{}}
+func newSessionRegistry(store *mcpsessions.Registry, replica string, perUser int, heartbeat time.Duration,
+	live func() iter.Seq[*sdk.ServerSession], log *slog.Logger) *sessionRegistry {
+	return &sessionRegistry{store: store, replica: replica, perUser: perUser, heartbeat: heartbeat, live: live, log: log,
+		ended: func(context.Context, state.User, string, string) {}, byID: map[string]*liveSession{}}
 }
+
+// Why a session held here ended (sessionRegistry.end).
+const (
+	endedByClient   = "the client closed the session"
+	endedUnseen     = "the session idled out or its connection failed"
+	endedByShutdown = "the replica that held the session shut down"
+	endedForRoom    = "the session was closed to make room for a newer one of the same user"
+)
 
 func (r *sessionRegistry) add(ctx context.Context, ss *sdk.ServerSession, user state.User, client state.ClientInfo) {
 	now := time.Now().UTC()
@@ -79,10 +99,11 @@ func (r *sessionRegistry) add(ctx context.Context, ss *sdk.ServerSession, user s
 	r.log.InfoContext(ctx, "mcp session started", "session", id, "user", user.Key(), "client", client.Name)
 }
 
-// end forgets session id, which has ended, if it is held here: it leaves the registry
-// and its registration in Redis is removed. It runs even when ctx has ended (a shutdown
-// unregisters the sessions it closes).
-func (r *sessionRegistry) end(ctx context.Context, id string) {
+// end forgets session id, which has ended as why says, if it is held here: it leaves the
+// registry, its registration in Redis is removed, and the notifications it is owed are
+// recorded as not written (sessionRegistry.ended). It runs even when ctx has ended (a
+// shutdown unregisters the sessions it closes).
+func (r *sessionRegistry) end(ctx context.Context, id, why string) {
 	r.mu.Lock()
 	ls, ok := r.byID[id]
 	delete(r.byID, id)
@@ -95,7 +116,8 @@ func (r *sessionRegistry) end(ctx context.Context, id string) {
 	if err := r.store.Forget(ctx, ls.user, id); err != nil {
 		r.log.WarnContext(ctx, "ended mcp session not unregistered; it expires", "session", id, "err", err)
 	}
-	r.log.InfoContext(ctx, "mcp session ended", "session", id)
+	r.log.InfoContext(ctx, "mcp session ended", "session", id, "why", why)
+	r.ended(ctx, ls.user, id, why)
 }
 
 // endIfGone ends session id if it is held here and the SDK no longer holds it (its client
@@ -110,7 +132,7 @@ func (r *sessionRegistry) endIfGone(ctx context.Context, id string) {
 			return
 		}
 	}
-	r.end(ctx, id)
+	r.end(ctx, id, endedByClient)
 }
 
 // reap ends the sessions held here that the SDK no longer holds: those that idled out,
@@ -123,7 +145,7 @@ func (r *sessionRegistry) reap(ctx context.Context) {
 		delete(held, ss.ID())
 	}
 	for id := range held {
-		r.end(ctx, id)
+		r.end(ctx, id, endedUnseen)
 	}
 }
 
@@ -131,7 +153,7 @@ func (r *sessionRegistry) reap(ctx context.Context) {
 func (r *sessionRegistry) closeAll(ctx context.Context) {
 	for id, ls := range r.snapshot() {
 		ls.ss.Close()
-		r.end(ctx, id)
+		r.end(ctx, id, endedByShutdown)
 	}
 }
 
@@ -248,7 +270,7 @@ func (r *sessionRegistry) closeEvicted(ctx context.Context, n flow.Notice) {
 		return
 	}
 	ls.ss.Close()
-	r.end(ctx, n.SessionID)
+	r.end(ctx, n.SessionID, endedForRoom)
 }
 
 // snapshot returns the sessions held here, by ID.
@@ -262,9 +284,19 @@ func (r *sessionRegistry) snapshot() map[string]*liveSession {
 	return out
 }
 
-// run refreshes the registrations and reaps ended sessions until ctx ends.
+// beat records that this replica lives, for the heartbeat's lifetime.
+func (r *sessionRegistry) beat(ctx context.Context) {
+	if err := r.store.Beat(ctx, r.replica, r.heartbeat); err != nil {
+		r.log.WarnContext(ctx, "replica heartbeat not recorded; other replicas will count this one's sessions as ended until it is",
+			"err", err)
+	}
+}
+
+// run beats the replica's heartbeat, refreshes the registrations and reaps ended sessions
+// until ctx ends.
 func (r *sessionRegistry) run(ctx context.Context) {
 	var wg sync.WaitGroup
+	wg.Go(func() { every.Run(ctx, r.heartbeat/3, r.beat) })
 	wg.Go(func() {
 		every.Run(ctx, registrationRefresh, func(ctx context.Context) {
 			for id, ls := range r.snapshot() {

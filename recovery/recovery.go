@@ -103,14 +103,19 @@ func (r *Recovery) Resend(ctx context.Context, e *flow.Elicitation, act flow.Act
 	if e.SessionID == "" {
 		return nil, &Conflict{Elicitation: e, Why: "this request has no client session to notify"}
 	}
-	if _, err := r.opts.Sessions.Live(ctx, e.SessionID); errors.Is(err, state.ErrNotFound) {
-		return nil, &Conflict{Elicitation: e, Why: "the client session that started this request has ended; the result stays here"}
-	} else if err != nil {
+	ended, err := r.opts.Sessions.Ended(ctx, e.SessionID)
+	if err != nil {
 		return nil, fmt.Errorf("read the session of %s: %w", e.ID, err)
+	}
+	if why, ok := ended[e.SessionID]; ok {
+		if e.Delivery.SessionEndedAt != nil {
+			why = e.Delivery.SessionEnded // recorded by the replica that knew best
+		}
+		return nil, &Conflict{Elicitation: e, Why: SessionEndedConflict(why)}
 	}
 	wake, stop := r.opts.Hub.Wait(e.ID)
 	defer stop()
-	e, err := r.opts.Flows.Deliveries().Requeue(ctx, e.ID, act)
+	e, err = r.opts.Flows.Deliveries().Requeue(ctx, e.ID, act)
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +136,14 @@ func (r *Recovery) Resend(ctx context.Context, e *flow.Elicitation, act flow.Act
 		}
 	}
 	return e, nil
+}
+
+// SessionEndedConflict is the Conflict of a request to send again the completion
+// notification of a flow whose session has ended as why says.
+func SessionEndedConflict(why string) string {
+	return "the client session that started this request has ended (" + why + "): there is nobody left to notify; " +
+		"the result stays here, readable through elicitation_status and the API. " +
+		`To ask the user again, start a new attempt (urlflow flows retry --new, or the body {"new": true})`
 }
 
 // audit keeps an operator's action what on e, for the reason in act, in the audit trail.

@@ -149,8 +149,21 @@ func TestResendAsksForTheNotificationAgainWhileTheSessionLives(t *testing.T) {
 		t.Fatalf("Resend to a session that ended = %v", err)
 	}
 
+	// A session still registered by a replica that stopped beating (it died) has ended: the
+	// retry answered 200 and requeued to it until its registration lapsed.
+	if err := f.sessions.Register(ctx, mcpsessions.Session{ID: "on-a-dead-replica", User: alice, Replica: "dead"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.r.Resend(ctx, f.flowIn("on-a-dead-replica", flow.ClientDecline), operator); !errors.As(err, &conflict) ||
+		!strings.Contains(conflict.Why, "stopped answering: dead") || !strings.Contains(conflict.Why, "--new") {
+		t.Fatalf("Resend to a session of a dead replica = %v", err)
+	}
+
 	// The replica that holds the session writes the notification when asked again.
 	if err := f.sessions.Register(ctx, mcpsessions.Session{ID: "live", User: alice, Replica: "r1"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sessions.Beat(ctx, "r1", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	e := f.flowIn("live", flow.ClientDecline)

@@ -300,7 +300,7 @@ func TestRetryOfAnEndedFlowWithoutALiveSessionIsAConflict(t *testing.T) {
 		session string
 		says    string
 	}{
-		{"session ended", "gone-" + rand.Text(), "the client session that started this request has ended; the result stays here"},
+		{"session ended", "gone-" + rand.Text(), "the client session that started this request has ended"},
 		{"no session", "", "this request has no client session to notify"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -315,7 +315,7 @@ func TestRetryOfAnEndedFlowWithoutALiveSessionIsAConflict(t *testing.T) {
 				flow.View
 			}
 			got.decode(t, &body)
-			if got.Status != http.StatusConflict || body.Error != tc.says || body.State != flow.Declined || body.ID != e.ID {
+			if got.Status != http.StatusConflict || !strings.HasPrefix(body.Error, tc.says) || body.State != flow.Declined || body.ID != e.ID {
 				t.Errorf("answered %d %q in %s, want 409 %q", got.Status, body.Error, body.State, tc.says)
 			}
 			f.wantUnchanged(t, e.ID, before)

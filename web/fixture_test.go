@@ -536,8 +536,12 @@ func (f *fixture) newFlow(t testing.TB, owner string, change ...func(*flow.NewEl
 func (f *fixture) liveSession(t testing.TB, owner string) string {
 	t.Helper()
 	id := "session-" + rand.Text()
-	err := mcpsessions.New(f.redis.Client(t), f.clock.Now).Register(t.Context(), mcpsessions.Session{ID: id, User: f.user(owner), Replica: "test",
+	sessions := mcpsessions.New(f.redis.Client(t), f.clock.Now)
+	err := sessions.Register(t.Context(), mcpsessions.Session{ID: id, User: f.user(owner), Replica: "test",
 		StartedAt: f.clock.Now()}, time.Hour)
+	if err == nil {
+		err = sessions.Beat(t.Context(), "test", time.Hour)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

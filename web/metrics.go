@@ -18,14 +18,15 @@ import (
 
 // counterHelp describes the deployment-wide counters (package counters) for /metrics.
 var counterHelp = map[string]string{
-	"urlflow_elicitations_created_total":    "Elicitations created, by kind.",
-	"urlflow_elicitation_transitions_total": "State changes of elicitations, by kind and the state they moved to.",
-	"urlflow_phishing_refusals_total":       "Elicitation links opened by a signed-in user who is not the elicitation's user, and refused.",
-	"urlflow_notification_attempts_total":   "Attempts to write notifications/elicitation/complete to a session, by result.",
-	"urlflow_token_refreshes_total":         "Refreshes of third-party tokens, by provider and result.",
-	"urlflow_webhook_given_up_total":        "Webhook deliveries given up after their whole schedule, by service.",
-	"urlflow_rate_limited_total":            "Windows in which a user first went over a rate limit, by what was limited.",
-	"urlflow_secret_in_request_total":       "call_api requests refused unsent because they carried the stored secret or access token, by kind of credential.",
+	"urlflow_elicitations_created_total":        "Elicitations created, by kind.",
+	"urlflow_elicitation_transitions_total":     "State changes of elicitations, by kind and the state they moved to.",
+	"urlflow_phishing_refusals_total":           "Elicitation links opened by a signed-in user who is not the elicitation's user, and refused.",
+	"urlflow_notification_attempts_total":       "Attempts to write notifications/elicitation/complete to a session, by result.",
+	"urlflow_notifications_session_ended_total": "Completion notifications not written because their session ended first (the result stays readable).",
+	"urlflow_token_refreshes_total":             "Refreshes of third-party tokens, by provider and result.",
+	"urlflow_webhook_given_up_total":            "Webhook deliveries given up after their whole schedule, by service.",
+	"urlflow_rate_limited_total":                "Windows in which a user first went over a rate limit, by what was limited.",
+	"urlflow_secret_in_request_total":           "call_api requests refused unsent because they carried the stored secret or access token, by kind of credential.",
 }
 
 // newMetrics registers with proc's registry the deployment-wide figures /metrics shows

@@ -3,6 +3,10 @@ package flow
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/urlflow/urlflow/state"
 )
@@ -46,9 +50,43 @@ func (d *Deliveries) Record(ctx context.Context, id string, via Stream, attemptE
 		e.Delivery.LastError = ""
 		p.SRem(ctx, UndeliveredKey(e.User.Key(), e.SessionID), e.ID)
 		s.queueOwed(ctx, p, e)
-		return true, &Entry{At: now, Event: Notified, Actor: state.ActorSystem, From: e.State, To: e.State,
-			Reason: "completion notification written on " + string(via)}, nil
+		reason := "completion notification written on " + string(via)
+		if e.Delivery.SessionEndedAt != nil {
+			reason += ", after its session had been found ended (" + e.Delivery.SessionEnded + "): it lived after all"
+		}
+		return true, &Entry{At: now, Event: Notified, Actor: state.ActorSystem, From: e.State, To: e.State, Reason: reason}, nil
 	})
+}
+
+// SessionEnded records that the completion notification of elicitation id cannot be
+// written: its MCP session sessionID ended before it could be told, as why says (for
+// example "the client closed the session", "its replica stopped answering"). That is
+// delivery's end, and the flow no longer counts as owing it; the result stays readable
+// through elicitation_status and the API. It changes nothing unless the notification is
+// owed to sessionID. held says whether the replica that held the session records it: it
+// knows the session is gone, and the elicitation leaves the session's undelivered set;
+// otherwise it stays there, so that the replica, should it still hold the session (a
+// partition healed), tells it after all. It reports whether it recorded it (false: the
+// notification was not owed to sessionID any more).
+func (d *Deliveries) SessionEnded(ctx context.Context, id, sessionID, why string, held bool) (bool, error) {
+	s := d.s
+	settled := false
+	_, err := s.update(ctx, id, NoticeDelivery, func(e *Elicitation, p *batch) (bool, *Entry, error) {
+		settled = e.NotificationOwed() && e.SessionID == sessionID
+		if !settled {
+			return false, nil, nil
+		}
+		now := s.now().UTC()
+		e.Delivery.SessionEndedAt, e.Delivery.SessionEnded = &now, why
+		if held {
+			p.SRem(ctx, UndeliveredKey(e.User.Key(), e.SessionID), e.ID)
+		}
+		s.queueOwed(ctx, p, e)
+		return true, &Entry{At: now, Event: SessionEnded, Actor: state.ActorSystem, From: e.State, To: e.State,
+			Reason: "completion notification not written: " + why + " before it could be told; " +
+				"the result is readable through elicitation_status and the API"}, nil
+	})
+	return settled && err == nil, err
 }
 
 // Skip records that the completion notification of elicitation id is not owed
@@ -78,7 +116,9 @@ func (d *Deliveries) Requeue(ctx context.Context, id string, act Act) (*Elicitat
 			return false, nil, fmt.Errorf("requeue notification of %s: no session: %w", e.ID, ErrConflict)
 		}
 		now := s.now().UTC()
-		e.Delivery.QueuedAt, e.Delivery.WrittenAt, e.Delivery.SkippedAt = &now, nil, nil // owed again until written again
+		// Owed again until written again.
+		e.Delivery.QueuedAt, e.Delivery.WrittenAt, e.Delivery.SkippedAt = &now, nil, nil
+		e.Delivery.SessionEndedAt, e.Delivery.SessionEnded = nil, ""
 		key := UndeliveredKey(e.User.Key(), e.SessionID)
 		p.SAdd(ctx, key, e.ID)
 		p.Expire(ctx, key, s.retention)
@@ -86,6 +126,32 @@ func (d *Deliveries) Requeue(ctx context.Context, id string, act Act) (*Elicitat
 		return true, &Entry{At: now, Event: NotifyRequeued, Actor: act.Actor, By: act.By, From: e.State, To: e.State,
 			Reason: act.reason("notification requested again")}, nil
 	})
+}
+
+// OwedBefore returns the ended elicitations whose completion notification has been owed
+// since before cutoff, at most limit of each bucket of the owed index: those a sweeper
+// checks for a session that has ended unseen.
+func (d *Deliveries) OwedBefore(ctx context.Context, cutoff time.Time, limit int) ([]*Elicitation, error) {
+	s := d.s
+	s.flushIndexes(ctx)
+	until := strconv.FormatInt(cutoff.UnixMilli(), 10)
+	var owed []*Elicitation
+	for bucket := range IndexBuckets {
+		ids, err := s.rdb.ZRangeByScore(ctx, owedKey(bucket), &redis.ZRangeBy{Min: "-inf", Max: until, Count: int64(limit)}).Result()
+		if err != nil {
+			return nil, fmt.Errorf("read owed notifications: %w", err)
+		}
+		records, err := s.loadIDs(ctx, ids)
+		if err != nil {
+			return nil, fmt.Errorf("read owed notifications: %w", err)
+		}
+		for _, e := range records {
+			if e != nil && e.NotificationOwed() {
+				owed = append(owed, e)
+			}
+		}
+	}
+	return owed, nil
 }
 
 // Undelivered returns the IDs of the ended elicitations of user whose completion

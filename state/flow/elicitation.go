@@ -20,18 +20,31 @@ type Delivery struct {
 	WrittenAt *time.Time `json:"writtenAt,omitempty"`
 	// SkippedAt is when urlflow decided not to send it (the client declared no URL mode).
 	SkippedAt *time.Time `json:"skippedAt,omitempty"`
-	Attempts  int        `json:"attempts"`
-	LastError string     `json:"lastError,omitempty"`
+	// SessionEndedAt is when urlflow found the session ended before the notification could
+	// be written (SessionEnded says how it knew): delivery's end when nobody is left to tell.
+	// The result stays readable through elicitation_status and the API. Should the session
+	// turn out to live after all (a partition healed), it is still told: WrittenAt is then set
+	// as well.
+	SessionEndedAt *time.Time `json:"sessionEndedAt,omitempty"`
+	SessionEnded   string     `json:"sessionEnded,omitempty"`
+	Attempts       int        `json:"attempts"`
+	LastError      string     `json:"lastError,omitempty"`
 }
 
 // Describe says where the notification stands at now, for people (the operators' pages
 // and command line).
 func (d Delivery) Describe(now time.Time) string {
 	switch {
+	case d.WrittenAt != nil && d.SessionEndedAt != nil:
+		return fmt.Sprintf("written %s ago (%d attempts), after its session had been found ended (%s): it lived after all",
+			ages.Of(now.Sub(*d.WrittenAt)), d.Attempts, d.SessionEnded)
 	case d.WrittenAt != nil:
 		return fmt.Sprintf("written %s ago (%d attempts)", ages.Of(now.Sub(*d.WrittenAt)), d.Attempts)
 	case d.SkippedAt != nil:
 		return d.LastError
+	case d.SessionEndedAt != nil:
+		return fmt.Sprintf("not written: %s %s ago, before it could be told (%d attempts); "+
+			"the result is readable through elicitation_status and the API", d.SessionEnded, ages.Of(now.Sub(*d.SessionEndedAt)), d.Attempts)
 	case d.QueuedAt != nil && d.LastError != "":
 		return fmt.Sprintf("owed for %s, %d attempts, last: %s", ages.Of(now.Sub(*d.QueuedAt)), d.Attempts, d.LastError)
 	case d.QueuedAt != nil:
@@ -52,9 +65,17 @@ type Replaced struct {
 }
 
 // NotificationOwed reports whether the completion notification of e is owed to its MCP
-// session and not yet written or given up: the same as e's membership of its session's
-// undelivered set, which every step that changes one changes the other with.
+// session and not yet written or given up. The session's undelivered set holds e while
+// NotificationDeliverable: every step that changes one changes the other with it.
 func (e *Elicitation) NotificationOwed() bool {
+	return e.NotificationDeliverable() && e.Delivery.SessionEndedAt == nil
+}
+
+// NotificationDeliverable reports whether the completion notification of e would still be
+// written to its MCP session if that session lives: it is owed, or it was given up only
+// because the session was found ended (Delivery.SessionEndedAt), which a replica that still
+// holds the session knows better.
+func (e *Elicitation) NotificationDeliverable() bool {
 	return e.State.Terminal() && e.SessionID != "" && e.Delivery.QueuedAt != nil &&
 		e.Delivery.WrittenAt == nil && e.Delivery.SkippedAt == nil
 }

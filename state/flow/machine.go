@@ -76,6 +76,7 @@ const (
 	LatePost        Event = "late_post"         // history only: a form arrived after the flow ended
 	Notified        Event = "notified"          // history only: completion written to the client's stream
 	NotifyRequeued  Event = "notify_requeued"   // history only: a retry asked for the notification again
+	SessionEnded    Event = "session_ended"     // history only: the session ended before it could be told
 	RetriedAs       Event = "retried"           // history only: a new attempt was started from this one
 )
 

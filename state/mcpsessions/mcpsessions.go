@@ -87,6 +87,77 @@ func (r *Registry) Live(ctx context.Context, id string) (*Session, error) {
 	return &ms, nil
 }
 
+// replicaKey names the heartbeat of replica name.
+func replicaKey(name string) string { return state.KeyPrefix + "replica:" + name }
+
+// Beat records that replica name lives, for ttl; the replica beats more often than that.
+// A session counts as ended once the replica that holds it stops beating, which is seconds
+// after it dies or loses Redis, where its sessions' registrations last until they lapse.
+func (r *Registry) Beat(ctx context.Context, name string, ttl time.Duration) error {
+	if err := r.rdb.Set(ctx, replicaKey(name), r.now().UTC().Format(time.RFC3339Nano), ttl).Err(); err != nil {
+		return fmt.Errorf("record that replica %s lives: %w", name, err)
+	}
+	return nil
+}
+
+// Why a session counts as ended (Ended).
+const (
+	// EndedUnregistered: its registration is gone. Its replica removes it when the client
+	// closes the session, the session idles out or the replica shuts down, and it lapses
+	// when the replica stops refreshing it.
+	EndedUnregistered = "the session was closed (by its client, its idle timeout or its replica's shutdown) or its registration lapsed"
+	// endedReplicaSilent is followed by the replica's name: the replica that holds the
+	// session stopped beating (it died, or lost its connection to Redis).
+	endedReplicaSilent = "the replica that held the session stopped answering: "
+)
+
+// Ended says, of each MCP session of ids, why it counts as ended: its registration is gone,
+// or the replica that holds it stopped beating. Sessions that live are absent from the
+// answer.
+func (r *Registry) Ended(ctx context.Context, ids ...string) (map[string]string, error) {
+	docs := make([]*redis.StringCmd, len(ids))
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			docs[i] = p.Get(ctx, sessionKey(id))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read MCP sessions: %w", err)
+	}
+	ended := map[string]string{}
+	replicaOf := map[string]string{} // session ID → replica, of those registered
+	for i, id := range ids {
+		var ms Session
+		switch err := state.DecodeJSON(docs[i], "MCP session", &ms); {
+		case errors.Is(err, state.ErrNotFound):
+			ended[id] = EndedUnregistered
+		case err != nil:
+			return nil, err
+		default:
+			replicaOf[id] = ms.Replica
+		}
+	}
+	beats := map[string]*redis.IntCmd{}
+	_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, name := range replicaOf {
+			if beats[name] == nil {
+				beats[name] = p.Exists(ctx, replicaKey(name))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read replica heartbeats: %w", err)
+	}
+	for id, name := range replicaOf {
+		if beats[name].Val() == 0 {
+			ended[id] = endedReplicaSilent + name
+		}
+	}
+	return ended, nil
+}
+
 // Forget removes the registration of user's MCP session id.
 func (r *Registry) Forget(ctx context.Context, user state.User, id string) error {
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {

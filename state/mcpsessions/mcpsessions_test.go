@@ -166,3 +166,45 @@ func TestEvictingASessionMakesRoomOnceAndAsksItsReplicaToCloseIt(t *testing.T) {
 		}
 	})
 }
+
+// TestASessionEndsWithItsRegistrationOrItsReplicasHeartbeat: Ended counts a session as
+// ended when its registration is gone, or when the replica that holds it stopped beating,
+// which happens long before the registration lapses.
+func TestASessionEndsWithItsRegistrationOrItsReplicasHeartbeat(t *testing.T) {
+	redistest.ForEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := t.Context()
+		s := New(b.Client, nil)
+		alice := state.User{Issuer: "https://idp.test", Subject: "alice"}
+		for id, replica := range map[string]string{"on-a": "a", "on-b": "b"} {
+			if err := s.Register(ctx, Session{ID: id, User: alice, Replica: replica}, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Beat(ctx, "a", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Beat(ctx, "b", 100*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		ended, err := s.Ended(ctx, "on-a", "on-b", "never")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ended) != 1 || ended["never"] != EndedUnregistered {
+			t.Fatalf("with both replicas beating: %v", ended)
+		}
+		// b's heartbeat lapses in Redis (the embedded one's clock ticks every 250 ms).
+		for deadline := time.Now().Add(5 * time.Second); len(ended) < 1 || ended["on-b"] == ""; {
+			if time.Now().After(deadline) {
+				t.Fatalf("b's sessions still live 5 s after its heartbeat's 100 ms: %v", ended)
+			}
+			time.Sleep(50 * time.Millisecond) // polling: Redis tells no one of an expiry
+			if ended, err = s.Ended(ctx, "on-a", "on-b"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(ended) != 1 || ended["on-b"] != endedReplicaSilent+"b" {
+			t.Fatalf("after b stopped beating: %v", ended)
+		}
+	})
+}
