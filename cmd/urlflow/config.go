@@ -75,7 +75,10 @@ type config struct {
 	AuditMaxEntries int64
 	Style           mcp.Style
 	TTL             time.Duration
-	RateLimits      limits.Rates
+	// FlowRetention is how long ended flows are kept after their deadline
+	// (URLFLOW_FLOW_RETENTION).
+	FlowRetention time.Duration
+	RateLimits    limits.Rates
 	// DebugAddr, when set, is the loopback address of the profiling listener
 	// (net/http/pprof); empty means none.
 	DebugAddr string
@@ -305,6 +308,7 @@ func (c *config) loadElicitation(l *loading) {
 		l.fail("elicitation_style", "want push or error, got %q", style)
 	}
 	c.TTL = l.duration("elicitation_ttl", 5*time.Second, 24*time.Hour)
+	c.FlowRetention = l.duration("flow_retention", time.Hour, 365*24*time.Hour)
 }
 
 // loadMCPSessions checks the limits of MCP sessions.

@@ -652,3 +652,22 @@ operators:
 		t.Errorf("the error shows the token: %v", err)
 	}
 }
+
+// The retention of ended flows is a setting: 7 days by default, from the file or the
+// environment, and refused outside 1h to a year.
+func TestFlowRetentionIsASetting(t *testing.T) {
+	cfg, err := loadArgs("dev", nil, envOf(nil))
+	if err != nil || cfg.FlowRetention != flow.DefaultRetention {
+		t.Fatalf("default: %v, %v; want %v", cfg.FlowRetention, err, flow.DefaultRetention)
+	}
+	file := writeFile(t, "flow_retention: 48h\n")
+	if cfg, err = loadArgs("dev", []string{"--config", file}, envOf(nil)); err != nil || cfg.FlowRetention != 48*time.Hour {
+		t.Fatalf("from the file: %v, %v", cfg.FlowRetention, err)
+	}
+	if cfg, err = loadArgs("dev", nil, envOf(map[string]string{"URLFLOW_FLOW_RETENTION": "36h"})); err != nil || cfg.FlowRetention != 36*time.Hour {
+		t.Fatalf("from the environment: %v, %v", cfg.FlowRetention, err)
+	}
+	if _, err = loadArgs("dev", nil, envOf(map[string]string{"URLFLOW_FLOW_RETENTION": "30m"})); err == nil || !strings.Contains(err.Error(), "URLFLOW_FLOW_RETENTION") {
+		t.Fatalf("30m accepted, or the error does not name the setting: %v", err)
+	}
+}

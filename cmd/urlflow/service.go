@@ -130,7 +130,7 @@ func newParts(cfg *config, rdb redis.UniversalClient, known *providers.Set, log 
 	p.streams = serviceevents.New(rdb, cfg.UserRefs, nil, p.log)
 	p.deliveries = webhooks.New(rdb, cfg.Services.WebhookWants, cfg.UserRefs)
 	p.svcCreds = servicecreds.New(rdb, cfg.UserRefs)
-	p.flows = flow.NewStore(rdb, flow.StoreOptions{Logger: p.log, Counters: p.count, IDKeys: cfg.Keys.DeriveAll("elicitation id"),
+	p.flows = flow.NewStore(rdb, flow.StoreOptions{Logger: p.log, Counters: p.count, IDKeys: cfg.Keys.DeriveAll("elicitation id"), Retention: cfg.FlowRetention,
 		Outboxes: []flow.Outbox{p.streams, p.deliveries, p.svcCreds}, StuckAfter: cfg.StuckAfter, Audit: p.trail, Metrics: p.instruments})
 	p.creds = credentials.NewStore(rdb, credentials.Options{Logger: p.log, Audit: p.trail,
 		Lifecycles: []credentials.Lifecycle{p.streams, p.deliveries, p.svcCreds}})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/urlflow/urlflow/mcp"
 	"github.com/urlflow/urlflow/state/audit"
+	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/web"
 )
 
@@ -178,6 +179,10 @@ var settingsTable = []setting{
 		Default: "10m", Example: "30m", Commands: forServers,
 		Summary:     "time from creation to the deadline (5s to 24h)",
 		Description: "The time from an elicitation's creation to its deadline (5s to 24h)."},
+	{Name: "flow_retention", Section: "elicitation", Env: "URLFLOW_FLOW_RETENTION", YAML: "flow_retention", Type: "duration",
+		Default: durationText(flow.DefaultRetention), Example: "48h", Commands: forServers,
+		Summary:     "how long an ended flow is kept after its deadline (1h to 8760h)",
+		Description: "How long an elicitation's record, history and index entries are kept after its deadline (1h to 8760h, a year): what `urlflow flows`, `/admin`, `elicitation_status` and the status API can show of an ended flow. The audit trail keeps its events for `audit_retention`, apart. Redis holds about 2.4 KB per ended flow for this long (docs/performance.md, \"Footprint\")."},
 
 	{Name: "mcp_sessions_per_user", Section: "mcp", Env: "URLFLOW_MCP_SESSIONS_PER_USER", Type: "integer",
 		Default: strconv.Itoa(mcp.DefaultSessionsPerUser), Example: "50", Commands: forServers,

@@ -58,9 +58,6 @@ func owedKey(bucket int) string {
 	return state.KeyPrefix + "{flows:" + strconv.Itoa(bucket) + "}:owed"
 }
 
-// userFlowsKey names the index of one user's elicitations.
-func userFlowsKey(userKey string) string { return state.UserTag(userKey) + "flows" }
-
 // indexedKey marks the indexes as complete: every record written before they existed has
 // been added (Index.AddExisting, state.Once).
 const indexedKey = state.KeyPrefix + "indexed"
@@ -98,8 +95,8 @@ func decodeCursor(cursor string) (string, error) {
 func (s *Store) queueIndex(ctx context.Context, b *batch, e *Elicitation) {
 	entry := indexEntry(e)
 	uk := e.User.Key()
-	b.ZAdd(ctx, userFlowsKey(uk), redis.Z{Member: entry})
-	b.PExpire(ctx, userFlowsKey(uk), s.keepIndex(e))
+	b.ZAdd(ctx, userIndexKey(uk), redis.Z{Member: packEntry(entry)})
+	b.PExpire(ctx, userIndexKey(uk), s.keepIndex(e))
 	s.writeIndex(ctx, b, indexWrite{key: flowsKey(bucketOf(e.ID)), member: entry})
 }
 
@@ -148,7 +145,7 @@ func (x *Index) Trim(ctx context.Context) (int, error) {
 		}
 		entries := make([]indexed, len(old))
 		for i, m := range old {
-			entries[i] = indexed{entry: m, key: key}
+			entries[i] = indexed{entry: m, key: key, member: m}
 		}
 		records, err := s.loadEntries(ctx, entries)
 		if err != nil {
@@ -202,6 +199,8 @@ func (s *Store) trimOwed(ctx context.Context) (int, error) {
 type indexed struct {
 	entry string
 	key   string
+	// member is the entry's member in key (indexMember).
+	member string
 }
 
 // forget takes out of their indexes the entries whose record (records, in the same order)
@@ -211,7 +210,7 @@ func (s *Store) forget(ctx context.Context, entries []indexed, records []*Elicit
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, x := range entries {
 			if records[i] == nil {
-				p.ZRem(ctx, x.key, x.entry)
+				p.ZRem(ctx, x.key, x.member)
 				n++
 			}
 		}
@@ -337,8 +336,8 @@ func (s *Store) indexIDs(ctx context.Context, ids []string) error {
 				continue
 			}
 			entry := indexEntry(e)
-			p.ZAdd(ctx, userFlowsKey(e.User.Key()), redis.Z{Member: entry})
-			p.PExpire(ctx, userFlowsKey(e.User.Key()), s.keepIndex(e))
+			p.ZAdd(ctx, userIndexKey(e.User.Key()), redis.Z{Member: packEntry(entry)})
+			p.PExpire(ctx, userIndexKey(e.User.Key()), s.keepIndex(e))
 			p.ZAdd(ctx, flowsKey(bucketOf(e.ID)), redis.Z{Member: entry})
 			if e.NotificationOwed() {
 				p.ZAdd(ctx, owedKey(bucketOf(e.ID)), redis.Z{Score: float64(e.Delivery.QueuedAt.UnixMilli()), Member: e.ID})

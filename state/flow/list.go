@@ -201,7 +201,7 @@ func (x *Index) List(ctx context.Context, q ListQuery) (Page, error) {
 	s.flushIndexes(ctx)
 	var keys []string
 	if q.UserKey != "" {
-		keys = []string{userFlowsKey(q.UserKey)}
+		keys = userIndexKeys(q.UserKey)
 	} else {
 		for b := range IndexBuckets {
 			keys = append(keys, flowsKey(b))
@@ -255,13 +255,13 @@ func (s *Store) walk(ctx context.Context, keys []string, after string, limit int
 // nextEntries returns the first n entries after entry after of the indexes keys together,
 // in order, and whether they are the last.
 func (s *Store) nextEntries(ctx context.Context, keys []string, after string, n int) ([]indexed, bool, error) {
-	min := "-"
-	if after != "" {
-		min = "(" + after
-	}
 	cmds := make([]*redis.StringSliceCmd, len(keys))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, key := range keys {
+			min := "-"
+			if after != "" {
+				min = "(" + indexMember(key, after)
+			}
 			cmds[i] = p.ZRangeByLex(ctx, key, &redis.ZRangeBy{Min: min, Max: "+", Count: int64(n)})
 		}
 		return nil
@@ -276,8 +276,8 @@ func (s *Store) nextEntries(ctx context.Context, keys []string, after string, n 
 			exhausted = false
 		}
 		for _, m := range cmd.Val() {
-			if indexEntryPattern.MatchString(m) {
-				all = append(all, indexed{entry: m, key: keys[i]})
+			if entry, ok := memberEntry(keys[i], m); ok {
+				all = append(all, indexed{entry: entry, key: keys[i], member: m})
 			}
 		}
 	}
@@ -355,7 +355,7 @@ func (s *Store) userAttention(ctx context.Context, userKey string) ([]*Elicitati
 	var all []*Elicitation
 	keep := func(e *Elicitation) bool { return !e.State.Terminal() || e.NotificationOwed() }
 	for cursor := ""; ; {
-		page, err := s.walk(ctx, []string{userFlowsKey(userKey)}, cursor, MaxListLimit, keep)
+		page, err := s.walk(ctx, userIndexKeys(userKey), cursor, MaxListLimit, keep)
 		if err != nil {
 			return nil, err
 		}

@@ -309,7 +309,7 @@ func TestIndexExistingAddsFlowsWrittenBeforeTheIndexesOnce(t *testing.T) {
 		// The layout before the indexes: none of their keys (nor any write of them still
 		// queued on a Cluster).
 		s.flushIndexes(ctx)
-		forget := []string{userFlowsKey(alice.Key()), userFlowsKey(bob.Key())}
+		forget := []string{userIndexKey(alice.Key()), userIndexKey(bob.Key())}
 		for bucket := range IndexBuckets {
 			forget = append(forget, flowsKey(bucket), owedKey(bucket))
 		}
