@@ -86,10 +86,12 @@ type elicitation struct {
 	RetriedBy string `json:"retriedBy"`
 	Error     string `json:"error"`
 	Delivery  struct {
-		QueuedAt  *time.Time `json:"queuedAt"`
-		WrittenAt *time.Time `json:"writtenAt"`
-		Attempts  int        `json:"attempts"`
-		LastError string     `json:"lastError"`
+		QueuedAt       *time.Time `json:"queuedAt"`
+		WrittenAt      *time.Time `json:"writtenAt"`
+		SessionEndedAt *time.Time `json:"sessionEndedAt"`
+		SessionEnded   string     `json:"sessionEnded"`
+		Attempts       int        `json:"attempts"`
+		LastError      string     `json:"lastError"`
 	} `json:"delivery"`
 	History []struct {
 		Event  string `json:"event"`

@@ -4,6 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -26,4 +30,30 @@ func DecodeJSON(cmd *redis.StringCmd, what string, v any) error {
 		return fmt.Errorf("decode %s: %w", what, err)
 	}
 	return nil
+}
+
+// Unreachable reports whether err says that Redis could not be reached or could not serve
+// just now, so that the request may be tried again unchanged (503, not 500): a network
+// error, a connection that closed or was reset mid-command (a partition, a Redis that
+// died), a pool that gave no connection in time, or a Redis that refuses to serve for a
+// moment (loading its data, a failover in progress, a Cluster slot without a primary).
+func Unreachable(err error) bool {
+	var netErr net.Error
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, redis.ErrPoolTimeout):
+		return true
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		for _, busy := range []string{"LOADING ", "READONLY ", "MASTERDOWN ", "CLUSTERDOWN ", "TRYAGAIN ", "NOREPLICAS "} {
+			if strings.HasPrefix(reply.Error(), busy) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -3,11 +3,12 @@ package web
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/templates"
 	"github.com/urlflow/urlflow/web/browser"
 	"github.com/urlflow/urlflow/web/respond"
@@ -63,9 +64,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 	message := somethingWentWrong
 	var he *echo.HTTPError
 	var maxBytes *http.MaxBytesError
-	var netErr net.Error
 	switch {
-	case errors.As(err, &netErr):
+	case state.Unreachable(err):
 		// Redis (or another dependency) cannot be reached: say so, without the address.
 		status = http.StatusServiceUnavailable
 		message = "urlflow cannot reach its store right now. Nothing was changed. Please try again in a moment."

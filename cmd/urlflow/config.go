@@ -129,6 +129,8 @@ type waits struct {
 	Push, Progress, Retry, StatusLimit time.Duration
 	// WebhookRetry replaces every wait of the webhook schedule after the first attempt.
 	WebhookRetry time.Duration
+	// ReplicaHeartbeat is how long a replica's heartbeat lasts (mcp.Options).
+	ReplicaHeartbeat time.Duration
 }
 
 // testSettings are the test-only settings (settingsTable), each with the wait it shortens.
@@ -141,6 +143,7 @@ var testSettings = []struct {
 	{"test_retry_wait", func(w *waits) *time.Duration { return &w.Retry }},
 	{"test_status_wait_limit", func(w *waits) *time.Duration { return &w.StatusLimit }},
 	{"test_webhook_retry", func(w *waits) *time.Duration { return &w.WebhookRetry }},
+	{"test_replica_heartbeat", func(w *waits) *time.Duration { return &w.ReplicaHeartbeat }},
 }
 
 // loadConfig reads the settings of mode ("dev" or "serve") from flags, the environment

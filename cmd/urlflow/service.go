@@ -154,6 +154,7 @@ func (p *parts) mcpServer() *mcp.Server {
 		Keeper: p.keeper, Asker: p.asker, PublicURL: cfg.PublicURL, Style: cfg.Style, Replica: p.replica, Version: version(),
 		Logger: p.log, PushWait: cfg.Waits.Push, ProgressInterval: cfg.Waits.Progress, RetryWait: cfg.Waits.Retry,
 		StatusWaitLimit: cfg.Waits.StatusLimit, SessionsPerUser: cfg.MCPSessions.PerUser, SessionIdleTimeout: cfg.MCPSessions.IdleTimeout,
+		ReplicaHeartbeat: cfg.Waits.ReplicaHeartbeat,
 	})
 }
 

@@ -260,6 +260,7 @@ var settingsTable = []setting{
 	testSetting("test_retry_wait", "the wait of a multi round-trip retry (25s)"),
 	testSetting("test_status_wait_limit", "the cap of `elicitation_status`'s `waitSeconds` (60s)"),
 	testSetting("test_webhook_retry", "every wait of the webhook schedule after the first attempt (5s, 5m, 30m, 2h, 5h, 10h, 10h)"),
+	testSetting("test_replica_heartbeat", "the lifetime of a replica's heartbeat, after which its MCP sessions count as ended (10s)"),
 
 	{Name: "server", Section: "operator-commands", Flag: "server", Env: "URLFLOW_SERVER", Type: "URL",
 		Default: "http://127.0.0.1:8080", Example: "https://urlflow.example.com", Commands: forOperators,
