@@ -212,6 +212,10 @@ type flowResult struct {
 	flow, page, postToNotify time.Duration
 	resultFirst              bool
 	err                      error
+	// id is the flow's elicitation; secret the value posted, and stored whether the page
+	// said it was stored (even when the flow failed after that).
+	id, secret string
+	stored     bool
 }
 
 // callAnswer is the outcome of a tool call and when it arrived.
@@ -219,6 +223,14 @@ type callAnswer struct {
 	res *sdk.CallToolResult
 	err error
 	at  time.Time
+}
+
+// String says what the call answered: its error, or its result's text.
+func (a callAnswer) String() string {
+	if a.err != nil {
+		return a.err.Error()
+	}
+	return fmt.Sprintf("isError=%v %s", a.res.IsError, text(a.res))
 }
 
 // flow runs one whole flow.
@@ -244,7 +256,7 @@ func (u *loadUser) flow(b testing.TB) flowResult {
 		select {
 		case p = <-u.elicited:
 		case a := <-done:
-			return flowResult{err: fmt.Errorf("set_secret answered before asking: %v %v", a.err, a.res)}
+			return flowResult{err: fmt.Errorf("set_secret answered before asking: %s", a)}
 		}
 	}
 	id := cmp.Or(p.ElicitationID, strings.TrimPrefix(p.URL, u.baseURL+"/e/")) // the 2026 input request has no ID
@@ -275,16 +287,20 @@ func (u *loadUser) flow(b testing.TB) flowResult {
 	if err != nil {
 		return flowResult{err: err}
 	}
-	if _, err := page("form post", http.StatusOK, func() webPage {
-		return u.browser.post("/e/"+id+"/secret", url.Values{"csrf": {form.csrf(b)}, "secret": {"demo_" + rand.Text()}})
-	}); err != nil {
-		return flowResult{err: err}
+	secret := "demo_" + rand.Text()
+	posted, err := page("form post", http.StatusOK, func() webPage {
+		return u.browser.post("/e/"+id+"/secret", url.Values{"csrf": {form.csrf(b)}, "secret": {secret}})
+	})
+	if err != nil {
+		return flowResult{err: err, id: id}
 	}
+	r.id, r.secret, r.stored = id, secret, strings.Contains(strings.ToLower(posted.Text()), "stored")
+	failed := func(err error) flowResult { return flowResult{err: err, id: id, secret: secret, stored: r.stored} }
 	postAnswered := time.Now()
 	if u.mode == loadError {
 		notifiedAt, err := u.notification(ctx, id)
 		if err != nil {
-			return flowResult{err: err}
+			return failed(err)
 		}
 		r.postToNotify = max(0, notifiedAt.Sub(postAnswered))
 		res, err := u.session.CallTool(ctx, &sdk.CallToolParams{Name: "set_secret", Arguments: map[string]any{"name": "demo_api_key"}})
@@ -292,13 +308,13 @@ func (u *loadUser) flow(b testing.TB) flowResult {
 	}
 	a := <-done
 	if a.err != nil || a.res.IsError || !strings.Contains(fmt.Sprint(a.res.StructuredContent), "stored") {
-		return flowResult{err: fmt.Errorf("set_secret: %v %v", a.err, a.res)}
+		return failed(fmt.Errorf("set_secret: %s", a))
 	}
 	r.flow = time.Since(start)
 	if u.mode == loadPush {
 		notifiedAt, err := u.notification(ctx, id)
 		if err != nil {
-			return flowResult{err: err}
+			return failed(err)
 		}
 		r.postToNotify, r.resultFirst = max(0, notifiedAt.Sub(postAnswered)), a.at.Before(notifiedAt)
 	}

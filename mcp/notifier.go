@@ -55,11 +55,14 @@ type notifier struct {
 	// rechecked holds, per session, when a reopened stream last made it read the session's
 	// undelivered set.
 	rechecked *expiring.Map[string, struct{}]
+	// recordDelivery is the store's flow.Deliveries.Record; tests fail it on purpose.
+	recordDelivery func(ctx context.Context, id string, via flow.Stream, attemptErr error) (*flow.Elicitation, error)
 }
 
 func newNotifier(store *flow.Store, c *counters.Counters, m *metrics.Process, sessions *sessionRegistry, bg *background, log *slog.Logger) *notifier {
 	return &notifier{store: store, counters: c, metrics: m, sessions: sessions, background: bg, log: log, inflight: map[string]chan struct{}{},
-		carried: map[string]struct{}{}, rechecked: expiring.New[string, struct{}](maxRechecked)}
+		carried: map[string]struct{}{}, rechecked: expiring.New[string, struct{}](maxRechecked),
+		recordDelivery: store.Deliveries().Record}
 }
 
 // maxRechecked bounds notifier.rechecked (a session past it is rechecked again sooner).
@@ -229,10 +232,15 @@ func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
 
 // record records an attempt to write the notification of e on stream via, which failed
 // with sendErr (nil: written), and counts, measures and logs it. It reports whether the
-// record now says written.
+// notification was written. A write that cannot be recorded (Redis is away) is recorded
+// later, in the background, until it is: the client has it, and neither a second copy nor
+// a flow that reads as owed for ever must follow.
 func (n *notifier) record(ctx context.Context, e *flow.Elicitation, via flow.Stream, sendErr error) bool {
-	_, err := n.store.Deliveries().Record(ctx, e.ID, via, sendErr)
-	if err != nil {
+	_, err := n.recordDelivery(ctx, e.ID, via, sendErr)
+	if err != nil && sendErr == nil {
+		n.log.WarnContext(ctx, "written notification not recorded yet; recording it when Redis answers", "elicitation_id", e.ID, "err", err)
+		n.background.spawn(ctx, func(ctx context.Context) { n.recordWritten(ctx, e.ID, via) })
+	} else if err != nil {
 		n.log.WarnContext(ctx, "delivery not recorded", "elicitation_id", e.ID, "err", err)
 	}
 	n.metrics.Delivered(sendErr == nil, n.store.Now().Sub(*e.Delivery.QueuedAt))
@@ -245,7 +253,28 @@ func (n *notifier) record(ctx context.Context, e *flow.Elicitation, via flow.Str
 	n.counters.Add(ctx, "urlflow_notification_attempts_total", "result", "written")
 	n.log.InfoContext(ctx, "completion notification written", "elicitation_id", e.ID, "session", e.SessionID,
 		"stream", string(via), "state", e.State)
-	return err == nil
+	return true
+}
+
+// recordWritten records that the notification of elicitation id was written on stream
+// via, trying again with backoff until it is recorded or ctx ends.
+func (n *notifier) recordWritten(ctx context.Context, id string, via flow.Stream) {
+	backoff := deliveryMinBackoff
+	for {
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		_, err := n.recordDelivery(ctx, id, via, nil)
+		if err == nil {
+			n.log.InfoContext(ctx, "written notification recorded", "elicitation_id", id)
+			return
+		}
+		backoff = min(backoff*2, deliveryMaxBackoff)
+	}
 }
 
 // isCarried reports whether a tool call carries the notification of elicitation id.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -303,4 +304,39 @@ func TestRunClosesItsSessionsAndJoinsItsWorkBeforeReturning(t *testing.T) {
 	if !strings.Contains(f.logs.text(), "mcp session ended") {
 		t.Fatalf("the session did not end:\n%s", f.logs.text())
 	}
+}
+
+// TestAWrittenNotificationThatCannotBeRecordedIsRecordedLater: Redis fails just as the
+// push-style call writes the completion notification, and again when the notifier would
+// try. The client has it: it must get no second copy, and the record must say written once
+// Redis answers. It used to say owed for ever (the flow stuck while its session lived), and
+// the client got the notification twice.
+func TestAWrittenNotificationThatCannotBeRecordedIsRecordedLater(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var failures atomic.Int32
+	failures.Store(2)
+	record := f.server.notifier.recordDelivery
+	f.server.notifier.recordDelivery = func(ctx context.Context, id string, via flow.Stream, attemptErr error) (*flow.Elicitation, error) {
+		if attemptErr == nil && failures.Add(-1) >= 0 {
+			return nil, errors.New("write in one step: dial tcp: connect: connection refused")
+		}
+		return record(ctx, id, via, attemptErr)
+	}
+	c := f.connect(alice, clientConfig{urlMode: true})
+	call := c.start(setSecretParams(demoSlot))
+	asked := receive(t, c.elicitations, "elicitation/create")
+	f.waitForState(asked.ElicitationID, flow.Consented)
+	f.browserCompletes(asked.ElicitationID, demoKey)
+	if out := receive(t, call, "result"); out.err != nil || flowOf(t, out.res).Status != "stored" {
+		t.Fatalf("result: %+v", out)
+	}
+	if got := receive(t, c.completions, "the notification"); got != asked.ElicitationID {
+		t.Fatalf("notified %s", got)
+	}
+	e := f.waitFor(asked.ElicitationID, "recorded as written", func(e *flow.Elicitation) bool { return e.Delivery.WrittenAt != nil })
+	if e.NotificationOwed() || failures.Load() >= 0 {
+		t.Fatalf("delivery %+v, failures left %d", e.Delivery, failures.Load())
+	}
+	nothingIn(t, c.completions, "a second copy of the notification")
 }

@@ -229,6 +229,8 @@ func (s *Server) String() string { return fmt.Sprintf("redis-server on %s", s.Ad
 // Cluster is a Redis Cluster of real redis-servers started for one test.
 type Cluster struct {
 	Nodes []*Server
+	// busPorts are the nodes' cluster bus ports, in the order of Nodes.
+	busPorts []string
 }
 
 // StartCluster starts a Redis Cluster of n primaries without replicas: the hash slots
@@ -236,15 +238,22 @@ type Cluster struct {
 // cluster is ok.
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
-	c := &Cluster{}
+	return startCluster(t, n, 5000)
+}
+
+// startCluster is StartCluster whose nodes take a node for failed after nodeTimeout
+// milliseconds.
+func startCluster(t testing.TB, n, nodeTimeout int) *Cluster {
+	t.Helper()
 	busPorts := make([]string, n)
+	c := &Cluster{busPorts: busPorts}
 	for i := range n {
 		// The bus port gets a free port of its own: the default, port+10000, may be taken
 		// or beyond 65535.
 		c.Nodes = append(c.Nodes, startWith(t, func(s *Server) {
 			busPorts[i] = strconv.Itoa(FreePort(t))
 			s.args = []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-				"--cluster-node-timeout", "5000", "--cluster-port", busPorts[i]}
+				"--cluster-node-timeout", strconv.Itoa(nodeTimeout), "--cluster-port", busPorts[i]}
 		}))
 	}
 	const slots = 16384
