@@ -66,7 +66,8 @@ type clientAnswer struct {
 	err error
 }
 
-// push sends elicitation/create and waits for the flow to end (waitLimit: while the call
+// push sends elicitation/create (for a reused flow too, whatever its running state) and
+// waits for the flow to end (waitLimit: while the call
 // reports progress, until the deadline or ProgressWaitLimit; otherwise PushWait), after
 // which it answers honestly that the flow is still running. The
 // client's accept is recorded as consent and nothing more; its decline or cancel ends the
@@ -83,8 +84,12 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, created 
 	var answers chan clientAnswer
 	elicitCtx, cancelElicit := context.WithCancel(ctx)
 	defer cancelElicit()
-	if e.State == flow.Pending || e.State == flow.Unknown {
-		// Not yet answered by the client: ask (again). Otherwise the client already agreed.
+	if !e.State.Terminal() {
+		// Every call asks, also for a flow its client accepted before: the call that showed
+		// the link may have ended (a page step that failed, a client that gave up waiting),
+		// and a call that asked nothing left its client without the link, waiting in
+		// silence (TestACallThatPicksUpAnAcceptedFlowAsksAgain). An answer to a flow past
+		// pending changes nothing and is recorded.
 		answers = make(chan clientAnswer, 1)
 		params := s.elicitParams(e, true)
 		go func() {

@@ -232,3 +232,43 @@ func TestPushNotifiesEachFlowOnceOnTheSessionsStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestACallThatPicksUpAnAcceptedFlowAsksAgain: a push-style call reuses the running
+// elicitation of the same user and secret in the same session. When the client had
+// accepted it already (the call that showed it ended, for example after the page's form
+// post was refused with 429), the call used to send nothing and wait in silence for the
+// push wait: the client got no elicitation/create at all, on every call until the
+// deadline. That was the "lost prompts" of the load run (4 of about 15,000 calls;
+// BenchmarkLoad with the default rate limits shows it at once). Every call asks; a second
+// accept changes nothing.
+func TestACallThatPicksUpAnAcceptedFlowAsksAgain(t *testing.T) {
+	t.Parallel()
+	for _, st := range []flow.State{flow.Consented, flow.InProgress} {
+		t.Run(string(st), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, withPushWait(300*time.Millisecond))
+			c := f.connect(alice, clientConfig{urlMode: true})
+			first := flowOf(t, c.call("set_secret", map[string]any{"name": demoSlot}))
+			asked := receive(t, c.elicitations, "the first elicitation/create")
+			if first.Status != "waiting" || first.State != flow.Consented {
+				t.Fatalf("first call: %+v", first)
+			}
+			if st == flow.InProgress {
+				f.browserOpens(asked.ElicitationID)
+			}
+
+			second := c.start(setSecretParams(demoSlot))
+			again := receive(t, c.elicitations, "elicitation/create of the second call")
+			if again.ElicitationID != asked.ElicitationID || again.URL != asked.URL {
+				t.Fatalf("asked again for %s at %s, want %s at %s", again.ElicitationID, again.URL, asked.ElicitationID, asked.URL)
+			}
+			f.browserCompletes(asked.ElicitationID, demoKey)
+			if out := receive(t, second, "the second call's result"); out.err != nil || flowOf(t, out.res).Status != "stored" {
+				t.Fatalf("second call: %+v", out)
+			}
+			if e := f.get(asked.ElicitationID); e.State != flow.Complete {
+				t.Fatalf("state %s", e.State)
+			}
+		})
+	}
+}

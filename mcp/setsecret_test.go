@@ -22,13 +22,15 @@ func TestSetSecretReusesTheOpenElicitationOfTheSameUserSlotAndSession(t *testing
 		t.Fatalf("first call: %+v", first)
 	}
 
-	// The same user, slot and session: the same flow, and the client, which has agreed
-	// already, is not asked again.
+	// The same user, slot and session: the same flow, which the client is shown again
+	// (TestACallThatPicksUpAnAcceptedFlowAsksAgain).
 	second := flowOf(t, c.call("set_secret", map[string]any{"name": demoSlot}))
 	if second.ElicitationID != first.ElicitationID || second.Status != "waiting" {
 		t.Fatalf("second call: %+v, first %+v", second, first)
 	}
-	nothingIn(t, c.elicitations, "a second elicitation/create")
+	if again := receive(t, c.elicitations, "elicitation/create of the second call"); again.ElicitationID != first.ElicitationID {
+		t.Fatalf("the second call asked for %s, want %s", again.ElicitationID, first.ElicitationID)
+	}
 
 	// Another slot, another session of the same user, or another user: a flow of its own.
 	other := f.connect(alice, clientConfig{urlMode: true})
