@@ -54,13 +54,23 @@ func (m *Map[K, V]) Set(key K, value V, expires, now time.Time) {
 	if el, ok := m.items[key]; ok {
 		m.remove(el)
 	}
-	for el := m.order.Front(); el != nil && !now.Before(el.Value.(*entry[K, V]).expires); el = m.order.Front() {
-		m.remove(el)
-	}
+	m.Prune(now)
 	if m.order.Len() >= m.max {
 		m.remove(m.order.Front())
 	}
 	m.items[key] = m.order.PushBack(&entry[K, V]{key: key, value: value, expires: expires})
+}
+
+// Prune drops the entries at the front that expired at now or before, as Set does, and
+// returns how many: a Map that nobody sets any more would otherwise hold its expired
+// values (and their memory) until the next Set.
+func (m *Map[K, V]) Prune(now time.Time) int {
+	n := 0
+	for el := m.order.Front(); el != nil && !now.Before(el.Value.(*entry[K, V]).expires); el = m.order.Front() {
+		m.remove(el)
+		n++
+	}
+	return n
 }
 
 // Delete forgets key.

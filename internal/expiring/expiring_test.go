@@ -60,3 +60,16 @@ func TestSettingAKeyAgainReplacesItsValueAndAge(t *testing.T) {
 		t.Errorf("after Delete: held %v, %d values", ok, m.Len())
 	}
 }
+
+func TestPruneDropsTheExpiredWithoutASet(t *testing.T) {
+	now := time.Unix(1000, 0)
+	m := New[string, int](10)
+	m.Set("a", 1, now.Add(time.Second), now)
+	m.Set("b", 2, now.Add(time.Minute), now)
+	if n := m.Prune(now.Add(2 * time.Second)); n != 1 || m.Len() != 1 {
+		t.Fatalf("pruned %d, %d left; want 1 and 1", n, m.Len())
+	}
+	if _, ok := m.Get("b", now.Add(2*time.Second)); !ok {
+		t.Fatal("b, not expired, was dropped")
+	}
+}

@@ -1107,3 +1107,29 @@ func TestRacingStepsNeverLeaveAnOlderCopy(t *testing.T) {
 		}
 	}
 }
+
+// The sweep drops the copies of records past their time: after a busy minute the memory
+// they took goes back, where it stayed until the next write (BenchmarkSoak).
+func TestTheSweepDropsCopiesPastTheirTime(t *testing.T) {
+	be := redistest.StartEmbedded(t)
+	clk := newClock()
+	s := newStore(be, clk)
+	for range 3 {
+		mustCreate(t, s, newElicitation(alice))
+	}
+	s.mu.Lock()
+	held := s.seen.Len()
+	s.mu.Unlock()
+	if held == 0 {
+		t.Fatal("no copies kept of the records written")
+	}
+	clk.Advance(seenTTL + time.Second)
+	if _, err := s.Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := s.seen.Len(); n != 0 {
+		t.Fatalf("%d copies left past their time, want 0", n)
+	}
+}
