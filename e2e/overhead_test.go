@@ -154,7 +154,15 @@ func (t overheadTarget) idleSessionMemory(b *testing.B, n int) memory {
 // liveMemory returns the heap and the goroutine stacks in use in the process that serves
 // net/http/pprof on debugAddr, in kB, after a collection it makes.
 func liveMemory(b *testing.B, debugAddr string) (heap, stack float64) {
-	resp, err := http.Get("http://" + debugAddr + "/debug/pprof/heap?debug=1&gc=1")
+	body := heapProfile(b, debugAddr, "debug=1&gc=1")
+	return memStat(b, body, "HeapInuse"), memStat(b, body, "Stack")
+}
+
+// heapProfile returns the heap profile of the process that serves net/http/pprof on
+// debugAddr, with query (debug=1 for text, gc=1 to collect first).
+func heapProfile(b *testing.B, debugAddr, query string) []byte {
+	b.Helper()
+	resp, err := http.Get("http://" + debugAddr + "/debug/pprof/heap?" + query)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -163,16 +171,19 @@ func liveMemory(b *testing.B, debugAddr string) (heap, stack float64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// "# HeapInuse = N", and "# Stack = IN_USE / SYS".
-	stat := func(name string) float64 {
-		m := regexp.MustCompile(`(?m)^# ` + name + ` = (\d+)\b`).FindSubmatch(body)
-		if m == nil {
-			b.Fatalf("no %s in the heap profile of %s", name, debugAddr)
-		}
-		v, _ := strconv.ParseFloat(string(m[1]), 64)
-		return v / 1024
+	return body
+}
+
+// memStat returns the figure called name ("# HeapInuse = N", "# Stack = IN_USE / SYS") of
+// a text heap profile, in kB.
+func memStat(b *testing.B, profile []byte, name string) float64 {
+	b.Helper()
+	m := regexp.MustCompile(`(?m)^# ` + name + ` = (\d+)\b`).FindSubmatch(profile)
+	if m == nil {
+		b.Fatalf("no %s in the heap profile", name)
 	}
-	return stat("HeapInuse"), stat("Stack")
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v / 1024
 }
 
 // reportPair reports urlflow's figure, the bare server's and their ratio.

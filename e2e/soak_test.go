@@ -2,13 +2,9 @@ package e2e
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 
 	"sync"
 	"sync/atomic"
@@ -91,7 +87,7 @@ func BenchmarkSoak(b *testing.B) {
 	}
 }
 
-// runtimeMemory is what runtimeMemory reads of a process, in kB.
+// processMemory is what runtimeMemory reads of a process, in kB.
 type processMemory struct{ rss, heapInuse, idleUnreturned, stack float64 }
 
 // runtimeMemory reads the RSS of s's process and, from its net/http/pprof on debugAddr
@@ -99,33 +95,13 @@ type processMemory struct{ rss, heapInuse, idleUnreturned, stack float64 }
 // stacks; it saves the heap profile at profile.
 func runtimeMemory(b *testing.B, s *server, debugAddr, profile string) processMemory {
 	b.Helper()
-	get := func(query string) []byte {
-		resp, err := http.Get("http://" + debugAddr + "/debug/pprof/heap?" + query)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return body
-	}
-	if err := os.WriteFile(profile, get("gc=1"), 0o600); err != nil {
+	if err := os.WriteFile(profile, heapProfile(b, debugAddr, "gc=1"), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	text := get("debug=1&gc=1")
+	text := heapProfile(b, debugAddr, "debug=1&gc=1")
 	if err := os.WriteFile(profile+".txt", text, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	stat := func(name string) float64 {
-		m := regexp.MustCompile(`(?m)^# ` + name + ` = (\d+)\b`).FindSubmatch(text)
-		if m == nil {
-			b.Fatalf("no %s in the heap profile", name)
-		}
-		v, _ := strconv.ParseFloat(string(m[1]), 64)
-		return v / 1024
-	}
-	return processMemory{rss: float64(processRSS(b, s.cmd.Process.Pid)), heapInuse: stat("HeapInuse"),
-		idleUnreturned: stat("HeapIdle") - stat("HeapReleased"), stack: stat("Stack")}
+	return processMemory{rss: float64(processRSS(b, s.cmd.Process.Pid)), heapInuse: memStat(b, text, "HeapInuse"),
+		idleUnreturned: memStat(b, text, "HeapIdle") - memStat(b, text, "HeapReleased"), stack: memStat(b, text, "Stack")}
 }
