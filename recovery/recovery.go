@@ -111,7 +111,7 @@ func (r *Recovery) Resend(ctx context.Context, e *flow.Elicitation, act flow.Act
 		if e.Delivery.SessionEndedAt != nil {
 			why = e.Delivery.SessionEnded // recorded by the replica that knew best
 		}
-		return nil, &Conflict{Elicitation: e, Why: SessionEndedConflict(why)}
+		return nil, &Conflict{Elicitation: e, Why: sessionEndedConflict(why)}
 	}
 	wake, stop := r.opts.Hub.Wait(e.ID)
 	defer stop()
@@ -138,9 +138,9 @@ func (r *Recovery) Resend(ctx context.Context, e *flow.Elicitation, act flow.Act
 	return e, nil
 }
 
-// SessionEndedConflict is the Conflict of a request to send again the completion
+// sessionEndedConflict is the Conflict of a request to send again the completion
 // notification of a flow whose session has ended as why says.
-func SessionEndedConflict(why string) string {
+func sessionEndedConflict(why string) string {
 	return "the client session that started this request has ended (" + why + "): there is nobody left to notify; " +
 		"the result stays here, readable through elicitation_status and the API. " +
 		`To ask the user again, start a new attempt (urlflow flows retry --new, or the body {"new": true})`

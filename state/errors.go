@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"strings"
-	"syscall"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -38,13 +37,13 @@ func DecodeJSON(cmd *redis.StringCmd, what string, v any) error {
 // died), a pool that gave no connection in time, or a Redis that refuses to serve for a
 // moment (loading its data, a failover in progress, a Cluster slot without a primary).
 func Unreachable(err error) bool {
+	// net.Error covers a dial or read that failed, and a bare errno (syscall.Errno has its
+	// methods): a reset, a broken pipe, a refused connection.
 	var netErr net.Error
 	switch {
 	case err == nil:
 		return false
-	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNREFUSED),
-		errors.Is(err, redis.ErrPoolTimeout):
+	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, redis.ErrPoolTimeout):
 		return true
 	}
 	var reply redis.Error

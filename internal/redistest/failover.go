@@ -15,14 +15,7 @@ import (
 )
 
 // Kill kills the server as SIGKILL does: it writes nothing more and answers nothing more.
-func (s *Server) Kill() {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.exited
-	s.cmd = nil
-}
+func (s *Server) Kill() { s.stopWith(syscall.SIGKILL) }
 
 // StartSentinelWithReplica starts a primary with one replica, watched by one Sentinel that
 // takes the primary for down after a second and fails over to the replica, and waits until

@@ -205,11 +205,14 @@ func (s *Server) Client(t testing.TB) redis.UniversalClient {
 }
 
 // Stop stops the server; clients see it unavailable until Restart.
-func (s *Server) Stop() {
+func (s *Server) Stop() { s.stopWith(syscall.SIGTERM) }
+
+// stopWith sends the server's process sig and waits until it has exited.
+func (s *Server) stopWith(sig syscall.Signal) {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.cmd.Process.Signal(sig)
 	<-s.exited
 	s.cmd = nil
 }

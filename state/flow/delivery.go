@@ -130,25 +130,35 @@ func (d *Deliveries) Requeue(ctx context.Context, id string, act Act) (*Elicitat
 
 // OwedBefore returns the ended elicitations whose completion notification has been owed
 // since before cutoff, at most limit of each bucket of the owed index: those a sweeper
-// checks for a session that has ended unseen.
+// checks for a session that has ended unseen. It reads the buckets in one round trip and
+// the records in one more (on a Cluster, one per node each): every replica sweeps every
+// few seconds.
 func (d *Deliveries) OwedBefore(ctx context.Context, cutoff time.Time, limit int) ([]*Elicitation, error) {
 	s := d.s
 	s.flushIndexes(ctx)
 	until := strconv.FormatInt(cutoff.UnixMilli(), 10)
+	buckets := make([]*redis.StringSliceCmd, IndexBuckets)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for b := range IndexBuckets {
+			buckets[b] = p.ZRangeByScore(ctx, owedKey(b), &redis.ZRangeBy{Min: "-inf", Max: until, Count: int64(limit)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read owed notifications: %w", err)
+	}
+	var ids []string
+	for _, cmd := range buckets {
+		ids = append(ids, cmd.Val()...)
+	}
+	records, err := s.loadIDs(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read owed notifications: %w", err)
+	}
 	var owed []*Elicitation
-	for bucket := range IndexBuckets {
-		ids, err := s.rdb.ZRangeByScore(ctx, owedKey(bucket), &redis.ZRangeBy{Min: "-inf", Max: until, Count: int64(limit)}).Result()
-		if err != nil {
-			return nil, fmt.Errorf("read owed notifications: %w", err)
-		}
-		records, err := s.loadIDs(ctx, ids)
-		if err != nil {
-			return nil, fmt.Errorf("read owed notifications: %w", err)
-		}
-		for _, e := range records {
-			if e != nil && e.NotificationOwed() {
-				owed = append(owed, e)
-			}
+	for _, e := range records {
+		if e != nil && e.NotificationOwed() {
+			owed = append(owed, e)
 		}
 	}
 	return owed, nil

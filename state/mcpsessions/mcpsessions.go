@@ -138,6 +138,9 @@ func (r *Registry) Ended(ctx context.Context, ids ...string) (map[string]string,
 			replicaOf[id] = ms.Replica
 		}
 	}
+	if len(replicaOf) == 0 {
+		return ended, nil
+	}
 	beats := map[string]*redis.IntCmd{}
 	_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, name := range replicaOf {
