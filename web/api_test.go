@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,8 +13,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/urlflow/urlflow/forget"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/flow"
 )
 
@@ -497,5 +500,51 @@ func TestTheAPIWantsTheRequiredScopes(t *testing.T) {
 	}
 	if got := f.api(t, http.MethodGet, "/api/v1/elicitations/"+bobs.ID, f.operatorToken, ""); got.Status != http.StatusOK {
 		t.Errorf("an operator token: %d, want 200 (operators carry no scopes)", got.Status)
+	}
+}
+
+func TestAnOperatorForgetsAUser(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	alices, bobs := f.newFlow(t, "alice"), f.newFlow(t, "bob")
+	f.apply(t, alices.ID, flow.ClientAccept, state.ActorClient)
+	alice := f.user("alice")
+	body := func(subject, reason string) string {
+		doc, _ := json.Marshal(map[string]string{"issuer": alice.Issuer, "subject": subject, "reason": reason})
+		return string(doc)
+	}
+	const path = "/api/v1/users/forget"
+	f.api(t, http.MethodPost, path, f.token(t, "alice"), body("alice", "me")).want(t, http.StatusForbidden, "operators")
+	f.api(t, http.MethodPost, path, f.readOnlyToken, body("alice", "ticket 42")).want(t, http.StatusForbidden, "read")
+	f.api(t, http.MethodPost, path, f.operatorToken, body("alice", "")).want(t, http.StatusBadRequest, "reason")
+	f.api(t, http.MethodPost, path, f.operatorToken, body("", "ticket 42")).want(t, http.StatusBadRequest, "subject")
+	f.api(t, http.MethodPost, path, f.operatorToken, body(" alice", "ticket 42")).want(t, http.StatusBadRequest, "subject")
+	f.api(t, http.MethodPost, path, f.operatorToken, `{"subject": "alice", "reason": "x", "user": 1}`).want(t, http.StatusBadRequest, "user")
+	f.wantState(t, alices.ID, flow.Consented)
+	if len(f.audited(t, "alice")) == 0 {
+		t.Fatal("the audit trail holds nothing about alice: the test would see nothing")
+	}
+
+	answer := f.api(t, http.MethodPost, path, f.operatorToken, body("alice", "erasure request 42"))
+	var r forget.Report
+	answer.decode(t, &r)
+	if answer.Status != http.StatusOK || r.Flows != 1 || !strings.HasPrefix(r.Tombstone, "forgotten-") || r.AuditEvents == 0 {
+		t.Fatalf("forget answered %d %+v; want 200 with one flow, the tombstone and the audit events", answer.Status, r)
+	}
+	if got := f.api(t, http.MethodGet, "/api/v1/elicitations/"+alices.ID, f.operatorToken, ""); got.Status != http.StatusNotFound {
+		t.Errorf("alice's flow after she was forgotten: %d, want 404", got.Status)
+	}
+	f.wantState(t, bobs.ID, flow.Pending)
+	if got := f.audited(t, "alice"); len(got) != 0 {
+		t.Errorf("events about alice after she was forgotten: %+v", got)
+	}
+	events, err := f.trail.Read(t.Context(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := events[len(events)-1]
+	if last.Event != audit.UserForgotten || last.Actor != state.ActorOperator || last.User == nil || last.User.Subject != r.Tombstone ||
+		!strings.HasPrefix(last.Reason, "erasure request 42") {
+		t.Errorf("the last audit event is %+v; want the forgetting about the tombstone", last)
 	}
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/demoapi"
+	"github.com/urlflow/urlflow/forget"
 	"github.com/urlflow/urlflow/internal/issuertest"
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/metrics"
@@ -320,6 +321,12 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	operators := identity.NewOperators([]string{f.operatorToken}, []string{f.readOnlyToken})
 	recoveries := recovery.New(recovery.Options{Flows: store, Sessions: mcpSessions, Hub: hub, Audit: trail, TTL: 10 * time.Minute})
 	keeper := providers.NewKeeper(creds, vault, count, log)
+	var serviceNames []string
+	for _, svc := range f.services.List() {
+		serviceNames = append(serviceNames, svc.Name)
+	}
+	forgetter := forget.New(forget.Options{Redis: rdb, Flows: store, Credentials: creds, Sessions: mcpSessions,
+		ServiceCredentials: held, Services: serviceNames, Audit: trail, Logger: log})
 	f.browsers = browser.New(browser.Options{Sessions: sessions, CookieKeys: keys.DeriveAll("session cookie"), CSRFKeys: keys.DeriveAll("csrf"),
 		Secure: publicURL.Scheme == "https", Dev: f.dev != nil, Flows: store, Audit: trail, Metrics: instruments,
 		ClientAddr: opts.trustedProxies.ClientAddr, Logger: log})
@@ -336,7 +343,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 			Credentials: creds, Vault: vault, Keeper: keeper, Upstream: upstream.New(nil), Slots: catalog, Providers: known,
 			Services: f.services, ServiceUsers: serviceUsers, Verifier: verifier, Dev: f.dev, Issuer: issuer,
 			ServiceEvents: streams, Webhooks: deliveries, ServiceCredentials: held, UserRefs: refs, Audit: trail, Counters: count,
-			EventsKeepAlive: 300 * time.Millisecond, Logger: log}),
+			Forget: forgetter, EventsKeepAlive: 300 * time.Millisecond, Logger: log}),
 		Identity: Identity{Verifier: verifier, Operators: operators, Services: f.services, RequiredScopes: opts.requiredScopes,
 			Issuer: issuer, BadTokens: opts.rateLimits.BadTokens},
 		TrustedProxies: opts.trustedProxies, Dev: f.dev != nil, DemoAPI: f.demoAPI(), BodyReadTimeout: opts.bodyReadTimeout,

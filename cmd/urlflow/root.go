@@ -51,7 +51,7 @@ func newRootCommand(getenv env, stdin io.Reader, stdout, stderr io.Writer) *cobr
 	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newDevCommand(getenv), newServeCommand(getenv), newVersionCommand(), newKeysCommand(getenv), newServiceKeyAlias(),
-		newFlowsCommand(getenv), newAuditCommand(getenv), newHookCommand(getenv), newConfigCommand(getenv), newHealthcheckCommand(getenv))
+		newFlowsCommand(getenv), newAuditCommand(getenv), newUsersCommand(getenv), newHookCommand(getenv), newConfigCommand(getenv), newHealthcheckCommand(getenv))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

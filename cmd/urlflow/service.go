@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/urlflow/urlflow/ask"
+	"github.com/urlflow/urlflow/forget"
 	"github.com/urlflow/urlflow/internal/embedded"
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/mcp"
@@ -118,6 +119,7 @@ type parts struct {
 	mcpSessions *mcpsessions.Registry
 	recoveries  *recovery.Recovery
 	providers   *providers.Set
+	forgetter   *forget.Forgetter
 }
 
 // newParts makes the parts of the service on rdb.
@@ -142,6 +144,12 @@ func newParts(cfg *config, rdb redis.UniversalClient, known *providers.Set, log 
 		Logger: p.log})
 	p.mcpSessions = mcpsessions.New(rdb, nil)
 	p.recoveries = recovery.New(recovery.Options{Flows: p.flows, Sessions: p.mcpSessions, Hub: p.hub, Audit: p.trail, TTL: cfg.TTL})
+	var serviceNames []string
+	for _, svc := range cfg.Services.List() {
+		serviceNames = append(serviceNames, svc.Name)
+	}
+	p.forgetter = forget.New(forget.Options{Redis: rdb, Flows: p.flows, Credentials: p.creds, Sessions: p.mcpSessions,
+		ServiceCredentials: p.svcCreds, Services: serviceNames, Audit: p.trail, Logger: p.log})
 	return p
 }
 
@@ -179,7 +187,7 @@ func (p *parts) webServer(rdb redis.UniversalClient, id users, users map[string]
 			Credentials: p.creds, Vault: p.seals, Keeper: p.keeper, Upstream: p.caller, Slots: cfg.Slots, Providers: p.providers,
 			Services: cfg.Services, ServiceUsers: users, Verifier: verifier, Dev: id.dev, Issuer: id.issuer,
 			ServiceEvents: p.streams, Webhooks: p.deliveries, ServiceCredentials: p.svcCreds, UserRefs: cfg.UserRefs, Audit: p.trail, Counters: p.count,
-			StatusWaitLimit: cfg.Waits.StatusLimit, Logger: p.log}),
+			Forget: p.forgetter, StatusWaitLimit: cfg.Waits.StatusLimit, Logger: p.log}),
 		Identity: web.Identity{Verifier: verifier, Operators: identity.NewOperators(cfg.OperatorTokens, cfg.OperatorReadOnlyTokens),
 			Services: cfg.Services, RequiredScopes: id.scopes, Issuer: id.issuer, BadTokens: cfg.RateLimits.BadTokens},
 		TrustedProxies: cfg.TrustedProxies, Dev: id.dev != nil, DemoAPI: id.demoAPI, BodyReadTimeout: cfg.BodyReadTimeout,

@@ -68,6 +68,7 @@ const (
 	cmdServe = "serve"
 	cmdFlows = "flows"
 	cmdAudit = "audit"
+	cmdUsers = "users"
 	cmdHook  = "hook"
 	// cmdHookServe is the one hook command that reads a setting of its own.
 	cmdHookServe = "hook serve"
@@ -81,7 +82,7 @@ const (
 
 var (
 	forServers   = []string{cmdDev, cmdServe}
-	forOperators = []string{cmdFlows, cmdAudit}
+	forOperators = []string{cmdFlows, cmdAudit, cmdUsers}
 	forDev       = []string{cmdDev}
 	forServe     = []string{cmdServe}
 	forKeys      = []string{cmdKeysStatus, cmdKeysReseal, cmdKeysRecount}

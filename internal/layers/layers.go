@@ -21,7 +21,7 @@ var layers = [][]string{
 	{"state/flow", "oauth/identity", "oauth/providers", "services"},
 	{"state/mcpsessions", "state/serviceevents", "state/webhooks", "state/servicecreds", "proxy"},
 	// The use cases, and the background sender of webhooks.
-	{"ask", "recovery", "webhook"},
+	{"ask", "recovery", "webhook", "forget"},
 	// The MCP server, and what the HTTP surface's audiences share.
 	{"mcp", "web/browser", "web/limits", "web/listing"},
 	// The HTTP surface's audiences, then the server.

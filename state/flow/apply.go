@@ -113,6 +113,8 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Acto
 		from = current
 		if ran == ranWrote && change.Changed() {
 			s.seeWritten(change.Elicitation)
+		} else if ran == ranWrote {
+			s.settled(change.Elicitation) // an event on an ended flow: its history has a new entry
 		}
 		done()
 		switch {

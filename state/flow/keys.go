@@ -10,6 +10,10 @@ func elicitationKey(userKey, id string) string { return state.UserTag(userKey) +
 
 func historyKey(userKey, id string) string { return state.UserTag(userKey) + "h:" + id }
 
+// packedHistoryKey names the packed history of a settled flow (packhistory.go); entries
+// recorded after it was packed are in historyKey again.
+func packedHistoryKey(userKey, id string) string { return state.UserTag(userKey) + "hz:" + id }
+
 // openKey names the open elicitation of a user for one credential name (a target in its
 // service's namespace) in one MCP session, or outside any session (2026-07-28 and
 // delegating services) when sessionID is empty.

@@ -117,6 +117,7 @@ func (s *Store) seeWritten(e *Elicitation) {
 	if doc, err := json.Marshal(e); err == nil {
 		s.see(e, doc)
 	}
+	s.settled(e)
 }
 
 // seenRecord returns the record of elicitation id as this replica read or wrote it in the
@@ -375,9 +376,23 @@ func (s *Store) History(ctx context.Context, id string) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	lines, err := s.rdb.LRange(ctx, historyKey(uk, id), 0, -1).Result()
-	if err != nil {
+	var list *redis.StringSliceCmd
+	var packed *redis.StringCmd
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		packed = p.Get(ctx, packedHistoryKey(uk, id))
+		list = p.LRange(ctx, historyKey(uk, id), 0, -1)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("read history of %s: %w", id, err)
+	}
+	lines := list.Val()
+	if packed.Val() != "" {
+		older, err := unpackHistory(packed.Val())
+		if err != nil {
+			return nil, fmt.Errorf("read history of %s: %w", id, err)
+		}
+		lines = append(older, lines...)
 	}
 	entries := make([]Entry, 0, len(lines))
 	for _, l := range lines {

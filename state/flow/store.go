@@ -96,6 +96,10 @@ type Store struct {
 	// channel closed once the outcome is in seen: the step's script publishes its notice,
 	// which can reach this replica's notifier before the script's answer (ForDelivery).
 	ending map[string]chan struct{}
+	// toCompact are the flows this replica settled, oldest first, whose histories it packs
+	// once due (packhistory.go).
+	compactMu sync.Mutex
+	toCompact []compactItem
 }
 
 // Bounds of Store.owners (about a megabyte) and Store.seen (up to about 20 MB at 2 kB a
@@ -389,9 +393,13 @@ func (s *Store) Retry(ctx context.Context, id string, act Act, ttl time.Duration
 }
 
 // Sweep expires every running elicitation whose deadline has passed, so that deadlines
-// hold when nobody reads. It returns how many it expired.
+// hold when nobody reads, and packs the histories of the flows this replica settled
+// (packhistory.go). It returns how many it expired.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
 	s.pruneCopies()
+	if _, err := s.compactDue(ctx, false); err != nil {
+		s.log.WarnContext(ctx, "histories not packed", "err", err)
+	}
 	max := strconv.FormatInt(s.now().UnixMilli(), 10)
 	ids, err := s.rdb.ZRangeByScore(ctx, deadlinesKey, &redis.ZRangeBy{Min: "-inf", Max: max, Count: 500}).Result()
 	if err != nil {

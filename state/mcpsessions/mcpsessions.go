@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -292,4 +293,27 @@ func (r *Registry) Evict(ctx context.Context, user state.User, id string) (bool,
 		return true, fmt.Errorf("ask to close MCP session: %w", err)
 	}
 	return true, nil
+}
+
+// EndAll ends every live MCP session of user (Evict: the replica that holds one closes it)
+// and deletes their registrations. It returns how many it ended.
+func (r *Registry) EndAll(ctx context.Context, user state.User) (int, error) {
+	ids, err := r.rdb.ZRange(ctx, userSessionsKey(user.Key()), 0, -1).Result()
+	if err != nil {
+		return 0, fmt.Errorf("read the user's MCP sessions: %w", err)
+	}
+	ended := 0
+	for _, id := range ids {
+		if strings.HasPrefix(id, "+") {
+			continue // an admission in progress: no session yet
+		}
+		if _, err := r.Evict(ctx, user, id); err != nil {
+			return ended, err
+		}
+		if err := r.rdb.Del(ctx, sessionKey(id)).Err(); err != nil {
+			return ended, fmt.Errorf("delete an MCP session's registration: %w", err)
+		}
+		ended++
+	}
+	return ended, nil
 }

@@ -260,3 +260,24 @@ func toStrings(xs []any) []string {
 	}
 	return out
 }
+
+// ForgetUser deletes the identity by which each of services knew user's reference (UserOf):
+// what the indexes keep of a user beyond the entries of its credentials, which leave with
+// the credentials (QueueCredentialChange).
+func (x *Index) ForgetUser(ctx context.Context, services []string, user state.User) error {
+	if x.refs == nil || len(services) == 0 {
+		return nil
+	}
+	_, err := x.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, service := range services {
+			if ref := x.refs.Of(service, user); ref != "" {
+				p.HDel(ctx, refsKey(service), ref)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete the user's references at services: %w", err)
+	}
+	return nil
+}

@@ -2,7 +2,7 @@
 // recovery API of users and operators (status, cancel, retry), the operators' listing,
 // summary and audit export, and the API of delegating services (create, answer, proxy,
 // release, the status and deletion of their credentials, their event stream, webhook
-// records, the given-up ones and redelivery).
+// records, the given-up ones and redelivery), and forgetting a user, for operators.
 //
 // The one idea to hold: a caller sees and acts on only what is its own (a user's flows, a
 // service's, or everything for an operator); anything else reads as unknown, and every
@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/urlflow/urlflow/ask"
+	"github.com/urlflow/urlflow/forget"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/proxy"
@@ -74,6 +75,8 @@ type Options struct {
 	// Audit is exported to operators; Counters count the credentials released.
 	Audit    *audit.Trail
 	Counters *counters.Counters
+	// Forget forgets a user at an operator's request.
+	Forget *forget.Forgetter
 	// StatusWaitLimit bounds the wait of GET /api/v1/elicitations/{id}?wait=
 	// (DefaultStatusWaitLimit when zero; tests shorten it).
 	StatusWaitLimit time.Duration
@@ -132,4 +135,5 @@ func (s *API) Mount(g *echo.Group) {
 	g.GET("/webhooks/given-up", s.apiWebhooksGivenUp)
 	g.GET("/credentials", s.apiCredentialList)
 	g.POST("/webhooks/:messageId/redeliver", s.apiMessageRedeliver)
+	g.POST("/users/forget", s.apiForget)
 }

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/urlflow/urlflow/forget"
+
 	"github.com/urlflow/urlflow/state/flow"
 )
 
@@ -115,6 +117,16 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) (*Elicitation, e
 func (c *Client) Retry(ctx context.Context, id string, newAttempt bool, reason string) (*Elicitation, error) {
 	var e Elicitation
 	return &e, c.do(ctx, http.MethodPost, "/api/v1/elicitations/"+url.PathEscape(id)+"/retry", map[string]any{"reason": reason, "new": newAttempt}, &e)
+}
+
+// ForgetReport says what forgetting a user erased.
+type ForgetReport = forget.Report
+
+// Forget forgets the user of issuer and subject, for reason: urlflow erases what it keeps
+// about them (package forget).
+func (c *Client) Forget(ctx context.Context, issuer, subject, reason string) (*ForgetReport, error) {
+	var r ForgetReport
+	return &r, c.do(ctx, http.MethodPost, "/api/v1/users/forget", map[string]any{"issuer": issuer, "subject": subject, "reason": reason}, &r)
 }
 
 // ExportAudit writes to w the audit trail from since to until (RFC 3339 times, or
