@@ -21,6 +21,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/state/flow"
 )
 
 // BenchmarkLoad runs whole secret flows for 8, 32 and 128 users at once against the real
@@ -122,6 +123,9 @@ func runLoad(b *testing.B, s *server, mode loadMode, users int, proxy *redisProx
 	}
 	b.ReportMetric(float64(stats.errors.Load()), "errors")
 	b.ReportMetric(0, "ns/op") // wall time per flow says nothing with many users at once
+	if n := stats.errors.Load(); n > 0 {
+		b.Errorf("%d of %d flows failed (each said why above)", n, b.N)
+	}
 	b.Logf("Redis commands per flow (INFO commandstats): %s", commandStats(b, rs).perFlowSince(commandsBefore, n))
 }
 
@@ -152,6 +156,8 @@ func (m loadMode) style() string {
 // loadUser is one user of BenchmarkLoad: an MCP client and a signed-in browser.
 type loadUser struct {
 	mode     loadMode
+	s        *server
+	name     string
 	baseURL  string
 	session  *sdk.ClientSession
 	browser  *formBrowser
@@ -166,7 +172,7 @@ type loadUser struct {
 }
 
 func newLoadUser(b testing.TB, s *server, mode loadMode, name string) *loadUser {
-	u := &loadUser{mode: mode, baseURL: s.BaseURL, browser: newFormBrowser(b, s, name), elicited: make(chan *sdk.ElicitParams, 1),
+	u := &loadUser{mode: mode, s: s, name: name, baseURL: s.BaseURL, browser: newFormBrowser(b, s, name), elicited: make(chan *sdk.ElicitParams, 1),
 		notified: map[string]time.Time{}, wake: make(chan struct{}, 1)}
 	if page := u.browser.signIn("/"); page.Status != http.StatusSeeOther {
 		b.Fatalf("sign-in of %s: %d %s", name, page.Status, page.Text())
@@ -256,7 +262,7 @@ func (u *loadUser) flow(b testing.TB) flowResult {
 		select {
 		case p = <-u.elicited:
 		case a := <-done:
-			return flowResult{err: fmt.Errorf("set_secret answered before asking: %s", a)}
+			return flowResult{err: fmt.Errorf("set_secret answered before asking: %s; %s", a, u.whyNoPrompt())}
 		}
 	}
 	id := cmp.Or(p.ElicitationID, strings.TrimPrefix(p.URL, u.baseURL+"/e/")) // the 2026 input request has no ID
@@ -319,6 +325,33 @@ func (u *loadUser) flow(b testing.TB) flowResult {
 		r.postToNotify, r.resultFirst = max(0, notifiedAt.Sub(postAnswered)), a.at.Before(notifiedAt)
 	}
 	return r
+}
+
+// whyNoPrompt says what urlflow recorded for a call that never asked: the state and the
+// newest history entry of each flow of the user that has not ended well, as the user reads
+// them through the API. A call that produced no elicitation/create must have left its
+// reason there (the flow unknown, with the transport's error).
+func (u *loadUser) whyNoPrompt() string {
+	token := u.s.devToken(u.name)
+	var page flow.Listing
+	if status := u.s.getJSON("/api/v1/elicitations?state=pending,consented,in_progress,unknown&limit=20", token, &page); status != http.StatusOK {
+		return fmt.Sprintf("the user's flows could not be listed (%d)", status)
+	}
+	var out []string
+	for _, l := range page.Elicitations {
+		var v flow.View
+		u.s.getJSON("/api/v1/elicitations/"+l.ID, token, &v)
+		last := "no history"
+		if len(v.History) > 0 {
+			e := v.History[len(v.History)-1]
+			last = fmt.Sprintf("%s by %s: %s", e.Event, e.Actor, e.Reason)
+		}
+		out = append(out, fmt.Sprintf("%s %s (%s)", l.ID[:8], v.State, last))
+	}
+	if len(out) == 0 {
+		return "no flow of the user is running or unknown"
+	}
+	return "the user's flows that did not end well: " + strings.Join(out, "; ")
 }
 
 // notification waits for the completion notification of elicitation id and returns when
