@@ -243,7 +243,7 @@ func TestGallery(t *testing.T) {
 			if !browsertest.Evaluate[bool](t, u, `getComputedStyle(document.body).display === "flex"`) {
 				t.Error("the stylesheet did not apply")
 			}
-			if title := browsertest.Evaluate[string](t, u, `document.title`); !strings.HasSuffix(title, " · urlflow") {
+			if title := browsertest.Evaluate[string](t, u, `document.title`); !strings.HasSuffix(title, " · urlflow") && title != "urlflow" {
 				t.Errorf("title %q, want it to end with ' · urlflow'", title)
 			}
 			unlabelled := browsertest.Evaluate[[]string](t, u, `Array.from(document.querySelectorAll("input:not([type=hidden]), select, textarea")).filter(e => e.labels.length === 0).map(e => e.name || e.id || e.outerHTML)`)
@@ -302,4 +302,44 @@ func TestSubmittedSecretIsNeverShownAgain(t *testing.T) {
 	}
 	u.Screenshot(t, "secret-form-after-post")
 	u.AssertNoCSPViolations(t)
+}
+
+// TestARefusedFormIsAnnounced posts each form that can be refused and checks, in Chromium,
+// what tells a person using a screen reader that it was: the title starts with "Error:",
+// the field in error has the focus (no script: autofocus), and an error summary at the top
+// links to that field, whose link moves the focus there.
+func TestARefusedFormIsAnnounced(t *testing.T) {
+	srv := gallery(t)
+	u := browsertest.Start(t).NewUser(t, "announced")
+	u.Navigate(t, srv.URL+"/gallery/secret-form")
+	u.Fill(t, "#secret", "not-a-demo-key")
+	if status := u.Submit(t, `form[action$="/secret"] button[type=submit]`); status != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d after submit, want 422", status)
+	}
+	checkAnnounced(t, u, "secret", "This does not look like a Demo API key.")
+	for page, field := range map[string]string{"dev-sign-in-error": "name", "secret-form-parameters": "param-subdomain"} {
+		u.Navigate(t, srv.URL+"/gallery/"+page)
+		checkAnnounced(t, u, field, "")
+	}
+}
+
+// checkAnnounced checks that the page u shows announces an error about field (with the
+// message, when given).
+func checkAnnounced(t *testing.T, u *browsertest.User, field, message string) {
+	t.Helper()
+	if title := browsertest.Evaluate[string](t, u, `document.title`); !strings.HasPrefix(title, "Error: ") {
+		t.Errorf("title %q, want it to start with 'Error: '", title)
+	}
+	if got := browsertest.Evaluate[string](t, u, `document.activeElement.id`); got != field {
+		t.Errorf("the focus is on %q, want the field in error, %q", got, field)
+	}
+	links := browsertest.Evaluate[[]string](t, u, `Array.from(document.querySelectorAll(".error-summary[role=alert] a")).map(a => a.getAttribute("href") + " " + a.textContent)`)
+	if len(links) != 1 || !strings.HasPrefix(links[0], "#"+field+" ") || !strings.Contains(links[0], message) {
+		t.Errorf("error summary links %q, want one to #%s saying %q", links, field, message)
+	}
+	u.Click(t, "body") // away from the field
+	u.Click(t, ".error-summary a")
+	if got := browsertest.Evaluate[string](t, u, `document.activeElement.id`); got != field {
+		t.Errorf("after the summary's link the focus is on %q, want %q", got, field)
+	}
 }

@@ -3,6 +3,7 @@ package templates_test
 import (
 	"io/fs"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -310,6 +311,36 @@ func TestConsentEscapesWhatTheClientSaysAboutItself(t *testing.T) {
 	page := render(t, templates.ConsentPage(templates.Page{}, v))
 	if strings.Contains(page, "<script>") || strings.Contains(page, "<img") {
 		t.Errorf("client-supplied text reached the page unescaped:\n%s", page)
+	}
+}
+
+// TestTextOthersChooseIsIsolatedForDirection renders, with right-to-left text from the
+// client, the user and the provider, the pages that show it, and checks that each such text
+// sits in an element that isolates its direction (<bdi>, or dir="auto"), so that an Arabic
+// or Hebrew name does not reorder the sentence around it.
+func TestTextOthersChooseIsIsolatedForDirection(t *testing.T) {
+	const client, purpose, user, account = "مساعد البرمجة", "כדי לקרוא את התחזית", "سارة", "חשבון-שלי"
+	page := templates.Page{SignedInAs: user, CSRF: "tok"}
+	pages := map[string]string{
+		"consent": render(t, templates.ConsentPage(page, templates.Consent{ClientName: client, ClientVersion: "1.0", Purpose: purpose,
+			ContinueAction: "/c", DeclineAction: "/d", CSRF: "tok"})),
+		"connect": render(t, templates.ConnectPage(page, templates.Connect{ClientName: client, Purpose: purpose, ProviderLabel: "GitHub",
+			ContinueAction: "/c", DeclineAction: "/d", CSRF: "tok"})),
+		"done": render(t, templates.DonePage(page, templates.Done{ClientName: client, Account: account, SlotLabel: "GitHub account"})),
+		"admin": render(t, templates.AdminPage(page, templates.Admin{Rows: []templates.AdminRow{{ID: "X", State: "pending",
+			User: user, Client: client, CreatedAt: time.Now(), UpdatedAt: time.Now()}}})),
+	}
+	isolated := regexp.MustCompile(`<bdi>([^<]*)</bdi>|dir="auto"[^>]*>([^<]*)<`)
+	for name, html := range pages {
+		var found []string
+		for _, m := range isolated.FindAllStringSubmatch(html, -1) {
+			found = append(found, m[1]+m[2])
+		}
+		for _, text := range []string{client, purpose, user, account} {
+			if strings.Contains(html, text) && !slices.ContainsFunc(found, func(f string) bool { return strings.Contains(f, text) }) {
+				t.Errorf("%s shows %q without isolating its direction", name, text)
+			}
+		}
 	}
 }
 

@@ -27,6 +27,15 @@ type Page struct {
 	Wide bool
 	// Version is urlflow's version, shown in the footer of the operators' pages only.
 	Version string
+	// Errors are what was wrong with the form the page shows again. The layout prefixes the
+	// document title with "Error: " and lists them at the top of the page, each linking to
+	// its field; the page focuses the first field in error (autofocus, no script).
+	Errors []FieldError
+}
+
+// FieldError is what was wrong with one field of a form: Field is the id of its input.
+type FieldError struct {
+	Field, Message string
 }
 
 // DevSignIn is the development sign-in page: the user types a name and becomes that

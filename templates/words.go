@@ -19,10 +19,24 @@ func titled(p Page, fallback string) Page {
 
 // documentTitle is the text of <title>: the page's title and the product name.
 func documentTitle(p Page) string {
-	if strings.TrimSpace(p.Title) == "" {
-		return "urlflow"
+	title := "urlflow"
+	if strings.TrimSpace(p.Title) != "" {
+		title = p.Title + " · urlflow"
 	}
-	return p.Title + " · urlflow"
+	if len(p.Errors) > 0 {
+		title = "Error: " + title
+	}
+	return title
+}
+
+// withErrors returns p showing the errors of its form that are set (Message not empty).
+func withErrors(p Page, errs ...FieldError) Page {
+	for _, e := range errs {
+		if e.Message != "" {
+			p.Errors = append(p.Errors, e)
+		}
+	}
+	return p
 }
 
 // firstOf returns the first of values that is not blank.
@@ -179,6 +193,16 @@ func age(d time.Duration) string { return ages.Of(d) }
 // parameterID is the id of the field of parameter f, and of its help and error with a
 // suffix.
 func parameterID(f ParameterField, suffix string) string { return "param-" + f.Name + suffix }
+
+// secretFormError is the error of the secret form as the error summary lists it: about the
+// secret's field, or the parameter's it names.
+func secretFormError(v SecretForm) FieldError {
+	field := "secret"
+	if v.ErrorField != "" {
+		field = parameterID(ParameterField{Name: v.ErrorField}, "")
+	}
+	return FieldError{Field: field, Message: v.Error}
+}
 
 // parameterDescribedBy lists the ids that describe the field of f: its error, its help.
 func parameterDescribedBy(v SecretForm, f ParameterField) string {
