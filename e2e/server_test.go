@@ -57,7 +57,7 @@ type serverConfig struct {
 	ConfigHome string
 	// Style is URLFLOW_ELICITATION_STYLE ("push" if empty).
 	Style string
-	// TTL is URLFLOW_ELICITATION_TTL, if set.
+	// TTL is URLFLOW_TEST_ELICITATION_TTL (below the floor of URLFLOW_ELICITATION_TTL), if set.
 	TTL string
 	// PublicURL is --public-url, if set (replicas behind one address).
 	PublicURL string
@@ -118,7 +118,7 @@ func tryServer(t testing.TB, cfg serverConfig) (*server, error) {
 		"URLFLOW_ELICITATION_STYLE="+cfg.Style,
 	)
 	if cfg.TTL != "" {
-		cmd.Env = append(cmd.Env, "URLFLOW_ELICITATION_TTL="+cfg.TTL)
+		cmd.Env = append(cmd.Env, "URLFLOW_TEST_ELICITATION_TTL="+cfg.TTL)
 	}
 	if cfg.ConfigFile != "" {
 		cmd.Env = append(cmd.Env, "URLFLOW_CONFIG="+cfg.ConfigFile)

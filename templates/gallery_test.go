@@ -250,6 +250,12 @@ func TestGallery(t *testing.T) {
 			if len(unlabelled) > 0 {
 				t.Errorf("inputs without a label: %q", unlabelled)
 			}
+			// Everything but the skip link sits in a landmark, so that a screen reader's list of
+			// landmarks reaches all of it (axe's "region").
+			outside := browsertest.Evaluate[[]string](t, u, `Array.from(document.body.children).filter(e => !e.matches("header, main, footer, aside[aria-label], a.skip-link")).map(e => e.outerHTML.slice(0, 80))`)
+			if len(outside) > 0 {
+				t.Errorf("content outside any landmark: %q", outside)
+			}
 			dangling := browsertest.Evaluate[[]string](t, u, `Array.from(document.querySelectorAll("[aria-describedby]")).flatMap(e => e.getAttribute("aria-describedby").split(/\s+/)).filter(id => !document.getElementById(id))`)
 			if len(dangling) > 0 {
 				t.Errorf("aria-describedby names missing ids: %q", dangling)
@@ -302,6 +308,35 @@ func TestSubmittedSecretIsNeverShownAgain(t *testing.T) {
 	}
 	u.Screenshot(t, "secret-form-after-post")
 	u.AssertNoCSPViolations(t)
+}
+
+// TestTheHeaderKeepsTheNameAndSignOutAtLargeText opens signed-in pages on a phone with the
+// text at 200 % and checks that the signed-in name is shown whole and "Sign out" is on the
+// screen (WCAG 1.4.4), at a long name too.
+func TestTheHeaderKeepsTheNameAndSignOutAtLargeText(t *testing.T) {
+	srv := gallery(t)
+	u := browsertest.Start(t).NewUser(t, "large-text")
+	u.AsPhone(t)
+	for _, name := range []string{"consent", "consent-long-client", "secret-form-error", "admin", "refused-long-name"} {
+		t.Run(name, func(t *testing.T) {
+			u.Navigate(t, srv.URL+"/gallery/"+name)
+			browsertest.Evaluate[string](t, u, `document.documentElement.style.fontSize = "200%"`)
+			problems := browsertest.Evaluate[[]string](t, u, `(() => {
+				const out = [], width = document.documentElement.clientWidth;
+				const name = document.querySelector(".signout-name"), button = document.querySelector(".signout button");
+				if (!name || !button) return ["no signed-in name or sign-out button"];
+				if (name.scrollWidth > name.clientWidth + 1) out.push("the name is cut: " + name.scrollWidth + " > " + name.clientWidth);
+				for (const [what, e] of [["the name", name], ["Sign out", button]]) {
+					const r = e.getBoundingClientRect();
+					if (r.left < 0 || r.right > width + 1 || r.width === 0) out.push(what + " is off the screen: " + r.left + " to " + r.right + " of " + width);
+				}
+				return out;
+			})()`)
+			if len(problems) > 0 {
+				t.Errorf("at 200%% text on a phone: %q", problems)
+			}
+		})
+	}
 }
 
 // TestARefusedFormIsAnnounced posts each form that can be refused and checks, in Chromium,

@@ -47,7 +47,7 @@ func Layout(p Page) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if p.Dev {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "<div class=\"dev-banner\" role=\"note\"><span class=\"dev-banner-tag\">Development</span> <span><strong>Development server</strong> — sign-in is simulated. Do not enter real secrets you care about.</span></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "<aside class=\"dev-banner\" aria-label=\"Development server\"><span class=\"dev-banner-tag\">Development</span> <span><strong>Development server</strong> — sign-in is simulated. Do not enter real secrets you care about.</span></aside>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

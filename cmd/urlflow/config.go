@@ -302,6 +302,10 @@ func (c *config) loadUserReferences(l *loading) {
 	}
 }
 
+// MinElicitationTTL is the shortest time a link may be valid for: a person must have the
+// time to read the request, find the secret and enter it.
+const MinElicitationTTL = 2 * time.Minute
+
 // loadElicitation checks the elicitation style and the time a link is valid.
 func (c *config) loadElicitation(l *loading) {
 	switch style := mcp.Style(l.v.raw("elicitation_style")); style {
@@ -310,7 +314,10 @@ func (c *config) loadElicitation(l *loading) {
 	default:
 		l.fail("elicitation_style", "want push or error, got %q", style)
 	}
-	c.TTL = l.duration("elicitation_ttl", 5*time.Second, 24*time.Hour)
+	c.TTL = l.duration("elicitation_ttl", MinElicitationTTL, 24*time.Hour)
+	if l.v["test_elicitation_ttl"].given() { // dev only: tests that watch a link lapse
+		c.TTL = l.duration("test_elicitation_ttl", time.Second, 24*time.Hour)
+	}
 	c.FlowRetention = l.duration("flow_retention", time.Hour, 365*24*time.Hour)
 }
 

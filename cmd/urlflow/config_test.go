@@ -144,9 +144,9 @@ secrets:
 	}{
 		{"file over default", []string{"--config", file}, nil, "127.0.0.1:7001", "http://127.0.0.1:7001", mcp.StyleError, 2 * time.Minute, "[10.0.0.1/32]"},
 		{"environment over file", nil, map[string]string{"URLFLOW_CONFIG": file, "URLFLOW_ADDR": "127.0.0.1:7002",
-			"URLFLOW_PUBLIC_URL": "http://localhost:7002/", "URLFLOW_ELICITATION_STYLE": "push", "URLFLOW_ELICITATION_TTL": "30s",
+			"URLFLOW_PUBLIC_URL": "http://localhost:7002/", "URLFLOW_ELICITATION_STYLE": "push", "URLFLOW_ELICITATION_TTL": "3m",
 			"URLFLOW_TRUSTED_PROXIES": "10.0.0.2, 192.168.0.0/16"},
-			"127.0.0.1:7002", "http://localhost:7002", mcp.StylePush, 30 * time.Second, "[10.0.0.2/32 192.168.0.0/16]"},
+			"127.0.0.1:7002", "http://localhost:7002", mcp.StylePush, 3 * time.Minute, "[10.0.0.2/32 192.168.0.0/16]"},
 		{"flag over environment", []string{"--addr", "127.0.0.1:7003", "--public-url", "http://127.0.0.1:7003", "--trusted-proxies", "fd00::/8"},
 			map[string]string{"URLFLOW_CONFIG": file, "URLFLOW_ADDR": "127.0.0.1:7002", "URLFLOW_TRUSTED_PROXIES": "10.0.0.2"},
 			"127.0.0.1:7003", "http://127.0.0.1:7003", mcp.StyleError, 2 * time.Minute, "[fd00::/8]"},

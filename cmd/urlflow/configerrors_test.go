@@ -35,6 +35,8 @@ func TestConfigurationMistakesSayWhereAndWhat(t *testing.T) {
 			want: []string{`urlflow.yaml:2:11: secrets[0].name: want text, got a list`}},
 		{name: "a Redis address without redis://", env: map[string]string{"URLFLOW_REDIS_URL": "127.0.0.1:6379"},
 			want: []string{"URLFLOW_REDIS_URL: want redis://HOST:PORT (rediss:// for TLS, unix:///PATH for a socket), as in redis://127.0.0.1:6379"}},
+		{name: "a link too short for a person to use", env: map[string]string{"URLFLOW_ELICITATION_TTL": "5s"},
+			want: []string{`URLFLOW_ELICITATION_TTL: want a duration from 2m to 24h, e.g. URLFLOW_ELICITATION_TTL=30m, got "5s"`}},
 		{name: "a log level", env: map[string]string{"URLFLOW_LOG_LEVEL": "verbose"},
 			want: []string{`URLFLOW_LOG_LEVEL: want debug, info, warn or error, got "verbose"`}},
 		{name: "a log format", env: map[string]string{"URLFLOW_LOG_FORMAT": "xml"},

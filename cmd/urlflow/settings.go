@@ -178,12 +178,12 @@ var settingsTable = []setting{
 		Description: "`push` or `error`, for 2025-11-25 clients with URL mode."},
 	{Name: "elicitation_ttl", Section: "elicitation", Env: "URLFLOW_ELICITATION_TTL", YAML: "elicitation_ttl", Type: "duration",
 		Default: "10m", Example: "30m", Commands: forServers,
-		Summary:     "time from creation to the deadline (5s to 24h)",
-		Description: "The time from an elicitation's creation to its deadline (5s to 24h)."},
+		Summary:     "time from creation to the deadline (2m to 24h)",
+		Description: "The time from an elicitation's creation to its deadline (2m to 24h): the time a person has to read the request, find the secret and enter it, or to approve the grant. The pages show it, and below 2 minutes too many people would lose their link while they look for the secret (WCAG 2.2.1, docs/reference.md)."},
 	{Name: "flow_retention", Section: "elicitation", Env: "URLFLOW_FLOW_RETENTION", YAML: "flow_retention", Type: "duration",
 		Default: durationText(flow.DefaultRetention), Example: "48h", Commands: forServers,
 		Summary:     "how long an ended flow is kept after its deadline (1h to 8760h)",
-		Description: "How long an elicitation's record, history and index entries are kept after its deadline (1h to 8760h, a year): what `urlflow flows`, `/admin`, `elicitation_status` and the status API can show of an ended flow. The audit trail keeps its events for `audit_retention`, apart. Redis holds about 2.4 KB per ended flow for this long (docs/performance.md, \"Footprint\")."},
+		Description: "How long an elicitation's record, history and index entries are kept after its deadline (1h to 8760h, a year): what `urlflow flows`, `/admin`, `elicitation_status` and the status API can show of an ended flow. The audit trail keeps its events for `audit_retention`, apart. Redis holds about 1.4 KB per ended flow for this long (docs/performance.md, \"Footprint\")."},
 
 	{Name: "mcp_sessions_per_user", Section: "mcp", Env: "URLFLOW_MCP_SESSIONS_PER_USER", Type: "integer",
 		Default: strconv.Itoa(mcp.DefaultSessionsPerUser), Example: "50", Commands: forServers,
@@ -261,6 +261,7 @@ var settingsTable = []setting{
 	testSetting("test_retry_wait", "the wait of a multi round-trip retry (25s)"),
 	testSetting("test_status_wait_limit", "the cap of `elicitation_status`'s `waitSeconds` (60s)"),
 	testSetting("test_webhook_retry", "every wait of the webhook schedule after the first attempt (5s, 5m, 30m, 2h, 5h, 10h, 10h)"),
+	testSetting("test_elicitation_ttl", "the time from an elicitation's creation to its deadline below the floor of `elicitation_ttl` (2m)"),
 	testSetting("test_replica_heartbeat", "the lifetime of a replica's heartbeat, after which its MCP sessions count as ended (10s)"),
 
 	{Name: "server", Section: "operator-commands", Flag: "server", Env: "URLFLOW_SERVER", Type: "URL",

@@ -331,6 +331,20 @@ func repoRoot() (string, error) {
 	}
 }
 
+// AsPhone sizes the tab as a phone, PhoneWidth CSS pixels wide with mobile emulation, until
+// the test ends or AsDesktop.
+func (u *User) AsPhone(t testing.TB) {
+	t.Helper()
+	u.do(t, "set the phone viewport", chromedp.EmulateViewport(PhoneWidth, 844,
+		chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulatePortrait, chromedp.EmulateScale(2)))
+}
+
+// AsDesktop sizes the tab as a desktop, DesktopWidth CSS pixels wide.
+func (u *User) AsDesktop(t testing.TB) {
+	t.Helper()
+	u.do(t, "set the desktop viewport", chromedp.EmulateViewport(DesktopWidth, 800))
+}
+
 // Screenshot saves full-page PNGs of the current page into ArtifactsDir: name-desktop.png
 // at 1280 CSS pixels wide, and name-phone.png at 390 CSS pixels wide with mobile emulation
 // (at twice the pixel density, as phones have). It leaves the tab at the desktop size.
