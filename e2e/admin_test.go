@@ -49,7 +49,7 @@ func TestAnOperatorFixesStuckFlowsInTheBrowser(t *testing.T) {
 	op.Screenshot(t, "operator-flow")
 	op.Fill(t, `#reason-cancel`, "the user asked on the helpdesk")
 	op.Submit(t, `form[action$="/cancel"] button[type="submit"]`)
-	if text := op.Text(t, "main"); !strings.Contains(text, "cancel this flow?") || !strings.Contains(text, "the user asked on the helpdesk") {
+	if text := op.Text(t, "main"); !strings.Contains(text, "Cancel this flow?") || !strings.Contains(text, "the user asked on the helpdesk") {
 		t.Fatalf("no confirmation step:\n%s", text)
 	}
 	op.Screenshot(t, "operator-confirm")

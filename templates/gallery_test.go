@@ -102,8 +102,8 @@ func samples() []sample {
 		User: "alexandra.konstantinopoulou@research-infrastructure.example.org", Target: "demo_api_key", Service: "weather",
 		Client: "Visual Studio Code — Insiders", CreatedAt: now.Add(-time.Hour), UpdatedAt: now.Add(-55 * time.Minute)}
 	admin := templates.Admin{
-		Counts: []templates.AdminCount{{State: "pending", Label: "pending", Running: 2, Stuck: 1, After: "2m00s"},
-			{State: "consented", Label: "consented", Running: 0, After: "5m00s"}, {State: "", Label: "notification owed", After: "1m00s"}},
+		Counts: []templates.AdminCount{{State: "pending", Label: "pending", Running: 2, Stuck: 1, After: "2m"},
+			{State: "consented", Label: "consented", Running: 0, After: "5m"}, {State: "", Label: "notification owed", After: "1m"}},
 		Stuck: []templates.AdminRow{stuckRow}, Rows: []templates.AdminRow{doneRow, stuckRow},
 		States: []string{"pending", "consented", "in_progress", "failed", "unknown", "complete", "declined", "cancelled", "expired"},
 		Filter: templates.AdminFilter{User: "alice"}, NextURL: "/admin?cursor=abc",

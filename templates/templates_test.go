@@ -580,3 +580,44 @@ func TestParameterFieldsComeBeforeTheSecretAndCarryTheirError(t *testing.T) {
 		}
 	}
 }
+
+// TestOperatorPagesAnswerAtAGlance checks what the operators' pages say for people and for
+// assistive technology: times to the second with how long ago, so that two events of one
+// minute are told apart; flow links whose accessible name holds their visible text (axe's
+// label-content-name-mismatch); scrolling tables that a keyboard can reach; a heading that
+// starts with a capital.
+func TestOperatorPagesAnswerAtAGlance(t *testing.T) {
+	now := time.Now().UTC()
+	first := now.Add(-2 * time.Minute).Truncate(time.Minute).Add(7 * time.Second)
+	flowPage := render(t, templates.AdminFlowPage(templates.Page{}, templates.AdminFlow{ID: "KIO7XZSIA5X6PFKS", State: "complete",
+		CreatedAt: first, UpdatedAt: first, ExpiresAt: now.Add(8 * time.Minute), History: []templates.AdminEntry{
+			{At: first, Event: "created", Actor: "client"}, {At: first.Add(20 * time.Second), Event: "client_accept", Actor: "client"}}}))
+	text := visibleText(t, flowPage)
+	for _, want := range []string{first.Format("15:04:05 UTC"), first.Add(20 * time.Second).Format("15:04:05 UTC"), "ago)", "(in 7m"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the flow page does not say %q:\n%s", want, text)
+		}
+	}
+	if !strings.Contains(flowPage, `title="`+first.Format(time.RFC3339Nano)+`"`) {
+		t.Error("a time of the flow page does not carry its full timestamp")
+	}
+	list := render(t, templates.AdminPage(templates.Page{}, templates.Admin{Rows: []templates.AdminRow{{ID: "KIO7XZSIA5X6PFKSXKPXIK7OX44RAPSV",
+		State: "pending", CreatedAt: now, UpdatedAt: now}}}))
+	for name, html := range map[string]string{"list": list, "flow": flowPage} {
+		if strings.Contains(html, `aria-label="Flow `) {
+			t.Errorf("the %s page names a flow link otherwise than its visible text", name)
+		}
+		for _, box := range regexp.MustCompile(`<div class="table-scroll"[^>]*>`).FindAllString(html, -1) {
+			if !strings.Contains(box, `tabindex="0"`) || !strings.Contains(box, `aria-label="`) {
+				t.Errorf("the %s page has a scrolling table a keyboard cannot reach: %s", name, box)
+			}
+		}
+	}
+	if !strings.Contains(visibleText(t, list), "Flow KIO7XZSIA5X6") {
+		t.Errorf("a flow link's text is not its accessible name:\n%s", visibleText(t, list))
+	}
+	confirm := visibleText(t, render(t, templates.AdminConfirmPage(templates.Page{}, templates.AdminConfirm{ID: "X", Action: "cancel", Label: "cancel this flow"})))
+	if !strings.Contains(confirm, "Cancel this flow?") {
+		t.Errorf("the confirmation's heading: %s", confirm)
+	}
+}

@@ -258,7 +258,7 @@ type Admin struct {
 type AdminCount struct {
 	State, Label   string
 	Running, Stuck int
-	// After is the threshold past which a flow is stuck, for people ("2m00s").
+	// After is the threshold past which a flow is stuck, for people ("2m").
 	After string
 }
 

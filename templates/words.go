@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/urlflow/urlflow/internal/ages"
 )
@@ -106,6 +108,29 @@ func clockTime(t, now time.Time) string {
 		return t.UTC().Format("15:04 UTC")
 	}
 	return t.UTC().Format("15:04 UTC, 2 Jan 2006")
+}
+
+// operatorTime is a time on the operators' pages: to the second, in UTC, with how long ago
+// (or how far ahead) it is, so that two events of one minute can be told apart and read
+// without a clock: "14:03:27 UTC (2m12s ago)". The date comes in when t is not within a day.
+func operatorTime(t, now time.Time) string {
+	layout := "15:04:05 UTC"
+	if d := t.Sub(now); d <= -20*time.Hour || d >= 20*time.Hour {
+		layout = "15:04:05 UTC, 2 Jan 2006"
+	}
+	if t.After(now) {
+		return t.UTC().Format(layout) + " (in " + ages.Of(t.Sub(now)) + ")"
+	}
+	return t.UTC().Format(layout) + " (" + ages.Of(now.Sub(t)) + " ago)"
+}
+
+// fullTime is t in full, to the nanosecond the record holds, for the title of a time.
+func fullTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// capitalized returns s with its first letter in upper case: a label used as a heading.
+func capitalized(s string) string {
+	r, size := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[size:]
 }
 
 // expiresIn says when t comes, rounded, as seen at now: "in about 8 minutes", or

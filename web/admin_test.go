@@ -22,7 +22,7 @@ func TestAnOperatorFindsAStuckFlowAndCancelsItWithAReason(t *testing.T) {
 	f.send(t, op.client, request{method: http.MethodGet, path: "/admin"}).want(t, http.StatusSeeOther)
 	op.signIn("/admin")
 	overview := op.get("/admin")
-	overview.want(t, http.StatusOK, "Stuck flows", "pending 2 1 2m00s", "All flows, oldest first")
+	overview.want(t, http.StatusOK, "Stuck flows", "pending 2 1 2m", "All flows, oldest first")
 	stuckSection := overview.Text()[strings.Index(overview.Text(), "Stuck flows"):strings.Index(overview.Text(), "All flows")]
 	if !strings.Contains(overview.Body, "/admin/flows/"+stuck.ID) || strings.Contains(stuckSection, fresh.ID[:12]) {
 		t.Errorf("the stuck flow is not listed first, alone:\n%s", stuckSection)
@@ -37,7 +37,7 @@ func TestAnOperatorFindsAStuckFlowAndCancelsItWithAReason(t *testing.T) {
 	op.post(path, url.Values{"csrf": {page.csrf(t)}}).want(t, http.StatusBadRequest, "Say why")
 	op.post(path, url.Values{"reason": {"no CSRF"}}).want(t, http.StatusForbidden)
 	confirm := op.post(path, url.Values{"csrf": {page.csrf(t)}, "reason": {"the user asked on the helpdesk"}})
-	confirm.want(t, http.StatusOK, "cancel this flow?", "the user asked on the helpdesk", "No, go back")
+	confirm.want(t, http.StatusOK, "Cancel this flow?", "the user asked on the helpdesk", "No, go back")
 	f.wantUnchanged(t, stuck.ID, before)
 
 	done := op.post(path, url.Values{"csrf": {confirm.csrf(t)}, "reason": {"the user asked on the helpdesk"}, "confirm": {"yes"}})
