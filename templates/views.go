@@ -282,6 +282,8 @@ type AdminFlow struct {
 	Delivery           string
 	RetryOf, RetriedBy string
 	History            []AdminEntry
+	// NotOffered says why an action that would seem to apply is not offered.
+	NotOffered []string
 	// Actions are what an operator may do to it now; none for a read-only operator.
 	Actions []AdminAction
 	CSRF    string

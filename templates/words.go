@@ -124,6 +124,26 @@ func operatorTime(t, now time.Time) string {
 	return t.UTC().Format(layout) + " (" + ages.Of(now.Sub(t)) + " ago)"
 }
 
+// stuckWords says why a flow is stuck (flow.Stuck: the state it has stayed in too long, or
+// its notification) the way an operator reads it in a list.
+func stuckWords(why string) string {
+	switch why {
+	case "pending":
+		return "the client has not answered"
+	case "consented":
+		return "the link was not opened"
+	case "in_progress":
+		return "not finished on the pages"
+	case "failed":
+		return "failed, no new try"
+	case "unknown":
+		return "the client's answer is unknown"
+	case "notification":
+		return "the notification is owed"
+	}
+	return why
+}
+
 // fullTime is t in full, to the nanosecond the record holds, for the title of a time.
 func fullTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 

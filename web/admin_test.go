@@ -116,3 +116,27 @@ func TestOnlyTheOperatorsPagesSayWhichURLFlowThisIs(t *testing.T) {
 		t.Error("a user's page shows urlflow's version")
 	}
 }
+
+func TestTheOperatorPageOffersOnlyActionsThatCanHelpAndSaysWhyStuck(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	session := f.liveSession(t, "alice")
+	e := f.newFlow(t, "alice", inSession(session))
+	f.apply(t, e.ID, flow.ClientDecline, state.ActorClient)
+	op := f.browser(t, "operator")
+	op.signIn("/admin")
+	op.get("/admin/flows/"+e.ID).want(t, http.StatusOK, "Send the notification again")
+
+	if _, err := f.store.Deliveries().SessionEnded(t.Context(), e.ID, session, "the client closed it", false); err != nil {
+		t.Fatal(err)
+	}
+	page := op.get("/admin/flows/" + e.ID)
+	page.want(t, http.StatusOK, "cannot be sent again: the client's session ended (the client closed it)", "Start a new attempt")
+	if strings.Contains(page.Text(), "Send the notification again") {
+		t.Error("the page offers to send the notification again to a session that ended")
+	}
+
+	f.newFlow(t, "bob")
+	f.clock.Advance(flow.DefaultStuckAfter.Pending)
+	op.get("/admin").want(t, http.StatusOK, "stuck: the client has not answered")
+}

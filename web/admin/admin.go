@@ -185,7 +185,9 @@ var adminActions = []adminAction{
 		func(e *flow.Elicitation) bool { return !e.State.Terminal() }},
 	{templates.AdminAction{Name: "resend", Label: "Send the notification again",
 		Explain: "Asks the replica that holds the client's MCP session to write the completion notification again."},
-		func(e *flow.Elicitation) bool { return e.State.Terminal() && e.SessionID != "" }},
+		func(e *flow.Elicitation) bool {
+			return e.State.Terminal() && e.SessionID != "" && e.Delivery.SessionEndedAt == nil
+		}},
 	{templates.AdminAction{Name: "retry", Label: "Start a new attempt",
 		Explain: "Starts a new flow for the same user, purpose and session, linked to this one."},
 		func(e *flow.Elicitation) bool {
@@ -242,6 +244,10 @@ func (s *Admin) adminFlowPage(c echo.Context) error {
 		if a.applies(e) {
 			view.Actions = append(view.Actions, a.AdminAction)
 		}
+	}
+	if e.State.Terminal() && e.SessionID != "" && e.Delivery.SessionEndedAt != nil {
+		view.NotOffered = append(view.NotOffered, "The notification cannot be sent again: the client's session ended ("+
+			e.Delivery.SessionEnded+"). The result stays readable through elicitation_status and the API.")
 	}
 	return s.browser.Render(c, http.StatusOK, templates.AdminFlowPage(p, view))
 }
