@@ -45,6 +45,7 @@ func samples() []sample {
 		CSRF:            "csrf-token-1",
 		ContinueAction:  "/e/el_7Hq2mXc9/continue",
 		DeclineAction:   "/e/el_7Hq2mXc9/decline",
+		MoreTime:        templates.MoreTime{Action: "/e/el_7Hq2mXc9/more-time", Amount: "10m"},
 	}
 	longConsent := consent
 	longConsent.ClientName = "Visual Studio Code — Insiders Edition with the Model Context Protocol Extension Pack for Remote Development"
@@ -74,6 +75,7 @@ func samples() []sample {
 		CSRF:            "csrf-token-1",
 		Action:          "/e/el_7Hq2mXc9/secret",
 		DeclineAction:   "/e/el_7Hq2mXc9/decline",
+		MoreTime:        templates.MoreTime{Action: "/e/el_7Hq2mXc9/more-time?from=form", Amount: "10m"},
 	}
 	formParameters := form
 	formParameters.Address = "https://{subdomain}.demo.example/api/v2"
@@ -81,6 +83,7 @@ func samples() []sample {
 		Description: "The first part of your Demo address, before .demo.example.", Hint: "Lower-case letters, digits and hyphens.", Value: "Acme Corp"}}
 	formParameters.Error, formParameters.ErrorField = "Your Demo subdomain must be one part of a host name: letters, digits and inner hyphens, at most 63.", "subdomain"
 	formError := form
+	formError.MoreTime = templates.MoreTime{Why: "the client holds this request with its deadline, which cannot move; if the link lapses, ask the client again for a new one"}
 	formError.Error = "The Demo service did not accept this key (it answered 401 Unauthorized). Check that you copied the whole key."
 
 	used := now.Add(-2 * time.Hour)

@@ -55,6 +55,8 @@ type DevSignIn struct {
 // Consent is the page that opens an elicitation URL: who asks, for what, and two buttons.
 type Consent struct {
 	ElicitationID string
+	// MoreTime is how the user asks for more time, or why they cannot.
+	MoreTime MoreTime
 	// ServiceLabel names the delegating service that asks, verified by urlflow; empty when
 	// urlflow's own tools ask. ServiceReceives says that the service may receive what the
 	// user provides itself (its release setting), not only use it through urlflow.
@@ -106,6 +108,17 @@ type SecretForm struct {
 	Address    string
 	// ErrorField names the parameter that Error is about; empty when it is the secret's.
 	ErrorField string
+	// MoreTime is how the user asks for more time, or why they cannot (moreTimeForm).
+	MoreTime MoreTime
+}
+
+// MoreTime is the offer of more time on a page with a deadline: the POST target of the
+// form that asks for it and how much it gives, or, when the deadline cannot move, why not
+// (and how to get a new link).
+type MoreTime struct {
+	Action string
+	Amount string
+	Why    string
 }
 
 // ParameterField is a field of the secret form for a part of the API's address. Its value

@@ -837,6 +837,16 @@ func (a answer) field(name string) (string, bool) {
 	return html.UnescapeString(m[1]), true
 }
 
+// formAction returns the action of the first form whose action contains part.
+func (a answer) formAction(part string) (string, bool) {
+	for _, m := range regexp.MustCompile(`<form[^>]*\baction="([^"]*)"`).FindAllStringSubmatch(a.Body, -1) {
+		if action := html.UnescapeString(m[1]); strings.Contains(action, part) {
+			return action, true
+		}
+	}
+	return "", false
+}
+
 // csrf returns the page's CSRF token, failing the test if it has none.
 func (a answer) csrf(t testing.TB) string {
 	t.Helper()

@@ -601,3 +601,55 @@ func TestTheDonePageSaysWhoCanUseWhatTheUserProvided(t *testing.T) {
 		})
 	}
 }
+
+// TestAUserAsksForMoreTime: on a 2025-11-25 session's flow the consent page and the form
+// offer more time, which moves the deadline, is recorded as the user's, and returns to the
+// page; a 2026-07-28 flow's page says why it cannot, and a post for it changes nothing.
+func TestAUserAsksForMoreTime(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice", inSession(f.liveSession(t, "alice")))
+	modern := f.newFlow(t, "alice") // no session: a 2026-07-28 client's
+	b := f.browser(t, "alice")
+	b.signIn("/")
+
+	consent := b.get("/e/" + e.ID)
+	consent.want(t, http.StatusOK, "Give me 10m more")
+	more := b.post("/e/"+e.ID+"/more-time", url.Values{})
+	more.want(t, http.StatusForbidden) // no CSRF: nothing changes
+	if got := f.get(t, e.ID); !got.ExpiresAt.Equal(e.ExpiresAt) {
+		t.Fatalf("a post without CSRF moved the deadline to %v", got.ExpiresAt)
+	}
+	more = b.post("/e/"+e.ID+"/more-time", url.Values{"csrf": {consent.csrf(t)}})
+	if more.Status != http.StatusSeeOther || more.Location() != "/e/"+e.ID {
+		t.Fatalf("more time answered %d to %q, want 303 back to the consent page", more.Status, more.Location())
+	}
+	got := f.get(t, e.ID)
+	if !got.ExpiresAt.Equal(e.ExpiresAt.Add(10*time.Minute)) || got.State != flow.InProgress {
+		t.Errorf("after more time the flow is %s until %v, want in_progress until %v", got.State, got.ExpiresAt, e.ExpiresAt.Add(10*time.Minute))
+	}
+	if last := f.lastEntry(t, e.ID); last.Event != flow.TimeExtended || last.Actor != state.ActorUser {
+		t.Errorf("the history ends with %+v, want the user's extension", last)
+	}
+
+	b.post("/e/"+e.ID+"/continue", url.Values{"csrf": {consent.csrf(t)}})
+	form := b.get("/e/" + e.ID + "/secret")
+	form.want(t, http.StatusOK, "Give me 10m more")
+	action, ok := form.formAction("more-time")
+	if !ok {
+		t.Fatal("the form page has no form for more time")
+	}
+	more = b.post(action, url.Values{"csrf": {form.csrf(t)}})
+	if more.Status != http.StatusSeeOther || more.Location() != "/e/"+e.ID+"/secret" {
+		t.Errorf("more time from the form answered %d to %q, want 303 back to the form", more.Status, more.Location())
+	}
+
+	page := b.get("/e/" + modern.ID)
+	page.want(t, http.StatusOK, "This link cannot be given more time", "ask the client again for a new one")
+	before := f.snapshot(t, modern.ID)
+	b.post("/e/"+modern.ID+"/more-time", url.Values{"csrf": {page.csrf(t)}}).want(t, http.StatusSeeOther)
+	got = f.get(t, modern.ID)
+	if !got.ExpiresAt.Equal(modern.ExpiresAt) || got.Extensions != 0 {
+		t.Errorf("more time for a 2026-07-28 flow moved its deadline: %+v (snapshot %+v)", got, before)
+	}
+}

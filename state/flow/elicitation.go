@@ -166,9 +166,11 @@ type Elicitation struct {
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 	ExpiresAt time.Time `json:"expiresAt"`
-	Delivery  Delivery  `json:"delivery"`
-	RetryOf   string    `json:"retryOf,omitempty"`
-	RetriedBy string    `json:"retriedBy,omitempty"`
+	// Extensions counts the times its user asked for more time (MoreTime).
+	Extensions int      `json:"extensions,omitempty"`
+	Delivery   Delivery `json:"delivery"`
+	RetryOf    string   `json:"retryOf,omitempty"`
+	RetriedBy  string   `json:"retriedBy,omitempty"`
 	// Revision counts the writes of the record: every write adds one (writeRecord), and a
 	// step writes only over the record it read, so a later write always has a higher
 	// revision. A replica keeps the copy with the highest it has seen (Store.see). Zero in

@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/urlflow/urlflow/internal/ages"
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
@@ -134,6 +136,7 @@ func (s *Pages) consentPage(c echo.Context, hints bool) error {
 		Purpose: e.Purpose, SlotLabel: slot.Label, SlotDescription: slot.Description, SlotName: slot.Name,
 		Replace: e.Replace, ExpiresAt: e.ExpiresAt, CSRF: p.CSRF,
 		ContinueAction: "/e/" + e.ID + "/continue", DeclineAction: "/e/" + e.ID + "/decline",
+		MoreTime: moreTimeOffer(e),
 	}
 	switch {
 	case e.Replaced != nil:
@@ -238,6 +241,39 @@ func (s *Pages) continuePost(c echo.Context, hints bool) error {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/e/"+e.ID+"/secret")
+}
+
+// moreTimeStep is how much later a request for more time moves the deadline.
+const moreTimeStep = 10 * time.Minute
+
+// moreTimeOffer is what the pages of e offer of more time (flow.Elicitation.CanExtend).
+func moreTimeOffer(e *flow.Elicitation) templates.MoreTime {
+	if ok, why := e.CanExtend(); !ok {
+		return templates.MoreTime{Why: why}
+	}
+	return templates.MoreTime{Action: "/e/" + e.ID + "/more-time", Amount: ages.Of(moreTimeStep)}
+}
+
+// moreTime is POST /e/{id}/more-time: the user asks for more time on the consent page or
+// the form. The deadline moves moreTimeStep later where it can (flow.Store.MoreTime, which
+// records it in the history), and the user goes back to the page they were on; a deadline
+// that cannot move changes nothing, and that page says why.
+func (s *Pages) moreTime(c echo.Context) error {
+	return s.browser.Hinted(c, func(c echo.Context, hints bool) error {
+		_, e, err := s.runningPost(c, hints, flow.Pending, flow.Consented, flow.InProgress)
+		if err != nil {
+			return err
+		}
+		back := "/e/" + e.ID
+		if e.Kind == state.KindSecret && e.State == flow.InProgress && c.FormValue("from") == "form" {
+			back += "/secret"
+		}
+		_, err = s.opts.Flows.MoreTime(c.Request().Context(), e.ID, moreTimeStep, state.ActorUser)
+		if err != nil && !errors.Is(err, flow.ErrConflict) {
+			return err
+		}
+		return c.Redirect(http.StatusSeeOther, back)
+	})
 }
 
 // home is GET /: a short page saying what this server is.

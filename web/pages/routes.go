@@ -83,6 +83,7 @@ func (s *Pages) Mount(e *echo.Echo, forms *echo.Group) {
 	forms.GET("/e/:id/secret", s.secretForm)
 	forms.POST("/e/:id/secret", s.submitSecret)
 	forms.POST("/e/:id/decline", s.declineElicitation)
+	forms.POST("/e/:id/more-time", s.moreTime)
 	forms.POST("/e/:id/authorize", s.authorize)
 	forms.GET("/oauth/callback", s.oauthCallback)
 	forms.GET("/auth/login", s.signInPage)

@@ -64,7 +64,10 @@ func (s *Pages) renderSecretForm(c echo.Context, v *browser.Visitor, e *flow.Eli
 	form := templates.SecretForm{
 		ElicitationID: e.ID, SlotLabel: slot.Label, SlotDescription: slot.Description,
 		Rules: slot.Rules(), Error: entry.problem, ErrorField: entry.field, ExpiresAt: e.ExpiresAt, CSRF: p.CSRF,
-		Action: "/e/" + e.ID + "/secret", DeclineAction: "/e/" + e.ID + "/decline",
+		Action: "/e/" + e.ID + "/secret", DeclineAction: "/e/" + e.ID + "/decline", MoreTime: moreTimeOffer(e),
+	}
+	if form.MoreTime.Action != "" {
+		form.MoreTime.Action += "?from=form"
 	}
 	if slot.API != nil && slot.API.Templated() {
 		form.Address = slot.API.Template()
