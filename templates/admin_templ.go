@@ -84,7 +84,7 @@ func AdminPage(p Page, v Admin) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, " <section aria-labelledby=\"counts\"><h2 id=\"counts\">Now</h2><div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Flows by state now\"><table class=\"admin-table\"><thead><tr><th scope=\"col\">State</th><th scope=\"col\">Running</th><th scope=\"col\">Stuck</th><th scope=\"col\">Stuck after</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, " <section aria-labelledby=\"counts\"><h2 id=\"counts\">Now</h2><div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Table of flows by state now\"><table class=\"admin-table\"><thead><tr><th scope=\"col\">State</th><th scope=\"col\">Running</th><th scope=\"col\">Stuck</th><th scope=\"col\">Stuck after</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -197,7 +197,7 @@ func AdminPage(p Page, v Admin) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = adminRows(v.Stuck, now, "Stuck flows").Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = adminRows(v.Stuck, now, "the stuck flows").Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -312,7 +312,7 @@ func AdminPage(p Page, v Admin) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = adminRows(v.Rows, now, "All flows").Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = adminRows(v.Rows, now, "all flows").Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -374,9 +374,9 @@ func adminRows(rows []AdminRow, now time.Time, label string) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var18 string
-		templ_7745c5c3_Var18, templ_7745c5c3_Err = templruntime.NewAttributeExpression(label).Resolve(ctx)
+		templ_7745c5c3_Var18, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Table of " + label).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `admin.templ`, Line: 86, Col: 72}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `admin.templ`, Line: 86, Col: 86}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var18)
 		if templ_7745c5c3_Err != nil {
@@ -938,7 +938,7 @@ func AdminFlowPage(p Page, v AdminFlow) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 85, "</dl><section aria-labelledby=\"timeline\"><h2 id=\"timeline\">Timeline</h2><div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Timeline\"><table class=\"admin-table\"><thead><tr><th scope=\"col\">Time</th><th scope=\"col\">Event</th><th scope=\"col\">Actor</th><th scope=\"col\">From → to</th><th scope=\"col\">Reason</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 85, "</dl><section aria-labelledby=\"timeline\"><h2 id=\"timeline\">Timeline</h2><div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Table of the timeline\"><table class=\"admin-table\"><thead><tr><th scope=\"col\">Time</th><th scope=\"col\">Event</th><th scope=\"col\">Actor</th><th scope=\"col\">From → to</th><th scope=\"col\">Reason</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1375,14 +1375,14 @@ func AdminConfirmPage(p Page, v AdminConfirm) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 121, "</button></form><p><a href=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 121, "</button></form><p class=\"actions\"><a class=\"button button-secondary\" href=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var83 string
 			templ_7745c5c3_Var83, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("/admin/flows/" + v.ID)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `admin.templ`, Line: 214, Col: 52}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `admin.templ`, Line: 214, Col: 100}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var83)
 			if templ_7745c5c3_Err != nil {

@@ -281,6 +281,17 @@ func Evaluate[T any](t testing.TB, u *User, expression string) T {
 	return run(t, u, "evaluate "+expression, chromedp.Evaluate[T](expression))
 }
 
+// Await is Evaluate for an expression whose value is a promise: it waits for the promise
+// and decodes what it resolves to.
+func Await[T any](t testing.TB, u *User, expression string) T {
+	t.Helper()
+	what := expression
+	if len(what) > 80 {
+		what = what[:80] + "…"
+	}
+	return run(t, u, "await "+what, chromedp.Evaluate[T](expression, chromedp.EvalAwaitPromise))
+}
+
 // SetColorScheme makes the pages see prefers-color-scheme as scheme ("light" or "dark");
 // an empty scheme returns to the browser's default.
 func (u *User) SetColorScheme(t testing.TB, scheme string) {
