@@ -425,6 +425,15 @@ func (c *Catalog) List() []*Service {
 	return c.list
 }
 
+// Names returns the names of the services in configuration order.
+func (c *Catalog) Names() []string {
+	var names []string
+	for _, svc := range c.List() {
+		names = append(names, svc.Name)
+	}
+	return names
+}
+
 // Authenticate returns the service whose key is key. It compares the key's digest with
 // every digest of every service, so its timing tells nothing of which matched or how
 // much of one.

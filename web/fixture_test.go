@@ -321,12 +321,8 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	operators := identity.NewOperators([]string{f.operatorToken}, []string{f.readOnlyToken})
 	recoveries := recovery.New(recovery.Options{Flows: store, Sessions: mcpSessions, Hub: hub, Audit: trail, TTL: 10 * time.Minute})
 	keeper := providers.NewKeeper(creds, vault, count, log)
-	var serviceNames []string
-	for _, svc := range f.services.List() {
-		serviceNames = append(serviceNames, svc.Name)
-	}
 	forgetter := forget.New(forget.Options{Redis: rdb, Flows: store, Credentials: creds, Sessions: mcpSessions,
-		ServiceCredentials: held, Services: serviceNames, Audit: trail, Logger: log})
+		ServiceCredentials: held, Services: f.services.Names(), Audit: trail, Logger: log})
 	f.browsers = browser.New(browser.Options{Sessions: sessions, CookieKeys: keys.DeriveAll("session cookie"), CSRFKeys: keys.DeriveAll("csrf"),
 		Secure: publicURL.Scheme == "https", Dev: f.dev != nil, Flows: store, Audit: trail, Metrics: instruments,
 		ClientAddr: opts.trustedProxies.ClientAddr, Logger: log})

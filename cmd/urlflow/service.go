@@ -144,12 +144,8 @@ func newParts(cfg *config, rdb redis.UniversalClient, known *providers.Set, log 
 		Logger: p.log})
 	p.mcpSessions = mcpsessions.New(rdb, nil)
 	p.recoveries = recovery.New(recovery.Options{Flows: p.flows, Sessions: p.mcpSessions, Hub: p.hub, Audit: p.trail, TTL: cfg.TTL})
-	var serviceNames []string
-	for _, svc := range cfg.Services.List() {
-		serviceNames = append(serviceNames, svc.Name)
-	}
 	p.forgetter = forget.New(forget.Options{Redis: rdb, Flows: p.flows, Credentials: p.creds, Sessions: p.mcpSessions,
-		ServiceCredentials: p.svcCreds, Services: serviceNames, Audit: p.trail, Logger: p.log})
+		ServiceCredentials: p.svcCreds, Services: cfg.Services.Names(), Audit: p.trail, Logger: p.log})
 	return p
 }
 
