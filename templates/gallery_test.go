@@ -105,8 +105,8 @@ func samples() []sample {
 		User: "alexandra.konstantinopoulou@research-infrastructure.example.org", Target: "demo_api_key", Service: "weather",
 		Client: "Visual Studio Code — Insiders", CreatedAt: now.Add(-time.Hour), UpdatedAt: now.Add(-55 * time.Minute)}
 	admin := templates.Admin{
-		Counts: []templates.AdminCount{{State: "pending", Label: "pending", Running: 2, Stuck: 1, After: "2m"},
-			{State: "consented", Label: "consented", Running: 0, After: "5m"}, {State: "", Label: "notification owed", After: "1m"}},
+		Counts: []templates.AdminCount{{Label: "pending", List: "state=pending", StuckList: "stuck=true&state=pending", Running: 2, Stuck: 1, After: "2m"},
+			{Label: "consented", List: "state=consented", Running: 0, After: "5m"}, {Label: "notification owed", List: "owed=true", After: "1m"}},
 		Stuck: []templates.AdminRow{stuckRow}, Rows: []templates.AdminRow{doneRow, stuckRow},
 		States: []string{"pending", "consented", "in_progress", "failed", "unknown", "complete", "declined", "cancelled", "expired"},
 		Filter: templates.AdminFilter{User: "alice"}, NextURL: "/admin?cursor=abc",

@@ -269,8 +269,9 @@ type Admin struct {
 
 // AdminCount is one running state (or the owed notifications) in the overview.
 type AdminCount struct {
-	State, Label   string
-	Running, Stuck int
+	// List and StuckList are the queries of the filtered lists the counts link to.
+	Label, List, StuckList string
+	Running, Stuck         int
 	// After is the threshold past which a flow is stuck, for people ("2m").
 	After string
 }
@@ -278,7 +279,7 @@ type AdminCount struct {
 // AdminFilter is what the overview's filter form holds.
 type AdminFilter struct {
 	State, User, OlderThan string
-	Stuck                  bool
+	Stuck, Owed            bool
 }
 
 // AdminRow is one flow in a table of the overview.

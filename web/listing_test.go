@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,5 +142,38 @@ func TestUsersAndServicesListOnlyTheirOwnFlows(t *testing.T) {
 		if got := f.api(t, http.MethodGet, "/api/v1/elicitations?"+tc.query, tc.token, ""); got.Status != tc.status {
 			t.Errorf("%s: answered %d %s, want %d", tc.name, got.Status, got.Body, tc.status)
 		}
+	}
+}
+
+func TestTheOwedFilterListsTheFlowsWhoseNotificationIsOwed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	owed := f.newFlow(t, "alice", inSession(f.liveSession(t, "alice")))
+	f.apply(t, owed.ID, flow.ClientDecline, state.ActorClient)
+	quiet := f.newFlow(t, "bob") // no session: nothing to notify
+	f.apply(t, quiet.ID, flow.ClientDecline, state.ActorClient)
+	if !f.get(t, owed.ID).NotificationOwed() {
+		t.Fatal("the declined flow of a session owes no notification: the test sees nothing")
+	}
+
+	var page flow.Listing
+	answer := f.api(t, http.MethodGet, "/api/v1/elicitations?owed=true", f.operatorToken, "")
+	answer.decode(t, &page)
+	if answer.Status != http.StatusOK || len(page.Elicitations) != 1 || page.Elicitations[0].ID != owed.ID {
+		t.Errorf("owed=true listed %d (%d); want alice's flow alone", len(page.Elicitations), answer.Status)
+	}
+	f.api(t, http.MethodGet, "/api/v1/elicitations?owed=maybe", f.operatorToken, "").want(t, http.StatusBadRequest, "owed: want true or false")
+
+	op := f.browser(t, "operator")
+	op.signIn("/admin")
+	overview := op.get("/admin")
+	if !strings.Contains(overview.Body, `href="/admin?owed=true"`) {
+		t.Error("the overview's 'notification owed' does not link to the owed flows")
+	}
+	list := op.get("/admin?owed=true")
+	list.want(t, http.StatusOK, owed.ID[:12])
+	allFlows := list.Text()[strings.Index(list.Text(), "All flows"):]
+	if strings.Contains(allFlows, quiet.ID[:12]) {
+		t.Error("the owed list shows a flow that owes nothing")
 	}
 }

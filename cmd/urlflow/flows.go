@@ -68,6 +68,7 @@ func newFlowsListCommand(getenv env) *cobra.Command {
 		cmd.Flags().String(f.flag, "", f.usage)
 	}
 	stuck := cmd.Flags().Bool("stuck", false, "only stuck flows")
+	owed := cmd.Flags().Bool("owed", false, "only ended flows whose completion notification is owed")
 	wide := cmd.Flags().Bool("wide", false, "whole IDs, and every column: kind, service, era, replica")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		q := url.Values{}
@@ -78,6 +79,9 @@ func newFlowsListCommand(getenv env) *cobra.Command {
 		}
 		if *stuck {
 			q.Set("stuck", "true")
+		}
+		if *owed {
+			q.Set("owed", "true")
 		}
 		op, err := newOperatorCall(cmd, getenv)
 		if err != nil {

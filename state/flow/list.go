@@ -95,8 +95,10 @@ var Eras = []string{"2025-11-25", "2026-07-28", "api"}
 type Filter struct {
 	// States are the states to list; empty lists every state.
 	States []State
-	// Stuck lists only stuck elicitations (StuckAfter).
+	// Stuck lists only stuck elicitations (StuckAfter); Owed only ended ones whose
+	// completion notification is owed (NotificationOwed).
 	Stuck bool
+	Owed  bool
 	// OlderThan lists only those created at least this long ago.
 	OlderThan time.Duration
 	// UserKey lists only one user's (state.User.Key); Subject, only those whose user has
@@ -118,6 +120,7 @@ func (f Filter) match(e *Elicitation, now time.Time, t StuckAfter) bool {
 	switch {
 	case len(f.States) > 0 && !slices.Contains(f.States, e.State),
 		f.Stuck && t.Check(e, now) == "",
+		f.Owed && !e.NotificationOwed(),
 		f.OlderThan > 0 && now.Sub(e.CreatedAt) < f.OlderThan,
 		f.UserKey != "" && e.User.Key() != f.UserKey,
 		f.Subject != "" && e.User.Subject != f.Subject,
@@ -135,7 +138,7 @@ func (f Filter) match(e *Elicitation, now time.Time, t StuckAfter) bool {
 // needsAttention reports whether every elicitation f selects is running or owes its
 // notification: then the deadline and owed indexes hold all of them.
 func (f Filter) needsAttention() bool {
-	if f.Stuck {
+	if f.Stuck || f.Owed {
 		return true
 	}
 	if len(f.States) == 0 {

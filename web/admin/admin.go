@@ -113,11 +113,11 @@ func (s *Admin) adminPage(c echo.Context) error {
 			continue
 		}
 		after, _ := s.opts.Flows.Index().StuckAfter().For(st)
-		view.Counts = append(view.Counts, templates.AdminCount{State: string(st), Label: string(st), Running: sum.Running[st],
-			Stuck: sum.Stuck[flow.Stuck(st)], After: ages.Of(after)})
+		view.Counts = append(view.Counts, templates.AdminCount{Label: string(st), List: "state=" + string(st),
+			StuckList: "stuck=true&state=" + string(st), Running: sum.Running[st], Stuck: sum.Stuck[flow.Stuck(st)], After: ages.Of(after)})
 	}
-	view.Counts = append(view.Counts, templates.AdminCount{State: "", Label: "notification owed", Running: sum.OwedNotifications,
-		Stuck: sum.Stuck[flow.StuckNotification], After: ages.Of(s.opts.Flows.Index().StuckAfter().Notification)})
+	view.Counts = append(view.Counts, templates.AdminCount{Label: "notification owed", List: "owed=true", StuckList: "stuck=true&owed=true",
+		Running: sum.OwedNotifications, Stuck: sum.Stuck[flow.StuckNotification], After: ages.Of(s.opts.Flows.Index().StuckAfter().Notification)})
 	for _, st := range flow.States {
 		view.States = append(view.States, string(st))
 	}
@@ -125,7 +125,7 @@ func (s *Admin) adminPage(c echo.Context) error {
 
 	// The filters are the API's, read from the same query parameters.
 	view.Filter = templates.AdminFilter{State: c.QueryParam("state"), User: c.QueryParam("user"),
-		OlderThan: c.QueryParam("olderThan"), Stuck: c.QueryParam("stuck") == "true"}
+		OlderThan: c.QueryParam("olderThan"), Stuck: c.QueryParam("stuck") == "true", Owed: c.QueryParam("owed") == "true"}
 	q, err := listing.Query(c.QueryParams(), operatorAs(v), "done")
 	var page flow.Page
 	if err == nil {

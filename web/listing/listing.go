@@ -60,7 +60,7 @@ func Query(params url.Values, who identity.Caller, also ...string) (flow.ListQue
 	return q, nil
 }
 
-// readStates reads the filters on where the flows stand: state, stuck, olderThan.
+// readStates reads the filters on where the flows stand: state, stuck, owed, olderThan.
 func readStates(params url.Values, q *flow.ListQuery) error {
 	if v := params.Get("state"); v != "" {
 		for _, name := range strings.Split(v, ",") {
@@ -71,12 +71,14 @@ func readStates(params url.Values, q *flow.ListQuery) error {
 			q.States = append(q.States, st)
 		}
 	}
-	switch v := params.Get("stuck"); v {
-	case "", "false":
-	case "true":
-		q.Stuck = true
-	default:
-		return respond.Refuse(http.StatusBadRequest, "stuck: want true or false")
+	for name, to := range map[string]*bool{"stuck": &q.Stuck, "owed": &q.Owed} {
+		switch v := params.Get(name); v {
+		case "", "false":
+		case "true":
+			*to = true
+		default:
+			return respond.Refuse(http.StatusBadRequest, "%s: want true or false", name)
+		}
 	}
 	if v := params.Get("olderThan"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -113,4 +115,4 @@ func readScope(params url.Values, who identity.Caller, q *flow.ListQuery) error 
 }
 
 // listParams are the query parameters of a listing (GET /api/v1/elicitations).
-var listParams = []string{"state", "stuck", "olderThan", "user", "kind", "target", "service", "client", "era", "replica", "cursor", "limit"}
+var listParams = []string{"state", "stuck", "owed", "olderThan", "user", "kind", "target", "service", "client", "era", "replica", "cursor", "limit"}
