@@ -8,6 +8,7 @@ import (
 
 	"github.com/urlflow/urlflow/internal/buildinfo"
 	"github.com/urlflow/urlflow/state"
+	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/flow"
 )
 
@@ -139,4 +140,30 @@ func TestTheOperatorPageOffersOnlyActionsThatCanHelpAndSaysWhyStuck(t *testing.T
 	f.newFlow(t, "bob")
 	f.clock.Advance(flow.DefaultStuckAfter.Pending)
 	op.get("/admin").want(t, http.StatusOK, "stuck: the client has not answered")
+}
+
+func TestAReadOnlyOperatorLooksAndNeverActs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	viewer := f.browser(t, "viewer")
+	viewer.signIn("/admin")
+	viewer.get("/admin").want(t, http.StatusOK, "Stuck flows", e.ID[:12])
+	page := viewer.get("/admin/flows/" + e.ID)
+	page.want(t, http.StatusOK, "Timeline", "Your operator role is read-only")
+	if strings.Contains(page.Text(), "Cancel this flow") {
+		t.Error("the read-only operator is offered to cancel")
+	}
+	before := f.snapshot(t, e.ID)
+	viewer.post("/admin/flows/"+e.ID+"/cancel", url.Values{"csrf": {page.csrf(t)}, "reason": {"looks stuck"}, "confirm": {"yes"}}).
+		want(t, http.StatusForbidden, "read-only", "Nothing was changed")
+	f.wantUnchanged(t, e.ID, before)
+	f.trail.Flush(t.Context()) // a refusal is written with the next batch of waiting events
+	refused := false
+	for _, ev := range f.audited(t, "viewer") {
+		refused = refused || (ev.Event == audit.IdentityRefused && strings.Contains(ev.Reason, "read-only operator may not cancel"))
+	}
+	if !refused {
+		t.Error("the audit trail does not record the read-only operator's refused cancel")
+	}
 }

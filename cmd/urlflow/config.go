@@ -66,6 +66,9 @@ type config struct {
 	// OperatorSubjects are the users who are operators in the browser (operators.subjects,
 	// and in urlflow dev the development operator, identity.DevOperator).
 	OperatorSubjects []string
+	// OperatorReadOnlySubjects are the users who may only look at the /admin pages
+	// (operators.readonly_subjects; in dev also "viewer").
+	OperatorReadOnlySubjects []string
 	// OperatorClaim and OperatorClaimValue make operators in the browser by a claim of the
 	// ID token (operators.claim).
 	OperatorClaim, OperatorClaimValue string
@@ -350,8 +353,10 @@ func (c *config) loadOperators(l *loading, file operatorsConfig) {
 	c.OperatorReadOnlyTokens = l.tokens("operator_readonly_tokens")
 	c.StuckAfter = file.stuckAfter(l.fileProblemf)
 	c.OperatorSubjects = file.Subjects
+	c.OperatorReadOnlySubjects = file.ReadOnlySubjects
 	if l.mode == cmdDev {
 		c.OperatorSubjects = append(c.OperatorSubjects, identity.DevOperator)
+		c.OperatorReadOnlySubjects = append(c.OperatorReadOnlySubjects, identity.DevViewer)
 	}
 	c.OperatorClaim, c.OperatorClaimValue = file.Claim.Name, file.Claim.Value
 	if (c.OperatorClaim == "") != (c.OperatorClaimValue == "") {

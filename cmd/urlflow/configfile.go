@@ -34,6 +34,9 @@ type operatorsConfig struct {
 	// Subjects are the users who are operators in the browser (the /admin pages): their
 	// subjects at the deployment's issuer.
 	Subjects []string `yaml:"subjects"`
+	// ReadOnlySubjects are the users who may look at the operators' pages in the browser
+	// and never act on a flow.
+	ReadOnlySubjects []string `yaml:"readonly_subjects"`
 	// Claim makes operators of the users whose ID token (urlflow serve's browser sign-in)
 	// has the claim Name with Value, or Value among its values (a group).
 	Claim struct {

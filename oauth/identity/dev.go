@@ -112,3 +112,7 @@ func reason(err error) string {
 // DevOperator is the name of urlflow dev's development operator: signed in with it on the
 // development sign-in, the operators' pages (/admin) are open.
 const DevOperator = "operator"
+
+// DevViewer is the name of urlflow dev's read-only operator: signed in with it, the
+// operators' pages show everything and offer no action.
+const DevViewer = "viewer"

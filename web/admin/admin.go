@@ -43,6 +43,9 @@ type Options struct {
 	// OperatorSubjects are the subjects of the signed-in users who are operators, besides
 	// those whose ID token had the operators' claim.
 	OperatorSubjects []string
+	// ReadOnlySubjects are the subjects of the signed-in users who may look at the
+	// operators' pages and never act: the read-only role beside the full one.
+	ReadOnlySubjects []string
 	// Dev says that this is urlflow dev, where the development operator
 	// (identity.DevOperator) may sign in.
 	Dev bool
@@ -64,22 +67,29 @@ func (s *Admin) Mount(forms *echo.Group) {
 	forms.POST("/admin/flows/:id/:action", s.adminAct)
 }
 
-// operatorVisitor returns the signed-in operator behind c; for anyone else its error is
-// the answer (package respond): sign in first, or 403.
-func (s *Admin) operatorVisitor(c echo.Context) (*browser.Visitor, error) {
+// operatorVisitor returns the signed-in operator behind c, and whether the operator's role
+// is read-only (ReadOnlySubjects); for anyone else its error is the answer (package
+// respond): sign in first, or 403.
+func (s *Admin) operatorVisitor(c echo.Context) (*browser.Visitor, bool, error) {
 	v, err := s.browser.Visitor(c)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !v.SignedIn {
-		return nil, respond.Redirect("/auth/login?next=" + url.QueryEscape(c.Request().URL.RequestURI()))
+		return nil, false, respond.Redirect("/auth/login?next=" + url.QueryEscape(c.Request().URL.RequestURI()))
 	}
-	if !v.Operator() && !slices.Contains(s.opts.OperatorSubjects, v.User.Subject) {
-		s.browser.RefusedIdentity(c.Request(), v.User, "", "not an operator: refused the operators' pages")
-		return nil, echo.NewHTTPError(http.StatusForbidden, s.notAnOperator(v.User.Subject))
+	switch {
+	case v.Operator() || slices.Contains(s.opts.OperatorSubjects, v.User.Subject):
+		return v, false, nil
+	case slices.Contains(s.opts.ReadOnlySubjects, v.User.Subject):
+		return v, true, nil
 	}
-	return v, nil
+	s.browser.RefusedIdentity(c.Request(), v.User, "", "not an operator: refused the operators' pages")
+	return nil, false, echo.NewHTTPError(http.StatusForbidden, s.notAnOperator(v.User.Subject))
 }
+
+// readOnlyNote is what the flow page of a read-only operator says instead of its actions.
+const readOnlyNote = "Your operator role is read-only: you may look at flows, not act on them."
 
 // notAnOperator tells a signed-in user who is not an operator who is, and how to become one.
 func (s *Admin) notAnOperator(subject string) string {
@@ -98,7 +108,7 @@ func operatorAs(v *browser.Visitor) identity.Caller {
 
 // adminPage is GET /admin.
 func (s *Admin) adminPage(c echo.Context) error {
-	v, err := s.operatorVisitor(c)
+	v, _, err := s.operatorVisitor(c)
 	if err != nil {
 		return err
 	}
@@ -213,7 +223,7 @@ func (s *Admin) adminFlow(c echo.Context) (*flow.Elicitation, error) {
 
 // adminFlowPage is GET /admin/flows/{id}.
 func (s *Admin) adminFlowPage(c echo.Context) error {
-	v, err := s.operatorVisitor(c)
+	v, readOnly, err := s.operatorVisitor(c)
 	if err != nil {
 		return err
 	}
@@ -241,9 +251,12 @@ func (s *Admin) adminFlowPage(c echo.Context) error {
 			From: string(h.From), To: string(h.To), Reason: h.Reason, Count: h.Count})
 	}
 	for _, a := range adminActions {
-		if a.applies(e) {
+		if a.applies(e) && !readOnly {
 			view.Actions = append(view.Actions, a.AdminAction)
 		}
+	}
+	if readOnly {
+		view.NotOffered = append(view.NotOffered, readOnlyNote)
 	}
 	if e.State.Terminal() && e.SessionID != "" && e.Delivery.SessionEndedAt != nil {
 		view.NotOffered = append(view.NotOffered, "The notification cannot be sent again: the client's session ended ("+
@@ -255,12 +268,16 @@ func (s *Admin) adminFlowPage(c echo.Context) error {
 // adminAct is POST /admin/flows/{id}/{action}: with a reason, it asks to confirm; with
 // confirm=yes, it acts, records the operator and the reason, and shows the flow.
 func (s *Admin) adminAct(c echo.Context) error {
-	v, err := s.operatorVisitor(c)
+	v, readOnly, err := s.operatorVisitor(c)
 	if err != nil {
 		return err
 	}
 	if err := s.browser.CheckCSRF(c, v); err != nil {
 		return err
+	}
+	if readOnly {
+		s.browser.RefusedIdentity(c.Request(), v.User, "", "a read-only operator may not "+c.Param("action")+": refused")
+		return echo.NewHTTPError(http.StatusForbidden, readOnlyNote+" Nothing was changed.")
 	}
 	i := slices.IndexFunc(adminActions, func(a adminAction) bool { return a.Name == c.Param("action") })
 	if i < 0 {
