@@ -199,7 +199,7 @@ func allBackground(names, keys []string) bool {
 	for i, n := range names {
 		k := keys[i]
 		switch {
-		case n == "zrangebyscore" && (k == "urlflow:deadlines" || k == "urlflow:wh:due"):
+		case n == "zrangebyscore" && (k == "urlflow:deadlines" || k == "urlflow:wh:due" || k == "urlflow:wh:due:cred"):
 		// The notifier's sweep for notifications owed to ended sessions (every 3 s on a
 		// replica's heartbeat), which read the owed buckets: on a Cluster a node sees its
 		// share of them in a batch of their own.
