@@ -119,7 +119,7 @@ func (f *Forgetter) Forget(ctx context.Context, user state.User, by, reason stri
 	}
 	f.opts.Audit.Record(ctx, audit.Event{Event: audit.UserForgotten, Actor: state.ActorOperator, By: by,
 		Reason: fmt.Sprintf("%s (%d flows, %d credentials, %d sessions, %d keys, %d audit events)",
-			reason, r.Flows, r.Credentials, r.Sessions, r.Keys, r.AuditEvents)}.About(tombstone))
+			audit.Unquote(reason, user.Subject, r.Tombstone), r.Flows, r.Credentials, r.Sessions, r.Keys, r.AuditEvents)}.About(tombstone))
 	f.log.InfoContext(ctx, "user forgotten", "tombstone", r.Tombstone, "by", by, "flows", r.Flows,
 		"credentials", r.Credentials, "sessions", r.Sessions, "keys", r.Keys, "audit_events", r.AuditEvents)
 	return r, nil

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/urlflow/urlflow/internal/ages"
 )
@@ -103,25 +101,25 @@ func machineTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // clockTime is an expiry time as people read it, with the date only when it is not within
 // a day. Pages cannot know the reader's time zone (there is no script), so the time is in
 // UTC and expiresIn says how far away it is.
-func clockTime(t, now time.Time) string {
+func clockTime(t, now time.Time) string { return utcTime(t, now, "15:04") }
+
+// utcTime is t in UTC at the precision of clock ("15:04", "15:04:05"), with the date only
+// when t is not within a day of now.
+func utcTime(t, now time.Time, clock string) string {
 	if d := t.Sub(now); d > -20*time.Hour && d < 20*time.Hour {
-		return t.UTC().Format("15:04 UTC")
+		return t.UTC().Format(clock + " UTC")
 	}
-	return t.UTC().Format("15:04 UTC, 2 Jan 2006")
+	return t.UTC().Format(clock + " UTC, 2 Jan 2006")
 }
 
 // operatorTime is a time on the operators' pages: to the second, in UTC, with how long ago
 // (or how far ahead) it is, so that two events of one minute can be told apart and read
 // without a clock: "14:03:27 UTC (2m12s ago)". The date comes in when t is not within a day.
 func operatorTime(t, now time.Time) string {
-	layout := "15:04:05 UTC"
-	if d := t.Sub(now); d <= -20*time.Hour || d >= 20*time.Hour {
-		layout = "15:04:05 UTC, 2 Jan 2006"
-	}
 	if t.After(now) {
-		return t.UTC().Format(layout) + " (in " + ages.Of(t.Sub(now)) + ")"
+		return utcTime(t, now, "15:04:05") + " (in " + ages.Of(t.Sub(now)) + ")"
 	}
-	return t.UTC().Format(layout) + " (" + ages.Of(now.Sub(t)) + " ago)"
+	return utcTime(t, now, "15:04:05") + " (" + ages.Of(now.Sub(t)) + " ago)"
 }
 
 // stuckWords says why a flow is stuck (flow.Stuck: the state it has stayed in too long, or
@@ -146,12 +144,6 @@ func stuckWords(why string) string {
 
 // fullTime is t in full, to the nanosecond the record holds, for the title of a time.
 func fullTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
-// capitalized returns s with its first letter in upper case: a label used as a heading.
-func capitalized(s string) string {
-	r, size := utf8.DecodeRuneInString(s)
-	return string(unicode.ToUpper(r)) + s[size:]
-}
 
 // expiresIn says when t comes, rounded, as seen at now: "in about 8 minutes", or
 // "already passed".
@@ -213,14 +205,6 @@ func endedNext(state string) string {
 		return "Return to your MCP client to carry on. You can close this tab."
 	}
 	return "To try again, start over from your MCP client. You can close this tab."
-}
-
-// capitalize upper-cases the first letter of an ASCII phrase.
-func capitalize(s string) string {
-	if s == "" || s[0] < 'a' || s[0] > 'z' {
-		return s
-	}
-	return string(s[0]-'a'+'A') + s[1:]
 }
 
 // shortID is the first 12 characters of an elicitation ID, enough to tell flows apart on a

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -8,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/urlflow/urlflow/internal/display"
+	"github.com/urlflow/urlflow/state/audit"
 
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/recovery"
@@ -49,7 +51,8 @@ func (s *API) apiForget(c echo.Context) error {
 	if err := decodeJSONBody(body, &req, true); err != nil {
 		return respond.Refuse(http.StatusBadRequest, `the body must be {"issuer": "...", "subject": "...", "reason": "..."}: %v`, err)
 	}
-	for name, v := range map[string]string{"issuer": req.Issuer, "subject": req.Subject} {
+	for _, f := range []struct{ name, v string }{{"issuer", req.Issuer}, {"subject", req.Subject}} {
+		name, v := f.name, f.v
 		if v == "" || len(v) > identityLimit || !utf8.ValidString(v) || strings.TrimSpace(v) != v {
 			return respond.Refuse(http.StatusBadRequest, "%s: want the user's %s exactly as their tokens carry it (1 to %d bytes, no surrounding spaces)",
 				name, name, identityLimit)
@@ -60,6 +63,9 @@ func (s *API) apiForget(c echo.Context) error {
 		return err
 	}
 	report, err := s.opts.Forget.Forget(c.Request().Context(), state.User{Issuer: req.Issuer, Subject: req.Subject}, a.By, a.Reason)
+	if errors.Is(err, audit.ErrRewriting) {
+		return respond.Refuse(http.StatusConflict, "%v; what was erased before stays erased", err)
+	}
 	if err != nil {
 		return err // 503 while Redis cannot be reached (web/errors.go); running it again finishes the rest
 	}

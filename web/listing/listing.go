@@ -71,7 +71,11 @@ func readStates(params url.Values, q *flow.ListQuery) error {
 			q.States = append(q.States, st)
 		}
 	}
-	for name, to := range map[string]*bool{"stuck": &q.Stuck, "owed": &q.Owed} {
+	for _, f := range []struct {
+		name string
+		to   *bool
+	}{{"stuck", &q.Stuck}, {"owed", &q.Owed}} {
+		name, to := f.name, f.to
 		switch v := params.Get(name); v {
 		case "", "false":
 		case "true":
