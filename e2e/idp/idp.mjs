@@ -16,6 +16,10 @@ import * as http from 'node:http';
 // ready line, so every console method writes to stderr. Must run before the import below.
 for (const m of ['log', 'info', 'debug']) console[m] = (...a) => console.error(...a);
 const { default: Provider, errors } = await import('oidc-provider');
+// Each stage of the start is logged with the time since the process began: a start that a
+// caller gave up on shows in its stderr where the time went.
+const started = (stage) => log(`start: ${stage} after ${Math.round(process.uptime() * 1000)} ms`);
+started('oidc-provider imported');
 
 // ---------------------------------------------------------------------------------------------
 // Config
@@ -235,6 +239,7 @@ function signingJWKS() {
   return { keys: [{ ...jwk, kid: kidOf(jwk), alg: 'RS256', use: 'sig' }] };
 }
 const jwks = signingJWKS();
+started('signing key ready');
 const publicKeys = new Map(jwks.keys.filter((k) => k.kty === 'RSA').map((k) => [k.kid, crypto.createPublicKey({
   key: { kty: k.kty, n: k.n, e: k.e }, format: 'jwk',
 })]));
@@ -248,6 +253,7 @@ await new Promise((resolve) => {
   server.listen(settings.port, settings.host, resolve);
 });
 const { port } = server.address();
+started('listening');
 const issuer = `http://${settings.host}:${port}`;
 const subst = (s) => (typeof s === 'string' ? s.replaceAll('{issuer}', issuer) : s);
 
@@ -797,4 +803,5 @@ process.on('SIGTERM', () => stop('SIGTERM'));
 process.on('SIGINT', () => stop('SIGINT'));
 
 log(`oidc-provider listening: issuer ${issuer}, role ${role}, ${accounts.size} account(s), ${(cfg.clients ?? []).length} static client(s), ${resources.length} resource(s)`);
+started('ready');
 process.stdout.write(`${JSON.stringify({ event: 'ready', issuer, port })}\n`);
