@@ -111,6 +111,10 @@ func samples() []sample {
 		States: []string{"pending", "consented", "in_progress", "failed", "unknown", "complete", "declined", "cancelled", "expired"},
 		Filter: templates.AdminFilter{User: "alice"}, NextURL: "/admin?cursor=abc",
 	}
+	stuckTotal := 27
+	adminStuckPage := templates.Admin{Counts: admin.Counts, Stuck: admin.Stuck, StuckTotal: 14, Rows: []templates.AdminRow{stuckRow},
+		States: admin.States, Filter: templates.AdminFilter{Stuck: true}, Total: &stuckTotal,
+		NextURL: "/admin?stuck=true&cursor=def#flows", PrevURL: "/admin?stuck=true&cursor=abc#flows", FirstURL: "/admin?stuck=true#flows"}
 	adminFlow := templates.AdminFlow{ID: stuckRow.ID, State: "pending", Stuck: "pending", Kind: "secret", Target: "demo_api_key",
 		User: "alice at urn:urlflow:dev", Client: "Claude Code", Era: "2025-11-25", Replica: "host-1234",
 		CreatedAt: stuckRow.CreatedAt, UpdatedAt: stuckRow.UpdatedAt, ExpiresAt: now.Add(7 * time.Minute),
@@ -122,6 +126,7 @@ func samples() []sample {
 
 	return []sample{
 		{"admin", templates.AdminPage(operator, admin)},
+		{"admin-stuck-second-page", templates.AdminPage(operator, adminStuckPage)},
 		{"admin-empty", templates.AdminPage(operator, templates.Admin{Error: "olderThan: want a duration such as 10m or 2h"})},
 		{"admin-flow", templates.AdminFlowPage(operator, adminFlow)},
 		{"admin-confirm", templates.AdminConfirmPage(operator, templates.AdminConfirm{ID: stuckRow.ID, Action: "cancel", Label: "cancel this flow",

@@ -5,6 +5,7 @@ package templates
 
 import (
 	"embed"
+	"strconv"
 	"time"
 )
 
@@ -260,9 +261,14 @@ type Admin struct {
 	Filter      AdminFilter
 	// States are the states the filter offers.
 	States []string
-	// NextURL continues the listing; empty at its end.
-	NextURL string
-	Notice  string
+	// StuckTotal counts every stuck flow; Stuck holds the oldest of them.
+	StuckTotal int
+	// Total counts the flows that Filter selects, when the listing counted them.
+	Total *int
+	// NextURL continues the listing, PrevURL lists the page before, FirstURL starts it
+	// again; each empty where it does not apply.
+	NextURL, PrevURL, FirstURL string
+	Notice                     string
 	// Error says why the filters could not be applied.
 	Error string
 }
@@ -319,4 +325,21 @@ type AdminAction struct {
 // AdminConfirm asks to confirm Action on flow ID for Reason.
 type AdminConfirm struct {
 	ID, Action, Label, Explain, Reason, CSRF string
+}
+
+// matchWords says how many flows a filtered list holds on all its pages.
+func matchWords(total int) string {
+	if total == 1 {
+		return "1 flow matches"
+	}
+	return strconv.Itoa(total) + " flows match"
+}
+
+// pageWords qualifies "No flow matches" on a page other than the first: the flows may be
+// on other pages.
+func pageWords(v Admin) string {
+	if v.FirstURL != "" {
+		return " on this page"
+	}
+	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urlflow/urlflow/internal/buildinfo"
 	"github.com/urlflow/urlflow/state"
@@ -165,5 +166,59 @@ func TestAReadOnlyOperatorLooksAndNeverActs(t *testing.T) {
 	}
 	if !refused {
 		t.Error("the audit trail does not record the read-only operator's refused cancel")
+	}
+}
+
+func TestTheOperatorsListCountsPagesBackAndShowsEveryStuckFlow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	var stuck []string
+	for range 12 {
+		stuck = append(stuck, f.newFlow(t, "alice").ID)
+		f.clock.Advance(time.Millisecond)
+	}
+	f.clock.Advance(flow.DefaultStuckAfter.Pending)
+	op := f.browser(t, "operator")
+	op.signIn("/admin")
+
+	overview := op.get("/admin")
+	overview.want(t, http.StatusOK, "The oldest 10 of 12 stuck flows.")
+	all, ok := overview.link("All 12 stuck flows, page by page")
+	top := overview.Body[:strings.Index(overview.Body, `id="flows"`)]
+	if !ok || !strings.Contains(top, "/admin/flows/"+stuck[9]) || strings.Contains(top, "/admin/flows/"+stuck[10]) {
+		t.Fatalf("no link to every stuck flow, or not the 10 oldest shown at the top: %s", overview.Text())
+	}
+	if all != "/admin?stuck=true#flows" {
+		t.Errorf("the link to every stuck flow goes to %q", all)
+	}
+
+	// Five a page: 12 in all, and back as forward.
+	first := op.get("/admin?stuck=true&limit=5")
+	first.want(t, http.StatusOK, "12 flows match.")
+	if _, ok := first.link("Previous page"); ok {
+		t.Error("the first page offers a previous page")
+	}
+	next, ok := first.link("Next page")
+	if !ok {
+		t.Fatalf("the first of three pages offers no next page: %s", first.Text())
+	}
+	// listed is what the list of a page holds, below the stuck flows at the top.
+	listed := func(a answer) string { return a.Body[strings.Index(a.Body, `id="flows"`):] }
+	second := op.get(strings.TrimSuffix(next, "#flows"))
+	second.want(t, http.StatusOK, "12 flows match.", "First page", "Previous page", "Next page")
+	for _, id := range stuck[5:10] {
+		if !strings.Contains(listed(second), "/admin/flows/"+id) {
+			t.Errorf("the second page does not list %s", id)
+		}
+	}
+	prev, _ := second.link("Previous page")
+	back := op.get(strings.TrimSuffix(prev, "#flows"))
+	for _, id := range stuck[:5] {
+		if !strings.Contains(listed(back), "/admin/flows/"+id) {
+			t.Errorf("the page before the second does not list %s", id)
+		}
+	}
+	if strings.Contains(listed(back), "/admin/flows/"+stuck[5]) {
+		t.Error("the page before the second lists the second's first flow")
 	}
 }

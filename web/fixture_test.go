@@ -844,6 +844,16 @@ func (a answer) formAction(part string) (string, bool) {
 	return "", false
 }
 
+// link returns the target of the first link whose text is text, and false if none is.
+func (a answer) link(text string) (string, bool) {
+	for _, m := range regexp.MustCompile(`(?s)<a\b[^>]*\bhref="([^"]*)"[^>]*>(.*?)</a>`).FindAllStringSubmatch(a.Body, -1) {
+		if strings.TrimSpace(html.UnescapeString(tagPattern.ReplaceAllString(m[2], ""))) == text {
+			return html.UnescapeString(m[1]), true
+		}
+	}
+	return "", false
+}
+
 // csrf returns the page's CSRF token, failing the test if it has none.
 func (a answer) csrf(t testing.TB) string {
 	t.Helper()

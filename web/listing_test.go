@@ -85,6 +85,26 @@ func TestAnOperatorListsEveryonesFlowsAndFindsTheStuckOnes(t *testing.T) {
 	if got := listedIDs(stuck); !slices.Equal(got, []string{alices.ID, bobs.ID}) || stuck[0].Stuck != flow.Stuck(flow.Pending) {
 		t.Errorf("stuck after %s: %+v, want alice's and bob's pending flows", flow.DefaultStuckAfter.Pending, stuck)
 	}
+	// One stuck flow a page: the listing counts them, and goes back as it went forward.
+	page := func(query string) flow.Listing {
+		got := f.api(t, http.MethodGet, "/api/v1/elicitations?"+query, f.operatorToken, "")
+		var l flow.Listing
+		got.decode(t, &l)
+		if got.Status != http.StatusOK {
+			t.Fatalf("%s answered %d: %s", query, got.Status, got.Body)
+		}
+		return l
+	}
+	first := page("stuck=true&limit=1")
+	second := page("stuck=true&limit=1&cursor=" + first.Next)
+	back := page("stuck=true&limit=1&cursor=" + second.Prev)
+	if first.Total == nil || *first.Total != 2 || first.Prev != "" || second.Elicitations[0].ID != bobs.ID || second.Next != "" ||
+		len(back.Elicitations) != 1 || back.Elicitations[0].ID != alices.ID || back.Prev != "" || back.Next == "" {
+		t.Errorf("stuck, a flow a page: first %+v, second %+v, back %+v", first, second, back)
+	}
+	if all := page("limit=1"); all.Total != nil {
+		t.Errorf("a listing of every flow has a total: %d", *all.Total)
+	}
 	// A read-only token reads as much.
 	if got := listedIDs(f.listed(t, f.readOnlyToken, "stuck=true&user=alice")); !slices.Equal(got, []string{alices.ID}) {
 		t.Errorf("read-only operator: listed %v, want alice's stuck flow", got)

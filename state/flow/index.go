@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -75,19 +76,60 @@ func entryID(m string) string { return m[14:] }
 // ErrBadCursor is returned for a listing cursor that no listing handed out.
 var ErrBadCursor = errors.New("not a cursor of this listing")
 
-// encodeCursor and decodeCursor turn an index entry into the opaque cursor of a listing,
-// and back.
-func encodeCursor(entry string) string { return base64.RawURLEncoding.EncodeToString([]byte(entry)) }
+// position is where a page of a listing starts: after an index entry (a next page), before
+// one or through it (a previous page), or, when entry is empty, at the oldest.
+type position struct {
+	entry   string
+	before  bool
+	through bool // before: the entry itself too
+}
 
-func decodeCursor(cursor string) (string, error) {
+// admits reports whether index entry entry lies on the page's side of p.
+func (p position) admits(entry string) bool {
+	switch {
+	case p.entry == "":
+		return true
+	case !p.before:
+		return entry > p.entry
+	case p.through:
+		return entry <= p.entry
+	}
+	return entry < p.entry
+}
+
+// The marks that start the entry of a previous page's cursor.
+const (
+	beforeMark  = "<"
+	throughMark = "<="
+)
+
+// cursorAfter returns the opaque cursor of the page after index entry entry,
+// cursorBefore of the page before it, and cursorThrough of the page that ends with it;
+// decodeCursor reads each back.
+func cursorAfter(entry string) string   { return encodeCursor(entry) }
+func cursorBefore(entry string) string  { return encodeCursor(beforeMark + entry) }
+func cursorThrough(entry string) string { return encodeCursor(throughMark + entry) }
+
+func encodeCursor(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+func decodeCursor(cursor string) (position, error) {
 	if cursor == "" {
-		return "", nil
+		return position{}, nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil || !indexEntryPattern.Match(b) {
-		return "", ErrBadCursor
+	if err != nil {
+		return position{}, ErrBadCursor
 	}
-	return string(b), nil
+	var p position
+	p.entry, p.through = strings.CutPrefix(string(b), throughMark)
+	if !p.through {
+		p.entry, p.before = strings.CutPrefix(p.entry, beforeMark)
+	}
+	p.before = p.before || p.through
+	if !indexEntryPattern.MatchString(p.entry) {
+		return position{}, ErrBadCursor
+	}
+	return p, nil
 }
 
 // queueIndex queues the index entries of new elicitation e: in its user's set (in the

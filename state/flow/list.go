@@ -164,7 +164,7 @@ const (
 // ListQuery asks for one page of a listing.
 type ListQuery struct {
 	Filter
-	// Cursor continues the listing after the page that returned it (Page.Next); empty
+	// Cursor is a page's Next or Prev, to list the page after it or before it; empty
 	// starts with the oldest.
 	Cursor string
 	// Limit is the most elicitations to return: DefaultListLimit when 0, at most MaxListLimit.
@@ -174,19 +174,26 @@ type ListQuery struct {
 // Page is one page of a listing, ordered by creation time, then ID.
 type Page struct {
 	Elicitations []*Elicitation
-	// Next continues the listing; empty when it is at its end.
-	Next string
+	// Next continues the listing after this page, and Prev before it; each is empty when
+	// the listing is known to end there.
+	Next, Prev string
+	// Total is how many elicitations the query selects on all pages together, when Counted:
+	// a listing of those that need attention (stuck, owed, running states) counts them, as
+	// it reads them all; a listing of every flow of the retention does not.
+	Total   int
+	Counted bool
 }
 
 // List returns a page of the elicitations q selects, oldest first by (createdAt, ID).
 // Listing page after page with each page's Next returns every elicitation that exists
 // from the first page to the last exactly once, whatever changes meanwhile; one created
-// meanwhile is listed when it sorts after the cursor. When q selects one user's
-// (UserKey), only that user's index is read. A page may hold fewer than q.Limit
-// elicitations, or none, and still a Next: it read as many entries as a page may.
+// meanwhile is listed when it sorts after the cursor. A page's Prev lists the page before
+// it the same way, back to the oldest. When q selects one user's (UserKey), only that
+// user's index is read. A page may hold fewer than q.Limit elicitations, or none, and
+// still a Next (or Prev): it read as many entries as a page may.
 func (x *Index) List(ctx context.Context, q ListQuery) (Page, error) {
 	s := x.s
-	after, err := decodeCursor(q.Cursor)
+	from, err := decodeCursor(q.Cursor)
 	if err != nil {
 		return Page{}, err
 	}
@@ -199,7 +206,7 @@ func (x *Index) List(ctx context.Context, q ListQuery) (Page, error) {
 	keep := func(e *Elicitation) bool { return q.match(e, now, s.stuckAfter) }
 	if q.needsAttention() && q.UserKey == "" {
 		// A user's own index is smaller than the deployment's running flows.
-		return s.listAttention(ctx, after, limit, keep)
+		return s.listAttention(ctx, from, limit, keep)
 	}
 	s.flushIndexes(ctx)
 	var keys []string
@@ -210,21 +217,23 @@ func (x *Index) List(ctx context.Context, q ListQuery) (Page, error) {
 			keys = append(keys, flowsKey(b))
 		}
 	}
-	return s.walk(ctx, keys, after, limit, keep)
+	return s.walk(ctx, keys, from, limit, keep)
 }
 
-// walk lists the elicitations of the indexes keys that keep accepts, after entry after,
-// reading the entries in batches in their order.
-func (s *Store) walk(ctx context.Context, keys []string, after string, limit int, keep func(*Elicitation) bool) (Page, error) {
-	var page Page
+// walk lists the elicitations of the indexes keys that keep accepts, on the side of from
+// that it admits, reading the entries in batches in their order (from the cursor back,
+// for a previous page).
+func (s *Store) walk(ctx context.Context, keys []string, from position, limit int, keep func(*Elicitation) bool) (Page, error) {
+	var page []*Elicitation
 	batch := min(max(limit, 100), MaxListLimit)
+	at := from
 	for read := 0; read < listScan; {
-		entries, exhausted, err := s.nextEntries(ctx, keys, after, batch)
+		entries, exhausted, err := s.nextEntries(ctx, keys, at, batch)
 		if err != nil {
 			return Page{}, err
 		}
 		if len(entries) == 0 {
-			return page, nil // nothing but members that are not entries: nothing to go on from
+			return pageOf(page, from, false, at.entry), nil // nothing but members that are not entries
 		}
 		records, err := s.loadEntries(ctx, entries)
 		if err != nil {
@@ -234,38 +243,68 @@ func (s *Store) walk(ctx context.Context, keys []string, after string, limit int
 			return Page{}, fmt.Errorf("list elicitations: %w", err)
 		}
 		for i, e := range records {
-			after = entries[i].entry
+			at = position{entry: entries[i].entry, before: from.before}
 			if e == nil || !keep(e) {
 				continue
 			}
-			page.Elicitations = append(page.Elicitations, e)
-			if len(page.Elicitations) == limit {
-				if i < len(entries)-1 || !exhausted {
-					page.Next = encodeCursor(after)
-				}
-				return page, nil
+			page = append(page, e)
+			if len(page) == limit {
+				return pageOf(page, from, i < len(entries)-1 || !exhausted, at.entry), nil
 			}
 		}
 		if exhausted {
-			return page, nil
+			return pageOf(page, from, false, at.entry), nil
 		}
 		read += len(entries)
 	}
-	page.Next = encodeCursor(after)
-	return page, nil
+	return pageOf(page, from, true, at.entry), nil
 }
 
-// nextEntries returns the first n entries after entry after of the indexes keys together,
-// in order, and whether they are the last.
-func (s *Store) nextEntries(ctx context.Context, keys []string, after string, n int) ([]indexed, bool, error) {
+// pageOf returns the page of the elicitations es that a walk from from found in its order,
+// last reading entry at; more says whether entries remain beyond it.
+func pageOf(es []*Elicitation, from position, more bool, at string) Page {
+	page := Page{Elicitations: es}
+	if !from.before {
+		if more {
+			page.Next = cursorAfter(at)
+		}
+		if from.entry != "" {
+			page.Prev = cursorThrough(from.entry)
+		}
+		return page
+	}
+	// A walk back finds the newest first.
+	if len(es) > 0 {
+		page.Next = cursorAfter(indexEntry(es[0]))
+	}
+	if more {
+		page.Prev = cursorBefore(at)
+	}
+	slices.Reverse(page.Elicitations)
+	return page
+}
+
+// nextEntries returns the first n entries of the indexes keys together on the side of from
+// that it admits, nearest first, and whether they are the last.
+func (s *Store) nextEntries(ctx context.Context, keys []string, from position, n int) ([]indexed, bool, error) {
 	cmds := make([]*redis.StringSliceCmd, len(keys))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, key := range keys {
-			min := "-"
-			if after != "" {
-				min = "(" + indexMember(key, after)
+			r := &redis.ZRangeBy{Min: "-", Max: "+", Count: int64(n)}
+			switch {
+			case from.entry == "":
+			case !from.before:
+				r.Min = "(" + indexMember(key, from.entry)
+			case from.through:
+				r.Max = "[" + indexMember(key, from.entry)
+			default:
+				r.Max = "(" + indexMember(key, from.entry)
 			}
-			cmds[i] = p.ZRangeByLex(ctx, key, &redis.ZRangeBy{Min: min, Max: "+", Count: int64(n)})
+			if from.before {
+				cmds[i] = p.ZRevRangeByLex(ctx, key, r)
+			} else {
+				cmds[i] = p.ZRangeByLex(ctx, key, r)
+			}
 		}
 		return nil
 	})
@@ -285,6 +324,9 @@ func (s *Store) nextEntries(ctx context.Context, keys []string, after string, n 
 		}
 	}
 	slices.SortFunc(all, func(a, b indexed) int { return strings.Compare(a.entry, b.entry) })
+	if from.before {
+		slices.Reverse(all)
+	}
 	if len(all) > n {
 		all, exhausted = all[:n], false
 	}
@@ -292,22 +334,38 @@ func (s *Store) nextEntries(ctx context.Context, keys []string, after string, n 
 }
 
 // listAttention lists, from the deadline and owed indexes, the running elicitations and
-// those that owe their notification which keep accepts, after entry after.
-func (s *Store) listAttention(ctx context.Context, after string, limit int, keep func(*Elicitation) bool) (Page, error) {
+// those that owe their notification which keep accepts, on the side of from that it
+// admits. It reads them all, so it counts them too.
+func (s *Store) listAttention(ctx context.Context, from position, limit int, keep func(*Elicitation) bool) (Page, error) {
 	all, err := s.attention(ctx)
 	if err != nil {
 		return Page{}, err
 	}
-	var page Page
+	var matches []*Elicitation
+	start := 0 // the first match that from admits
 	for _, e := range all {
-		if after != "" && indexEntry(e) <= after || !keep(e) {
+		if !keep(e) {
 			continue
 		}
-		if len(page.Elicitations) == limit {
-			page.Next = encodeCursor(indexEntry(page.Elicitations[limit-1]))
-			break
+		if !from.before && !from.admits(indexEntry(e)) {
+			start++
 		}
-		page.Elicitations = append(page.Elicitations, e)
+		matches = append(matches, e)
+	}
+	end := min(start+limit, len(matches))
+	if from.before {
+		end = 0
+		for end < len(matches) && from.admits(indexEntry(matches[end])) {
+			end++
+		}
+		start = max(end-limit, 0)
+	}
+	page := Page{Elicitations: matches[start:end], Total: len(matches), Counted: true}
+	if start > 0 {
+		page.Prev = cursorThrough(indexEntry(matches[start-1]))
+	}
+	if end < len(matches) && end > start {
+		page.Next = cursorAfter(indexEntry(matches[end-1]))
 	}
 	return page, nil
 }
@@ -357,8 +415,8 @@ func (s *Store) attention(ctx context.Context) ([]*Elicitation, error) {
 func (s *Store) userAttention(ctx context.Context, userKey string) ([]*Elicitation, error) {
 	var all []*Elicitation
 	keep := func(e *Elicitation) bool { return !e.State.Terminal() || e.NotificationOwed() }
-	for cursor := ""; ; {
-		page, err := s.walk(ctx, userIndexKeys(userKey), cursor, MaxListLimit, keep)
+	for from := (position{}); ; {
+		page, err := s.walk(ctx, userIndexKeys(userKey), from, MaxListLimit, keep)
 		if err != nil {
 			return nil, err
 		}
@@ -366,7 +424,7 @@ func (s *Store) userAttention(ctx context.Context, userKey string) ([]*Elicitati
 		if page.Next == "" {
 			return all, nil
 		}
-		if cursor, err = decodeCursor(page.Next); err != nil {
+		if from, err = decodeCursor(page.Next); err != nil {
 			return nil, err
 		}
 	}
@@ -470,8 +528,12 @@ type Listed struct {
 // Listing is the JSON of one page of a listing.
 type Listing struct {
 	Elicitations []Listed `json:"elicitations"`
-	// Next continues the listing; absent at its end.
+	// Next continues the listing, Prev lists the page before; each absent at its end.
 	Next string `json:"next,omitempty"`
+	Prev string `json:"prev,omitempty"`
+	// Total is how many the query selects on all pages, when the listing counted them
+	// (Page.Counted).
+	Total *int `json:"total,omitempty"`
 }
 
 // Listed returns e as a listing shows it at now: url is its elicitation URL, refs make the

@@ -446,3 +446,88 @@ func TestEveryChangeOfStateIsAuditedByItsStep(t *testing.T) {
 		}
 	})
 }
+
+// pagesOf lists q page after page and returns each page's IDs, and the last page.
+func pagesOf(t *testing.T, s *Store, q ListQuery) ([][]string, Page) {
+	t.Helper()
+	var pages [][]string
+	for {
+		page, err := s.Index().List(t.Context(), q)
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		pages = append(pages, ids(page.Elicitations...))
+		if page.Next == "" || len(pages) > 100 {
+			return pages, page
+		}
+		q.Cursor = page.Next
+	}
+}
+
+func TestListPagesBackAsItPagedForwardAndCountsWhatNeedsAttention(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		clk := newClock()
+		s := newStore(b, clk)
+		var pending, all []*Elicitation
+		for i := range 23 {
+			clk.Advance(time.Millisecond)
+			e := mustCreate(t, s, newElicitation(alice))
+			all = append(all, e)
+			if i%4 == 3 {
+				if _, err := s.Apply(t.Context(), e.ID, CancelRequested, state.ActorUser, "test"); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			pending = append(pending, e)
+		}
+		for _, tt := range []struct {
+			name    string
+			filter  Filter
+			want    []*Elicitation
+			counted bool
+		}{
+			{"every flow (the listing indexes)", Filter{}, all, false},
+			{"a user's (the user's index)", Filter{UserKey: alice.Key()}, all, false},
+			{"pending (the flows that need attention)", Filter{States: []State{Pending}}, pending, true},
+		} {
+			q := ListQuery{Filter: tt.filter, Limit: 4}
+			forward, last := pagesOf(t, s, q)
+			var listed []string
+			for _, p := range forward {
+				listed = append(listed, p...)
+			}
+			if want := ids(tt.want...); !slices.Equal(listed, want) {
+				t.Fatalf("%s: listed %v, want %v", tt.name, listed, want)
+			}
+			if last.Counted != tt.counted || tt.counted && last.Total != len(tt.want) {
+				t.Errorf("%s: total %d (counted %v), want %d (counted %v)", tt.name, last.Total, last.Counted, len(tt.want), tt.counted)
+			}
+			// Back from the last page, page by page: the same pages, in reverse.
+			page := last
+			for i := len(forward) - 2; i >= 0; i-- {
+				if page.Prev == "" {
+					t.Fatalf("%s: page %d has no Prev", tt.name, i+2)
+				}
+				var err error
+				if page, err = s.Index().List(t.Context(), ListQuery{Filter: tt.filter, Limit: 4, Cursor: page.Prev}); err != nil {
+					t.Fatal(err)
+				}
+				if got := ids(page.Elicitations...); !slices.Equal(got, forward[i]) {
+					t.Errorf("%s: page %d listed back is %v, forward it was %v", tt.name, i+1, got, forward[i])
+				}
+				if page.Next == "" {
+					t.Errorf("%s: page %d listed back has no Next", tt.name, i+1)
+				}
+			}
+			if page.Prev != "" {
+				t.Errorf("%s: the first page listed back has a Prev", tt.name)
+			}
+		}
+		for _, cursor := range []string{"PG5vdA", encodeCursor("<=1"), encodeCursor("<<" + indexEntry(all[0]))} {
+			if _, err := s.Index().List(t.Context(), ListQuery{Cursor: cursor}); !errors.Is(err, ErrBadCursor) {
+				t.Errorf("List with cursor %q: %v, want ErrBadCursor", cursor, err)
+			}
+		}
+	})
+}

@@ -113,7 +113,7 @@ func (s *Admin) adminPage(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	sum, stuck, err := s.opts.Flows.Index().Overview(ctx, flow.MaxListLimit)
+	sum, stuck, err := s.opts.Flows.Index().Overview(ctx, stuckShown)
 	if err != nil {
 		return err
 	}
@@ -132,6 +132,9 @@ func (s *Admin) adminPage(c echo.Context) error {
 		view.States = append(view.States, string(st))
 	}
 	view.Stuck = s.adminRows(stuck)
+	for _, n := range sum.Stuck {
+		view.StuckTotal += n
+	}
 
 	// The filters are the API's, read from the same query parameters.
 	view.Filter = templates.AdminFilter{State: c.QueryParam("state"), User: c.QueryParam("user"),
@@ -151,11 +154,25 @@ func (s *Admin) adminPage(c echo.Context) error {
 		return err
 	}
 	view.Rows = s.adminRows(page.Elicitations)
+	if page.Counted {
+		view.Total = &page.Total
+	}
+	pageURL := func(cursor string) string {
+		q := c.QueryParams()
+		q.Del("done")
+		if q.Del("cursor"); cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		return "/admin?" + q.Encode() + "#flows"
+	}
 	if page.Next != "" {
-		next := c.QueryParams()
-		next.Set("cursor", page.Next)
-		next.Del("done")
-		view.NextURL = "/admin?" + next.Encode()
+		view.NextURL = pageURL(page.Next)
+	}
+	if page.Prev != "" {
+		view.PrevURL = pageURL(page.Prev)
+	}
+	if c.QueryParam("cursor") != "" {
+		view.FirstURL = pageURL("")
 	}
 	p, err := s.layout(c, v, "Flows")
 	if err != nil {
@@ -163,6 +180,10 @@ func (s *Admin) adminPage(c echo.Context) error {
 	}
 	return s.browser.Render(c, http.StatusOK, templates.AdminPage(p, view))
 }
+
+// stuckShown is how many of the stuck flows the top of /admin shows, the oldest; a link
+// lists them all, page by page.
+const stuckShown = 10
 
 // layout is the frame of an operator's page: the end users' layout, with the version of
 // urlflow in its footer (operators only: it tells others what to attack).

@@ -29,7 +29,10 @@ func (s *API) apiList(c echo.Context) error {
 		return err
 	}
 	now := s.opts.Flows.Now()
-	answer := flow.Listing{Elicitations: []flow.Listed{}, Next: page.Next}
+	answer := flow.Listing{Elicitations: []flow.Listed{}, Next: page.Next, Prev: page.Prev}
+	if page.Counted {
+		answer.Total = &page.Total
+	}
 	for _, e := range page.Elicitations {
 		l := s.opts.Flows.Index().Listed(e, s.opts.UserRefs, flow.ElicitationURL(s.opts.PublicURL, e.ID), now, who.Operator)
 		withoutServiceData(who, &l.View)
