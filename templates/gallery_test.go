@@ -5,6 +5,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +84,9 @@ func samples() []sample {
 	formParameters.Parameters = []templates.ParameterField{{Name: "subdomain", Label: "Demo subdomain",
 		Description: "The first part of your Demo address, before .demo.example.", Hint: "Lower-case letters, digits and hyphens.", Value: "Acme Corp"}}
 	formParameters.Error, formParameters.ErrorField = "Your Demo subdomain must be one part of a host name: letters, digits and inner hyphens, at most 63.", "subdomain"
+	// A form whose link lapses in 90 s: the warning shows at once.
+	formLapsing := form
+	formLapsing.ExpiresAt = now.Add(90 * time.Second)
 	formError := form
 	formError.MoreTime = templates.MoreTime{Why: "the client holds this request with its deadline, which cannot move; if the link lapses, ask the client again for a new one"}
 	formError.Error = "The Demo service did not accept this key (it answered 401 Unauthorized). Check that you copied the whole key."
@@ -142,6 +147,7 @@ func samples() []sample {
 		{"consent-service", templates.ConsentPage(signedIn, delegated)},
 		{"consent-service-receives", templates.ConsentPage(signedIn, receives)},
 		{"secret-form", templates.SecretFormPage(signedIn, form)},
+		{"secret-form-lapsing", templates.SecretFormPage(signedIn, formLapsing)},
 		{"secret-form-error", templates.SecretFormPage(dev, formError)},
 		{"secret-form-parameters", templates.SecretFormPage(signedIn, formParameters)},
 		{"done", templates.DonePage(signedIn, templates.Done{SlotLabel: "Demo API key", ClientName: "Claude Code"})},
@@ -195,19 +201,28 @@ func render(t *testing.T, c templ.Component) string {
 // as urlflow does, with the form again and an error, never with the value.
 func gallery(t *testing.T) *httptest.Server {
 	t.Helper()
-	pages := map[string]templ.Component{}
-	for _, s := range samples() {
-		pages[s.name] = s.page
-	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.FileServerFS(templates.Static))
+	mux.HandleFunc("GET "+templates.LapseStylesheetPath, templates.ServeLapseStylesheet)
 	mux.HandleFunc("GET /gallery/{name}", func(w http.ResponseWriter, r *http.Request) {
-		page, ok := pages[r.PathValue("name")]
-		if !ok {
+		// The samples of each request, so that their times are as far from now as they say.
+		i := slices.IndexFunc(samples(), func(s sample) bool { return s.name == r.PathValue("name") })
+		if i < 0 {
 			http.NotFound(w, r)
 			return
 		}
-		templ.Handler(page).ServeHTTP(w, r)
+		templ.Handler(samples()[i].page).ServeHTTP(w, r)
+	})
+	// The secret form whose link lapses in the given number of seconds.
+	mux.HandleFunc("GET /lapsing/{seconds}", func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.Atoi(r.PathValue("seconds"))
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		v := templates.SecretForm{SlotLabel: "Demo API key", CSRF: "csrf-token-1", Action: "/e/el_7Hq2mXc9/secret",
+			ExpiresAt: time.Now().Add(time.Duration(n) * time.Second), MoreTime: templates.MoreTime{Action: "/e/el_7Hq2mXc9/more-time", Amount: "10m"}}
+		templ.Handler(templates.SecretFormPage(templates.Page{SignedInAs: "alice", CSRF: "csrf-token-1"}, v)).ServeHTTP(w, r)
 	})
 	mux.HandleFunc("POST /e/el_7Hq2mXc9/secret", func(w http.ResponseWriter, r *http.Request) {
 		if err := r.ParseForm(); err != nil {
@@ -385,4 +400,45 @@ func checkAnnounced(t *testing.T, u *browsertest.User, field, message string) {
 	if got := browsertest.Evaluate[string](t, u, `document.activeElement.id`); got != field {
 		t.Errorf("after the summary's link the focus is on %q, want %q", got, field)
 	}
+}
+
+// TestTheWarningShowsBeforeTheLinkLapsesAndTheNoticeAfter opens forms whose links lapse
+// soon, without script, and watches the warning and the notice appear as the time passes.
+func TestTheWarningShowsBeforeTheLinkLapsesAndTheNoticeAfter(t *testing.T) {
+	srv := gallery(t)
+	u := browsertest.Start(t).NewUser(t, "lapsing")
+	shown := func(class string) bool {
+		return browsertest.Evaluate[bool](t, u, `(() => { const e = document.querySelector(".`+class+`");
+			return getComputedStyle(e).visibility === "visible" && e.getBoundingClientRect().height > 0 })()`)
+	}
+	// Two minutes and four seconds left: no warning yet; four seconds later, the warning.
+	u.Navigate(t, srv.URL+"/lapsing/124")
+	if shown("lapse-soon") || shown("lapse-over") {
+		t.Fatal("a warning shows with more than two minutes left")
+	}
+	waitFor(t, "the warning, two minutes before", func() bool { return shown("lapse-soon") && !shown("lapse-over") })
+	if !browsertest.Evaluate[bool](t, u, `!!document.querySelector(".lapse-soon form[action='/e/el_7Hq2mXc9/more-time'] button")`) {
+		t.Error("the warning does not offer more time")
+	}
+	u.AssertNoCSPViolations(t)
+
+	// Two seconds left: the warning at once, then the notice in its place.
+	u.Navigate(t, srv.URL+"/lapsing/2")
+	if !shown("lapse-soon") {
+		t.Error("no warning with two seconds left")
+	}
+	waitFor(t, "the notice that the link lapsed", func() bool { return shown("lapse-over") && !shown("lapse-soon") })
+	u.AssertNoCSPViolations(t)
+	u.AssertNoConsoleErrors(t)
+}
+
+// waitFor polls cond for up to 10 s, failing the test with what if it never holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("%s: not within 10 s", what)
 }

@@ -2,6 +2,8 @@ package templates_test
 
 import (
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
@@ -618,5 +620,57 @@ func TestOperatorPagesAnswerAtAGlance(t *testing.T) {
 	confirm := visibleText(t, render(t, templates.AdminConfirmPage(templates.Page{}, templates.AdminConfirm{ID: "X", Action: "cancel", Label: "cancel this flow"})))
 	if !strings.Contains(confirm, "Cancel this flow?") {
 		t.Errorf("the confirmation's heading: %s", confirm)
+	}
+}
+
+func TestTheLapseStylesheetTakesOnlyTwoDelaysInOrder(t *testing.T) {
+	for query, want := range map[string]int{
+		"soon=0&end=2":              http.StatusOK,
+		"soon=480&end=600":          http.StatusOK,
+		"soon=600&end=480":          http.StatusBadRequest,
+		"soon=-1&end=5":             http.StatusBadRequest,
+		"soon=1&end=604801":         http.StatusBadRequest,
+		"soon=1":                    http.StatusBadRequest,
+		"soon=1s&end=5":             http.StatusBadRequest,
+		"soon=1&end=5;}body{x:y":    http.StatusBadRequest,
+		"soon=1&end=5%0a.x{color:x": http.StatusBadRequest,
+	} {
+		rec := httptest.NewRecorder()
+		templates.ServeLapseStylesheet(rec, httptest.NewRequest(http.MethodGet, templates.LapseStylesheetPath+"?"+query, nil))
+		if rec.Code != want {
+			t.Errorf("%s: %d, want %d", query, rec.Code, want)
+		}
+	}
+	rec := httptest.NewRecorder()
+	templates.ServeLapseStylesheet(rec, httptest.NewRequest(http.MethodGet, templates.LapseStylesheetPath+"?soon=480&end=600", nil))
+	if body := rec.Body.String(); !strings.Contains(body, ".lapse-soon { animation: lapse-reveal 0s 480s forwards, lapse-conceal 0s 600s forwards; }") ||
+		!strings.Contains(body, ".lapse-over { animation: lapse-reveal 0s 600s forwards; }") || rec.Header().Get("Content-Type") != "text/css; charset=utf-8" {
+		t.Errorf("soon=480&end=600 answered %q (%s)", body, rec.Header().Get("Content-Type"))
+	}
+}
+
+func TestAPageWithADeadlineLinksItsLapseStylesheet(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		left time.Duration
+		want string
+	}{
+		{10 * time.Minute, "/lapse.css?soon=479&end=600"},
+		{90 * time.Second, "/lapse.css?soon=0&end=90"},
+		{-time.Second, ""},
+	} {
+		page := render(t, templates.SecretFormPage(templates.Page{}, templates.SecretForm{ExpiresAt: now.Add(tc.left), Action: "/e/x/secret"}))
+		got := ""
+		if m := regexp.MustCompile(`<link rel="stylesheet" href="(/lapse\.css[^"]*)"`).FindStringSubmatch(page); m != nil {
+			got = html.UnescapeString(m[1])
+		}
+		// Rendered a moment after now: a whole second less before the warning, the deadline
+		// rounded up.
+		if got != tc.want {
+			t.Errorf("%s left: links %q, want %q", tc.left, got, tc.want)
+		}
+		if hasNotices := strings.Contains(page, "lapse-soon"); hasNotices != (tc.want != "") {
+			t.Errorf("%s left: the page has the lapse notices: %v", tc.left, hasNotices)
+		}
 	}
 }

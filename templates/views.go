@@ -32,6 +32,9 @@ type Page struct {
 	// document title with "Error: " and lists them at the top of the page, each linking to
 	// its field; the page focuses the first field in error (autofocus, no script).
 	Errors []FieldError
+	// Lapse is the stylesheet that reveals the warning of a page whose link lapses
+	// (lapseStylesheet); empty on other pages.
+	Lapse string
 }
 
 // FieldError is what was wrong with one field of a form: Field is the id of its input.

@@ -31,6 +31,7 @@ import (
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/state/ratelimit"
 	"github.com/urlflow/urlflow/state/vault"
+	"github.com/urlflow/urlflow/templates"
 	"github.com/urlflow/urlflow/web/admin"
 	"github.com/urlflow/urlflow/web/api"
 	"github.com/urlflow/urlflow/web/limits"
@@ -170,6 +171,7 @@ func (s *Server) routes() {
 	}
 
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", staticFiles())))
+	e.GET(templates.LapseStylesheetPath, echo.WrapHandler(http.HandlerFunc(templates.ServeLapseStylesheet)))
 	e.GET("/healthz", s.healthz)
 	e.GET("/metrics", s.serveMetrics)
 	e.GET("/readyz", s.readyz)
