@@ -442,3 +442,45 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 	t.Fatalf("%s: not within 10 s", what)
 }
+
+// overflowScript lists what sticks out of the page's width sideways, outside the tables
+// that scroll in their own focusable region: the document's own scrolling, and each
+// element whose box passes the edge.
+const overflowScript = `(() => {
+	const width = document.documentElement.clientWidth, out = [];
+	if (document.documentElement.scrollWidth > width + 1) out.push("the page scrolls sideways: " + document.documentElement.scrollWidth + " > " + width);
+	for (const e of document.body.querySelectorAll("*")) {
+		if (e.closest(".table-scroll, .skip-link") || getComputedStyle(e).visibility === "hidden") continue;
+		const r = e.getBoundingClientRect();
+		if (r.width > 0 && (r.right > width + 1 || r.left < -1)) out.push(e.tagName.toLowerCase() + "." + e.className + " spans " + Math.round(r.left) + " to " + Math.round(r.right));
+	}
+	return out.slice(0, 5);
+})()`
+
+// TestEveryPageReflowsAt320PxAndAt200PercentText opens every page 320 CSS pixels wide (a
+// 1280 px window at 400 % zoom, WCAG 1.4.10) and on a phone with text at 200 % (1.4.4),
+// and finds nothing that needs scrolling sideways outside the tables' own regions.
+func TestEveryPageReflowsAt320PxAndAt200PercentText(t *testing.T) {
+	srv := gallery(t)
+	u := browsertest.Start(t).NewUser(t, "reflow")
+	for _, view := range []struct {
+		name  string
+		setUp func()
+	}{
+		{"320px", func() { u.AsNarrowDesktop(t, 320) }},
+		{"phone-200%-text", func() { u.AsPhone(t) }},
+	} {
+		view.setUp()
+		for _, s := range samples() {
+			t.Run(view.name+"/"+s.name, func(t *testing.T) {
+				u.Navigate(t, srv.URL+"/gallery/"+s.name)
+				if view.name != "320px" {
+					browsertest.Evaluate[string](t, u, `document.documentElement.style.fontSize = "200%"`)
+				}
+				if problems := browsertest.Evaluate[[]string](t, u, overflowScript); len(problems) > 0 {
+					t.Errorf("sticks out sideways: %q", problems)
+				}
+			})
+		}
+	}
+}

@@ -350,6 +350,13 @@ func (u *User) AsPhone(t testing.TB) {
 		chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulatePortrait, chromedp.EmulateScale(2)))
 }
 
+// AsNarrowDesktop sizes the tab as a desktop window width CSS pixels wide, as a 1280 px
+// window at 400 % zoom is 320 (WCAG 1.4.10, reflow).
+func (u *User) AsNarrowDesktop(t testing.TB, width int64) {
+	t.Helper()
+	u.do(t, "set a narrow viewport", chromedp.EmulateViewport(width, 800))
+}
+
 // AsDesktop sizes the tab as a desktop, DesktopWidth CSS pixels wide.
 func (u *User) AsDesktop(t testing.TB) {
 	t.Helper()
