@@ -22,6 +22,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/chromedp/chromedp"
 )
 
@@ -241,6 +242,87 @@ func (u *User) Submit(t testing.TB, selector string) int {
 	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(selector), chromedp.NodeVisible))
 	if err != nil {
 		t.Fatalf("browsertest: %s: submit with %s: %v", u.Name, selector, err)
+	}
+	u.settle(t)
+	if resp == nil {
+		return 0
+	}
+	return int(resp.Status)
+}
+
+// Stop is where the keyboard's focus is: the element, and whether a person sees it.
+type Stop struct {
+	// Element is its tag, and what names it (its text, label, or name), as in
+	// "button Continue" or "input secret".
+	Element string
+	// Indicated: the element draws a focus indicator (an outline or a box shadow).
+	Indicated bool
+	// OnScreen: the element lies within the viewport.
+	OnScreen bool
+}
+
+// focusedScript describes document.activeElement as a Stop.
+const focusedScript = `(() => {
+	const e = document.activeElement;
+	if (!e || e === document.body) return {Element: "body", Indicated: false, OnScreen: true};
+	const name = (e.getAttribute("aria-label") || e.innerText || (e.labels && e.labels[0] && e.labels[0].innerText) || e.name || e.id || "").trim().replace(/\s+/g, " ");
+	const st = getComputedStyle(e), r = e.getBoundingClientRect();
+	return {
+		Element: e.tagName.toLowerCase() + (name ? " " + name.slice(0, 60) : ""),
+		Indicated: (st.outlineStyle !== "none" && parseFloat(st.outlineWidth) > 0) || st.boxShadow !== "none",
+		OnScreen: r.bottom > 0 && r.right > 0 && r.top < innerHeight && r.left < innerWidth,
+	};
+})()`
+
+// Focused returns where the keyboard's focus is now.
+func (u *User) Focused(t testing.TB) Stop {
+	t.Helper()
+	return Evaluate[Stop](t, u, focusedScript)
+}
+
+// Tab presses the Tab key (Shift+Tab when back) once and returns where the focus went.
+func (u *User) Tab(t testing.TB, back bool) Stop {
+	t.Helper()
+	var mods []chromedp.KeyOption
+	if back {
+		mods = append(mods, chromedp.KeyModifiers(chromedp.ModifierShift))
+	}
+	u.do(t, "press Tab", chromedp.KeyEvent(kb.Tab, mods...))
+	return u.Focused(t)
+}
+
+// TabTo presses Tab until the focus is on the element that the CSS selector matches, at
+// most max times, and returns every stop on the way, the last one that element's. It fails
+// the test if the element is not reached.
+func (u *User) TabTo(t testing.TB, selector string, max int) []Stop {
+	t.Helper()
+	quoted, _ := json.Marshal(selector) // a string always encodes
+	var stops []Stop
+	for range max {
+		stops = append(stops, u.Tab(t, false))
+		if Evaluate[bool](t, u, `document.activeElement === document.querySelector(`+string(quoted)+`)`) {
+			return stops
+		}
+	}
+	t.Fatalf("browsertest: %s: %s not reached in %d presses of Tab; the stops: %+v", u.Name, selector, max, stops)
+	return nil
+}
+
+// Type sends text as key presses to the focused element.
+func (u *User) Type(t testing.TB, text string) {
+	t.Helper()
+	u.do(t, "type", chromedp.KeyEvent(text))
+}
+
+// PressEnter presses Enter on the focused element, waits until the page it loads (a link
+// followed, a form posted) has loaded, and returns its HTTP status.
+func (u *User) PressEnter(t testing.TB) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(u.ctx, Timeout)
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, chromedp.KeyEvent(kb.Enter))
+	if err != nil {
+		t.Fatalf("browsertest: %s: press Enter: %v", u.Name, err)
 	}
 	u.settle(t)
 	if resp == nil {
