@@ -10,7 +10,8 @@ import (
 
 // walkTo presses Tab from the top of p's page until the focus is on selector, and fails the
 // test unless the first stop is the skip link and every stop shows a focus indicator on
-// the screen (WCAG 2.4.1, 2.4.7, 2.4.11).
+// the screen (WCAG 2.4.1, 2.4.7, 2.4.11), and unless axe-core finds nothing on the page as
+// the running server rendered it.
 func walkTo(t *testing.T, p *person, page, selector string) {
 	t.Helper()
 	stops := p.TabTo(t, selector, 25)
@@ -25,6 +26,15 @@ func walkTo(t *testing.T, p *person, page, selector string) {
 		}
 	}
 	t.Logf("%s: %d presses of Tab: %q", page, len(stops), names)
+	noAxeViolations(t, p, page)
+}
+
+// noAxeViolations fails the test for each violation axe-core finds on p's page.
+func noAxeViolations(t *testing.T, p *person, page string) {
+	t.Helper()
+	for _, v := range p.Axe(t) {
+		t.Errorf("%s: %s", page, v)
+	}
 }
 
 // TestAPersonCompletesASecretFlowByKeyboardAlone: in Chromium, with Tab, typing and Enter
@@ -54,6 +64,7 @@ func TestAPersonCompletesASecretFlowByKeyboardAlone(t *testing.T) {
 	if status := p.PressEnter(t); status != http.StatusOK || !strings.Contains(strings.ToLower(p.Text(t, "main")), "stored") {
 		t.Fatalf("saving by Enter answered %d: %s", status, p.Text(t, "main"))
 	}
+	noAxeViolations(t, p, "stored")
 	if e := s.status(asked.ElicitationID, s.devToken("alice")); e.State != "complete" {
 		t.Errorf("the flow is %s, want complete", e.State)
 	}
@@ -84,6 +95,7 @@ func TestAnOperatorCancelsAFlowByKeyboardAlone(t *testing.T) {
 	if status := op.PressEnter(t); status != http.StatusOK || !strings.Contains(op.Text(t, "main"), "The flow is cancelled.") {
 		t.Fatalf("the confirmation by Enter answered %d: %s", status, op.Text(t, "main"))
 	}
+	noAxeViolations(t, op, "cancelled")
 	if e := s.status(id, s.devToken("alice")); e.State != "cancelled" {
 		t.Errorf("the flow is %s, want cancelled", e.State)
 	}
