@@ -3,6 +3,7 @@ package templates_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/a-h/templ"
 
+	"github.com/urlflow/urlflow/internal/brand"
 	"github.com/urlflow/urlflow/internal/browsertest"
 	"github.com/urlflow/urlflow/templates"
 )
@@ -196,6 +198,20 @@ func render(t *testing.T, c templ.Component) string {
 	return buf.String()
 }
 
+// acme is a deployment's brand: its name, logo, a green accent and a support link. The
+// gallery renders a sample with it under /gallery/NAME?brand=acme.
+var acme = func() *brand.Brand {
+	var c brand.Config
+	c.ProductName, c.Logo, c.Colors.Accent = "Acme Keys", "acme.svg", "#0b6e4f"
+	c.Support.URL, c.Support.Label = "mailto:help@acme.example", "Write to the help desk"
+	logo := []byte(`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 40 28"><rect width="40" height="28" rx="6" fill="#0b6e4f"/><path d="M8 22 20 6l12 16z" fill="#fff"/></svg>`)
+	b, problems := brand.Load(c, func(string) ([]byte, error) { return logo, nil })
+	if problems != nil {
+		panic(fmt.Sprint(problems))
+	}
+	return b
+}()
+
 // gallery serves every sample under /gallery/NAME, the stylesheet under /static/ from
 // templates.Static, and everything with urlflow's CSP. A post of the secret form answers,
 // as urlflow does, with the form again and an error, never with the value.
@@ -211,8 +227,13 @@ func gallery(t *testing.T) *httptest.Server {
 			http.NotFound(w, r)
 			return
 		}
+		if r.URL.Query().Get("brand") == "acme" {
+			r = r.WithContext(templates.WithBrand(r.Context(), acme))
+		}
 		templ.Handler(samples()[i].page).ServeHTTP(w, r)
 	})
+	mux.HandleFunc("GET "+brand.LogoPath, acme.ServeLogo)
+	mux.HandleFunc("GET "+brand.StylesheetPath, acme.ServeStylesheet)
 	// The secret form whose link lapses in the given number of seconds.
 	mux.HandleFunc("GET /lapsing/{seconds}", func(w http.ResponseWriter, r *http.Request) {
 		n, err := strconv.Atoi(r.PathValue("seconds"))

@@ -18,10 +18,10 @@ func titled(p Page, fallback string) Page {
 }
 
 // documentTitle is the text of <title>: the page's title and the product name.
-func documentTitle(p Page) string {
-	title := "urlflow"
+func documentTitle(p Page, product string) string {
+	title := product
 	if strings.TrimSpace(p.Title) != "" {
-		title = p.Title + " · urlflow"
+		title = p.Title + " · " + product
 	}
 	if len(p.Errors) > 0 {
 		title = "Error: " + title

@@ -30,6 +30,7 @@ import (
 	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/demoapi"
 	"github.com/urlflow/urlflow/forget"
+	"github.com/urlflow/urlflow/internal/brand"
 	"github.com/urlflow/urlflow/internal/issuertest"
 	"github.com/urlflow/urlflow/internal/redistest"
 	"github.com/urlflow/urlflow/metrics"
@@ -147,6 +148,8 @@ type fixtureOptions struct {
 	notifier func(context.Context, *flow.Store, flow.Notice)
 	// bodyReadTimeout replaces the time a request has to deliver its body (30s).
 	bodyReadTimeout time.Duration
+	// brand is the deployment's look of the pages.
+	brand *brand.Brand
 }
 
 // fixture is urlflow's HTTP surface, in process, on its own redis-server.
@@ -344,7 +347,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		Identity: Identity{Verifier: verifier, Operators: operators, Services: f.services, RequiredScopes: opts.requiredScopes,
 			Issuer: issuer, BadTokens: opts.rateLimits.BadTokens},
 		TrustedProxies: opts.trustedProxies, Dev: f.dev != nil, DemoAPI: f.demoAPI(), BodyReadTimeout: opts.bodyReadTimeout,
-		Flows: store, Vault: vault, Counters: count, Metrics: instruments, Audit: trail, Logger: log,
+		Brand: opts.brand, Flows: store, Vault: vault, Counters: count, Metrics: instruments, Audit: trail, Logger: log,
 	})
 	srv.Config.Handler = f.server.Handler()
 	srv.Start()

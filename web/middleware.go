@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/urlflow/urlflow/internal/brand"
 	"github.com/urlflow/urlflow/internal/loopback"
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/templates"
@@ -49,6 +50,16 @@ func securityHeaders(https bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			setSecurityHeaders(c.Response().Header(), c.Request().URL.Path, https)
+			return next(c)
+		}
+	}
+}
+
+// withBrand renders every page of the request with the deployment's brand b.
+func withBrand(b *brand.Brand) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			c.SetRequest(c.Request().WithContext(templates.WithBrand(c.Request().Context(), b)))
 			return next(c)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/urlflow/urlflow/internal/brand"
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
@@ -38,7 +39,7 @@ import (
 	"github.com/urlflow/urlflow/web/pages"
 )
 
-// Options configure a Server. All fields but Dev, DemoAPI and BodyReadTimeout are
+// Options configure a Server. All fields but Dev, DemoAPI, BodyReadTimeout and Brand are
 // required.
 type Options struct {
 	// PublicURL is where users reach urlflow; every URL handed out starts with it.
@@ -60,6 +61,8 @@ type Options struct {
 	// development's; DemoAPI, when set, is served under /demo/api.
 	Dev     bool
 	DemoAPI http.Handler
+	// Brand is the deployment's look of the end users' pages (nil: urlflow's own).
+	Brand *brand.Brand
 	// BodyReadTimeout is the time a request has to deliver its body, on every route
 	// (DefaultBodyReadTimeout when zero). It bounds reading only: answers, event streams
 	// and tool calls that wait take as long as they need.
@@ -165,13 +168,15 @@ func (s *Server) routes() {
 	e.HTTPErrorHandler = s.handleError
 	bodyTimeout := cmp.Or(s.opts.BodyReadTimeout, DefaultBodyReadTimeout)
 	e.Pre(bodyReadDeadline(bodyTimeout))
-	e.Use(s.recoverPanics, s.logRequests, securityHeaders(s.opts.PublicURL.Scheme == "https"))
+	e.Use(s.recoverPanics, s.logRequests, securityHeaders(s.opts.PublicURL.Scheme == "https"), withBrand(s.opts.Brand))
 	if s.opts.Dev {
 		e.Use(loopbackHostOnly)
 	}
 
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", staticFiles())))
 	e.GET(templates.LapseStylesheetPath, echo.WrapHandler(http.HandlerFunc(templates.ServeLapseStylesheet)))
+	e.GET(brand.LogoPath, echo.WrapHandler(http.HandlerFunc(s.opts.Brand.ServeLogo)))
+	e.GET(brand.StylesheetPath, echo.WrapHandler(http.HandlerFunc(s.opts.Brand.ServeStylesheet)))
 	e.GET("/healthz", s.healthz)
 	e.GET("/metrics", s.serveMetrics)
 	e.GET("/readyz", s.readyz)

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/urlflow/urlflow/internal/brand"
 	"github.com/urlflow/urlflow/internal/loopback"
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/mcp"
@@ -69,6 +72,8 @@ type config struct {
 	// OperatorReadOnlySubjects are the users who may only look at the /admin pages
 	// (operators.readonly_subjects; in dev also "viewer").
 	OperatorReadOnlySubjects []string
+	// Brand is the look of the end users' pages (the branding: section; nil: urlflow's).
+	Brand *brand.Brand
 	// OperatorClaim and OperatorClaimValue make operators in the browser by a claim of the
 	// ID token (operators.claim).
 	OperatorClaim, OperatorClaimValue string
@@ -178,6 +183,7 @@ func load(mode string, flags *pflag.FlagSet, getenv env) (*config, *loading) {
 	cfg.loadMCPSessions(l)
 	cfg.loadRateLimits(l)
 	cfg.loadOperators(l, file.Operators)
+	cfg.loadBrand(l, file.Branding)
 	cfg.loadIdentity(l)
 	cfg.loadDevelopment(l)
 	cfg.loadTestSettings(l)
@@ -364,6 +370,22 @@ func (c *config) loadOperators(l *loading, file operatorsConfig) {
 	}
 	c.AuditRetention = l.duration("audit_retention", time.Hour, 3650*24*time.Hour)
 	c.AuditMaxEntries = l.number("audit_max_entries", 10_000, 1_000_000_000)
+}
+
+// loadBrand reads the branding: section of the file. A logo's relative path is relative
+// to the file's directory.
+func (c *config) loadBrand(l *loading, file brand.Config) {
+	readFile := func(path string) ([]byte, error) {
+		if !filepath.IsAbs(path) && c.ConfigFile != "" {
+			path = filepath.Join(filepath.Dir(c.ConfigFile), path)
+		}
+		return os.ReadFile(path)
+	}
+	b, problems := brand.Load(file, readFile)
+	for _, p := range problems {
+		l.fileProblemf(p.Path, "%s", p.Message)
+	}
+	c.Brand = b
 }
 
 // loadIdentity reads what only urlflow serve needs: the deployment's OpenID issuer and the

@@ -12,6 +12,7 @@ var fileSections = []struct{ key, what, guide, link string }{
 	{"secrets", "secret slots: what urlflow asks users for, how a value is checked, and how `call_api` uses it", "Configuring urlflow", "configuring.md#the-configuration-file"},
 	{"providers", "third-party OAuth providers", "Configuring urlflow", "configuring.md#third-party-providers"},
 	{"services", "delegating MCP servers: what each may ask for, and how it authenticates", "Delegating from your MCP server", "delegation.md"},
+	{"branding", "the end users' pages in the deployment's look: `product_name`, `logo`, `colors` (`accent`, `accent_dark`; checked for contrast) and `support` (`url`, `label`)", "Branding", "branding.md"},
 	{"operators", "operators in the browser (`subjects`, `claim`; `readonly_subjects` may only look) and the thresholds of stuck flows (`stuck_after`)", "Operating urlflow", "operating.md"},
 }
 

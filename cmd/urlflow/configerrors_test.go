@@ -37,6 +37,10 @@ func TestConfigurationMistakesSayWhereAndWhat(t *testing.T) {
 			want: []string{"URLFLOW_REDIS_URL: want redis://HOST:PORT (rediss:// for TLS, unix:///PATH for a socket), as in redis://127.0.0.1:6379"}},
 		{name: "a link too short for a person to use", env: map[string]string{"URLFLOW_ELICITATION_TTL": "5s"},
 			want: []string{`URLFLOW_ELICITATION_TTL: want a duration from 2m to 24h, e.g. URLFLOW_ELICITATION_TTL=30m, got "5s"`}},
+		{name: "a theme too pale to read", file: "branding:\n  colors:\n    accent: \"#ffcc00\"\n",
+			want: []string{`urlflow.yaml:3:5: branding.colors.accent: #ffcc00 in the light colour scheme: #ffcc00 on #ffffff has a contrast of 1.5:1 (links on the page); text needs 4.5:1 (WCAG 1.4.3); #806600 would do`}},
+		{name: "a logo that is not there", file: "branding:\n  logo: missing.svg\n",
+			want: []string{`urlflow.yaml:2:3: branding.logo: read the logo: open URLDIR/missing.svg: no such file or directory`}},
 		{name: "a log level", env: map[string]string{"URLFLOW_LOG_LEVEL": "verbose"},
 			want: []string{`URLFLOW_LOG_LEVEL: want debug, info, warn or error, got "verbose"`}},
 		{name: "a log format", env: map[string]string{"URLFLOW_LOG_FORMAT": "xml"},
@@ -124,6 +128,7 @@ func TestConfigurationMistakesSayWhereAndWhat(t *testing.T) {
 			}
 			for _, want := range tt.want {
 				want = strings.ReplaceAll(want, "URLFILE", env["URLFLOW_CONFIG"])
+				want = strings.ReplaceAll(want, "URLDIR", filepath.Dir(env["URLFLOW_CONFIG"]))
 				if n := strings.Count(err.Error(), want); n != 1 {
 					t.Errorf("the error says %q %d times, want once:\n%v", want, n, err)
 				}

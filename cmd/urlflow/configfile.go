@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/urlflow/urlflow/internal/brand"
 	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
@@ -26,6 +27,7 @@ type fileConfig struct {
 	Providers []providers.Config `yaml:"providers"`
 	Services  []services.Config  `yaml:"services"`
 	Operators operatorsConfig    `yaml:"operators"`
+	Branding  brand.Config       `yaml:"branding"`
 	Settings  fileSettings       `yaml:",inline"`
 }
 

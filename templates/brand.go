@@ -1,0 +1,24 @@
+package templates
+
+import (
+	"context"
+
+	"github.com/urlflow/urlflow/internal/brand"
+)
+
+type brandKey struct{}
+
+// WithBrand returns ctx rendering pages with the deployment's brand b: its product name,
+// logo, theme and support contact (nil: urlflow's own).
+func WithBrand(ctx context.Context, b *brand.Brand) context.Context {
+	return context.WithValue(ctx, brandKey{}, b)
+}
+
+// brandOf is the brand the pages of ctx are rendered with; nil is urlflow's own.
+func brandOf(ctx context.Context) *brand.Brand {
+	b, _ := ctx.Value(brandKey{}).(*brand.Brand)
+	return b
+}
+
+// product is the product name the end users' pages show.
+func product(ctx context.Context) string { return brandOf(ctx).Name() }
