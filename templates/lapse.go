@@ -11,8 +11,8 @@ import (
 // A page with a deadline warns before its link lapses, and says when it has lapsed
 // (WCAG 2.2.1), without script: the page links a stylesheet made for its deadline,
 // LapseStylesheetPath?soon=S&end=E, whose animations reveal the warning S seconds after the
-// page is shown and the notice that the link has lapsed E seconds after. The stylesheet
-// depends on nothing but its query, so browsers may keep it.
+// page is shown, until E seconds after, when the notice that the link has lapsed takes its
+// place. The stylesheet depends on nothing but its query, so browsers may keep it.
 
 // LapseStylesheetPath is where ServeLapseStylesheet answers.
 const LapseStylesheetPath = "/lapse.css"
@@ -52,6 +52,7 @@ func ServeLapseStylesheet(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/css; charset=utf-8")
 	w.Header().Set("Cache-Control", "public, max-age=604800, immutable")
-	fmt.Fprintf(w, ".lapse-soon { animation: lapse-reveal 0s %ds forwards, lapse-conceal 0s %ds forwards; }\n", soon, end)
+	// The warning shows while its animation runs, from soon to end; the notice from end on.
+	fmt.Fprintf(w, ".lapse-soon { animation: lapse-reveal %ds %ds; }\n", end-soon, soon)
 	fmt.Fprintf(w, ".lapse-over { animation: lapse-reveal 0s %ds forwards; }\n", end)
 }

@@ -643,7 +643,7 @@ func TestTheLapseStylesheetTakesOnlyTwoDelaysInOrder(t *testing.T) {
 	}
 	rec := httptest.NewRecorder()
 	templates.ServeLapseStylesheet(rec, httptest.NewRequest(http.MethodGet, templates.LapseStylesheetPath+"?soon=480&end=600", nil))
-	if body := rec.Body.String(); !strings.Contains(body, ".lapse-soon { animation: lapse-reveal 0s 480s forwards, lapse-conceal 0s 600s forwards; }") ||
+	if body := rec.Body.String(); !strings.Contains(body, ".lapse-soon { animation: lapse-reveal 120s 480s; }") ||
 		!strings.Contains(body, ".lapse-over { animation: lapse-reveal 0s 600s forwards; }") || rec.Header().Get("Content-Type") != "text/css; charset=utf-8" {
 		t.Errorf("soon=480&end=600 answered %q (%s)", body, rec.Header().Get("Content-Type"))
 	}
