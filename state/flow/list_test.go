@@ -3,6 +3,7 @@ package flow
 import (
 	"errors"
 	"maps"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -530,4 +531,71 @@ func TestListPagesBackAsItPagedForwardAndCountsWhatNeedsAttention(t *testing.T) 
 			}
 		}
 	})
+}
+
+// TestListPagesAnyWayAroundAsAWindowOfTheMatches walks listings at random, next and back
+// with random limits, and checks each page against a model: the matches in order, of
+// which every page is the window that its move asks for.
+func TestListPagesAnyWayAroundAsAWindowOfTheMatches(t *testing.T) {
+	b := redistest.StartEmbedded(t)
+	clk := newClock()
+	s := newStore(b, clk)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var all []*Elicitation
+	for range 60 {
+		clk.Advance(time.Duration(rng.IntN(3)) * time.Millisecond) // some share a millisecond
+		user := alice
+		if rng.IntN(3) == 0 {
+			user = bob
+		}
+		e := mustCreate(t, s, newElicitation(user))
+		if rng.IntN(3) == 0 {
+			if _, err := s.Apply(t.Context(), e.ID, CancelRequested, state.ActorUser, "test"); err != nil {
+				t.Fatal(err)
+			}
+			e = mustGet(t, s, e.ID)
+		}
+		all = append(all, e)
+	}
+	for _, f := range []Filter{{}, {UserKey: alice.Key()}, {States: []State{Pending}}, {States: []State{Cancelled}}, {Subject: "bob"}} {
+		var model []string // the IDs f selects, in listing order
+		for _, e := range slices.SortedFunc(slices.Values(all), byEntry) {
+			if f.match(e, clk.Now(), s.stuckAfter) {
+				model = append(model, e.ID)
+			}
+		}
+		exact := f.needsAttention() && f.UserKey == "" // counted, and ends known exactly
+		limit := 1 + rng.IntN(7)
+		page, err := s.Index().List(t.Context(), ListQuery{Filter: f, Limit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start, end := 0, min(limit, len(model))
+		for move := range 40 {
+			if got := ids(page.Elicitations...); !slices.Equal(got, model[start:end]) {
+				t.Fatalf("%+v, move %d: page %v, want %v (window %d:%d of %d)", f, move, got, model[start:end], start, end, len(model))
+			}
+			if end < len(model) && page.Next == "" || start > 0 && page.Prev == "" {
+				t.Fatalf("%+v, move %d: window %d:%d of %d without a way on (next %q, prev %q)", f, move, start, end, len(model), page.Next, page.Prev)
+			}
+			if exact && (page.Next != "" && end == len(model) || page.Prev != "" && start == 0 || page.Total != len(model)) {
+				t.Fatalf("%+v, move %d: window %d:%d of %d, next %q, prev %q, total %d", f, move, start, end, len(model), page.Next, page.Prev, page.Total)
+			}
+			limit = 1 + rng.IntN(7)
+			q := ListQuery{Filter: f, Limit: limit}
+			switch back := rng.IntN(2) == 0; {
+			case back && page.Prev != "":
+				q.Cursor, end = page.Prev, start
+				start = max(0, end-limit)
+			case !back && page.Next != "":
+				q.Cursor, start = page.Next, end
+				end = min(len(model), start+limit)
+			default:
+				continue // the page it would move to does not exist; try another move
+			}
+			if page, err = s.Index().List(t.Context(), q); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
