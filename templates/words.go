@@ -1,11 +1,13 @@
 package templates
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/urlflow/urlflow/internal/ages"
+	"github.com/urlflow/urlflow/internal/locale"
 )
 
 // titled returns p with fallback as its title when it has none, so that every page has a
@@ -17,16 +19,30 @@ func titled(p Page, fallback string) Page {
 	return p
 }
 
-// documentTitle is the text of <title>: the page's title and the product name.
-func documentTitle(p Page, product string) string {
-	title := product
+// documentTitle is the text of <title>: the page's title and the product name, after
+// "Error:" when the page shows a refused form again.
+func documentTitle(ctx context.Context, p Page) string {
+	title := product(ctx)
 	if strings.TrimSpace(p.Title) != "" {
-		title = p.Title + " · " + product
+		title = p.Title + " · " + title
 	}
 	if len(p.Errors) > 0 {
-		title = "Error: " + title
+		title = t(ctx, "layout.error_title", "Title", title)
 	}
 	return title
+}
+
+// t returns message id in the language of ctx's reader, with the placeholders of pairs
+// (name, value, name, value…).
+func t(ctx context.Context, id string, pairs ...any) string {
+	var data map[string]any
+	if len(pairs) > 0 {
+		data = make(map[string]any, len(pairs)/2)
+		for i := 0; i+1 < len(pairs); i += 2 {
+			data[pairs[i].(string)] = pairs[i+1]
+		}
+	}
+	return locale.From(ctx).T(id, data)
 }
 
 // withErrors returns p showing the errors of its form that are set (Message not empty).

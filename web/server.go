@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/urlflow/urlflow/internal/brand"
+	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
@@ -168,7 +169,7 @@ func (s *Server) routes() {
 	e.HTTPErrorHandler = s.handleError
 	bodyTimeout := cmp.Or(s.opts.BodyReadTimeout, DefaultBodyReadTimeout)
 	e.Pre(bodyReadDeadline(bodyTimeout))
-	e.Use(s.recoverPanics, s.logRequests, securityHeaders(s.opts.PublicURL.Scheme == "https"), withBrand(s.opts.Brand))
+	e.Use(s.recoverPanics, s.logRequests, securityHeaders(s.opts.PublicURL.Scheme == "https"), withBrand(s.opts.Brand), withLanguage(locale.Default()))
 	if s.opts.Dev {
 		e.Use(loopbackHostOnly)
 	}

@@ -35,7 +35,7 @@ type Config struct {
 	} `yaml:"colors"`
 	Support struct {
 		// URL is where users get help: https:// or mailto:. Label is the link's text
-		// ("Get help" when left out).
+		// (the pages' "Get help", in the reader's language, when left out).
 		URL   string `yaml:"url"`
 		Label string `yaml:"label"`
 	} `yaml:"support"`
@@ -124,13 +124,11 @@ func (b *Brand) Name() string {
 	return b.name
 }
 
-// Support returns where users get help and the link's text, or "" when none is set.
+// Support returns where users get help and the link's text ("" for the pages' own
+// words), or "" and "" when none is set.
 func (b *Brand) Support() (href, label string) {
 	if b == nil || b.supportURL == "" {
 		return "", ""
-	}
-	if b.supportLabel == "" {
-		return b.supportURL, "Get help"
 	}
 	return b.supportURL, b.supportLabel
 }

@@ -1,0 +1,151 @@
+// Package locale gives urlflow's pages the language of their reader: the message catalogs
+// (messages/*.yaml, embedded: one file a language, every message of English in each), the
+// language a request negotiates from the reader's own choice or Accept-Language, and the
+// localizer through which the templates read their messages.
+package locale
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/nicksnyder/go-i18n/v2/i18n"
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/text/language"
+)
+
+//go:embed messages/*.yaml
+var embedded embed.FS
+
+// Catalog is every language's messages.
+type Catalog struct {
+	bundle  *i18n.Bundle
+	tags    []language.Tag // English first
+	matcher language.Matcher
+}
+
+// Load reads the embedded catalogs.
+func Load() (*Catalog, error) { return load(embedded) }
+
+// load reads the catalogs messages/*.yaml of fsys.
+func load(fsys fs.FS) (*Catalog, error) {
+	bundle := i18n.NewBundle(language.English)
+	bundle.RegisterUnmarshalFunc("yaml", yaml.Unmarshal)
+	files, err := fs.Glob(fsys, "messages/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	c := &Catalog{bundle: bundle}
+	for _, name := range files {
+		if _, err := bundle.LoadMessageFileFS(fsys, name); err != nil {
+			return nil, fmt.Errorf("message catalog %s: %w", name, err)
+		}
+		tag := language.Make(strings.TrimSuffix(path.Base(name), ".yaml"))
+		c.tags = append(c.tags, tag)
+	}
+	slices.SortFunc(c.tags, func(a, b language.Tag) int {
+		switch {
+		case a == language.English:
+			return -1
+		case b == language.English:
+			return 1
+		}
+		return strings.Compare(a.String(), b.String())
+	})
+	c.matcher = language.NewMatcher(c.tags)
+	return c, nil
+}
+
+// Languages are the languages the catalog holds, English first.
+func (c *Catalog) Languages() []language.Tag { return slices.Clone(c.tags) }
+
+// Negotiate returns the localizer of the language that chosen names (the reader's own
+// choice, kept by the browser), else the best of acceptLanguage (the header), else
+// English.
+func (c *Catalog) Negotiate(chosen, acceptLanguage string) *Localizer {
+	var wanted []language.Tag
+	if t, err := language.Parse(chosen); err == nil && chosen != "" {
+		wanted = append(wanted, t)
+	}
+	if tags, _, err := language.ParseAcceptLanguage(acceptLanguage); err == nil {
+		wanted = append(wanted, tags...)
+	}
+	_, i, confidence := c.matcher.Match(wanted...)
+	tag := c.tags[0]
+	if confidence > language.No {
+		tag = c.tags[i]
+	}
+	return &Localizer{tag: tag, localizer: i18n.NewLocalizer(c.bundle, tag.String())}
+}
+
+// Localizer reads messages in one language.
+type Localizer struct {
+	tag       language.Tag
+	localizer *i18n.Localizer
+}
+
+// Lang is the language's BCP 47 tag, for lang and Content-Language.
+func (l *Localizer) Lang() string { return l.tag.String() }
+
+// Dir is the language's direction: "rtl" or "ltr".
+func (l *Localizer) Dir() string {
+	base, _ := l.tag.Base()
+	switch base.String() {
+	case "ar", "fa", "he", "ur":
+		return "rtl"
+	}
+	return "ltr"
+}
+
+// T returns message id with data in the localizer's language. A message missing from
+// every catalog is returned as its ID, which the tests do not let happen.
+func (l *Localizer) T(id string, data map[string]any) string {
+	s, err := l.localizer.Localize(&i18n.LocalizeConfig{MessageID: id, TemplateData: data})
+	if err != nil {
+		return id
+	}
+	return s
+}
+
+// N returns message id for count (its plural form in the language) with data, which
+// also holds Count.
+func (l *Localizer) N(id string, count int, data map[string]any) string {
+	all := map[string]any{"Count": count}
+	for k, v := range data {
+		all[k] = v
+	}
+	s, err := l.localizer.Localize(&i18n.LocalizeConfig{MessageID: id, PluralCount: count, TemplateData: all})
+	if err != nil {
+		return id
+	}
+	return s
+}
+
+type localizerKey struct{}
+
+// With returns ctx rendering pages with l.
+func With(ctx context.Context, l *Localizer) context.Context {
+	return context.WithValue(ctx, localizerKey{}, l)
+}
+
+// Default is the embedded catalogs, read once.
+var Default = sync.OnceValue(func() *Catalog {
+	c, err := Load()
+	if err != nil {
+		panic(err) // the embedded catalogs are tested (TestEveryCatalogHasEveryMessageOfEnglishAndNoOther)
+	}
+	return c
+})
+
+// From returns the localizer of ctx, English when it carries none.
+func From(ctx context.Context) *Localizer {
+	if l, ok := ctx.Value(localizerKey{}).(*Localizer); ok {
+		return l
+	}
+	return Default().Negotiate("en", "")
+}

@@ -1,0 +1,114 @@
+package locale
+
+import (
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// messageIDs returns the IDs of the catalog file name.
+func messageIDs(t *testing.T, name string) []string {
+	t.Helper()
+	raw, err := fs.ReadFile(embedded, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var messages map[string]any
+	if err := yaml.Unmarshal(raw, &messages); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return slices.Sorted(maps.Keys(messages))
+}
+
+func TestEveryCatalogHasEveryMessageOfEnglishAndNoOther(t *testing.T) {
+	english := messageIDs(t, "messages/en.yaml")
+	files, _ := fs.Glob(embedded, "messages/*.yaml")
+	for _, name := range files {
+		ids := messageIDs(t, name)
+		for _, id := range english {
+			if !slices.Contains(ids, id) {
+				t.Errorf("%s lacks %s", name, id)
+			}
+		}
+		for _, id := range ids {
+			if !slices.Contains(english, id) {
+				t.Errorf("%s has %s, which English has not", name, id)
+			}
+		}
+	}
+	if _, err := Load(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// used matches a message read by the templates: t(ctx, "id" or .T("id".
+var used = regexp.MustCompile(`\bt\(ctx, "([a-z0-9_.]+)"`)
+
+func TestTheTemplatesUseEveryMessageAndOnlyMessagesEnglishHas(t *testing.T) {
+	english := messageIDs(t, "messages/en.yaml")
+	sources, _ := filepath.Glob("../../templates/*")
+	seen := map[string]bool{}
+	for _, name := range sources {
+		if !strings.HasSuffix(name, ".templ") && !(strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_templ.go") && !strings.HasSuffix(name, "_test.go")) {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range used.FindAllStringSubmatch(string(src), -1) {
+			seen[m[1]] = true
+			if !slices.Contains(english, m[1]) {
+				t.Errorf("%s reads %s, which the English catalog lacks", filepath.Base(name), m[1])
+			}
+		}
+	}
+	for _, id := range english {
+		if !seen[id] {
+			t.Errorf("no template reads %s", id)
+		}
+	}
+}
+
+func TestTheReadersChoiceThenTheirBrowsersThenEnglish(t *testing.T) {
+	c, err := load(fstest.MapFS{
+		"messages/en.yaml": {Data: []byte("hello: Hello\nflows:\n  one: \"{{.Count}} flow\"\n  other: \"{{.Count}} flows\"\n")},
+		"messages/de.yaml": {Data: []byte("hello: Hallo\nflows:\n  one: \"{{.Count}} Ablauf\"\n  other: \"{{.Count}} Abläufe\"\n")},
+		"messages/ar.yaml": {Data: []byte("hello: مرحبا\n")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		chosen, accept, lang, dir, hello string
+	}{
+		{"", "", "en", "ltr", "Hello"},
+		{"", "de-AT,de;q=0.9,en;q=0.5", "de", "ltr", "Hallo"},
+		{"", "fr-FR,fr;q=0.9", "en", "ltr", "Hello"},
+		{"", "fr;q=0.9,ar;q=0.8", "ar", "rtl", "مرحبا"},
+		{"en", "de", "en", "ltr", "Hello"},
+		{"de", "en", "de", "ltr", "Hallo"},
+		{"not a tag!", "de", "de", "ltr", "Hallo"},
+		{"", "*;q=0,de;q=x", "en", "ltr", "Hello"},
+	} {
+		l := c.Negotiate(tc.chosen, tc.accept)
+		if l.Lang() != tc.lang || l.Dir() != tc.dir || l.T("hello", nil) != tc.hello {
+			t.Errorf("chosen %q, Accept-Language %q: %s %s %q, want %s %s %q", tc.chosen, tc.accept, l.Lang(), l.Dir(), l.T("hello", nil), tc.lang, tc.dir, tc.hello)
+		}
+	}
+	de := c.Negotiate("de", "")
+	if one, many := de.N("flows", 1, nil), de.N("flows", 3, nil); one != "1 Ablauf" || many != "3 Abläufe" {
+		t.Errorf("plurals: %q, %q", one, many)
+	}
+	if got := c.Negotiate("ar", "").T("flows", nil); got != "flows" && !strings.Contains(got, "flows") {
+		t.Errorf("a message Arabic lacks: %q, want English's or its ID", got)
+	}
+}
