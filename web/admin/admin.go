@@ -112,37 +112,53 @@ func (s *Admin) adminPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	sum, stuck, err := s.opts.Flows.Index().Overview(ctx, stuckShown)
+	sum, stuck, err := s.opts.Flows.Index().Overview(c.Request().Context(), stuckShown)
 	if err != nil {
 		return err
 	}
-	view := templates.Admin{Notice: adminNotices[c.QueryParam("done")]}
+	view := templates.Admin{Notice: adminNotices[c.QueryParam("done")], Counts: s.counts(sum), Stuck: s.adminRows(stuck)}
+	for _, n := range sum.Stuck {
+		view.StuckTotal += n
+	}
+	for _, st := range flow.States {
+		view.States = append(view.States, string(st))
+	}
+	if err := s.listPage(c, v, &view); err != nil {
+		return err
+	}
+	p, err := s.layout(c, v, "Flows")
+	if err != nil {
+		return err
+	}
+	return s.browser.Render(c, http.StatusOK, templates.AdminPage(p, view))
+}
+
+// counts are the rows of the overview's table: each running state, then the owed
+// notifications, with their stuck counts and the filtered lists they link to.
+func (s *Admin) counts(sum flow.Summary) []templates.AdminCount {
+	var counts []templates.AdminCount
 	for _, st := range flow.States {
 		if st.Terminal() {
 			continue
 		}
 		after, _ := s.opts.Flows.Index().StuckAfter().For(st)
-		view.Counts = append(view.Counts, templates.AdminCount{Label: string(st), List: "state=" + string(st),
+		counts = append(counts, templates.AdminCount{Label: string(st), List: "state=" + string(st),
 			StuckList: "stuck=true&state=" + string(st), Running: sum.Running[st], Stuck: sum.Stuck[flow.Stuck(st)], After: ages.Of(after)})
 	}
-	view.Counts = append(view.Counts, templates.AdminCount{Label: "notification owed", List: "owed=true", StuckList: "stuck=true&owed=true",
+	return append(counts, templates.AdminCount{Label: "notification owed", List: "owed=true", StuckList: "stuck=true&owed=true",
 		Running: sum.OwedNotifications, Stuck: sum.Stuck[flow.StuckNotification], After: ages.Of(s.opts.Flows.Index().StuckAfter().Notification)})
-	for _, st := range flow.States {
-		view.States = append(view.States, string(st))
-	}
-	view.Stuck = s.adminRows(stuck)
-	for _, n := range sum.Stuck {
-		view.StuckTotal += n
-	}
+}
 
-	// The filters are the API's, read from the same query parameters.
+// listPage fills view with the page of flows that the request's filters and cursor select
+// (the API's, read from the same query parameters), its total when counted, and the links
+// to the pages around it. A filter or cursor that is wrong is said on the page.
+func (s *Admin) listPage(c echo.Context, v *browser.Visitor, view *templates.Admin) error {
 	view.Filter = templates.AdminFilter{State: c.QueryParam("state"), User: c.QueryParam("user"),
 		OlderThan: c.QueryParam("olderThan"), Stuck: c.QueryParam("stuck") == "true", Owed: c.QueryParam("owed") == "true"}
 	q, err := listing.Query(c.QueryParams(), operatorAs(v), "done")
 	var page flow.Page
 	if err == nil {
-		page, err = s.opts.Flows.Index().List(ctx, q)
+		page, err = s.opts.Flows.Index().List(c.Request().Context(), q)
 	}
 	var he *echo.HTTPError
 	switch {
@@ -158,7 +174,7 @@ func (s *Admin) adminPage(c echo.Context) error {
 		view.Total = &page.Total
 	}
 	pageURL := func(cursor string) string {
-		q := c.QueryParams()
+		q := c.Request().URL.Query() // a copy: echo's QueryParams is the request's own, read again below
 		q.Del("done")
 		if q.Del("cursor"); cursor != "" {
 			q.Set("cursor", cursor)
@@ -174,11 +190,7 @@ func (s *Admin) adminPage(c echo.Context) error {
 	if c.QueryParam("cursor") != "" {
 		view.FirstURL = pageURL("")
 	}
-	p, err := s.layout(c, v, "Flows")
-	if err != nil {
-		return err
-	}
-	return s.browser.Render(c, http.StatusOK, templates.AdminPage(p, view))
+	return nil
 }
 
 // stuckShown is how many of the stuck flows the top of /admin shows, the oldest; a link
