@@ -24,9 +24,9 @@ var embedded embed.FS
 
 // Catalog is every language's messages.
 type Catalog struct {
-	bundle  *i18n.Bundle
-	tags    []language.Tag // English first
-	matcher language.Matcher
+	tags       []language.Tag // English first
+	localizers []*Localizer   // one for each of tags, made once
+	matcher    language.Matcher
 }
 
 // Load reads the embedded catalogs.
@@ -40,7 +40,7 @@ func load(fsys fs.FS) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Catalog{bundle: bundle}
+	c := &Catalog{}
 	for _, name := range files {
 		if _, err := bundle.LoadMessageFileFS(fsys, name); err != nil {
 			return nil, fmt.Errorf("message catalog %s: %w", name, err)
@@ -58,6 +58,9 @@ func load(fsys fs.FS) (*Catalog, error) {
 		return strings.Compare(a.String(), b.String())
 	})
 	c.matcher = language.NewMatcher(c.tags)
+	for _, tag := range c.tags {
+		c.localizers = append(c.localizers, &Localizer{tag: tag, localizer: i18n.NewLocalizer(bundle, tag.String())})
+	}
 	return c, nil
 }
 
@@ -75,12 +78,10 @@ func (c *Catalog) Negotiate(chosen, acceptLanguage string) *Localizer {
 	if tags, _, err := language.ParseAcceptLanguage(acceptLanguage); err == nil {
 		wanted = append(wanted, tags...)
 	}
-	_, i, confidence := c.matcher.Match(wanted...)
-	tag := c.tags[0]
-	if confidence > language.No {
-		tag = c.tags[i]
+	if _, i, confidence := c.matcher.Match(wanted...); confidence > language.No {
+		return c.localizers[i]
 	}
-	return &Localizer{tag: tag, localizer: i18n.NewLocalizer(c.bundle, tag.String())}
+	return c.localizers[0]
 }
 
 // Localizer reads messages in one language.
@@ -102,14 +103,11 @@ func (l *Localizer) Dir() string {
 	return "ltr"
 }
 
-// T returns message id with data in the localizer's language. A message missing from
-// every catalog is returned as its ID, which the tests do not let happen.
+// T returns message id with data in the localizer's language, in English where that
+// language lacks it. A message missing from every catalog is returned as its ID, which
+// the tests do not let happen.
 func (l *Localizer) T(id string, data map[string]any) string {
-	s, err := l.localizer.Localize(&i18n.LocalizeConfig{MessageID: id, TemplateData: data})
-	if err != nil {
-		return id
-	}
-	return s
+	return orID(id)(l.localizer.Localize(&i18n.LocalizeConfig{MessageID: id, TemplateData: data}))
 }
 
 // N returns message id for count (its plural form in the language) with data, which
@@ -119,11 +117,19 @@ func (l *Localizer) N(id string, count int, data map[string]any) string {
 	for k, v := range data {
 		all[k] = v
 	}
-	s, err := l.localizer.Localize(&i18n.LocalizeConfig{MessageID: id, PluralCount: count, TemplateData: all})
-	if err != nil {
-		return id
+	return orID(id)(l.localizer.Localize(&i18n.LocalizeConfig{MessageID: id, PluralCount: count, TemplateData: all}))
+}
+
+// orID returns the message go-i18n localized, also when it says the message came from
+// English for want of a translation (an error beside the English text), or id when there
+// is none.
+func orID(id string) func(string, error) string {
+	return func(s string, _ error) string {
+		if s == "" {
+			return id
+		}
+		return s
 	}
-	return s
 }
 
 type localizerKey struct{}
@@ -147,5 +153,5 @@ func From(ctx context.Context) *Localizer {
 	if l, ok := ctx.Value(localizerKey{}).(*Localizer); ok {
 		return l
 	}
-	return Default().Negotiate("en", "")
+	return Default().localizers[0]
 }

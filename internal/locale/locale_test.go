@@ -108,7 +108,7 @@ func TestTheReadersChoiceThenTheirBrowsersThenEnglish(t *testing.T) {
 	if one, many := de.N("flows", 1, nil), de.N("flows", 3, nil); one != "1 Ablauf" || many != "3 Abläufe" {
 		t.Errorf("plurals: %q, %q", one, many)
 	}
-	if got := c.Negotiate("ar", "").T("flows", nil); got != "flows" && !strings.Contains(got, "flows") {
-		t.Errorf("a message Arabic lacks: %q, want English's or its ID", got)
+	if got := c.Negotiate("ar", "").N("flows", 2, nil); got != "2 flows" {
+		t.Errorf("a message Arabic lacks: %q, want English's", got)
 	}
 }
