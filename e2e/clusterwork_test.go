@@ -87,9 +87,16 @@ func clusterWorkServer(tb testing.TB) ([]*redisProxy, *client, *formBrowser) {
 }
 
 // clusterFlowWork runs one whole secret flow (flowWork) and returns the Redis work each
-// node saw. (flowWork's own per-step counts see one node only.)
+// node saw, with its trace. (flowWork's own per-step counts see one node only.)
 func clusterFlowWork(tb testing.TB, proxies []*redisProxy, c *client, dev *formBrowser) []redisWork {
-	return measureEach(proxies, func() { flowWork(tb, proxies[0], c, dev, false) })
+	for _, p := range proxies {
+		p.startTrace()
+	}
+	work := measureEach(proxies, func() { flowWork(tb, proxies[0], c, dev, false) })
+	for i, p := range proxies {
+		work[i].trace = p.stopTrace()
+	}
+	return work
 }
 
 // TestRedisWorkPerFlowOnClusterStaysWithinBudget is TestRedisWorkPerFlowStaysWithinBudget
@@ -129,8 +136,9 @@ func TestRedisWorkPerFlowOnClusterStaysWithinBudget(t *testing.T) {
 	for i, w := range flows[len(flows)-2] {
 		t.Logf("node %d, the second costliest of ten flows: %d commands in %d round trips (%s)", i+1, w.total(), w.trips, w)
 		if w.total() > redisWorkBudgetCommands || w.trips > redisWorkBudgetTrips {
-			t.Errorf("a whole secret flow costs node %d of the Cluster %d Redis commands in %d round trips, over the budget of %d in %d: %s",
-				i+1, w.total(), w.trips, redisWorkBudgetCommands, redisWorkBudgetTrips, w)
+			t.Errorf("a whole secret flow costs node %d of the Cluster %d Redis commands in %d round trips, over the budget of %d in %d: %s\n"+
+				"its commands (\"> \" begins a round trip):\n%s",
+				i+1, w.total(), w.trips, redisWorkBudgetCommands, redisWorkBudgetTrips, w, strings.Join(w.trace, "\n"))
 		}
 	}
 }
