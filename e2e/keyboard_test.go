@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/urlflow/urlflow/internal/browsertest"
 	"github.com/urlflow/urlflow/internal/redistest"
 )
 
@@ -99,4 +100,30 @@ func TestAnOperatorCancelsAFlowByKeyboardAlone(t *testing.T) {
 	if e := s.status(id, s.devToken("alice")); e.State != "cancelled" {
 		t.Errorf("the flow is %s, want cancelled", e.State)
 	}
+}
+
+// TestAPersonChoosesTheirLanguageByKeyboardAlone: in Chromium, whose browser asks for
+// English, alice reaches the language switcher at the foot of the page with Tab, picks
+// Deutsch by typing its first letter, and presses Enter on the button: the page, and every
+// page after it, is in German.
+func TestAPersonChoosesTheirLanguageByKeyboardAlone(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, serverConfig{Redis: redistest.Start(t), Style: "error"})
+	p := newPerson(t, sharedBrowser(t), "alice")
+	p.Navigate(t, s.BaseURL+"/")
+	walkTo(t, p, "home", `select#language`)
+	p.Type(t, "D")
+	p.Tab(t, false)
+	if status := p.PressEnter(t); status != http.StatusOK {
+		t.Fatalf("choosing a language by Enter answered %d", status)
+	}
+	for _, page := range []string{"/", "/auth/login"} {
+		if page != "/" {
+			p.Navigate(t, s.BaseURL+page)
+		}
+		if lang := browsertest.Evaluate[string](t, p.User, `document.documentElement.lang`); lang != "de" {
+			t.Errorf("%s after choosing Deutsch: lang %q, want de", page, lang)
+		}
+	}
+	noAxeViolations(t, p, "home in German")
 }

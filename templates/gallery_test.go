@@ -16,6 +16,7 @@ import (
 
 	"github.com/urlflow/urlflow/internal/brand"
 	"github.com/urlflow/urlflow/internal/browsertest"
+	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/templates"
 )
 
@@ -49,7 +50,7 @@ func samples() []sample {
 		CSRF:            "csrf-token-1",
 		ContinueAction:  "/e/el_7Hq2mXc9/continue",
 		DeclineAction:   "/e/el_7Hq2mXc9/decline",
-		MoreTime:        templates.MoreTime{Action: "/e/el_7Hq2mXc9/more-time", Amount: "10m"},
+		MoreTime:        templates.MoreTime{Action: "/e/el_7Hq2mXc9/more-time", Amount: 10 * time.Minute},
 	}
 	longConsent := consent
 	longConsent.ClientName = "Visual Studio Code — Insiders Edition with the Model Context Protocol Extension Pack for Remote Development"
@@ -79,7 +80,7 @@ func samples() []sample {
 		CSRF:            "csrf-token-1",
 		Action:          "/e/el_7Hq2mXc9/secret",
 		DeclineAction:   "/e/el_7Hq2mXc9/decline",
-		MoreTime:        templates.MoreTime{Action: "/e/el_7Hq2mXc9/more-time?from=form", Amount: "10m"},
+		MoreTime:        templates.MoreTime{Action: "/e/el_7Hq2mXc9/more-time?from=form", Amount: 10 * time.Minute},
 	}
 	formParameters := form
 	formParameters.Address = "https://{subdomain}.demo.example/api/v2"
@@ -136,7 +137,7 @@ func samples() []sample {
 		{"admin-stuck-second-page", templates.AdminPage(operator, adminStuckPage)},
 		{"admin-empty", templates.AdminPage(operator, templates.Admin{Error: "olderThan: want a duration such as 10m or 2h"})},
 		{"admin-flow", templates.AdminFlowPage(operator, adminFlow)},
-		{"admin-confirm", templates.AdminConfirmPage(operator, templates.AdminConfirm{ID: stuckRow.ID, Action: "cancel", Label: "cancel this flow",
+		{"admin-confirm", templates.AdminConfirmPage(operator, templates.AdminConfirm{ID: stuckRow.ID, Action: "cancel", Question: "Cancel this flow?", Yes: "Yes, cancel this flow",
 			Explain: "Ends it as cancelled: the client is told, and the link stops working.", Reason: "the user asked on the helpdesk", CSRF: "csrf-token-4"})},
 		{"dev-sign-in", templates.DevSignInPage(templates.Page{Dev: true}, templates.DevSignIn{Next: "/e/el_7Hq2mXc9", CSRF: "csrf-token-0", Operator: "operator"})},
 		{"dev-sign-in-error", templates.DevSignInPage(templates.Page{Dev: true}, templates.DevSignIn{Next: "/e/el_7Hq2mXc9", CSRF: "csrf-token-0", Name: "Alice Smith!", Error: "Use letters, digits, dots, dashes or underscores only.", Operator: "operator"})},
@@ -212,7 +213,8 @@ var acme = func() *brand.Brand {
 	return b
 }()
 
-// gallery serves every sample under /gallery/NAME, the stylesheet under /static/ from
+// gallery serves every sample under /gallery/NAME (?lang=de: in German; ?brand=acme: in
+// acme's look), the stylesheet under /static/ from
 // templates.Static, and everything with urlflow's CSP. A post of the secret form answers,
 // as urlflow does, with the form again and an error, never with the value.
 func gallery(t *testing.T) *httptest.Server {
@@ -230,6 +232,9 @@ func gallery(t *testing.T) *httptest.Server {
 		if r.URL.Query().Get("brand") == "acme" {
 			r = r.WithContext(templates.WithBrand(r.Context(), acme))
 		}
+		if lang := r.URL.Query().Get("lang"); lang != "" {
+			r = r.WithContext(locale.With(r.Context(), locale.Default().Negotiate(lang, "")))
+		}
 		templ.Handler(samples()[i].page).ServeHTTP(w, r)
 	})
 	mux.HandleFunc("GET "+brand.LogoPath, acme.ServeLogo)
@@ -242,7 +247,7 @@ func gallery(t *testing.T) *httptest.Server {
 			return
 		}
 		v := templates.SecretForm{SlotLabel: "Demo API key", CSRF: "csrf-token-1", Action: "/e/el_7Hq2mXc9/secret",
-			ExpiresAt: time.Now().Add(time.Duration(n) * time.Second), MoreTime: templates.MoreTime{Action: "/e/el_7Hq2mXc9/more-time", Amount: "10m"}}
+			ExpiresAt: time.Now().Add(time.Duration(n) * time.Second), MoreTime: templates.MoreTime{Action: "/e/el_7Hq2mXc9/more-time", Amount: 10 * time.Minute}}
 		templ.Handler(templates.SecretFormPage(templates.Page{SignedInAs: "alice", CSRF: "csrf-token-1"}, v)).ServeHTTP(w, r)
 	})
 	mux.HandleFunc("POST /e/el_7Hq2mXc9/secret", func(w http.ResponseWriter, r *http.Request) {
@@ -479,23 +484,33 @@ const overflowScript = `(() => {
 })()`
 
 // TestEveryPageReflowsAt320PxAndAt200PercentText opens every page 320 CSS pixels wide (a
-// 1280 px window at 400 % zoom, WCAG 1.4.10) and on a phone with text at 200 % (1.4.4),
-// and finds nothing that needs scrolling sideways outside the tables' own regions.
+// 1280 px window at 400 % zoom, WCAG 1.4.10), in every language, and on a phone with text
+// at 200 % (1.4.4), and finds nothing that needs scrolling sideways outside the tables'
+// own regions.
 func TestEveryPageReflowsAt320PxAndAt200PercentText(t *testing.T) {
 	srv := gallery(t)
 	u := browsertest.Start(t).NewUser(t, "reflow")
-	for _, view := range []struct {
-		name  string
-		setUp func()
-	}{
-		{"320px", func() { u.AsNarrowDesktop(t, 320) }},
-		{"phone-200%-text", func() { u.AsPhone(t) }},
-	} {
+	type view struct {
+		name      string
+		setUp     func()
+		query     string
+		largeText bool // text at 200 %
+	}
+	views := []view{
+		{"320px", func() { u.AsNarrowDesktop(t, 320) }, "", false},
+		{"phone-200%-text", func() { u.AsPhone(t) }, "", true},
+	}
+	// Every other language too, where its longest words meet the narrowest page.
+	for _, l := range locale.Default().Localizers()[1:] {
+		views = append(views, view{"320px-" + l.Lang(), func() { u.AsNarrowDesktop(t, 320) }, "?lang=" + l.Lang(), false},
+			view{"phone-200%-text-" + l.Lang(), func() { u.AsPhone(t) }, "?lang=" + l.Lang(), true})
+	}
+	for _, view := range views {
 		view.setUp()
 		for _, s := range samples() {
 			t.Run(view.name+"/"+s.name, func(t *testing.T) {
-				u.Navigate(t, srv.URL+"/gallery/"+s.name)
-				if view.name != "320px" {
+				u.Navigate(t, srv.URL+"/gallery/"+s.name+view.query)
+				if view.largeText {
 					browsertest.Evaluate[string](t, u, `document.documentElement.style.fontSize = "200%"`)
 				}
 				if problems := browsertest.Evaluate[[]string](t, u, overflowScript); len(problems) > 0 {

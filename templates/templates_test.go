@@ -273,7 +273,7 @@ func TestSecretFormDeclinesInAFormOfItsOwn(t *testing.T) {
 	page := render(t, templates.SecretFormPage(templates.Page{}, secretForm()))
 	var actions []string
 	for _, n := range elements(parse(t, page)) {
-		if n.Data == "form" {
+		if n.Data == "form" && mustAttr(n, "method") == "post" { // not the language switcher
 			actions = append(actions, mustAttr(n, "action"))
 		}
 	}
@@ -460,7 +460,7 @@ func TestDevSignInPostsNameNextAndCSRF(t *testing.T) {
 	page := render(t, templates.DevSignInPage(templates.Page{Dev: true}, templates.DevSignIn{Next: "/e/x", CSRF: "tok", Name: "al ice", Error: "No spaces."}))
 	fields := map[string]string{}
 	for _, n := range elements(parse(t, page)) {
-		if n.Data == "form" && mustAttr(n, "action") != "/auth/login" {
+		if n.Data == "form" && mustAttr(n, "method") == "post" && mustAttr(n, "action") != "/auth/login" {
 			t.Errorf("form to %q on the sign-in page", mustAttr(n, "action"))
 		}
 		if n.Data == "input" {
@@ -617,7 +617,7 @@ func TestOperatorPagesAnswerAtAGlance(t *testing.T) {
 			}
 		}
 	}
-	confirm := visibleText(t, render(t, templates.AdminConfirmPage(templates.Page{}, templates.AdminConfirm{ID: "X", Action: "cancel", Label: "cancel this flow"})))
+	confirm := visibleText(t, render(t, templates.AdminConfirmPage(templates.Page{}, templates.AdminConfirm{ID: "X", Action: "cancel", Question: "Cancel this flow?", Yes: "Yes, cancel this flow"})))
 	if !strings.Contains(confirm, "Cancel this flow?") {
 		t.Errorf("the confirmation's heading: %s", confirm)
 	}

@@ -5,7 +5,6 @@ package templates
 
 import (
 	"embed"
-	"strconv"
 	"time"
 )
 
@@ -121,7 +120,7 @@ type SecretForm struct {
 // (and how to get a new link).
 type MoreTime struct {
 	Action string
-	Amount string
+	Amount time.Duration // whole minutes
 	Why    string
 }
 
@@ -325,24 +324,8 @@ type AdminAction struct {
 	Name, Label, Explain string
 }
 
-// AdminConfirm asks to confirm Action on flow ID for Reason.
+// AdminConfirm asks to confirm Action on flow ID for Reason: Question is the heading, Yes
+// the button that takes it.
 type AdminConfirm struct {
-	ID, Action, Label, Explain, Reason, CSRF string
-}
-
-// matchWords says how many flows a filtered list holds on all its pages.
-func matchWords(total int) string {
-	if total == 1 {
-		return "1 flow matches"
-	}
-	return strconv.Itoa(total) + " flows match"
-}
-
-// pageWords qualifies "No flow matches" on a page other than the first: the flows may be
-// on other pages.
-func pageWords(v Admin) string {
-	if v.FirstURL != "" {
-		return " on this page"
-	}
-	return ""
+	ID, Action, Question, Yes, Explain, Reason, CSRF string
 }

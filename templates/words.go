@@ -2,9 +2,14 @@ package templates
 
 import (
 	"context"
-	"fmt"
+	"html"
+	"maps"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/a-h/templ"
 
 	"github.com/urlflow/urlflow/internal/ages"
 	"github.com/urlflow/urlflow/internal/locale"
@@ -34,15 +39,38 @@ func documentTitle(ctx context.Context, p Page) string {
 
 // t returns message id in the language of ctx's reader, with the placeholders of pairs
 // (name, value, name, value…).
-func t(ctx context.Context, id string, pairs ...any) string {
-	var data map[string]any
-	if len(pairs) > 0 {
-		data = make(map[string]any, len(pairs)/2)
-		for i := 0; i+1 < len(pairs); i += 2 {
-			data[pairs[i].(string)] = pairs[i+1]
-		}
-	}
-	return locale.From(ctx).T(id, data)
+func t(ctx context.Context, id string, pairs ...any) string { return locale.T(ctx, id, pairs...) }
+
+// tn is t for the plural form of count, which the message reads as {{.Count}}.
+func tn(ctx context.Context, id string, count int, pairs ...any) string {
+	return locale.From(ctx).N(id, count, locale.Placeholders(pairs...))
+}
+
+// tm is t for a message with inline markup (locale.HTML): its values escaped, its own
+// <strong>, <code> and the like kept.
+func tm(ctx context.Context, id string, pairs ...any) templ.Component {
+	return templ.Raw(locale.From(ctx).HTML(id, locale.Placeholders(pairs...)))
+}
+
+// tnm is tm for the plural form of count.
+func tnm(ctx context.Context, id string, count int, pairs ...any) templ.Component {
+	return templ.Raw(locale.From(ctx).NHTML(id, count, locale.Placeholders(pairs...)))
+}
+
+// timeTag is t as a <time> element in running text, written as the reader's language
+// writes a time (locale.Localizer.Clock), for a message's placeholder.
+func timeTag(ctx context.Context, at, now time.Time) locale.Markup {
+	return timeElement(at, clockTime(ctx, at, now))
+}
+
+// secondsTag is timeTag to the second.
+func secondsTag(ctx context.Context, at, now time.Time) locale.Markup {
+	return timeElement(at, locale.From(ctx).Clock(at, now, true))
+}
+
+// timeElement is a <time> element of at that reads text.
+func timeElement(at time.Time, text string) locale.Markup {
+	return locale.Markup(`<time datetime="` + html.EscapeString(machineTime(at)) + `">` + html.EscapeString(text) + `</time>`)
 }
 
 // withErrors returns p showing the errors of its form that are set (Message not empty).
@@ -66,26 +94,26 @@ func firstOf(values ...string) string {
 }
 
 // stateWords says an elicitation state the way a person would.
-func stateWords(state string) string {
+func stateWords(ctx context.Context, state string) string {
 	switch state {
 	case "pending":
-		return "Waiting for your client"
+		return t(ctx, "state.pending")
 	case "consented":
-		return "Approved in your client"
+		return t(ctx, "state.consented")
 	case "in_progress":
-		return "In progress"
+		return t(ctx, "state.in_progress")
 	case "complete":
-		return "Completed"
+		return t(ctx, "state.complete")
 	case "declined":
-		return "Declined"
+		return t(ctx, "state.declined")
 	case "cancelled":
-		return "Cancelled"
+		return t(ctx, "state.cancelled")
 	case "expired":
-		return "Expired"
+		return t(ctx, "state.expired")
 	case "failed":
-		return "Not accepted, can be tried again"
+		return t(ctx, "state.failed")
 	case "unknown", "":
-		return "Unknown"
+		return t(ctx, "state.unknown")
 	}
 	return strings.ReplaceAll(state, "_", " ")
 }
@@ -104,9 +132,9 @@ func stateClass(state string) string {
 }
 
 // clientName names the requesting client, or says that it gave no name.
-func clientName(name string) string {
+func clientName(ctx context.Context, name string) string {
 	if strings.TrimSpace(name) == "" {
-		return "An unnamed client"
+		return t(ctx, "common.an_unnamed_client")
 	}
 	return name
 }
@@ -114,48 +142,51 @@ func clientName(name string) string {
 // machineTime is the datetime attribute of a <time> element.
 func machineTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// clockTime is an expiry time as people read it, with the date only when it is not within
-// a day. Pages cannot know the reader's time zone (there is no script), so the time is in
-// UTC and expiresIn says how far away it is.
-func clockTime(t, now time.Time) string { return utcTime(t, now, "15:04") }
-
-// utcTime is t in UTC at the precision of clock ("15:04", "15:04:05"), with the date only
-// when t is not within a day of now.
-func utcTime(t, now time.Time, clock string) string {
-	if d := t.Sub(now); d > -20*time.Hour && d < 20*time.Hour {
-		return t.UTC().Format(clock + " UTC")
-	}
-	return t.UTC().Format(clock + " UTC, 2 Jan 2006")
+// clockTime is a time as the reader's language writes it, to the minute, with the date
+// only when it is not within a day. Pages cannot know the reader's time zone (there is no
+// script), so the time is in UTC and expiresIn says how far away it is.
+func clockTime(ctx context.Context, t, now time.Time) string {
+	return locale.From(ctx).Clock(t, now, false)
 }
 
 // operatorTime is a time on the operators' pages: to the second, in UTC, with how long ago
 // (or how far ahead) it is, so that two events of one minute can be told apart and read
 // without a clock: "14:03:27 UTC (2m12s ago)". The date comes in when t is not within a day.
-func operatorTime(t, now time.Time) string {
-	if t.After(now) {
-		return utcTime(t, now, "15:04:05") + " (in " + ages.Of(t.Sub(now)) + ")"
+func operatorTime(ctx context.Context, at, now time.Time) string {
+	clock := locale.From(ctx).Clock(at, now, true)
+	if at.After(now) {
+		return t(ctx, "admin.time_ahead", "Time", clock, "Age", ages.Of(at.Sub(now)))
 	}
-	return utcTime(t, now, "15:04:05") + " (" + ages.Of(now.Sub(t)) + " ago)"
+	return t(ctx, "admin.time_ago", "Time", clock, "Age", ages.Of(now.Sub(at)))
 }
 
 // stuckWords says why a flow is stuck (flow.Stuck: the state it has stayed in too long, or
 // its notification) the way an operator reads it in a list.
-func stuckWords(why string) string {
+func stuckWords(ctx context.Context, why string) string {
 	switch why {
 	case "pending":
-		return "the client has not answered"
+		return t(ctx, "admin.stuck_pending")
 	case "consented":
-		return "the link was not opened"
+		return t(ctx, "admin.stuck_consented")
 	case "in_progress":
-		return "not finished on the pages"
+		return t(ctx, "admin.stuck_in_progress")
 	case "failed":
-		return "failed, no new try"
+		return t(ctx, "admin.stuck_failed")
 	case "unknown":
-		return "the client's answer is unknown"
+		return t(ctx, "admin.stuck_unknown")
 	case "notification":
-		return "the notification is owed"
+		return t(ctx, "admin.stuck_notification")
 	}
-	return why
+	return t(ctx, "admin.stuck_other", "Why", why)
+}
+
+// noMatchWords says that no flow matches the filters; on a page other than the first, that
+// none does on this page (the flows may be on other pages).
+func noMatchWords(ctx context.Context, v Admin) string {
+	if v.FirstURL != "" {
+		return t(ctx, "admin.no_match_here")
+	}
+	return t(ctx, "admin.no_match")
 }
 
 // fullTime is t in full, to the nanosecond the record holds, for the title of a time.
@@ -163,19 +194,19 @@ func fullTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // expiresIn says when t comes, rounded, as seen at now: "in about 8 minutes", or
 // "already passed".
-func expiresIn(t, now time.Time) string {
-	d := t.Sub(now)
+func expiresIn(ctx context.Context, at, now time.Time) string {
+	d := at.Sub(now)
 	switch {
 	case d <= 0:
-		return "already passed"
+		return t(ctx, "time.already_passed")
 	case d < 90*time.Second:
-		return "in about a minute"
+		return t(ctx, "time.in_about_a_minute")
 	case d < 90*time.Minute:
-		return fmt.Sprintf("in about %d minutes", int((d+30*time.Second)/time.Minute))
+		return tn(ctx, "time.in_about_minutes", int((d+30*time.Second)/time.Minute))
 	case d < 36*time.Hour:
-		return fmt.Sprintf("in about %d hours", int((d+30*time.Minute)/time.Hour))
+		return tn(ctx, "time.in_about_hours", int((d+30*time.Minute)/time.Hour))
 	}
-	return fmt.Sprintf("in about %d days", int((d+12*time.Hour)/(24*time.Hour)))
+	return tn(ctx, "time.in_about_days", int((d+12*time.Hour)/(24*time.Hour)))
 }
 
 // secretDescribedBy lists the ids that describe the secret field: the error first, then
@@ -216,11 +247,11 @@ func endedIconClass(state string) string {
 }
 
 // endedNext tells the reader of the ended page what to do now.
-func endedNext(state string) string {
+func endedNext(ctx context.Context, state string) string {
 	if state == "complete" {
-		return "Return to your MCP client to carry on. You can close this tab."
+		return t(ctx, "ended.next_complete")
 	}
-	return "To try again, start over from your MCP client. You can close this tab."
+	return t(ctx, "ended.next_other")
 }
 
 // shortID is the first 12 characters of an elicitation ID, enough to tell flows apart on a
@@ -259,4 +290,48 @@ func parameterDescribedBy(v SecretForm, f ParameterField) string {
 		ids = append(ids, parameterID(f, "-help"))
 	}
 	return strings.Join(ids, " ")
+}
+
+// doneWhoUses says who can use what the user provided and who can see it: the client
+// through urlflow's tools; a delegating service through urlflow, which is never given it;
+// or a service with release, which may receive it itself (the consent page's promise).
+func doneWhoUses(ctx context.Context, v Done) string {
+	product, service := product(ctx), v.ServiceLabel
+	switch {
+	case service == "" && v.Account != "":
+		return t(ctx, "done.client_uses_account", "Product", product)
+	case service == "":
+		return t(ctx, "done.client_uses", "Product", product)
+	case v.ServiceReceives && v.Account != "":
+		return t(ctx, "done.service_receives_account", "Service", service)
+	case v.ServiceReceives:
+		return t(ctx, "done.service_receives", "Service", service)
+	case v.Account != "":
+		return t(ctx, "done.service_uses_account", "Product", product, "Service", service)
+	}
+	return t(ctx, "done.service_uses", "Product", product, "Service", service)
+}
+
+type queryKey struct{}
+
+// WithQuery returns ctx rendering the page of a request with query, which the language
+// switcher keeps when it reloads the page in another language.
+func WithQuery(ctx context.Context, query url.Values) context.Context {
+	return context.WithValue(ctx, queryKey{}, query)
+}
+
+// keptQuery is the query of the page's request (WithQuery) as the language switcher posts
+// it again: every parameter but the language, in the order of their names.
+func keptQuery(ctx context.Context) [][2]string {
+	query, _ := ctx.Value(queryKey{}).(url.Values)
+	var kept [][2]string
+	for _, name := range slices.Sorted(maps.Keys(query)) {
+		if name == "lang" {
+			continue
+		}
+		for _, v := range query[name] {
+			kept = append(kept, [2]string{name, v})
+		}
+	}
+	return kept
 }

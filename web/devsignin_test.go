@@ -15,8 +15,8 @@ func TestTheDevelopmentSignInPageSaysItIsDevelopment(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOptions{})
 	page := f.browser(t, "alice").get("/auth/login?next=" + url.QueryEscape("/e/ABC"))
-	page.want(t, http.StatusOK, "Development", "operator is also an operator, for the operators' pages")
-	if target, ok := page.link("the operators' pages"); !ok || target != "/admin" {
+	page.want(t, http.StatusOK, "Development", "operator is also an operator.")
+	if target, ok := page.link("The operators' pages"); !ok || target != "/admin" {
 		t.Errorf("the link to the operators' pages goes to %q", target)
 	}
 	if next, _ := page.field("next"); next != "/e/ABC" {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/templates"
 	"github.com/urlflow/urlflow/web/browser"
@@ -19,21 +20,9 @@ import (
 // request's context has ended: a body that did not arrive in time ends it, and the client
 // may still read the answer.
 func (s *Server) renderProblem(c echo.Context, status int, message string) {
-	heading := map[int]string{
-		http.StatusBadRequest:            "That request was not understood",
-		http.StatusForbidden:             "That was refused",
-		http.StatusNotFound:              "This link is not valid",
-		http.StatusRequestTimeout:        "That took too long",
-		http.StatusMisdirectedRequest:    "Wrong address for this server",
-		http.StatusRequestEntityTooLarge: "That was too large",
-		http.StatusTooManyRequests:       "Too many requests",
-		http.StatusServiceUnavailable:    "urlflow is not available right now",
-	}[status]
-	if heading == "" {
-		heading = "Something went wrong"
-	}
-	p := templates.Page{Title: heading, Dev: s.opts.Dev}
 	ctx := context.WithoutCancel(c.Request().Context())
+	heading := problemHeading(ctx, status)
+	p := templates.Page{Title: heading, Dev: s.opts.Dev}
 	if err := browser.RenderIn(ctx, c, status, templates.ProblemPage(p, templates.Problem{Status: status, Heading: heading, Message: message})); err != nil {
 		s.log.WarnContext(c.Request().Context(), "problem page not written", "err", err)
 	}
@@ -87,4 +76,27 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	s.renderProblem(c, status, message)
+}
+
+// problemHeading is the heading of the error page of status, in the reader's language.
+func problemHeading(ctx context.Context, status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return locale.T(ctx, "problem.bad_request")
+	case http.StatusForbidden:
+		return locale.T(ctx, "problem.forbidden")
+	case http.StatusNotFound:
+		return locale.T(ctx, "problem.not_found")
+	case http.StatusRequestTimeout:
+		return locale.T(ctx, "problem.timeout")
+	case http.StatusMisdirectedRequest:
+		return locale.T(ctx, "problem.misdirected")
+	case http.StatusRequestEntityTooLarge:
+		return locale.T(ctx, "problem.too_large")
+	case http.StatusTooManyRequests:
+		return locale.T(ctx, "problem.too_many")
+	case http.StatusServiceUnavailable:
+		return locale.T(ctx, "problem.unavailable")
+	}
+	return locale.T(ctx, "problem.title")
 }

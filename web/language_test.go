@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"net/http/cookiejar"
 	"strings"
 	"testing"
 )
@@ -9,12 +10,65 @@ import (
 func TestPagesSayTheirLanguageAndVaryWithTheReaders(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOptions{})
-	for _, accept := range []string{"", "de-DE,de;q=0.9", "ja", "ar;q=0.8,en;q=0.5"} {
+	for accept, want := range map[string]struct{ lang, dir string }{
+		"":                  {"en", "ltr"},
+		"de-DE,de;q=0.9":    {"de", "ltr"},
+		"ja":                {"ja", "ltr"},
+		"ar;q=0.8,en;q=0.5": {"ar", "rtl"},
+		"fr-CA":             {"fr", "ltr"},
+		"pt-BR":             {"en", "ltr"}, // none of the catalogs
+	} {
 		got := f.send(t, http.DefaultClient, request{method: http.MethodGet, path: "/", header: http.Header{"Accept-Language": {accept}}})
-		// English is the only catalog yet: every reader gets it, and is told so.
-		if got.Status != http.StatusOK || got.Header.Get("Content-Language") != "en" || !strings.Contains(got.Body, `<html lang="en" dir="ltr">`) ||
-			!strings.Contains(strings.Join(got.Header.Values("Vary"), ","), "Accept-Language") {
-			t.Errorf("Accept-Language %q: %d, Content-Language %q, Vary %q", accept, got.Status, got.Header.Get("Content-Language"), got.Header.Values("Vary"))
+		vary := strings.Join(got.Header.Values("Vary"), ",")
+		if got.Status != http.StatusOK || got.Header.Get("Content-Language") != want.lang ||
+			!strings.Contains(got.Body, `<html lang="`+want.lang+`" dir="`+want.dir+`">`) ||
+			!strings.Contains(vary, "Accept-Language") || !strings.Contains(vary, "Cookie") {
+			t.Errorf("Accept-Language %q: %d, Content-Language %q, Vary %q, want %s %s",
+				accept, got.Status, got.Header.Get("Content-Language"), vary, want.lang, want.dir)
+		}
+	}
+}
+
+// TestTheReadersChoiceOfLanguageIsKeptAndWinsOverTheirBrowsers follows the language
+// switcher: the choice is kept in a cookie and wins over Accept-Language on every later
+// page, the browser goes back to the page it was on, its query kept, and a language urlflow
+// lacks, or an address of another host, changes nothing.
+func TestTheReadersChoiceOfLanguageIsKeptAndWinsOverTheirBrowsers(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := noRedirects(jar)
+	german := http.Header{"Accept-Language": {"de"}, "Accept": {"text/html,application/xhtml+xml"}}
+
+	page := f.send(t, client, request{method: http.MethodGet, path: "/", header: german})
+	if !strings.Contains(page.Body, `<select id="language" name="lang">`) || !strings.Contains(page.Body, `<option value="fr" lang="fr">français</option>`) {
+		t.Fatalf("the page offers no choice of language:\n%s", page.Body)
+	}
+	chose := f.send(t, client, request{method: http.MethodGet, path: "/connections?a=1&lang=fr&b=2", header: german})
+	if chose.Status != http.StatusSeeOther || chose.Location() != "/connections?a=1&b=2" {
+		t.Errorf("choosing French: %d to %q, want 303 to /connections?a=1&b=2", chose.Status, chose.Location())
+	}
+	if got := f.send(t, client, request{method: http.MethodGet, path: "/", header: german}); got.Header.Get("Content-Language") != "fr" ||
+		!strings.Contains(got.Body, `<option value="fr" lang="fr" selected>`) {
+		t.Errorf("after choosing French, a reader whose browser asks for German reads %q", got.Header.Get("Content-Language"))
+	}
+
+	f.send(t, client, request{method: http.MethodGet, path: "/?lang=xx", header: german})
+	// An API request's lang is not a choice of the pages' language.
+	if got := f.send(t, client, request{method: http.MethodGet, path: "/healthz?lang=de", header: http.Header{"Accept": {"application/json"}}}); got.Status != http.StatusOK {
+		t.Errorf("a request for JSON with ?lang= answered %d, want 200", got.Status)
+	}
+	if got := f.send(t, client, request{method: http.MethodGet, path: "/", header: german}); got.Header.Get("Content-Language") != "fr" {
+		t.Errorf("choosing a language urlflow lacks changed the reader's choice to %q", got.Header.Get("Content-Language"))
+	}
+	for _, path := range []string{"//evil.example/?lang=de", "/\\evil.example/?lang=de"} {
+		// "/%5Cevil.example/" is this host's: a browser reads a backslash as "/" only unescaped.
+		if loc := f.send(t, client, request{method: http.MethodGet, path: path, header: german}).Location(); !strings.HasPrefix(loc, "/") ||
+			strings.HasPrefix(loc, "//") || strings.HasPrefix(loc, "/\\") {
+			t.Errorf("%s sends the browser to %q, another host", path, loc)
 		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/urlflow/urlflow/internal/brand"
-	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/internal/loopback"
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/templates"
@@ -61,21 +60,6 @@ func withBrand(b *brand.Brand) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			c.SetRequest(c.Request().WithContext(templates.WithBrand(c.Request().Context(), b)))
-			return next(c)
-		}
-	}
-}
-
-// withLanguage renders every page of the request in the best language of its reader's
-// Accept-Language that urlflow has, else English, and says so (Content-Language; Vary,
-// as the answer depends on it).
-func withLanguage(catalog *locale.Catalog) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			l := catalog.Negotiate("", c.Request().Header.Get("Accept-Language"))
-			c.Response().Header().Set("Content-Language", l.Lang())
-			c.Response().Header().Add("Vary", "Accept-Language")
-			c.SetRequest(c.Request().WithContext(locale.With(c.Request().Context(), l)))
 			return next(c)
 		}
 	}

@@ -48,7 +48,7 @@ func TestWhileRedisIsDownPagesAndTheAPIAnswer503AndChangeNothing(t *testing.T) {
 			if got.Status != http.StatusServiceUnavailable || !strings.Contains(body["error"], "cannot reach its store") {
 				t.Errorf("%s: %d %v, want 503 saying the store is unreachable", tc.name, got.Status, body)
 			}
-		} else if got.Status != http.StatusServiceUnavailable || !strings.Contains(got.Text(), "urlflow is not available right now") ||
+		} else if got.Status != http.StatusServiceUnavailable || !strings.Contains(got.Text(), "The service is not available right now") ||
 			!strings.Contains(got.Text(), "Nothing was changed") {
 			t.Errorf("%s: %d, want the 503 page: %s", tc.name, got.Status, got.Text())
 		}

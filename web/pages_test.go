@@ -614,7 +614,7 @@ func TestAUserAsksForMoreTime(t *testing.T) {
 	b.signIn("/")
 
 	consent := b.get("/e/" + e.ID)
-	consent.want(t, http.StatusOK, "Give me 10m more")
+	consent.want(t, http.StatusOK, "Give me 10 more minutes")
 	more := b.post("/e/"+e.ID+"/more-time", url.Values{})
 	more.want(t, http.StatusForbidden) // no CSRF: nothing changes
 	if got := f.get(t, e.ID); !got.ExpiresAt.Equal(e.ExpiresAt) {
@@ -634,7 +634,7 @@ func TestAUserAsksForMoreTime(t *testing.T) {
 
 	b.post("/e/"+e.ID+"/continue", url.Values{"csrf": {consent.csrf(t)}})
 	form := b.get("/e/" + e.ID + "/secret")
-	form.want(t, http.StatusOK, "Give me 10m more")
+	form.want(t, http.StatusOK, "Give me 10 more minutes")
 	action, ok := form.formAction("more-time")
 	if !ok {
 		t.Fatal("the form page has no form for more time")

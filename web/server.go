@@ -40,7 +40,7 @@ import (
 	"github.com/urlflow/urlflow/web/pages"
 )
 
-// Options configure a Server. All fields but Dev, DemoAPI, BodyReadTimeout and Brand are
+// Options configure a Server. All fields but Dev, DemoAPI, BodyReadTimeout, Brand and Catalog are
 // required.
 type Options struct {
 	// PublicURL is where users reach urlflow; every URL handed out starts with it.
@@ -64,6 +64,9 @@ type Options struct {
 	DemoAPI http.Handler
 	// Brand is the deployment's look of the end users' pages (nil: urlflow's own).
 	Brand *brand.Brand
+	// Catalog is the pages' wording in every language (nil: the embedded catalogs,
+	// locale.Default).
+	Catalog *locale.Catalog
 	// BodyReadTimeout is the time a request has to deliver its body, on every route
 	// (DefaultBodyReadTimeout when zero). It bounds reading only: answers, event streams
 	// and tool calls that wait take as long as they need.
@@ -169,7 +172,7 @@ func (s *Server) routes() {
 	e.HTTPErrorHandler = s.handleError
 	bodyTimeout := cmp.Or(s.opts.BodyReadTimeout, DefaultBodyReadTimeout)
 	e.Pre(bodyReadDeadline(bodyTimeout))
-	e.Use(s.recoverPanics, s.logRequests, securityHeaders(s.opts.PublicURL.Scheme == "https"), withBrand(s.opts.Brand), withLanguage(locale.Default()))
+	e.Use(s.recoverPanics, s.logRequests, securityHeaders(s.opts.PublicURL.Scheme == "https"), withBrand(s.opts.Brand), withLanguage(cmp.Or(s.opts.Catalog, locale.Default()), s.opts.PublicURL.Scheme == "https"))
 	if s.opts.Dev {
 		e.Use(loopbackHostOnly)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/urlflow/urlflow/internal/brand"
+	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/internal/loopback"
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/mcp"
@@ -74,6 +75,9 @@ type config struct {
 	OperatorReadOnlySubjects []string
 	// Brand is the look of the end users' pages (the branding: section; nil: urlflow's).
 	Brand *brand.Brand
+	// Catalog is the pages' wording in every language, the messages: section's over the
+	// embedded catalogs.
+	Catalog *locale.Catalog
 	// OperatorClaim and OperatorClaimValue make operators in the browser by a claim of the
 	// ID token (operators.claim).
 	OperatorClaim, OperatorClaimValue string
@@ -184,6 +188,7 @@ func load(mode string, flags *pflag.FlagSet, getenv env) (*config, *loading) {
 	cfg.loadRateLimits(l)
 	cfg.loadOperators(l, file.Operators)
 	cfg.loadBrand(l, file.Branding)
+	cfg.loadMessages(l, file.Messages)
 	cfg.loadIdentity(l)
 	cfg.loadDevelopment(l)
 	cfg.loadTestSettings(l)
@@ -386,6 +391,23 @@ func (c *config) loadBrand(l *loading, file brand.Config) {
 		l.fileProblemf(p.Path, "%s", p.Message)
 	}
 	c.Brand = b
+}
+
+// loadMessages reads the messages: section of the file: the operator's own wording over the
+// catalogs.
+func (c *config) loadMessages(l *loading, overrides locale.Overrides) {
+	catalog, err := locale.Load(overrides)
+	var problems locale.OverrideProblems
+	switch {
+	case errors.As(err, &problems):
+		for _, p := range problems {
+			l.fileProblemf("messages."+p.Language, "%s", p.Message)
+		}
+	case err != nil:
+		l.fileProblemf("messages", "%v", err)
+	default:
+		c.Catalog = catalog
+	}
 }
 
 // loadIdentity reads what only urlflow serve needs: the deployment's OpenID issuer and the

@@ -13,6 +13,7 @@ var fileSections = []struct{ key, what, guide, link string }{
 	{"providers", "third-party OAuth providers", "Configuring urlflow", "configuring.md#third-party-providers"},
 	{"services", "delegating MCP servers: what each may ask for, and how it authenticates", "Delegating from your MCP server", "delegation.md"},
 	{"branding", "the end users' pages in the deployment's look: `product_name`, `logo`, `colors` (`accent`, `accent_dark`; checked for contrast) and `support` (`url`, `label`)", "Branding", "branding.md"},
+	{"messages", "the pages' wording in your own words: by language (`en`, `de`, …), by message ID, the text that replaces urlflow's (checked: the language, the ID, the placeholders)", "Languages", "languages.md#your-own-wording"},
 	{"operators", "operators in the browser (`subjects`, `claim`; `readonly_subjects` may only look) and the thresholds of stuck flows (`stuck_after`)", "Operating urlflow", "operating.md"},
 }
 

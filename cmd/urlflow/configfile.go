@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/urlflow/urlflow/internal/brand"
+	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/slots"
@@ -28,6 +29,7 @@ type fileConfig struct {
 	Services  []services.Config  `yaml:"services"`
 	Operators operatorsConfig    `yaml:"operators"`
 	Branding  brand.Config       `yaml:"branding"`
+	Messages  locale.Overrides   `yaml:"messages"`
 	Settings  fileSettings       `yaml:",inline"`
 }
 

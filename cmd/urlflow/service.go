@@ -187,7 +187,7 @@ func (p *parts) webServer(rdb redis.UniversalClient, id users, users map[string]
 			Forget: p.forgetter, StatusWaitLimit: cfg.Waits.StatusLimit, Logger: p.log}),
 		Identity: web.Identity{Verifier: verifier, Operators: identity.NewOperators(cfg.OperatorTokens, cfg.OperatorReadOnlyTokens),
 			Services: cfg.Services, RequiredScopes: id.scopes, Issuer: id.issuer, BadTokens: cfg.RateLimits.BadTokens},
-		TrustedProxies: cfg.TrustedProxies, Dev: id.dev != nil, DemoAPI: id.demoAPI, BodyReadTimeout: cfg.BodyReadTimeout, Brand: cfg.Brand,
+		TrustedProxies: cfg.TrustedProxies, Dev: id.dev != nil, DemoAPI: id.demoAPI, BodyReadTimeout: cfg.BodyReadTimeout, Brand: cfg.Brand, Catalog: cfg.Catalog,
 		Flows: p.flows, Vault: p.seals, Counters: p.count, Metrics: p.instruments, Audit: p.trail, Logger: p.log,
 	})
 }

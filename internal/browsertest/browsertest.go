@@ -479,3 +479,17 @@ func (u *User) Screenshot(t testing.TB, name string) {
 		t.Logf("screenshot %s", file)
 	}
 }
+
+// SavePicture saves the whole page, width CSS pixels wide, as a JPEG to path: a picture
+// for the docs, small enough to keep in the repository.
+func (u *User) SavePicture(t testing.TB, path string, width int64) {
+	t.Helper()
+	defer u.do(t, "restore the desktop viewport", chromedp.EmulateViewport(DesktopWidth, 800))
+	u.do(t, "set the picture's width", chromedp.EmulateViewport(width, 600))
+	height := Evaluate[int64](t, u, `Math.ceil(document.documentElement.scrollHeight)`)
+	u.do(t, "fit the viewport to the page", chromedp.EmulateViewport(width, height))
+	jpeg := run(t, u, "take the picture", chromedp.FullScreenshot(75))
+	if err := os.WriteFile(path, jpeg, 0o644); err != nil {
+		t.Fatalf("browsertest: save %s: %v", path, err)
+	}
+}

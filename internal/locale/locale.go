@@ -14,9 +14,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-playground/locales"
 	"github.com/nicksnyder/go-i18n/v2/i18n"
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/text/language"
+	"golang.org/x/text/language/display"
 )
 
 //go:embed messages/*.yaml
@@ -29,11 +31,14 @@ type Catalog struct {
 	matcher    language.Matcher
 }
 
-// Load reads the embedded catalogs.
-func Load() (*Catalog, error) { return load(embedded) }
+// Load reads the embedded catalogs, with an operator's own wording over them (nil: none).
+// An override that does not fit (a language or message the catalogs lack, a placeholder
+// the message does not have) is refused: the error lists every such problem
+// (OverrideProblems).
+func Load(overrides Overrides) (*Catalog, error) { return load(embedded, overrides) }
 
-// load reads the catalogs messages/*.yaml of fsys.
-func load(fsys fs.FS) (*Catalog, error) {
+// load reads the catalogs messages/*.yaml of fsys, then overrides.
+func load(fsys fs.FS, overrides Overrides) (*Catalog, error) {
 	bundle := i18n.NewBundle(language.English)
 	bundle.RegisterUnmarshalFunc("yaml", yaml.Unmarshal)
 	files, err := fs.Glob(fsys, "messages/*.yaml")
@@ -57,15 +62,28 @@ func load(fsys fs.FS) (*Catalog, error) {
 		}
 		return strings.Compare(a.String(), b.String())
 	})
+	if err := overrides.apply(bundle, fsys, c.tags); err != nil {
+		return nil, err
+	}
 	c.matcher = language.NewMatcher(c.tags)
 	for _, tag := range c.tags {
-		c.localizers = append(c.localizers, &Localizer{tag: tag, localizer: i18n.NewLocalizer(bundle, tag.String())})
+		base, _ := tag.Base()
+		c.localizers = append(c.localizers, &Localizer{catalog: c, tag: tag, localizer: i18n.NewLocalizer(bundle, tag.String()),
+			calendar: calendarOf(base.String())})
 	}
 	return c, nil
 }
 
 // Languages are the languages the catalog holds, English first.
 func (c *Catalog) Languages() []language.Tag { return slices.Clone(c.tags) }
+
+// Localizers are the localizers of Languages, in their order.
+func (c *Catalog) Localizers() []*Localizer { return slices.Clone(c.localizers) }
+
+// Has reports whether the catalog holds language tag exactly, as Localizer.Lang writes it.
+func (c *Catalog) Has(tag string) bool {
+	return slices.ContainsFunc(c.localizers, func(l *Localizer) bool { return l.Lang() == tag })
+}
 
 // Negotiate returns the localizer of the language that chosen names (the reader's own
 // choice, kept by the browser), else the best of acceptLanguage (the header), else
@@ -86,8 +104,10 @@ func (c *Catalog) Negotiate(chosen, acceptLanguage string) *Localizer {
 
 // Localizer reads messages in one language.
 type Localizer struct {
+	catalog   *Catalog // the localizer's, for the reader's choice of another language
 	tag       language.Tag
 	localizer *i18n.Localizer
+	calendar  locales.Translator // how the language writes dates and times (Clock)
 }
 
 // Lang is the language's BCP 47 tag, for lang and Content-Language.
@@ -102,6 +122,17 @@ func (l *Localizer) Dir() string {
 	}
 	return "ltr"
 }
+
+// Reviewed reports whether a native speaker has reviewed the language's catalog
+// (meta.reviewed); the pages say when not.
+func (l *Localizer) Reviewed() bool { return l.T("meta.reviewed", nil) == "true" }
+
+// Others are the localizers of every language of the catalog, this one's included, in
+// the catalog's order: what a reader can choose from.
+func (l *Localizer) Others() []*Localizer { return l.catalog.Localizers() }
+
+// Name is the language's name in itself ("Deutsch"), for the language switcher.
+func (l *Localizer) Name() string { return display.Self.Name(l.tag) }
 
 // T returns message id with data in the localizer's language, in English where that
 // language lacks it. A message missing from every catalog is returned as its ID, which
@@ -141,12 +172,30 @@ func With(ctx context.Context, l *Localizer) context.Context {
 
 // Default is the embedded catalogs, read once.
 var Default = sync.OnceValue(func() *Catalog {
-	c, err := Load()
+	c, err := Load(nil)
 	if err != nil {
 		panic(err) // the embedded catalogs are tested (TestEveryCatalogHasEveryMessageOfEnglishAndNoOther)
 	}
 	return c
 })
+
+// T returns message id in the language of ctx (From), with the placeholders of pairs
+// (name, value, name, value…).
+func T(ctx context.Context, id string, pairs ...any) string {
+	return From(ctx).T(id, Placeholders(pairs...))
+}
+
+// Placeholders makes the data of a message from pairs (name, value, name, value…).
+func Placeholders(pairs ...any) map[string]any {
+	if len(pairs) == 0 {
+		return nil
+	}
+	data := make(map[string]any, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		data[pairs[i].(string)] = pairs[i+1]
+	}
+	return data
+}
 
 // From returns the localizer of ctx, English when it carries none.
 func From(ctx context.Context) *Localizer {

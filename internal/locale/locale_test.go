@@ -44,17 +44,22 @@ func TestEveryCatalogHasEveryMessageOfEnglishAndNoOther(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Load(); err != nil {
+	if _, err := Load(nil); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// used matches a message read by the templates: t(ctx, "id" or .T("id".
-var used = regexp.MustCompile(`\bt\(ctx, "([a-z0-9_.]+)"`)
+// used matches a message read by the templates (t(ctx, "id", and tn, tm, tnm), by this
+// package (l.T("id"), or by a handler (locale.T(ctx, "id").
+var used = regexp.MustCompile(`\b(?:(?:t|tn|tm|tnm)\(ctx, |locale\.T\([\w.()]+, |l\.T\()"([a-z0-9_.]+)"`)
 
 func TestTheTemplatesUseEveryMessageAndOnlyMessagesEnglishHas(t *testing.T) {
 	english := messageIDs(t, "messages/en.yaml")
 	sources, _ := filepath.Glob("../../templates/*")
+	for _, dir := range []string{".", "../../web", "../../web/pages", "../../web/admin"} {
+		more, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		sources = append(sources, more...)
+	}
 	seen := map[string]bool{}
 	for _, name := range sources {
 		if !strings.HasSuffix(name, ".templ") && !(strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_templ.go") && !strings.HasSuffix(name, "_test.go")) {
@@ -83,7 +88,7 @@ func TestTheReadersChoiceThenTheirBrowsersThenEnglish(t *testing.T) {
 		"messages/en.yaml": {Data: []byte("hello: Hello\nflows:\n  one: \"{{.Count}} flow\"\n  other: \"{{.Count}} flows\"\n")},
 		"messages/de.yaml": {Data: []byte("hello: Hallo\nflows:\n  one: \"{{.Count}} Ablauf\"\n  other: \"{{.Count}} Abläufe\"\n")},
 		"messages/ar.yaml": {Data: []byte("hello: مرحبا\n")},
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/urlflow/urlflow/internal/buildinfo"
+	"github.com/urlflow/urlflow/internal/locale"
 
 	"github.com/labstack/echo/v4"
 
@@ -116,7 +118,8 @@ func (s *Admin) adminPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	view := templates.Admin{Notice: adminNotices[c.QueryParam("done")], Counts: s.counts(sum), Stuck: s.adminRows(stuck)}
+	view := templates.Admin{Notice: wordsOf(c.Request().Context(), c.QueryParam("done")).done, Counts: s.counts(c.Request().Context(), sum),
+		Stuck: s.adminRows(stuck)}
 	for _, n := range sum.Stuck {
 		view.StuckTotal += n
 	}
@@ -135,7 +138,7 @@ func (s *Admin) adminPage(c echo.Context) error {
 
 // counts are the rows of the overview's table: each running state, then the owed
 // notifications, with their stuck counts and the filtered lists they link to.
-func (s *Admin) counts(sum flow.Summary) []templates.AdminCount {
+func (s *Admin) counts(ctx context.Context, sum flow.Summary) []templates.AdminCount {
 	var counts []templates.AdminCount
 	for _, st := range flow.States {
 		if st.Terminal() {
@@ -145,7 +148,7 @@ func (s *Admin) counts(sum flow.Summary) []templates.AdminCount {
 		counts = append(counts, templates.AdminCount{Label: string(st), List: "state=" + string(st),
 			StuckList: "stuck=true&state=" + string(st), Running: sum.Running[st], Stuck: sum.Stuck[flow.Stuck(st)], After: ages.Of(after)})
 	}
-	return append(counts, templates.AdminCount{Label: "notification owed", List: "owed=true", StuckList: "stuck=true&owed=true",
+	return append(counts, templates.AdminCount{Label: locale.T(ctx, "admin.owed_count"), List: "owed=true", StuckList: "stuck=true&owed=true",
 		Running: sum.OwedNotifications, Stuck: sum.Stuck[flow.StuckNotification], After: ages.Of(s.opts.Flows.Index().StuckAfter().Notification)})
 }
 
@@ -217,32 +220,44 @@ func (s *Admin) adminRows(es []*flow.Elicitation) []templates.AdminRow {
 
 // adminAction is what an operator can do to a flow from its page.
 type adminAction struct {
-	templates.AdminAction
+	// name is its path segment (/admin/flows/{id}/{name}).
+	name string
 	// applies reports whether the action applies to e now.
 	applies func(e *flow.Elicitation) bool
 }
 
 var adminActions = []adminAction{
-	{templates.AdminAction{Name: "cancel", Label: "Cancel this flow",
-		Explain: "Ends it as cancelled: the client is told, and the link stops working."},
-		func(e *flow.Elicitation) bool { return !e.State.Terminal() }},
-	{templates.AdminAction{Name: "resend", Label: "Send the notification again",
-		Explain: "Asks the replica that holds the client's MCP session to write the completion notification again."},
-		func(e *flow.Elicitation) bool {
-			return e.State.Terminal() && e.SessionID != "" && e.Delivery.SessionEndedAt == nil
-		}},
-	{templates.AdminAction{Name: "retry", Label: "Start a new attempt",
-		Explain: "Starts a new flow for the same user, purpose and session, linked to this one."},
-		func(e *flow.Elicitation) bool {
-			return e.State.Terminal() && e.State != flow.Complete && e.RetriedBy == ""
-		}},
+	{"cancel", func(e *flow.Elicitation) bool { return !e.State.Terminal() }},
+	{"resend", func(e *flow.Elicitation) bool {
+		return e.State.Terminal() && e.SessionID != "" && e.Delivery.SessionEndedAt == nil
+	}},
+	{"retry", func(e *flow.Elicitation) bool {
+		return e.State.Terminal() && e.State != flow.Complete && e.RetriedBy == ""
+	}},
 }
 
-// adminNotices are the notices a page shows after an action (?done=).
-var adminNotices = map[string]string{
-	"cancel": "The flow is cancelled.",
-	"resend": "The completion notification is asked for again; its delivery record says how it went.",
-	"retry":  "A new attempt started; this is it.",
+// actionWords are the texts of an action in the reader's language: its label, what it
+// does, the question that confirms it, the answer that takes it, and the notice of the
+// page after it (done).
+type actionWords struct {
+	label, explain, question, yes, done string
+}
+
+// wordsOf returns the texts of the action named name in the language of ctx, or none for
+// a name of no action.
+func wordsOf(ctx context.Context, name string) actionWords {
+	switch name {
+	case "cancel":
+		return actionWords{locale.T(ctx, "admin.cancel"), locale.T(ctx, "admin.cancel_explain"), locale.T(ctx, "admin.cancel_question"),
+			locale.T(ctx, "admin.cancel_yes"), locale.T(ctx, "admin.cancel_done")}
+	case "resend":
+		return actionWords{locale.T(ctx, "admin.resend"), locale.T(ctx, "admin.resend_explain"), locale.T(ctx, "admin.resend_question"),
+			locale.T(ctx, "admin.resend_yes"), locale.T(ctx, "admin.resend_done")}
+	case "retry":
+		return actionWords{locale.T(ctx, "admin.retry"), locale.T(ctx, "admin.retry_explain"), locale.T(ctx, "admin.retry_question"),
+			locale.T(ctx, "admin.retry_yes"), locale.T(ctx, "admin.retry_done")}
+	}
+	return actionWords{}
 }
 
 // adminFlow reads the flow named in the path, or answers 404.
@@ -269,7 +284,7 @@ func (s *Admin) adminFlowPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.layout(c, v, "Flow of "+e.User.Subject)
+	p, err := s.layout(c, v, locale.T(c.Request().Context(), "admin.flow_of", "User", e.User.Subject))
 	if err != nil {
 		return err
 	}
@@ -278,14 +293,15 @@ func (s *Admin) adminFlowPage(c echo.Context) error {
 		Kind: string(e.Kind), Target: e.Target, Service: e.Service, User: e.User.String(), Client: e.Client.Name, Era: e.Era(),
 		Replica: e.Replica, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, ExpiresAt: e.ExpiresAt,
 		Delivery: e.Delivery.Describe(now), RetryOf: e.RetryOf, RetriedBy: e.RetriedBy, CSRF: p.CSRF,
-		Notice: adminNotices[c.QueryParam("done")]}
+		Notice: wordsOf(c.Request().Context(), c.QueryParam("done")).done}
 	for _, h := range history {
 		view.History = append(view.History, templates.AdminEntry{At: h.At, Event: string(h.Event), Actor: string(h.Actor), By: h.By,
 			From: string(h.From), To: string(h.To), Reason: h.Reason, Count: h.Count})
 	}
 	for _, a := range adminActions {
 		if a.applies(e) && !readOnly {
-			view.Actions = append(view.Actions, a.AdminAction)
+			w := wordsOf(c.Request().Context(), a.name)
+			view.Actions = append(view.Actions, templates.AdminAction{Name: a.name, Label: w.label, Explain: w.explain})
 		}
 	}
 	if readOnly {
@@ -312,12 +328,13 @@ func (s *Admin) adminAct(c echo.Context) error {
 		s.browser.RefusedIdentity(c.Request(), v.User, "", "a read-only operator may not "+c.Param("action")+": refused")
 		return echo.NewHTTPError(http.StatusForbidden, readOnlyNote+" Nothing was changed.")
 	}
-	i := slices.IndexFunc(adminActions, func(a adminAction) bool { return a.Name == c.Param("action") })
+	i := slices.IndexFunc(adminActions, func(a adminAction) bool { return a.name == c.Param("action") })
 	if i < 0 {
 		return echo.NewHTTPError(http.StatusNotFound, "There is no such action.")
 	}
 	action := adminActions[i]
 	ctx := c.Request().Context()
+	words := wordsOf(ctx, action.name)
 	e, err := s.adminFlow(c)
 	if err != nil {
 		return err
@@ -327,20 +344,19 @@ func (s *Admin) adminAct(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, "Say why, in the reason field: it is kept in the flow's history. Nothing was changed.")
 	}
 	if !action.applies(e) {
-		return echo.NewHTTPError(http.StatusConflict, "This flow is "+string(e.State)+" now: "+strings.ToLower(action.Label)+
-			" no longer applies. Nothing was changed.")
+		return echo.NewHTTPError(http.StatusConflict, locale.T(ctx, "admin.no_longer_applies", "State", string(e.State), "Action", words.label))
 	}
 	if c.FormValue("confirm") != "yes" {
-		p, err := s.layout(c, v, "Confirm")
+		p, err := s.layout(c, v, locale.T(ctx, "admin.confirm"))
 		if err != nil {
 			return err
 		}
-		return s.browser.Render(c, http.StatusOK, templates.AdminConfirmPage(p, templates.AdminConfirm{ID: e.ID, Action: action.Name,
-			Label: strings.ToLower(action.Label[:1]) + action.Label[1:], Explain: action.Explain, Reason: reason, CSRF: p.CSRF}))
+		return s.browser.Render(c, http.StatusOK, templates.AdminConfirmPage(p, templates.AdminConfirm{ID: e.ID, Action: action.name,
+			Question: words.question, Yes: words.yes, Explain: words.explain, Reason: reason, CSRF: p.CSRF}))
 	}
 	act := flow.Act{Actor: state.ActorOperator, By: operatorAs(v).OperatorAs.Name, Reason: reason}
 	target := e.ID
-	switch action.Name {
+	switch action.name {
 	case "cancel":
 		_, err = s.opts.Recovery.Cancel(ctx, e, act)
 	case "resend":
@@ -358,5 +374,5 @@ func (s *Admin) adminAct(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, "/admin/flows/"+target+"?done="+action.Name)
+	return c.Redirect(http.StatusSeeOther, "/admin/flows/"+target+"?done="+action.name)
 }

@@ -1,9 +1,12 @@
 package pages
 
 import (
+	"context"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
 	"github.com/urlflow/urlflow/templates"
@@ -26,30 +29,8 @@ func (s *Pages) declineElicitation(c echo.Context) error {
 // renderEnded renders the page of a flow that has ended. nothingChanged marks a request
 // that arrived after the end (status 409).
 func (s *Pages) renderEnded(c echo.Context, v *browser.Visitor, e *flow.Elicitation, nothingChanged bool) error {
-	label := s.targetLabel(e)
-	nothing := "Nothing was stored."
-	if e.Kind == state.KindOAuth {
-		nothing = "Nothing was connected."
-	}
-	var heading, message string
-	switch e.State {
-	case flow.Complete:
-		heading = "Already done"
-		message = "Your " + label + " is stored. Return to your client and continue there; you can close this tab."
-		if e.Kind == state.KindOAuth {
-			message = "Your " + label + " is connected. Return to your client and continue there; you can close this tab."
-		}
-	case flow.Declined:
-		heading = "You declined this request"
-		message = nothing + " If that was a mistake, ask your assistant to try again; it will give you a new link."
-	case flow.Cancelled:
-		heading = "This request was cancelled"
-		message = "It was cancelled from your client or by an operator. " + nothing + " Ask your assistant to start again if you still need it."
-	case flow.Expired:
-		heading = "This link has expired"
-		message = "It was valid until " + e.ExpiresAt.UTC().Format("15:04 UTC on 2 January 2006") +
-			". " + nothing + " Ask your assistant to start again; it will give you a new link."
-	default:
+	heading, message := endedWords(c.Request().Context(), e, s.targetLabel(e))
+	if heading == "" {
 		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
 	}
 	status := http.StatusOK
@@ -63,4 +44,32 @@ func (s *Pages) renderEnded(c echo.Context, v *browser.Visitor, e *flow.Elicitat
 	return s.browser.Render(c, status, templates.EndedPage(p, templates.Ended{
 		State: string(e.State), Heading: heading, Message: message, NothingChanged: nothingChanged,
 	}))
+}
+
+// endedWords are the heading and the message of the page of ended flow e, whose target
+// people call label, in the reader's language; none while e runs.
+func endedWords(ctx context.Context, e *flow.Elicitation, label string) (heading, message string) {
+	account := e.Kind == state.KindOAuth
+	switch {
+	case e.State == flow.Complete && account:
+		return locale.T(ctx, "ended.done_heading"), locale.T(ctx, "ended.done_connected", "Label", label)
+	case e.State == flow.Complete:
+		return locale.T(ctx, "ended.done_heading"), locale.T(ctx, "ended.done_stored", "Label", label)
+	case e.State == flow.Declined && account:
+		return locale.T(ctx, "ended.declined_heading"), locale.T(ctx, "ended.declined_account")
+	case e.State == flow.Declined:
+		return locale.T(ctx, "ended.declined_heading"), locale.T(ctx, "ended.declined_secret")
+	case e.State == flow.Cancelled && account:
+		return locale.T(ctx, "ended.cancelled_heading"), locale.T(ctx, "ended.cancelled_account")
+	case e.State == flow.Cancelled:
+		return locale.T(ctx, "ended.cancelled_heading"), locale.T(ctx, "ended.cancelled_secret")
+	}
+	if e.State != flow.Expired {
+		return "", ""
+	}
+	until := locale.From(ctx).Clock(e.ExpiresAt, time.Now(), false)
+	if account {
+		return locale.T(ctx, "ended.expired_heading"), locale.T(ctx, "ended.expired_account", "Time", until)
+	}
+	return locale.T(ctx, "ended.expired_heading"), locale.T(ctx, "ended.expired_secret", "Time", until)
 }

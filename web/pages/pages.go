@@ -9,7 +9,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/urlflow/urlflow/internal/ages"
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
@@ -251,7 +250,7 @@ func moreTimeOffer(e *flow.Elicitation) templates.MoreTime {
 	if ok, why := e.CanExtend(); !ok {
 		return templates.MoreTime{Why: why}
 	}
-	return templates.MoreTime{Action: "/e/" + e.ID + "/more-time", Amount: ages.Of(moreTimeStep)}
+	return templates.MoreTime{Action: "/e/" + e.ID + "/more-time", Amount: moreTimeStep}
 }
 
 // moreTime is POST /e/{id}/more-time: the user asks for more time on the consent page or
