@@ -111,11 +111,29 @@ func (s *Slot) prepare(publicURL string) []error {
 	return errs
 }
 
-// InvalidValueError is the error of Slot.Validate. Rule says, in a sentence for the user,
-// which rule the value broke; it never contains the value.
+// InvalidValueError is the error of Slot.Validate. Rule says, in an English sentence for
+// the user (and the flow's history), which rule the value broke; it never contains the
+// value. Kind and Limit say the same for a page that speaks the user's language.
 type InvalidValueError struct {
 	Rule string
+	Kind Broken
+	// Limit is the number the rule sets: the length for TooShort and TooLong, the bits of
+	// randomness for TooWeak.
+	Limit int
 }
+
+// Broken names the rule a value broke.
+type Broken string
+
+// The rules of Validate.
+const (
+	Empty    Broken = "empty"
+	NotText  Broken = "not_text"
+	TooShort Broken = "too_short"
+	TooLong  Broken = "too_long"
+	NoMatch  Broken = "no_match" // the pattern; the slot's PatternHint says what it wants
+	TooWeak  Broken = "too_weak"
+)
 
 func (e *InvalidValueError) Error() string { return "invalid value: " + e.Rule }
 
@@ -124,25 +142,25 @@ func (e *InvalidValueError) Error() string { return "invalid value: " + e.Rule }
 func (s *Slot) Validate(value state.Secret) error {
 	v := value.Reveal()
 	n := utf8.RuneCountInString(v)
-	invalid := func(format string, args ...any) error {
-		return &InvalidValueError{Rule: fmt.Sprintf(format, args...)}
+	invalid := func(kind Broken, limit int, format string, args ...any) error {
+		return &InvalidValueError{Rule: fmt.Sprintf(format, args...), Kind: kind, Limit: limit}
 	}
 	switch {
 	case n == 0:
-		return invalid("Enter your %s.", s.Label)
+		return invalid(Empty, 0, "Enter your %s.", s.Label)
 	case !utf8.ValidString(v):
-		return invalid("The value is not valid text.")
+		return invalid(NotText, 0, "The value is not valid text.")
 	case n < s.Validation.MinLength:
-		return invalid("That is too short: it needs at least %d characters.", s.Validation.MinLength)
+		return invalid(TooShort, s.Validation.MinLength, "That is too short: it needs at least %d characters.", s.Validation.MinLength)
 	case n > s.Validation.MaxLength:
-		return invalid("That is too long: it can have at most %d characters.", s.Validation.MaxLength)
+		return invalid(TooLong, s.Validation.MaxLength, "That is too long: it can have at most %d characters.", s.Validation.MaxLength)
 	case s.Validation.pattern != nil && !s.Validation.pattern.MatchString(v):
 		if s.Validation.PatternHint != "" {
-			return invalid("That does not look like a %s. %s", s.Label, s.Validation.PatternHint)
+			return invalid(NoMatch, 0, "That does not look like a %s. %s", s.Label, s.Validation.PatternHint)
 		}
-		return invalid("That does not look like a %s.", s.Label)
+		return invalid(NoMatch, 0, "That does not look like a %s.", s.Label)
 	case EntropyBits(v) < float64(s.Validation.MinEntropyBits):
-		return invalid("That is too easy to guess: it needs an estimated %d bits of randomness, "+
+		return invalid(TooWeak, s.Validation.MinEntropyBits, "That is too easy to guess: it needs an estimated %d bits of randomness, "+
 			"which a short, repetitive or single-kind value (only digits, say) does not have.", s.Validation.MinEntropyBits)
 	}
 	return nil

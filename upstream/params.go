@@ -125,12 +125,25 @@ func (a *API) checkTemplate(u *url.URL) []string {
 	return problems
 }
 
-// InvalidParameterError is the error of Parameter.Check: Rule says, in a sentence for the
-// user, which rule the value of the parameter Name broke, never quoting it. It is
-// ErrParameters.
+// InvalidParameterError is the error of Parameter.Check: Rule says, in an English
+// sentence for the user (and the flow's history), which rule the value of the parameter
+// Name broke, never quoting it; Kind says which for a page that speaks the user's
+// language. It is ErrParameters.
 type InvalidParameterError struct {
 	Name, Rule string
+	Kind       BrokenParameter
 }
+
+// BrokenParameter names the rule a parameter's value broke.
+type BrokenParameter string
+
+// The rules of Parameter.Check.
+const (
+	ParameterEmpty   BrokenParameter = "empty"
+	NotPathSegment   BrokenParameter = "not_path_segment" // one part of a path
+	NotHostLabel     BrokenParameter = "not_host_label"   // one part of a host name
+	ParameterNoMatch BrokenParameter = "no_match"         // the parameter's PatternHint says what it wants
+)
 
 func (e *InvalidParameterError) Error() string { return e.Rule }
 
@@ -139,24 +152,24 @@ func (e *InvalidParameterError) Is(target error) bool { return target == ErrPara
 
 // Check reports whether value is one p accepts, or returns an *InvalidParameterError.
 func (p *Parameter) Check(value string) error {
-	shape := pathValue
+	shape, kind := pathValue, NotPathSegment
 	what := "one part of a path: letters, digits, and . _ ~ -, at most 128"
 	if p.inHost {
-		shape, what = hostValue, "one part of a host name: letters, digits and inner hyphens, at most 63"
+		shape, kind, what = hostValue, NotHostLabel, "one part of a host name: letters, digits and inner hyphens, at most 63"
 	}
-	invalid := func(format string, args ...any) error {
-		return &InvalidParameterError{Name: p.Name, Rule: fmt.Sprintf(format, args...)}
+	invalid := func(kind BrokenParameter, format string, args ...any) error {
+		return &InvalidParameterError{Name: p.Name, Rule: fmt.Sprintf(format, args...), Kind: kind}
 	}
 	switch {
 	case value == "":
-		return invalid("Enter your %s.", p.Label)
+		return invalid(ParameterEmpty, "Enter your %s.", p.Label)
 	case !shape.MatchString(value) || value == "." || value == "..":
-		return invalid("Your %s must be %s.", p.Label, what)
+		return invalid(kind, "Your %s must be %s.", p.Label, what)
 	case !p.pattern.MatchString(value):
 		if p.PatternHint != "" {
-			return invalid("That is not a valid %s. %s", p.Label, p.PatternHint)
+			return invalid(ParameterNoMatch, "That is not a valid %s. %s", p.Label, p.PatternHint)
 		}
-		return invalid("That is not a valid %s.", p.Label)
+		return invalid(ParameterNoMatch, "That is not a valid %s.", p.Label)
 	}
 	return nil
 }

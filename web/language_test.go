@@ -5,6 +5,8 @@ import (
 	"net/http/cookiejar"
 	"strings"
 	"testing"
+
+	"github.com/urlflow/urlflow/internal/locale"
 )
 
 func TestPagesSayTheirLanguageAndVaryWithTheReaders(t *testing.T) {
@@ -70,5 +72,26 @@ func TestTheReadersChoiceOfLanguageIsKeptAndWinsOverTheirBrowsers(t *testing.T) 
 			strings.HasPrefix(loc, "//") || strings.HasPrefix(loc, "/\\") {
 			t.Errorf("%s sends the browser to %q, another host", path, loc)
 		}
+	}
+}
+
+// TestARefusedValueIsExplainedInTheReadersLanguageAndRecordedInEnglish: a reader who chose
+// German reads the rules of the secret and why a value was refused in German; the flow's
+// history, which operators read, keeps the English sentence.
+func TestARefusedValueIsExplainedInTheReadersLanguageAndRecordedInEnglish(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	e := f.newFlow(t, "alice")
+	b := f.browser(t, "alice")
+	b.send(request{method: http.MethodGet, path: "/?lang=de", header: http.Header{"Accept": {"text/html"}}})
+	de := locale.Default().Negotiate("de", "")
+	form := b.continueToForm(e.ID)
+	if rule := de.T("secret.rule_length", map[string]any{"Min": 21, "Max": 128}); !strings.Contains(form.Text(), rule) {
+		t.Errorf("the form does not give its rules in German (%q):\n%s", rule, form.Text())
+	}
+	page := b.submit(e.ID, form, "demo_1")
+	page.want(t, http.StatusUnprocessableEntity, de.N("secret.invalid_too_short", 21, nil))
+	if last := f.lastEntry(t, e.ID); last.Reason != "That is too short: it needs at least 21 characters." {
+		t.Errorf("the history records %q, want the English sentence", last.Reason)
 	}
 }

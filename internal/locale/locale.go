@@ -185,6 +185,12 @@ func T(ctx context.Context, id string, pairs ...any) string {
 	return From(ctx).T(id, Placeholders(pairs...))
 }
 
+// N returns message id in the language of ctx for count (its plural form), with the
+// placeholders of pairs.
+func N(ctx context.Context, id string, count int, pairs ...any) string {
+	return From(ctx).N(id, count, Placeholders(pairs...))
+}
+
 // Placeholders makes the data of a message from pairs (name, value, name, value…).
 func Placeholders(pairs ...any) map[string]any {
 	if len(pairs) == 0 {

@@ -51,7 +51,7 @@ func TestEveryCatalogHasEveryMessageOfEnglishAndNoOther(t *testing.T) {
 
 // used matches a message read by the templates (t(ctx, "id", and tn, tm, tnm), by this
 // package (l.T("id"), or by a handler (locale.T(ctx, "id").
-var used = regexp.MustCompile(`\b(?:(?:t|tn|tm|tnm)\(ctx, |locale\.T\([\w.()]+, |l\.T\()"([a-z0-9_.]+)"`)
+var used = regexp.MustCompile(`\b(?:(?:t|tn|tm|tnm)\(ctx, |locale\.[TN]\([\w.()]+, |l\.T\()"([a-z0-9_.]+)"`)
 
 func TestTheTemplatesUseEveryMessageAndOnlyMessagesEnglishHas(t *testing.T) {
 	english := messageIDs(t, "messages/en.yaml")

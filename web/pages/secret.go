@@ -1,12 +1,14 @@
 package pages
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
@@ -47,23 +49,25 @@ func (s *Pages) secretForm(c echo.Context) error {
 	return s.renderSecretForm(c, v, e, http.StatusOK, secretEntry{values: s.storedParameters(c, e)})
 }
 
-// secretEntry is what the secret form shows: after a refusal, the problem and the
-// parameter it is about ("" for the secret); and the values of the parameters of the
-// slot's address, as entered or as stored with the secret it replaces.
+// secretEntry is what the secret form shows: after a refusal, the problem (in English,
+// for the flow's history), as the reader's language says it (shown), and the parameter
+// it is about ("" for the secret); and the values of the parameters of the slot's
+// address, as entered or as stored with the secret it replaces.
 type secretEntry struct {
-	problem, field string
-	values         map[string]string
+	problem, shown, field string
+	values                map[string]string
 }
 
 func (s *Pages) renderSecretForm(c echo.Context, v *browser.Visitor, e *flow.Elicitation, status int, entry secretEntry) error {
 	slot := s.slotOf(e)
-	p, err := s.browser.Layout(c, v, "Enter your "+slot.Label)
+	ctx := c.Request().Context()
+	p, err := s.browser.Layout(c, v, locale.T(ctx, "secret.title", "Secret", slot.Label))
 	if err != nil {
 		return err
 	}
 	form := templates.SecretForm{
 		ElicitationID: e.ID, SlotLabel: slot.Label, SlotDescription: slot.Description,
-		Rules: slot.Rules(), Error: entry.problem, ErrorField: entry.field, ExpiresAt: e.ExpiresAt, CSRF: p.CSRF,
+		Rules: ruleWords(ctx, slot), Error: cmp.Or(entry.shown, entry.problem), ErrorField: entry.field, ExpiresAt: e.ExpiresAt, CSRF: p.CSRF,
 		Action: "/e/" + e.ID + "/secret", DeclineAction: "/e/" + e.ID + "/decline", MoreTime: moreTimeOffer(e),
 	}
 	if form.MoreTime.Action != "" {
@@ -130,7 +134,8 @@ func (s *Pages) secretPost(c echo.Context, hints bool) error {
 	secret := state.NewSecret(c.FormValue("secret"))
 	values, api, err := enteredParameters(c, slot, secret)
 	if invalid := (*upstream.InvalidParameterError)(nil); errors.As(err, &invalid) {
-		return s.rejectInput(c, v, e, secretEntry{problem: invalid.Rule, field: invalid.Name, values: values})
+		return s.rejectInput(c, v, e, secretEntry{problem: invalid.Rule, shown: brokenParameterWords(ctx, slot, invalid),
+			field: invalid.Name, values: values})
 	} else if err != nil {
 		return err
 	}
@@ -139,7 +144,7 @@ func (s *Pages) secretPost(c echo.Context, hints bool) error {
 		if !errors.As(err, &invalid) {
 			return err
 		}
-		return s.rejectInput(c, v, e, secretEntry{problem: invalid.Rule, values: values})
+		return s.rejectInput(c, v, e, secretEntry{problem: invalid.Rule, shown: brokenWords(ctx, slot, invalid), values: values})
 	}
 	reason := "secret received and validated"
 	var verifiedAt *time.Time
