@@ -74,10 +74,7 @@ func load(fsys fs.FS, overrides Overrides) (*Catalog, error) {
 	return c, nil
 }
 
-// Languages are the languages the catalog holds, English first.
-func (c *Catalog) Languages() []language.Tag { return slices.Clone(c.tags) }
-
-// Localizers are the localizers of Languages, in their order.
+// Localizers are the localizers of the catalog's languages, English first.
 func (c *Catalog) Localizers() []*Localizer { return slices.Clone(c.localizers) }
 
 // Has reports whether the catalog holds language tag exactly, as Localizer.Lang writes it.
@@ -127,9 +124,9 @@ func (l *Localizer) Dir() string {
 // (meta.reviewed); the pages say when not.
 func (l *Localizer) Reviewed() bool { return l.T("meta.reviewed", nil) == "true" }
 
-// Others are the localizers of every language of the catalog, this one's included, in
+// Choices are the localizers of every language of the catalog, this one's included, in
 // the catalog's order: what a reader can choose from.
-func (l *Localizer) Others() []*Localizer { return l.catalog.Localizers() }
+func (l *Localizer) Choices() []*Localizer { return l.catalog.Localizers() }
 
 // Name is the language's name in itself ("Deutsch"), for the language switcher.
 func (l *Localizer) Name() string { return display.Self.Name(l.tag) }
