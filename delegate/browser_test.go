@@ -30,6 +30,7 @@ func newPerson(t testing.TB, u *urlflow, name string) *person {
 		t.Fatal(err)
 	}
 	return &person{t: t, u: u, name: name, http: &http.Client{
+		Transport:     testTransport,
 		Jar:           jar,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}

@@ -39,7 +39,7 @@ func newEventTap() *eventTap { return &eventTap{changed: make(chan struct{}, 1)}
 
 func (tap *eventTap) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Path != "/api/v1/events" {
-		return http.DefaultTransport.RoundTrip(req)
+		return testTransport.RoundTrip(req)
 	}
 	tap.mu.Lock()
 	tap.positions = append(tap.positions, req.Header.Get("Last-Event-ID"))
@@ -48,7 +48,7 @@ func (tap *eventTap) RoundTrip(req *http.Request) (*http.Response, error) {
 	if down {
 		return nil, errors.New("the test took the event stream down")
 	}
-	resp, err := http.DefaultTransport.RoundTrip(req)
+	resp, err := testTransport.RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}

@@ -163,7 +163,7 @@ func bothEras(server *mcp.Server) http.Handler {
 
 // apiRecorder is the transport of a Client: it records every request to urlflow.
 type apiRecorder struct {
-	next http.RoundTripper // http.DefaultTransport when nil
+	next http.RoundTripper // testTransport when nil
 	mu   sync.Mutex
 	log  []apiCall
 }
@@ -193,7 +193,7 @@ func (r *apiRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	next := r.next
 	if next == nil {
-		next = http.DefaultTransport
+		next = testTransport
 	}
 	resp, err := next.RoundTrip(req)
 	if err == nil {
@@ -303,7 +303,7 @@ func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Set("Authorization", "Bearer "+string(b))
 	}
-	return http.DefaultTransport.RoundTrip(req)
+	return testTransport.RoundTrip(req)
 }
 
 // forecast is the arguments of every forecast call.

@@ -32,6 +32,15 @@ import (
 	"github.com/urlflow/urlflow/services"
 )
 
+// testTransport carries every request of these tests, and testClient sends through it.
+// It is not http.DefaultTransport, whose idle connections every httptest.Server's Close
+// closes: a parallel test's server closing broke a request here in flight ("transport
+// connection broken: http: CloseIdleConnections called").
+var (
+	testTransport = http.DefaultTransport.(*http.Transport).Clone()
+	testClient    = &http.Client{Transport: testTransport}
+)
+
 func TestMain(m *testing.M) {
 	// Most tests wait on processes (urlflow, Redis) and on people, not on the CPU.
 	redistest.SetParallel(6)
@@ -209,7 +218,7 @@ func (u *urlflow) devToken(name, forResource string) string {
 	if forResource != "" {
 		q.Set("resource", forResource)
 	}
-	resp, err := http.Get(u.URL + "/dev/token?" + q.Encode())
+	resp, err := testClient.Get(u.URL + "/dev/token?" + q.Encode())
 	if err != nil {
 		u.t.Fatal(err)
 	}
@@ -228,7 +237,7 @@ func (u *urlflow) elicitation(id string) (state string) {
 	u.t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, u.URL+"/api/v1/elicitations/"+id, nil)
 	req.Header.Set("Authorization", "Bearer "+u.Key)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		u.t.Fatal(err)
 	}

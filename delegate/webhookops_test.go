@@ -26,7 +26,7 @@ func TestAServerListsItsGivenUpWebhooksAndHasOneSentAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel.Header.Set("Authorization", "Bearer "+u.Key)
-	if resp, err := http.DefaultClient.Do(cancel); err != nil || resp.StatusCode != http.StatusOK {
+	if resp, err := testClient.Do(cancel); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("cancel: %v, %v", resp, err)
 	}
 

@@ -41,7 +41,7 @@ func (f *fixture) followEvents(t *testing.T, service, lastID string) *eventStrea
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Transport: testTransport}).Do(req)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

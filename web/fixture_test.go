@@ -974,8 +974,13 @@ func (f *fixture) send(t testing.TB, client *http.Client, r request) answer {
 }
 
 func noRedirects(jar http.CookieJar) *http.Client {
-	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &http.Client{Transport: testTransport, Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
+
+// testTransport carries the tests' requests. It is not http.DefaultTransport, whose idle
+// connections every httptest.Server's Close closes, which can break a parallel test's
+// request in flight ("http: CloseIdleConnections called", seen in ./delegate).
+var testTransport = http.DefaultTransport.(*http.Transport).Clone()
 
 // api sends an API request with token (none if empty) and a JSON body (none if empty).
 func (f *fixture) api(t testing.TB, method, path, token, body string) answer {

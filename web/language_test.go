@@ -20,7 +20,7 @@ func TestPagesSayTheirLanguageAndVaryWithTheReaders(t *testing.T) {
 		"fr-CA":             {"fr", "ltr"},
 		"pt-BR":             {"en", "ltr"}, // none of the catalogs
 	} {
-		got := f.send(t, http.DefaultClient, request{method: http.MethodGet, path: "/", header: http.Header{"Accept-Language": {accept}}})
+		got := f.send(t, nil, request{method: http.MethodGet, path: "/", header: http.Header{"Accept-Language": {accept}}})
 		vary := strings.Join(got.Header.Values("Vary"), ",")
 		if got.Status != http.StatusOK || got.Header.Get("Content-Language") != want.lang ||
 			!strings.Contains(got.Body, `<html lang="`+want.lang+`" dir="`+want.dir+`">`) ||
