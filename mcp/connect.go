@@ -36,14 +36,14 @@ func (s *Server) connect(ctx context.Context, t turn, args connectArgs) (*sdk.Ca
 	if len(scopes) == 0 {
 		scopes = p.DefaultScopes()
 	}
-	n := s.need(t, state.KindOAuth, p.Name, args.Scopes, connectPurpose(p, "use it for you"))
+	n := s.need(t, state.KindOAuth, p.Name, args.Scopes, connectPurpose(ctx, p, false))
 	o, err := s.opts.Asker.Check(ctx, n) // any connection does when no scopes are asked for
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
 	if o.Status == ask.Stored {
 		return connected(connectedResult{Provider: p.Name, Account: o.Credential.Account,
-			Message: alreadyConnectedText(p.Label, o.Credential.Account)}), nil
+			Message: alreadyConnectedText(ctx, p.Label, o.Credential.Account)}), nil
 	}
 	n.Scopes = scopes
 	e, res, err := s.askFor(ctx, t, n, o)
@@ -55,7 +55,7 @@ func (s *Server) connect(ctx context.Context, t turn, args connectArgs) (*sdk.Ca
 		return nil, s.unavailable(ctx, err)
 	}
 	return connected(connectedResult{Provider: p.Name, Account: c.Account, ElicitationID: e.ID,
-		Message: connectedText(p.Label, c.Account)}), nil
+		Message: connectedText(ctx, p.Label, c.Account)}), nil
 }
 
 // connected is connect's result for a connected account.
@@ -79,7 +79,7 @@ func (s *Server) callProvider(ctx context.Context, t turn, p *providers.Provider
 	use := proxy.Use{User: t.user, Name: p.Name, Actor: state.ActorClient, Via: "a call_api request"}
 	resp, err := s.proxy.Provider(ctx, use, p, req)
 	if errors.Is(err, providers.ErrNotConnected) || errors.Is(err, providers.ErrReconnect) {
-		n := s.need(t, state.KindOAuth, p.Name, p.DefaultScopes(), connectPurpose(p, "call its API for you"))
+		n := s.need(t, state.KindOAuth, p.Name, p.DefaultScopes(), connectPurpose(ctx, p, true))
 		// The proxy has just read the connection: missing, or no longer honoured.
 		missing := ask.Outcome{Status: ask.Missing}
 		if errors.Is(err, providers.ErrReconnect) {

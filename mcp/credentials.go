@@ -58,7 +58,7 @@ func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.Ca
 		return nil, err
 	}
 
-	n := s.need(t, state.KindSecret, slot.Name, nil, secretPurpose(slot, "call its API for you"))
+	n := s.need(t, state.KindSecret, slot.Name, nil, secretPurpose(ctx, slot, true))
 	o, err := s.opts.Asker.Check(ctx, n)
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
@@ -80,7 +80,7 @@ func (s *Server) callAPI(ctx context.Context, t turn, args callAPIArgs) (*sdk.Ca
 	}
 	res := apiResult(resp)
 	if weak {
-		res.Content = append(res.Content, &sdk.TextContent{Text: weakNote(slot)})
+		res.Content = append(res.Content, &sdk.TextContent{Text: weakNote(ctx, slot)})
 	}
 	return res, nil
 }
@@ -129,7 +129,7 @@ func (s *Server) listConnections(ctx context.Context, t turn, _ struct{}) (*sdk.
 		}
 		views = append(views, connectionView{Connection: c, Label: label})
 	}
-	return textResult(connectionsText(views), connectionsResult{Connections: views}), nil
+	return textResult(connectionsText(ctx, views), connectionsResult{Connections: views}), nil
 }
 
 func (s *Server) disconnect(ctx context.Context, t turn, args disconnectArgs) (*sdk.CallToolResult, error) {
@@ -147,9 +147,9 @@ func (s *Server) disconnect(ctx context.Context, t turn, args disconnectArgs) (*
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
-	text := secretDeletedText(slot.Label)
+	text := secretDeletedText(ctx, slot.Label)
 	if !deleted {
-		text = noSecretToDeleteText(slot.Label)
+		text = noSecretToDeleteText(ctx, slot.Label)
 	}
 	return textResult(text, secretDeletedResult{Deleted: deleted, Name: slot.Name}), nil
 }

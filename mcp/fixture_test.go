@@ -39,6 +39,7 @@ import (
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/languages"
 	"github.com/urlflow/urlflow/state/mcpsessions"
 	"github.com/urlflow/urlflow/state/once"
 	"github.com/urlflow/urlflow/state/vault"
@@ -161,7 +162,7 @@ func newFixture(t *testing.T, configure ...func(*testOptions)) *fixture {
 		Flows: store, Sessions: sessions, Credentials: creds, Counters: count, Hub: hub, Vault: vault, Slots: catalog, Providers: known, Keeper: keeper,
 		Upstream: upstream.New(nil), PublicURL: publicURL, Style: StylePush,
 		Replica: "test-replica", Version: "test", Logger: log,
-		PushWait: 15 * time.Second, RetryWait: 15 * time.Second,
+		PushWait: 15 * time.Second, RetryWait: 15 * time.Second, Languages: languages.New(rdb),
 	}}
 	for _, c := range configure {
 		c(&opts)

@@ -38,9 +38,9 @@ func (s *Server) askFor(ctx context.Context, t turn, n ask.Need, missing ask.Out
 	e := o.Elicitation
 	switch {
 	case !t.urlMode():
-		return e, s.userActionRequired(e), nil
+		return e, s.userActionRequired(ctx, e), nil
 	case s.opts.Style == StyleError:
-		return e, nil, sdk.URLElicitationRequiredError([]*sdk.ElicitParams{s.elicitParams(e, true)})
+		return e, nil, sdk.URLElicitationRequiredError([]*sdk.ElicitParams{s.elicitParams(ctx, e, true)})
 	}
 	res, err := s.push(ctx, t, e, o.Created)
 	return e, res, err
@@ -48,11 +48,11 @@ func (s *Server) askFor(ctx context.Context, t turn, n ask.Need, missing ask.Out
 
 // elicitParams is the URL-mode elicitation for e. The 2026-07-28 input request carries no
 // elicitation ID; the 2025-11-25 elicitation/create and −32042 do.
-func (s *Server) elicitParams(e *flow.Elicitation, withID bool) *sdk.ElicitParams {
+func (s *Server) elicitParams(ctx context.Context, e *flow.Elicitation, withID bool) *sdk.ElicitParams {
 	p := &sdk.ElicitParams{
 		Mode:    "url",
 		URL:     flow.ElicitationURL(s.opts.PublicURL, e.ID),
-		Message: s.asked(e).message(),
+		Message: s.asked(ctx, e).message(),
 	}
 	if withID {
 		p.ElicitationID = e.ID
@@ -91,7 +91,7 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, created 
 		// silence (TestACallThatPicksUpAnAcceptedFlowAsksAgain). An answer to a flow past
 		// pending changes nothing and is recorded.
 		answers = make(chan clientAnswer, 1)
-		params := s.elicitParams(e, true)
+		params := s.elicitParams(ctx, e, true)
 		go func() {
 			res, err := req.Session.Elicit(elicitCtx, params)
 			answers <- clientAnswer{res, err}
@@ -116,7 +116,7 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, created 
 			}
 			if cur.State.Terminal() {
 				notice.write(ctx, req.Session, cur)
-				return s.outcome(cur), nil
+				return s.outcome(ctx, cur), nil
 			}
 		}
 		read = false
@@ -142,7 +142,7 @@ func (s *Server) push(ctx context.Context, t turn, e *flow.Elicitation, created 
 				return nil, s.unavailable(ctx, err)
 			}
 			notice.write(ctx, req.Session, cur)
-			return s.outcome(cur), nil
+			return s.outcome(ctx, cur), nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -175,7 +175,7 @@ func (s *Server) offerNewAttempt(ctx context.Context, n flow.Notice) {
 		}
 		ctx, cancel := context.WithDeadline(ctx, e.ExpiresAt)
 		defer cancel()
-		res, err := ls.ss.Elicit(ctx, s.elicitParams(e, true))
+		res, err := ls.ss.Elicit(ctx, s.elicitParams(s.inLanguageOf(ctx, e.User), e, true))
 		if _, err := s.recordAnswer(ctx, e.ID, clientAnswer{res, err}); err != nil {
 			s.log.WarnContext(ctx, "answer to a new attempt not recorded", "elicitation_id", e.ID, "err", err)
 		}

@@ -33,7 +33,7 @@ func (s *Server) multiRoundTrip(ctx context.Context, t turn, n ask.Need, missing
 		if err != nil {
 			return nil, nil, s.unavailable(ctx, err)
 		}
-		return s.roundResult(t, o, binding)
+		return s.roundResult(ctx, t, o, binding)
 	}
 	id, err := s.opts.Asker.Redeem(p.RequestState, t.user, binding)
 	if err != nil {
@@ -63,7 +63,7 @@ func (s *Server) multiRoundTrip(ctx context.Context, t turn, n ask.Need, missing
 			return nil, nil, s.unavailable(ctx, err)
 		}
 	}
-	return s.roundResult(t, o, binding)
+	return s.roundResult(ctx, t, o, binding)
 }
 
 // inputAction is the client's answer to urlflow's input request in a retry: accept,
@@ -83,18 +83,18 @@ func inputAction(responses sdk.InputResponseMap) string {
 // roundResult is what a round of a multi round-trip call answers for o: nothing once the
 // credential is stored (the tool goes on), the honest end, or, while the elicitation runs,
 // input_required (the link, for a client without URL mode).
-func (s *Server) roundResult(t turn, o ask.Outcome, binding ask.Binding) (*flow.Elicitation, *sdk.CallToolResult, error) {
+func (s *Server) roundResult(ctx context.Context, t turn, o ask.Outcome, binding ask.Binding) (*flow.Elicitation, *sdk.CallToolResult, error) {
 	e := o.Elicitation
 	switch {
 	case o.Status == ask.Stored:
 		return e, nil, nil
 	case o.Status == ask.Ended:
-		return e, s.outcome(e), nil
+		return e, s.outcome(ctx, e), nil
 	case !t.urlMode():
-		return e, s.userActionRequired(e), nil
+		return e, s.userActionRequired(ctx, e), nil
 	}
 	return e, &sdk.CallToolResult{
-		InputRequests: sdk.InputRequestMap{inputKey: s.elicitParams(e, false)},
+		InputRequests: sdk.InputRequestMap{inputKey: s.elicitParams(ctx, e, false)},
 		RequestState:  s.opts.Asker.Issue(e, binding),
 	}, nil
 }

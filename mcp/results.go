@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -66,29 +67,29 @@ func textResult(text string, structured any) *sdk.CallToolResult {
 
 func result(r flowResult) *sdk.CallToolResult { return textResult(r.Message, r) }
 
-func stored(label, name, elicitationID string) *sdk.CallToolResult {
+func stored(ctx context.Context, label, name, elicitationID string) *sdk.CallToolResult {
 	return result(flowResult{Status: "stored", Name: name, ElicitationID: elicitationID, State: flow.Complete,
-		Message: storedText(label)})
+		Message: storedText(ctx, label)})
 }
 
-func alreadyStored(label, name string) *sdk.CallToolResult {
-	return result(flowResult{Status: "stored", Name: name, Message: alreadyStoredText(label)})
+func alreadyStored(ctx context.Context, label, name string) *sdk.CallToolResult {
+	return result(flowResult{Status: "stored", Name: name, Message: alreadyStoredText(ctx, label)})
 }
 
 // userActionRequired is the result for a client that cannot open a URL-mode elicitation:
 // the user opens the link themselves, and the same call succeeds afterwards.
-func (s *Server) userActionRequired(e *flow.Elicitation) *sdk.CallToolResult {
+func (s *Server) userActionRequired(ctx context.Context, e *flow.Elicitation) *sdk.CallToolResult {
 	url := flow.ElicitationURL(s.opts.PublicURL, e.ID)
 	expires := e.ExpiresAt
 	return result(flowResult{Status: "user_action_required", Name: e.Target, ElicitationID: e.ID, State: e.State,
-		URL: url, ExpiresAt: &expires, Message: s.asked(e).openTheLink(url, e.ExpiresAt)})
+		URL: url, ExpiresAt: &expires, Message: s.asked(ctx, e).openTheLink(url, e.ExpiresAt)})
 }
 
 // outcome is the result for e after waiting: nil when complete (the tool goes on), the
 // honest end otherwise, or "still waiting" while it runs. Each end names the call that
 // fits what was asked for.
-func (s *Server) outcome(e *flow.Elicitation) *sdk.CallToolResult {
-	a := s.asked(e)
+func (s *Server) outcome(ctx context.Context, e *flow.Elicitation) *sdk.CallToolResult {
+	a := s.asked(ctx, e)
 	r := flowResult{Status: string(e.State), Name: e.Target, ElicitationID: e.ID, State: e.State}
 	switch e.State {
 	case flow.Complete:
@@ -104,6 +105,6 @@ func (s *Server) outcome(e *flow.Elicitation) *sdk.CallToolResult {
 	return result(r)
 }
 
-func unknownElicitation(id string) *sdk.CallToolResult {
-	return textResult(unknownElicitationText, unknownResult{ID: id, State: flow.Unknown})
+func unknownElicitation(ctx context.Context, id string) *sdk.CallToolResult {
+	return textResult(unknownElicitationText(ctx), unknownResult{ID: id, State: flow.Unknown})
 }

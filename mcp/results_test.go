@@ -44,7 +44,7 @@ func TestEveryEndNamesTheToolThatFitsWhatWasAsked(t *testing.T) {
 		for _, end := range ends {
 			e := f.create(alice, w.kind, w.target)
 			end.end(e.ID)
-			text := textOf(f.server.outcome(f.get(e.ID)))
+			text := textOf(f.server.outcome(t.Context(), f.get(e.ID)))
 			says := []string{end.ended, w.again, "Nothing was " + w.done + "."}
 			if end.ended == "" {
 				says = []string{"Still waiting for you to " + w.action, "When the page says it is " + w.done, w.again}
@@ -66,9 +66,9 @@ func TestTheLinkSaysWhatTheUserDoesThere(t *testing.T) {
 	f := newFixture(t)
 	for _, w := range wordings {
 		e := f.create(alice, w.kind, w.target)
-		message := f.server.elicitParams(e, true).Message
-		link := textOf(f.server.userActionRequired(e))
-		status := describe(f.get(e.ID), f.server.asked(e), "https://urlflow.test/e/"+e.ID)
+		message := f.server.elicitParams(t.Context(), e, true).Message
+		link := textOf(f.server.userActionRequired(t.Context(), e))
+		status := describe(f.get(e.ID), f.server.asked(t.Context(), e), "https://urlflow.test/e/"+e.ID)
 		switch w.kind {
 		case state.KindOAuth:
 			if !strings.Contains(message, "approve it at Acme") || strings.Contains(message, "enter it") {

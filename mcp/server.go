@@ -13,6 +13,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/urlflow/urlflow/ask"
 	"github.com/urlflow/urlflow/internal/every"
+	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth/identity"
@@ -43,6 +45,7 @@ import (
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/languages"
 	"github.com/urlflow/urlflow/state/mcpsessions"
 	"github.com/urlflow/urlflow/state/vault"
 	"github.com/urlflow/urlflow/upstream"
@@ -86,6 +89,11 @@ type Options struct {
 	Hub     *flow.Hub
 	Vault   *vault.Vault
 	Slots   *slots.Catalog
+	// Catalog holds the words of results in every language (nil: locale.Default), and
+	// Languages the language each user last read urlflow's pages in: results come in it,
+	// else in the catalog's default (nil: always the default).
+	Catalog   *locale.Catalog
+	Languages *languages.Store
 	// Providers are the third-party OAuth providers of connect; Keeper keeps their tokens.
 	Providers *providers.Set
 	Keeper    *providers.Keeper
@@ -154,6 +162,7 @@ type Server struct {
 	notifier                     *notifier
 	background                   *background
 	proxy                        *proxy.Proxy
+	catalog                      *locale.Catalog // opts.Catalog, or the embedded one
 	log                          *slog.Logger
 	// draining is set once the process stops: no new 2025-11-25 session is started.
 	draining atomic.Bool
@@ -194,7 +203,7 @@ func New(opts Options) *Server {
 	if opts.ReplicaHeartbeat <= 0 {
 		opts.ReplicaHeartbeat = DefaultReplicaHeartbeat
 	}
-	s := &Server{opts: opts, log: log,
+	s := &Server{opts: opts, log: log, catalog: cmp.Or(opts.Catalog, locale.Default()),
 		proxy: proxy.New(opts.Credentials, opts.Vault, opts.Keeper, opts.Upstream, opts.Counters, log)}
 	s.background = newBackground()
 	s.sessions = newSessionRegistry(opts.Sessions, opts.Replica, opts.SessionsPerUser, opts.ReplicaHeartbeat,

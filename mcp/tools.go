@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/ask"
+	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/recovery"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/flow"
@@ -54,14 +55,15 @@ func (t turn) sessionID() string {
 
 var errNoUser = errors.New("this request carries no verified user; sign in to urlflow and try again")
 
-// tool adapts one of urlflow's tools to the SDK for era e.
-func tool[In any](e era, fn func(context.Context, turn, In) (*sdk.CallToolResult, error)) sdk.ToolHandlerFor[In, any] {
+// tool adapts one of s's tools to the SDK for era e: it runs in the language of the
+// request's user (inLanguageOf).
+func tool[In any](s *Server, e era, fn func(context.Context, turn, In) (*sdk.CallToolResult, error)) sdk.ToolHandlerFor[In, any] {
 	return func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
 		user, ok := userOf(req.Extra)
 		if !ok {
 			return nil, nil, errNoUser
 		}
-		res, err := fn(ctx, turn{era: e, req: req, user: user}, in)
+		res, err := fn(s.inLanguageOf(ctx, user), turn{era: e, req: req, user: user}, in)
 		return res, nil, err
 	}
 }
@@ -70,7 +72,7 @@ func tool[In any](e era, fn func(context.Context, turn, In) (*sdk.CallToolResult
 // In once, here, and kept as JSON: the SDK validates arguments with it as with an
 // inferred schema, and tools/list copies it instead of encoding a jsonschema.Schema
 // again on every call (which took a third of urlflow's CPU in a tools/list).
-func addTool[In any](srv *sdk.Server, e era, t *sdk.Tool, fn func(context.Context, turn, In) (*sdk.CallToolResult, error)) {
+func addTool[In any](s *Server, srv *sdk.Server, e era, t *sdk.Tool, fn func(context.Context, turn, In) (*sdk.CallToolResult, error)) {
 	schema, err := jsonschema.For[In](nil)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err)) // a programming error
@@ -80,7 +82,7 @@ func addTool[In any](srv *sdk.Server, e era, t *sdk.Tool, fn func(context.Contex
 		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
 	}
 	t.InputSchema = json.RawMessage(raw)
-	sdk.AddTool(srv, t, tool(e, fn))
+	sdk.AddTool(srv, t, tool(s, e, fn))
 	registeredTools.Store(t.Name, true)
 }
 
@@ -89,14 +91,14 @@ func addTool[In any](srv *sdk.Server, e era, t *sdk.Tool, fn func(context.Contex
 var registeredTools sync.Map
 
 func (s *Server) addTools(srv *sdk.Server, e era) {
-	addTool(srv, e, &sdk.Tool{
+	addTool(s, srv, e, &sdk.Tool{
 		Name:  "set_secret",
 		Title: "Store a secret",
 		Description: "Ask the user to enter a secret (such as an API key) in their own browser and store it " +
 			"encrypted in urlflow. The secret never passes through this conversation; the result only says " +
 			"whether it is stored. If it is already stored, nothing is asked unless replace is true.",
 	}, s.setSecret)
-	addTool(srv, e, &sdk.Tool{
+	addTool(s, srv, e, &sdk.Tool{
 		Name:  "call_api",
 		Title: "Call an API with a stored secret",
 		Description: "Make an HTTP request to the API a stored secret belongs to. urlflow adds the secret " +
@@ -104,33 +106,33 @@ func (s *Server) addTools(srv *sdk.Server, e era) {
 			"body, never the secret (it is redacted even when the API echoes it). The path stays under the " +
 			"API's base URL. If the secret is not stored yet, the user is asked for it first, as with set_secret.",
 	}, s.callAPI)
-	addTool(srv, e, &sdk.Tool{
+	addTool(s, srv, e, &sdk.Tool{
 		Name:  "connect",
 		Title: "Connect a third-party account",
 		Description: "Ask the user to connect their account at a third-party provider (by OAuth, in their own " +
 			"browser). urlflow keeps the tokens and uses them for call_api; they never pass through this " +
 			"conversation. scopes asks for more access than the provider's defaults.",
 	}, s.connect)
-	addTool(srv, e, &sdk.Tool{
+	addTool(s, srv, e, &sdk.Tool{
 		Name:  "list_connections",
 		Title: "List stored secrets",
 		Description: "List the secrets urlflow keeps for you, for its own tools and for the MCP servers that " +
 			"delegate to it (service): name, kind, when each was stored, verified and last used. Never their values.",
 	}, s.listConnections)
-	addTool(srv, e, &sdk.Tool{
+	addTool(s, srv, e, &sdk.Tool{
 		Name:  "disconnect",
 		Title: "Delete a stored secret",
 		Description: "Delete one of your stored secrets from urlflow, or one a delegating MCP server holds (name its " +
 			"service as list_connections does). Nothing can use it until it is stored again.",
 	}, s.disconnect)
-	addTool(srv, e, &sdk.Tool{
+	addTool(s, srv, e, &sdk.Tool{
 		Name:  "elicitation_status",
 		Title: "Check a request",
 		Description: "Return the state of one of your elicitations (pending, consented, in_progress, complete, " +
 			"failed, unknown, declined, cancelled, expired) with its history. With waitSeconds (at most 60) " +
 			"it waits that long for the elicitation to end.",
 	}, s.elicitationStatus)
-	addTool(srv, e, &sdk.Tool{
+	addTool(s, srv, e, &sdk.Tool{
 		Name:  "cancel_elicitation",
 		Title: "Withdraw a request",
 		Description: "Cancel one of your elicitations that is still running. Its link stops working and " +
@@ -148,16 +150,16 @@ func (s *Server) setSecret(ctx context.Context, t turn, args setSecretArgs) (*sd
 	if err != nil {
 		return nil, err
 	}
-	n := s.need(t, state.KindSecret, slot.Name, nil, secretPurpose(slot, "use it for you"))
+	n := s.need(t, state.KindSecret, slot.Name, nil, secretPurpose(ctx, slot, false))
 	n.Replace = args.Replace
 	o, err := s.opts.Asker.Check(ctx, n)
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
 	}
 	if o.Status == ask.Stored {
-		res := alreadyStored(slot.Label, slot.Name)
+		res := alreadyStored(ctx, slot.Label, slot.Name)
 		if s.opts.Asker.Weak(ctx, t.user, o.Credential) {
-			res.Content = append(res.Content, &sdk.TextContent{Text: weakNote(slot)})
+			res.Content = append(res.Content, &sdk.TextContent{Text: weakNote(ctx, slot)})
 		}
 		return res, nil
 	}
@@ -165,7 +167,7 @@ func (s *Server) setSecret(ctx context.Context, t turn, args setSecretArgs) (*sd
 	if res != nil || err != nil {
 		return res, err
 	}
-	return stored(slot.Label, slot.Name, e.ID), nil
+	return stored(ctx, slot.Label, slot.Name, e.ID), nil
 }
 
 // errUnavailable is what a tool says when urlflow's store fails.
@@ -209,7 +211,7 @@ func (s *Server) elicitationStatus(ctx context.Context, t turn, args statusArgs)
 	defer stop()
 	e, err := s.ownElicitation(ctx, t.user, args.ElicitationID, false)
 	if errors.Is(err, state.ErrNotFound) {
-		return unknownElicitation(args.ElicitationID), nil
+		return unknownElicitation(ctx, args.ElicitationID), nil
 	}
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
@@ -228,7 +230,7 @@ func (s *Server) elicitationStatus(ctx context.Context, t turn, args statusArgs)
 func (s *Server) cancelElicitation(ctx context.Context, t turn, args elicitationArgs) (*sdk.CallToolResult, error) {
 	e, err := s.ownElicitation(ctx, t.user, args.ElicitationID, true) // Apply reads what it must
 	if errors.Is(err, state.ErrNotFound) {
-		return unknownElicitation(args.ElicitationID), nil
+		return unknownElicitation(ctx, args.ElicitationID), nil
 	}
 	if err != nil {
 		return nil, s.unavailable(ctx, err)
@@ -239,7 +241,7 @@ func (s *Server) cancelElicitation(ctx context.Context, t turn, args elicitation
 	case errors.As(err, &ended):
 		return s.notCancelled(ctx, ended.Elicitation)
 	case errors.Is(err, state.ErrNotFound): // gone since this replica saw it
-		return unknownElicitation(args.ElicitationID), nil
+		return unknownElicitation(ctx, args.ElicitationID), nil
 	case err != nil:
 		return nil, s.unavailable(ctx, err)
 	}
@@ -253,7 +255,7 @@ func (s *Server) statusResult(ctx context.Context, e *flow.Elicitation) (*sdk.Ca
 		return nil, s.unavailable(ctx, err)
 	}
 	view := e.View(flow.ElicitationURL(s.opts.PublicURL, e.ID), history)
-	return textResult(describe(e, s.asked(e), view.URL), view), nil
+	return textResult(describe(e, s.asked(ctx, e), view.URL), view), nil
 }
 
 // notCancelled is cancel_elicitation's error result for e, which had already ended: its
@@ -264,7 +266,21 @@ func (s *Server) notCancelled(ctx context.Context, e *flow.Elicitation) (*sdk.Ca
 		return nil, err
 	}
 	text := res.Content[0].(*sdk.TextContent)
-	text.Text = notCancelledText + text.Text
+	text.Text = notCancelledText(ctx) + text.Text
 	res.IsError = true
 	return res, nil
+}
+
+// inLanguageOf returns ctx with the language user last read urlflow's pages in, else the
+// catalog's default: the words of results come in it. Without an answer from Redis, the
+// words come in the default: the call goes on.
+func (s *Server) inLanguageOf(ctx context.Context, user state.User) context.Context {
+	var lang string
+	if s.opts.Languages != nil {
+		var err error
+		if lang, err = s.opts.Languages.Of(ctx, user); err != nil {
+			s.log.WarnContext(ctx, "the language of the user is unknown; the results speak the default", "err", err)
+		}
+	}
+	return locale.With(ctx, s.catalog.Negotiate(lang, ""))
 }

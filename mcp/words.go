@@ -1,12 +1,13 @@
 package mcp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/urlflow/urlflow/internal/display"
+	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/proxy"
 	"github.com/urlflow/urlflow/slots"
@@ -18,24 +19,16 @@ import (
 // error shows the model and, through it, the user. For a user whose client cannot open
 // URLs by itself, the result is the whole product: it must be clear, calm and complete.
 
-// when says when t is, for people: a time in UTC and how long from now.
-func when(t time.Time) string {
-	left := time.Until(t).Round(time.Minute)
-	if left < time.Minute {
-		return t.UTC().Format("15:04 UTC") + " (in less than a minute)"
-	}
-	return fmt.Sprintf("%s (in %s)", t.UTC().Format("15:04 UTC"), humanDuration(left))
-}
+// The words of results come from the message catalog (the mcp.* messages of
+// internal/locale), in the language of the request's context: the one its user last read
+// urlflow's pages in, else the deployment's default (Server.inLanguageOf). Tool names and
+// arguments in them stay as they are in every language. The tool errors below stay in
+// English: they tell the model what to call instead.
 
-func humanDuration(d time.Duration) string {
-	if d >= time.Hour {
-		return fmt.Sprintf("%.0f hours", d.Hours())
-	}
-	if m := int(d.Minutes()); m == 1 {
-		return "1 minute"
-	} else {
-		return fmt.Sprintf("%d minutes", m)
-	}
+// when says when t is, for people: a time in UTC and how long from now.
+func when(l *locale.Localizer, t time.Time) string {
+	now := time.Now()
+	return l.T("mcp.when", locale.Placeholders("Clock", l.Clock(t, now, false), "In", l.In(t, now)))
 }
 
 // asked is what a flow asks the user for, as the words of results speak of it: a secret
@@ -43,269 +36,209 @@ func humanDuration(d time.Duration) string {
 // connects by approving access at its provider (connect asks again). The texts tell a
 // model which tool fits, so they must never send it to set_secret for an account.
 type asked struct {
+	l     *locale.Localizer
 	oauth bool
 	// target is the slot or provider name; name how people call it (the slot's label, or
 	// the provider's).
 	target, name string
 }
 
-// asked returns what e asks for.
-func (s *Server) asked(e *flow.Elicitation) asked {
-	if e.Kind == state.KindOAuth {
+// asked returns what e asks for, in the language of ctx.
+func (s *Server) asked(ctx context.Context, e *flow.Elicitation) asked {
+	a := asked{l: locale.From(ctx), oauth: e.Kind == state.KindOAuth, target: e.Target, name: e.Target}
+	if a.oauth {
 		if p, ok := s.opts.Providers.Lookup(e.Target); ok {
-			return asked{oauth: true, target: e.Target, name: p.Label}
+			a.name = p.Label
 		}
-		return asked{oauth: true, target: e.Target, name: e.Target}
+	} else if slot, ok := s.opts.Slots.Lookup(e.Target); ok {
+		a.name = slot.Label
 	}
-	if slot, ok := s.opts.Slots.Lookup(e.Target); ok {
-		return asked{target: e.Target, name: slot.Label}
-	}
-	return asked{target: e.Target, name: e.Target}
+	return a
 }
 
-// yours is "your Demo API key" or "your Acme account".
-func (a asked) yours() string {
+// say returns the message of a secret's flow or, for an account's, of an OAuth flow, with
+// the name and target of a and the placeholders of pairs.
+func (a asked) say(secret, oauth string, pairs ...any) string {
+	data := locale.Placeholders(append([]any{"Name", a.name, "Target", a.target}, pairs...)...)
 	if a.oauth {
-		return "your " + a.name + " account"
+		return a.l.T(oauth, data)
 	}
-	return "your " + a.name
-}
-
-// about is what a request or a link is about: "for your Demo API key", "to connect your
-// Acme account".
-func (a asked) about() string {
-	if a.oauth {
-		return "to connect " + a.yours()
-	}
-	return "for " + a.yours()
-}
-
-// request is how a sentence about the request starts.
-func (a asked) request() string { return "The request " + a.about() }
-
-// link is how a sentence about the link starts.
-func (a asked) link() string { return "The link " + a.about() }
-
-// action is what the user does on the page.
-func (a asked) action() string {
-	if a.oauth {
-		return "connect " + a.yours()
-	}
-	return "enter " + a.yours()
-}
-
-// done is what the page says once the flow is complete: "stored" or "connected".
-func (a asked) done() string {
-	if a.oauth {
-		return "connected"
-	}
-	return "stored"
-}
-
-// nothing says that nothing came of an ended flow.
-func (a asked) nothing() string { return "Nothing was " + a.done() + "." }
-
-// again names the call that asks again.
-func (a asked) again() string {
-	if a.oauth {
-		return "call connect with provider " + a.target + " again"
-	}
-	return "call set_secret again"
+	return a.l.T(secret, data)
 }
 
 // message is the message of the URL-mode elicitation, shown with its link.
-func (a asked) message() string {
-	if a.oauth {
-		return "urlflow needs access to " + a.yours() + ". Open the link to approve it at " + a.name +
-			" in your browser; no password or token passes through this conversation."
-	}
-	return "urlflow needs " + a.yours() + ". Open the link to enter it in your browser; " +
-		"it is never shared with this conversation."
-}
-
-// onThePage says what the user does on urlflow's page and what urlflow keeps.
-func (a asked) onThePage() string {
-	if a.oauth {
-		return "Sign in there and connect " + a.yours() + ": urlflow's page sends you to " + a.name +
-			" to approve access. urlflow keeps the access it is given encrypted; it never passes through " +
-			"this conversation, and the link by itself gives no one access."
-	}
-	return "Sign in there and enter " + a.yours() + " on urlflow's page. urlflow keeps it encrypted; " +
-		"it never passes through this conversation, and the link by itself gives no one access."
-}
+func (a asked) message() string { return a.say("mcp.message_secret", "mcp.message_oauth") }
 
 // describe says in a sentence where e, which asks for a, stands.
 func describe(e *flow.Elicitation, a asked, url string) string {
-	nothing := strings.ToLower(a.nothing())
+	at := []any{"URL", url, "Until", when(a.l, e.ExpiresAt)}
 	switch e.State {
 	case flow.Complete:
-		return fmt.Sprintf("%s is complete: it is %s.", a.request(), a.done())
+		return a.say("mcp.state_complete_secret", "mcp.state_complete_oauth")
 	case flow.Declined:
-		return fmt.Sprintf("%s was declined; %s", a.request(), nothing)
+		return a.say("mcp.state_declined_secret", "mcp.state_declined_oauth")
 	case flow.Cancelled:
-		return fmt.Sprintf("%s was cancelled; %s", a.request(), nothing)
+		return a.say("mcp.state_cancelled_secret", "mcp.state_cancelled_oauth")
 	case flow.Expired:
-		return fmt.Sprintf("%s expired; %s", a.request(), nothing)
+		return a.say("mcp.state_expired_secret", "mcp.state_expired_oauth")
 	case flow.Pending, flow.Unknown:
-		return fmt.Sprintf("%s is waiting for you to open %s (until %s).", a.request(), url, when(e.ExpiresAt))
+		return a.say("mcp.state_pending_secret", "mcp.state_pending_oauth", at...)
 	case flow.Consented:
-		return fmt.Sprintf("You agreed in your client; the request %s is waiting for you to open %s (until %s).",
-			a.about(), url, when(e.ExpiresAt))
+		return a.say("mcp.state_consented_secret", "mcp.state_consented_oauth", at...)
 	case flow.InProgress:
-		return fmt.Sprintf("The page %s is open in your browser; waiting for you to finish there (until %s).", a.about(), when(e.ExpiresAt))
+		return a.say("mcp.state_in_progress_secret", "mcp.state_in_progress_oauth", at...)
 	case flow.Failed:
-		return fmt.Sprintf("The last attempt %s failed; you can try again at %s (until %s).", a.about(), url, when(e.ExpiresAt))
+		return a.say("mcp.state_failed_secret", "mcp.state_failed_oauth", at...)
 	}
-	return "The request is " + string(e.State) + "."
+	return a.l.T("mcp.state_other", locale.Placeholders("State", string(e.State)))
 }
 
-// secretPurpose is the reason the pages show for asking for slot's secret so that urlflow
-// can do what for the user ("use it for you"), given how the stored one it replaces stands.
-func secretPurpose(slot *slots.Slot, what string) func(*flow.Replaced) string {
+// secretPurpose is the reason the pages show for asking for slot's secret, given how the
+// stored one it replaces stands: so that urlflow can call its API for the user (callsAPI),
+// or use it for them.
+func secretPurpose(ctx context.Context, slot *slots.Slot, callsAPI bool) func(*flow.Replaced) string {
+	l := locale.From(ctx)
 	return func(replacing *flow.Replaced) string {
+		name := locale.Placeholders("Name", slot.Label)
 		switch {
+		case replacing == nil && callsAPI:
+			return l.T("mcp.purpose_secret_call", name)
 		case replacing == nil:
-			return "Enter your " + slot.Label + " so that urlflow can " + what + "."
+			return l.T("mcp.purpose_secret_use", name)
 		case replacing.LockReason != "":
-			return fmt.Sprintf("urlflow locked your stored %s because %s. Enter it again to unlock it, "+
-				"or a new one if you did not expect this.", slot.Label, replacing.LockReason)
+			return l.T("mcp.purpose_secret_locked", locale.Placeholders("Name", slot.Label, "Reason", replacing.LockReason))
 		case replacing.Weak:
-			return fmt.Sprintf("Your stored %s is weaker than urlflow now requires for a secret used with an API. "+
-				"Enter a stronger one to replace it.", slot.Label)
+			return l.T("mcp.purpose_secret_weak", name)
 		}
-		return "Enter a new " + slot.Label + " to replace the one urlflow keeps for you."
+		return l.T("mcp.purpose_secret_replace", name)
+	}
+}
+
+// connectPurpose is the reason the pages show for asking to connect p, given how the
+// connection it replaces stands: so that urlflow can call its API for the user (callsAPI),
+// or use it for them.
+func connectPurpose(ctx context.Context, p *providers.Provider, callsAPI bool) func(*flow.Replaced) string {
+	l := locale.From(ctx)
+	return func(replacing *flow.Replaced) string {
+		name := locale.Placeholders("Name", p.Label)
+		switch {
+		case replacing != nil && replacing.Reconnect:
+			return l.T("mcp.purpose_oauth_reconnect", name)
+		case callsAPI:
+			return l.T("mcp.purpose_oauth_call", name)
+		}
+		return l.T("mcp.purpose_oauth_use", name)
 	}
 }
 
 // weakNote tells the model that a secret predates its slot's strength minimum.
-func weakNote(slot *slots.Slot) string {
-	return fmt.Sprintf("Note: the stored %s is weaker than urlflow now requires for a secret used with an API. "+
-		"It still works; suggest that the user replaces it (set_secret with name %s and replace set to true).", slot.Label, slot.Name)
+func weakNote(ctx context.Context, slot *slots.Slot) string {
+	return locale.T(ctx, "mcp.weak_note", "Name", slot.Label, "Slot", slot.Name)
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "no scopes"
-	}
-	return s
+func storedText(ctx context.Context, label string) string {
+	return locale.T(ctx, "mcp.stored", "Name", label)
 }
 
-// connectPurpose is the reason the pages show for asking to connect p so that urlflow can
-// do what for the user ("use it for you"), given how the connection it replaces stands.
-func connectPurpose(p *providers.Provider, what string) func(*flow.Replaced) string {
-	return func(replacing *flow.Replaced) string {
-		if replacing != nil && replacing.Reconnect {
-			return p.Label + " no longer accepts the connection urlflow had; connect your account again."
-		}
-		return "Connect your " + p.Label + " account so that urlflow can " + what + "."
-	}
-}
-
-func storedText(label string) string {
-	return fmt.Sprintf("Your %s is stored. urlflow keeps it encrypted and uses it for you; "+
-		"its value is never shown in this conversation.", label)
-}
-
-func alreadyStoredText(label string) string {
-	return fmt.Sprintf("Your %s is already stored; nothing was asked. "+
-		"To replace it, call set_secret again with replace set to true.", label)
+func alreadyStoredText(ctx context.Context, label string) string {
+	return locale.T(ctx, "mcp.already_stored", "Name", label)
 }
 
 // openTheLink asks the user of a client that cannot open URLs to open url, which works
 // until expires.
 func (a asked) openTheLink(url string, expires time.Time) string {
-	return fmt.Sprintf("To continue, please open this link in your browser:\n\n%s\n\n%s\n\n"+
-		"When the page says it is %s, ask me to continue: the same request will then succeed. "+
-		"The link works until %s.", url, a.onThePage(), a.done(), when(expires))
+	return a.say("mcp.open_the_link_secret", "mcp.open_the_link_oauth", "URL", url, "Until", when(a.l, expires))
 }
 
 // ended says that the flow ended in st (declined, cancelled or expired) and what to call.
 func (a asked) ended(st flow.State) string {
 	switch st {
 	case flow.Declined:
-		return fmt.Sprintf("%s was declined. %s If that was a mistake, %s for a new link.", a.request(), a.nothing(), a.again())
+		return a.say("mcp.ended_declined_secret", "mcp.ended_declined_oauth")
 	case flow.Cancelled:
-		return fmt.Sprintf("%s was cancelled. %s %s to start over.", a.request(), a.nothing(), display.Capitalized(a.again()))
+		return a.say("mcp.ended_cancelled_secret", "mcp.ended_cancelled_oauth")
 	}
-	return fmt.Sprintf("%s expired before it was used. %s %s for a new link.", a.link(), a.nothing(), display.Capitalized(a.again()))
+	return a.say("mcp.ended_expired_secret", "mcp.ended_expired_oauth")
 }
 
 // stillWaiting says that the flow id still waits for the user at url until expires.
 func (a asked) stillWaiting(url string, expires time.Time, id string) string {
-	return fmt.Sprintf("Still waiting for you to %s at %s . The link works until %s. "+
-		"When the page says it is %s, %s (or elicitation_status with elicitationId %s) to continue.",
-		a.action(), url, when(expires), a.done(), a.again(), id)
+	return a.say("mcp.still_waiting_secret", "mcp.still_waiting_oauth", "URL", url, "Until", when(a.l, expires), "ID", id)
 }
 
-const unknownElicitationText = "No request with that ID belongs to you; its state is unknown. Check the ID, or start again."
+func unknownElicitationText(ctx context.Context) string { return locale.T(ctx, "mcp.unknown") }
 
 // notCancelledText starts the answer of cancel_elicitation for a flow that had ended.
-const notCancelledText = "Nothing was cancelled: this request had already ended. "
+func notCancelledText(ctx context.Context) string { return locale.T(ctx, "mcp.not_cancelled") + " " }
 
-func connectedText(label, account string) string {
-	return "Your " + label + " account is connected as " + account + ". urlflow keeps its tokens " +
-		"encrypted and uses them for you; they are never shown in this conversation."
+func connectedText(ctx context.Context, label, account string) string {
+	return locale.T(ctx, "mcp.connected", "Name", label, "Account", account)
 }
 
-func alreadyConnectedText(label, account string) string {
-	return "Your " + label + " account is already connected as " + account + "; nothing was asked."
+func alreadyConnectedText(ctx context.Context, label, account string) string {
+	return locale.T(ctx, "mcp.already_connected", "Name", label, "Account", account)
 }
 
-func secretDeletedText(label string) string {
-	return fmt.Sprintf("Your %s is deleted from urlflow. Tools can no longer use it; set_secret stores a new one.", label)
+func secretDeletedText(ctx context.Context, label string) string {
+	return locale.T(ctx, "mcp.secret_deleted", "Name", label)
 }
 
-func noSecretToDeleteText(label string) string {
-	return fmt.Sprintf("You had no %s stored; nothing was deleted.", label)
+func noSecretToDeleteText(ctx context.Context, label string) string {
+	return locale.T(ctx, "mcp.no_secret_to_delete", "Name", label)
 }
 
 // connectionsText is list_connections' text: one line per stored credential.
-func connectionsText(views []connectionView) string {
+func connectionsText(ctx context.Context, views []connectionView) string {
 	if len(views) == 0 {
-		return "You have no stored secrets."
+		return locale.T(ctx, "mcp.no_connections")
 	}
 	lines := make([]string, len(views))
 	for i, v := range views {
-		lines[i] = connectionLine(v)
+		lines[i] = "- " + connectionLine(locale.From(ctx), v, time.Now())
 	}
-	return "Your stored secrets (values are never shown):\n" + strings.Join(lines, "\n")
+	return locale.T(ctx, "mcp.connections") + "\n" + strings.Join(lines, "\n")
 }
 
-// connectionLine says in a line what urlflow keeps of one credential.
-func connectionLine(v connectionView) string {
-	const stamp = "2006-01-02 15:04 UTC"
+// connectionLine says in a line what urlflow keeps of one credential, as seen at now.
+func connectionLine(l *locale.Localizer, v connectionView, now time.Time) string {
 	c := v.Connection
+	at := func(t time.Time) string { return l.Clock(t, now, false) }
 	name := c.Name
 	if c.Service != "" {
-		name += ", held for the service " + c.Service
+		name = l.T("mcp.connection_name_service", locale.Placeholders("Name", c.Name, "Service", c.Service))
 	}
-	line := fmt.Sprintf("- %s (%s): stored %s", v.Label, name, c.StoredAt.UTC().Format(stamp))
+	var parts []string
 	if c.Kind == state.KindOAuth {
-		line = fmt.Sprintf("- %s (%s): connected as %s with %s, %s", v.Label, name, c.Account,
-			orNone(strings.Join(c.Scopes, " ")), c.StoredAt.UTC().Format(stamp))
+		scopes := strings.Join(c.Scopes, " ")
+		if scopes == "" {
+			scopes = l.T("mcp.no_scopes", nil)
+		}
+		parts = append(parts, l.T("mcp.connection_oauth", locale.Placeholders("Label", v.Label, "Name", name,
+			"Account", c.Account, "Scopes", scopes, "At", at(c.StoredAt))))
 		if c.RefreshedAt != nil {
-			line += ", refreshed " + c.RefreshedAt.UTC().Format(stamp)
+			parts = append(parts, l.T("mcp.connection_refreshed", locale.Placeholders("At", at(*c.RefreshedAt))))
 		}
 		if c.NeedsReconnect {
-			line += ", needs to be connected again"
+			parts = append(parts, l.T("mcp.connection_reconnect", nil))
 		}
+	} else {
+		parts = append(parts, l.T("mcp.connection_secret", locale.Placeholders("Label", v.Label, "Name", name, "At", at(c.StoredAt))))
 	}
 	if c.VerifiedAt != nil {
-		line += ", verified " + c.VerifiedAt.UTC().Format(stamp)
+		parts = append(parts, l.T("mcp.connection_verified", locale.Placeholders("At", at(*c.VerifiedAt))))
 	}
 	if c.LastUsedAt != nil {
-		line += ", last used " + c.LastUsedAt.UTC().Format(stamp)
+		parts = append(parts, l.T("mcp.connection_last_used", locale.Placeholders("At", at(*c.LastUsedAt))))
 	} else {
-		line += ", not used yet"
+		parts = append(parts, l.T("mcp.connection_not_used", nil))
 	}
 	if c.LockedAt != nil {
-		line += fmt.Sprintf(", LOCKED since %s because %s: the next call_api with it asks the user to enter it again",
-			c.LockedAt.UTC().Format(stamp), c.LockReason)
+		parts = append(parts, l.T("mcp.connection_locked", locale.Placeholders("At", at(*c.LockedAt), "Reason", c.LockReason)))
 	}
 	if c.Weak {
-		line += ", WEAK: stored before urlflow's strength minimum; suggest replacing it (set_secret with replace set to true)"
+		parts = append(parts, l.T("mcp.connection_weak", nil))
 	}
-	return line
+	return strings.Join(parts, l.T("mcp.list_separator", nil))
 }
 
 // The tool errors: what went wrong, whether anything changed, and what to call instead.

@@ -194,20 +194,7 @@ func fullTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // expiresIn says when t comes, rounded, as seen at now: "in about 8 minutes", or
 // "already passed".
-func expiresIn(ctx context.Context, at, now time.Time) string {
-	d := at.Sub(now)
-	switch {
-	case d <= 0:
-		return t(ctx, "time.already_passed")
-	case d < 90*time.Second:
-		return t(ctx, "time.in_about_a_minute")
-	case d < 90*time.Minute:
-		return tn(ctx, "time.in_about_minutes", int((d+30*time.Second)/time.Minute))
-	case d < 36*time.Hour:
-		return tn(ctx, "time.in_about_hours", int((d+30*time.Minute)/time.Hour))
-	}
-	return tn(ctx, "time.in_about_days", int((d+12*time.Hour)/(24*time.Hour)))
-}
+func expiresIn(ctx context.Context, at, now time.Time) string { return locale.From(ctx).In(at, now) }
 
 // secretDescribedBy lists the ids that describe the secret field: the error first, then
 // the rules.
@@ -314,16 +301,20 @@ func doneWhoUses(ctx context.Context, v Done) string {
 
 type queryKey struct{}
 
-// WithQuery returns ctx rendering the page of a request with query, which the language
-// switcher keeps when it reloads the page in another language.
-func WithQuery(ctx context.Context, query url.Values) context.Context {
-	return context.WithValue(ctx, queryKey{}, query)
+// WithQuery returns ctx rendering the page of a request for u, whose query the language
+// switcher keeps when it reloads the page in another language (read only then).
+func WithQuery(ctx context.Context, u *url.URL) context.Context {
+	return context.WithValue(ctx, queryKey{}, u)
 }
 
 // keptQuery is the query of the page's request (WithQuery) as the language switcher posts
 // it again: every parameter but the language, in the order of their names.
 func keptQuery(ctx context.Context) [][2]string {
-	query, _ := ctx.Value(queryKey{}).(url.Values)
+	u, _ := ctx.Value(queryKey{}).(*url.URL)
+	if u == nil || u.RawQuery == "" {
+		return nil
+	}
+	query := u.Query()
 	var kept [][2]string
 	for _, name := range slices.Sorted(maps.Keys(query)) {
 		if name == "lang" {

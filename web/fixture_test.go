@@ -47,6 +47,7 @@ import (
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/languages"
 	"github.com/urlflow/urlflow/state/mcpsessions"
 	"github.com/urlflow/urlflow/state/once"
 	"github.com/urlflow/urlflow/state/ratelimit"
@@ -327,7 +328,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	forgetter := forget.New(forget.Options{Redis: rdb, Flows: store, Credentials: creds, Sessions: mcpSessions,
 		ServiceCredentials: held, Services: f.services.Names(), Audit: trail, Logger: log})
 	f.browsers = browser.New(browser.Options{Sessions: sessions, CookieKeys: keys.DeriveAll("session cookie"), CSRFKeys: keys.DeriveAll("csrf"),
-		Secure: publicURL.Scheme == "https", Dev: f.dev != nil, Flows: store, Audit: trail, Metrics: instruments,
+		Secure: publicURL.Scheme == "https", Dev: f.dev != nil, Flows: store, Languages: languages.New(rdb), Audit: trail, Metrics: instruments,
 		ClientAddr: opts.trustedProxies.ClientAddr, Logger: log})
 	rateLimits := limits.New(limits.Options{Limiter: ratelimit.NewLimiter(rdb, clock.Now), Rates: opts.rateLimits,
 		Services: f.services, Counters: count, Audit: trail, Logger: log})

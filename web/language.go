@@ -29,17 +29,22 @@ func languageCookie(https bool) string {
 
 // withLanguage renders every page of the request in the language its reader chose on the
 // pages (kept in a cookie), else the best of their Accept-Language that catalog has, else
-// English, and says so (Content-Language; Vary, as the answer depends on both). A
-// browser's GET of a page with ?lang= (the switcher in every page's footer) keeps the
-// choice and sends the browser back to the same address without it; an API request's
-// lang, if any, is left alone.
+// the catalog's default, and says so (Content-Language; Vary, as the answer depends on
+// both). A browser's GET of a page with ?lang= (the switcher in every page's footer) keeps
+// the choice and sends the browser back to the same address without it. The API answers
+// JSON for programs: its requests pass untouched.
 func withLanguage(catalog *locale.Catalog, https bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			if chosen := r.URL.Query().Get(languageParam); chosen != "" && r.Method == http.MethodGet &&
+			if strings.HasPrefix(r.URL.Path, "/api/") {
+				return next(c)
+			}
+			if r.Method == http.MethodGet && strings.Contains(r.URL.RawQuery, languageParam+"=") &&
 				strings.Contains(r.Header.Get("Accept"), "text/html") {
-				return chooseLanguage(c, catalog, chosen, https)
+				if chosen := r.URL.Query().Get(languageParam); chosen != "" {
+					return chooseLanguage(c, catalog, chosen, https)
+				}
 			}
 			var chosen string
 			if cookie, err := r.Cookie(languageCookie(https)); err == nil {
@@ -50,7 +55,7 @@ func withLanguage(catalog *locale.Catalog, https bool) echo.MiddlewareFunc {
 			h.Set("Content-Language", l.Lang())
 			h.Add("Vary", "Accept-Language")
 			h.Add("Vary", "Cookie")
-			ctx := templates.WithQuery(locale.With(r.Context(), l), r.URL.Query())
+			ctx := templates.WithQuery(locale.With(r.Context(), l), r.URL)
 			c.SetRequest(r.WithContext(ctx))
 			return next(c)
 		}

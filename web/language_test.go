@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/urlflow/urlflow/internal/locale"
+	"github.com/urlflow/urlflow/state/languages"
 )
 
 func TestPagesSayTheirLanguageAndVaryWithTheReaders(t *testing.T) {
@@ -93,5 +94,9 @@ func TestARefusedValueIsExplainedInTheReadersLanguageAndRecordedInEnglish(t *tes
 	page.want(t, http.StatusUnprocessableEntity, de.N("secret.invalid_too_short", 21, nil))
 	if last := f.lastEntry(t, e.ID); last.Reason != "That is too short: it needs at least 21 characters." {
 		t.Errorf("the history records %q, want the English sentence", last.Reason)
+	}
+	// Another replica (a store of its own) reads it for the words of MCP results.
+	if lang, err := languages.New(f.redis.Client(t)).Of(t.Context(), f.user("alice")); err != nil || lang != "de" {
+		t.Errorf("the language alice read the pages in is kept as %q (%v), want de", lang, err)
 	}
 }

@@ -406,7 +406,9 @@ func (c *config) loadMessages(l *loading, overrides locale.Overrides) {
 	case err != nil:
 		l.fileProblemf("messages", "%v", err)
 	default:
-		c.Catalog = catalog
+		if c.Catalog, err = catalog.WithDefault(l.v.raw("default_language")); err != nil {
+			l.fail("default_language", "%v", err)
+		}
 	}
 }
 

@@ -45,6 +45,8 @@ func TestConfigurationMistakesSayWhereAndWhat(t *testing.T) {
 			want: []string{`urlflow.yaml:2:3: messages.en: layout.footer: {{.Company}}: the message has no such placeholder; it has {{.Product}}`}},
 		{name: "a message override of a language urlflow lacks", file: "messages:\n  pt:\n    layout.footer: Segredos\n",
 			want: []string{`urlflow.yaml:2:3: messages.pt: no catalog of this language; the languages are en, ar, de, es, fr, ja`}},
+		{name: "a default language urlflow lacks", file: "default_language: pt\n",
+			want: []string{`urlflow.yaml:1:19: default_language: urlflow has no language "pt"; it has en, ar, de, es, fr, ja`}},
 		{name: "a log level", env: map[string]string{"URLFLOW_LOG_LEVEL": "verbose"},
 			want: []string{`URLFLOW_LOG_LEVEL: want debug, info, warn or error, got "verbose"`}},
 		{name: "a log format", env: map[string]string{"URLFLOW_LOG_FORMAT": "xml"},

@@ -33,6 +33,7 @@ import (
 	"github.com/urlflow/urlflow/state/counters"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/languages"
 	"github.com/urlflow/urlflow/state/mcpsessions"
 	"github.com/urlflow/urlflow/state/once"
 	"github.com/urlflow/urlflow/state/ratelimit"
@@ -120,6 +121,7 @@ type parts struct {
 	recoveries  *recovery.Recovery
 	providers   *providers.Set
 	forgetter   *forget.Forgetter
+	languages   *languages.Store
 }
 
 // newParts makes the parts of the service on rdb.
@@ -143,6 +145,7 @@ func newParts(cfg *config, rdb redis.UniversalClient, known *providers.Set, log 
 		TTL: cfg.TTL, ToolStateKeys: cfg.Keys.DeriveAll("mcp request state"), ServiceStateKeys: cfg.Keys.DeriveAll("service request state"),
 		Logger: p.log})
 	p.mcpSessions = mcpsessions.New(rdb, nil)
+	p.languages = languages.New(rdb)
 	p.recoveries = recovery.New(recovery.Options{Flows: p.flows, Sessions: p.mcpSessions, Hub: p.hub, Audit: p.trail, TTL: cfg.TTL})
 	p.forgetter = forget.New(forget.Options{Redis: rdb, Flows: p.flows, Credentials: p.creds, Sessions: p.mcpSessions,
 		ServiceCredentials: p.svcCreds, Services: cfg.Services.Names(), Audit: p.trail, Logger: p.log})
@@ -158,7 +161,7 @@ func (p *parts) mcpServer() *mcp.Server {
 		Keeper: p.keeper, Asker: p.asker, PublicURL: cfg.PublicURL, Style: cfg.Style, Replica: p.replica, Version: version(),
 		Logger: p.log, PushWait: cfg.Waits.Push, ProgressInterval: cfg.Waits.Progress, RetryWait: cfg.Waits.Retry,
 		StatusWaitLimit: cfg.Waits.StatusLimit, SessionsPerUser: cfg.MCPSessions.PerUser, SessionIdleTimeout: cfg.MCPSessions.IdleTimeout,
-		ReplicaHeartbeat: cfg.Waits.ReplicaHeartbeat,
+		ReplicaHeartbeat: cfg.Waits.ReplicaHeartbeat, Catalog: cfg.Catalog, Languages: p.languages,
 	})
 }
 
@@ -168,7 +171,7 @@ func (p *parts) webServer(rdb redis.UniversalClient, id users, users map[string]
 	cfg := p.cfg
 	verifier := identity.Remember(id.verifier) // one memory of accepted tokens, for /mcp and the API
 	browsers := browser.New(browser.Options{Sessions: browsersession.NewStore(rdb), CookieKeys: cfg.Keys.DeriveAll("session cookie"),
-		CSRFKeys: cfg.Keys.DeriveAll("csrf"), Secure: cfg.PublicURL.Scheme == "https", Dev: id.dev != nil, Flows: p.flows,
+		CSRFKeys: cfg.Keys.DeriveAll("csrf"), Secure: cfg.PublicURL.Scheme == "https", Dev: id.dev != nil, Flows: p.flows, Languages: p.languages,
 		Audit: p.trail, Metrics: p.instruments, ClientAddr: cfg.TrustedProxies.ClientAddr, Logger: p.log})
 	rates := limits.New(limits.Options{Limiter: p.limiter, Rates: cfg.RateLimits, Services: cfg.Services, Counters: p.count,
 		Audit: p.trail, Logger: p.log})

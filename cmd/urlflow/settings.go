@@ -185,6 +185,11 @@ var settingsTable = []setting{
 		Summary:     "how long an ended flow is kept after its deadline (1h to 8760h)",
 		Description: "How long an elicitation's record, history and index entries are kept after its deadline (1h to 8760h, a year): what `urlflow flows`, `/admin`, `elicitation_status` and the status API can show of an ended flow. The audit trail keeps its events for `audit_retention`, apart. Redis holds about 1.4 KB per ended flow for this long (docs/performance.md, \"Footprint\")."},
 
+	{Name: "default_language", Section: "elicitation", Env: "URLFLOW_DEFAULT_LANGUAGE", YAML: "default_language", Type: "language tag",
+		Default: "en", Example: "de", Commands: forServers,
+		Summary:     "the language of readers who ask for none urlflow has: en, ar, de, es, fr or ja",
+		Description: "The language of the pages for a reader whose browser asks for none that urlflow has, and of the words of MCP results for a user who has not yet read urlflow's pages (after that, results come in the language of the pages they last read): `en`, `ar`, `de`, `es`, `fr` or `ja` (docs/languages.md)."},
+
 	{Name: "mcp_sessions_per_user", Section: "mcp", Env: "URLFLOW_MCP_SESSIONS_PER_USER", Type: "integer",
 		Default: strconv.Itoa(mcp.DefaultSessionsPerUser), Example: "50", Commands: forServers,
 		Summary:     "live MCP sessions per user (1 to 10000)",

@@ -15,7 +15,7 @@ var layers = [][]string{
 	{"internal/", "delegate", "metrics", "templates", "demoapi", "hook", "hook/settings", "oauth"},
 	// The stores' shared vocabulary, and the stores that need no other store.
 	{"state"},
-	{"state/vault", "state/audit", "state/counters", "state/ratelimit", "state/browsersession", "state/once",
+	{"state/vault", "state/audit", "state/counters", "state/ratelimit", "state/browsersession", "state/once", "state/languages",
 		"state/authorizations", "upstream"},
 	{"state/credentials", "state/vault/vaulttest", "slots", "userref"},
 	{"state/flow", "oauth/identity", "oauth/providers", "services"},

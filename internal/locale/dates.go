@@ -43,3 +43,20 @@ func (l *Localizer) Clock(t, now time.Time, seconds bool) string {
 	}
 	return l.T("time.clock_utc_date", map[string]any{"Clock": clock, "Date": l.calendar.FmtDateMedium(t)})
 }
+
+// In says when at comes, rounded, as seen at now: "in about 8 minutes", or "already
+// passed".
+func (l *Localizer) In(at, now time.Time) string {
+	d := at.Sub(now)
+	switch {
+	case d <= 0:
+		return l.T("time.already_passed", nil)
+	case d < 90*time.Second:
+		return l.T("time.in_about_a_minute", nil)
+	case d < 90*time.Minute:
+		return l.N("time.in_about_minutes", int((d+30*time.Second)/time.Minute), nil)
+	case d < 36*time.Hour:
+		return l.N("time.in_about_hours", int((d+30*time.Minute)/time.Hour), nil)
+	}
+	return l.N("time.in_about_days", int((d+12*time.Hour)/(24*time.Hour)), nil)
+}

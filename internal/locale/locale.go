@@ -29,6 +29,7 @@ type Catalog struct {
 	tags       []language.Tag // English first
 	localizers []*Localizer   // one for each of tags, made once
 	matcher    language.Matcher
+	fallback   int // the index in localizers of the language of readers no other fits
 }
 
 // Load reads the embedded catalogs, with an operator's own wording over them (nil: none).
@@ -77,14 +78,31 @@ func load(fsys fs.FS, overrides Overrides) (*Catalog, error) {
 // Localizers are the localizers of the catalog's languages, English first.
 func (c *Catalog) Localizers() []*Localizer { return slices.Clone(c.localizers) }
 
+// WithDefault returns the catalog with tag (as Localizer.Lang writes it) as the language
+// of readers who ask for none the catalog has: the deployment's default. English is the
+// default of Load's catalog.
+func (c *Catalog) WithDefault(tag string) (*Catalog, error) {
+	i := slices.IndexFunc(c.localizers, func(l *Localizer) bool { return l.Lang() == tag })
+	if i < 0 {
+		names := make([]string, len(c.localizers))
+		for j, l := range c.localizers {
+			names[j] = l.Lang()
+		}
+		return nil, fmt.Errorf("urlflow has no language %q; it has %s", tag, strings.Join(names, ", "))
+	}
+	d := *c
+	d.fallback = i
+	return &d, nil
+}
+
 // Has reports whether the catalog holds language tag exactly, as Localizer.Lang writes it.
 func (c *Catalog) Has(tag string) bool {
 	return slices.ContainsFunc(c.localizers, func(l *Localizer) bool { return l.Lang() == tag })
 }
 
 // Negotiate returns the localizer of the language that chosen names (the reader's own
-// choice, kept by the browser), else the best of acceptLanguage (the header), else
-// English.
+// choice, kept by the browser), else the best of acceptLanguage (the header), else the
+// catalog's default (WithDefault).
 func (c *Catalog) Negotiate(chosen, acceptLanguage string) *Localizer {
 	var wanted []language.Tag
 	if t, err := language.Parse(chosen); err == nil && chosen != "" {
@@ -96,7 +114,7 @@ func (c *Catalog) Negotiate(chosen, acceptLanguage string) *Localizer {
 	if _, i, confidence := c.matcher.Match(wanted...); confidence > language.No {
 		return c.localizers[i]
 	}
-	return c.localizers[0]
+	return c.localizers[c.fallback]
 }
 
 // Localizer reads messages in one language.

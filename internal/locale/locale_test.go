@@ -51,7 +51,7 @@ func TestEveryCatalogHasEveryMessageOfEnglishAndNoOther(t *testing.T) {
 
 // used matches a message read by the templates (t(ctx, "id", and tn, tm, tnm), by this
 // package (l.T("id"), or by a handler (locale.T(ctx, "id").
-var used = regexp.MustCompile(`\b(?:(?:t|tn|tm|tnm)\(ctx, |locale\.[TN]\([\w.()]+, |l\.T\()"([a-z0-9_.]+)"`)
+var used = regexp.MustCompile(`\b(?:(?:t|tn|tm|tnm)\(ctx, |locale\.[TN]\([\w.()]+, |l\.[TN]\()"([a-z0-9_.]+)"|"(mcp\.[a-z0-9_.]+)"`)
 
 func TestTheTemplatesUseEveryMessageAndOnlyMessagesEnglishHas(t *testing.T) {
 	english := messageIDs(t, "messages/en.yaml")
@@ -60,6 +60,7 @@ func TestTheTemplatesUseEveryMessageAndOnlyMessagesEnglishHas(t *testing.T) {
 		more, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 		sources = append(sources, more...)
 	}
+	sources = append(sources, "../../mcp/words.go") // the words of MCP results
 	seen := map[string]bool{}
 	for _, name := range sources {
 		if !strings.HasSuffix(name, ".templ") && !(strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_templ.go") && !strings.HasSuffix(name, "_test.go")) {
@@ -70,9 +71,10 @@ func TestTheTemplatesUseEveryMessageAndOnlyMessagesEnglishHas(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range used.FindAllStringSubmatch(string(src), -1) {
-			seen[m[1]] = true
-			if !slices.Contains(english, m[1]) {
-				t.Errorf("%s reads %s, which the English catalog lacks", filepath.Base(name), m[1])
+			id := m[1] + m[2] // the words of MCP results name their messages apart (mcp/words.go)
+			seen[id] = true
+			if !slices.Contains(english, id) {
+				t.Errorf("%s reads %s, which the English catalog lacks", filepath.Base(name), id)
 			}
 		}
 	}
@@ -83,7 +85,7 @@ func TestTheTemplatesUseEveryMessageAndOnlyMessagesEnglishHas(t *testing.T) {
 	}
 }
 
-func TestTheReadersChoiceThenTheirBrowsersThenEnglish(t *testing.T) {
+func TestTheReadersChoiceThenTheirBrowsersThenTheDeploymentsDefault(t *testing.T) {
 	c, err := load(fstest.MapFS{
 		"messages/en.yaml": {Data: []byte("hello: Hello\nflows:\n  one: \"{{.Count}} flow\"\n  other: \"{{.Count}} flows\"\n")},
 		"messages/de.yaml": {Data: []byte("hello: Hallo\nflows:\n  one: \"{{.Count}} Ablauf\"\n  other: \"{{.Count}} Abläufe\"\n")},
@@ -115,5 +117,23 @@ func TestTheReadersChoiceThenTheirBrowsersThenEnglish(t *testing.T) {
 	}
 	if got := c.Negotiate("ar", "").N("flows", 2, nil); got != "2 flows" {
 		t.Errorf("a message Arabic lacks: %q, want English's", got)
+	}
+
+	german, err := c.WithDefault("de")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ chosen, accept, lang string }{
+		{"", "", "de"}, {"", "fr-FR", "de"}, {"", "ar", "ar"}, {"en", "", "en"}, {"", "en-US", "en"},
+	} {
+		if got := german.Negotiate(tc.chosen, tc.accept).Lang(); got != tc.lang {
+			t.Errorf("German by default: chosen %q, Accept-Language %q: %s, want %s", tc.chosen, tc.accept, got, tc.lang)
+		}
+	}
+	if got := c.Negotiate("", "").Lang(); got != "en" {
+		t.Errorf("WithDefault changed the catalog it was called on: %s", got)
+	}
+	if _, err := c.WithDefault("fr"); err == nil || !strings.Contains(err.Error(), "en, ar, de") {
+		t.Errorf("a default the catalog lacks: %v", err)
 	}
 }

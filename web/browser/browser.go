@@ -20,6 +20,7 @@ import (
 	"github.com/urlflow/urlflow/state/audit"
 	"github.com/urlflow/urlflow/state/browsersession"
 	"github.com/urlflow/urlflow/state/flow"
+	"github.com/urlflow/urlflow/state/languages"
 )
 
 // Options configure a Browser. Sessions, CookieKeys, CSRFKeys and Flows are required.
@@ -36,6 +37,9 @@ type Options struct {
 	Dev bool
 	// Flows are read with the session on a page about an elicitation.
 	Flows *flow.Store
+	// Languages keeps the language of each signed-in user's pages, for the words of MCP
+	// results (nil: not kept).
+	Languages *languages.Store
 	// Audit receives sign-ins and refused identities; Metrics count the refusals.
 	Audit   *audit.Trail
 	Metrics *metrics.Process

@@ -1,12 +1,15 @@
 package browser
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
 
 	"github.com/gorilla/sessions"
 	"github.com/labstack/echo/v4"
+
+	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/browsersession"
 	"github.com/urlflow/urlflow/state/flow"
@@ -79,6 +82,9 @@ func (b *Browser) PageVisitor(c echo.Context, hints bool) (*Visitor, error) {
 	}
 	u, ok := sessionUser(sess)
 	v := &Visitor{Session: sess, User: u, SignedIn: ok, hint: hint}
+	if ok {
+		b.rememberLanguage(c.Request().Context(), u)
+	}
 	if prefetched {
 		v.Page, v.PageErr = page, pageErr
 		if page == nil && pageErr == nil {
@@ -153,4 +159,16 @@ func (b *Browser) SignInAs(c echo.Context, v *Visitor, user state.User, name str
 	b.log.InfoContext(c.Request().Context(), "browser signed in", "user", user.Key(), "development", b.opts.Dev)
 	b.signedIn(c.Request().Context(), user)
 	return nil
+}
+
+// rememberLanguage keeps the language of the page as the one user reads urlflow in, for the
+// words of MCP results. A failure costs the user only the language of those words, so it
+// is logged and the page goes on.
+func (b *Browser) rememberLanguage(ctx context.Context, user state.User) {
+	if b.opts.Languages == nil {
+		return
+	}
+	if err := b.opts.Languages.Remember(ctx, user, locale.From(ctx).Lang()); err != nil {
+		b.log.WarnContext(ctx, "the language of the page is not remembered", "err", err)
+	}
 }
