@@ -54,11 +54,7 @@ func BenchmarkLoad(b *testing.B) {
 		}
 		proxy.delay = d
 	}
-	redisPID, err := rs.Client(b).InfoMap(context.Background(), "server").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(redisPID["Server"]["process_id"])
+	pid := serverPID(b, rs)
 	for _, mode := range []loadMode{loadPush, loadError, loadModern} {
 		b.Run(string(mode), func(b *testing.B) {
 			s := startServer(b, serverConfig{RedisURL: "redis://" + proxy.addr, Style: mode.style(),
@@ -75,42 +71,101 @@ func BenchmarkLoad(b *testing.B) {
 // runLoad runs b.N flows of mode for users users at once, and reports what BenchmarkLoad
 // says.
 func runLoad(b *testing.B, s *server, mode loadMode, users int, proxy *redisProxy, rs *redistest.Server, redisPID int) {
+	workers := newLoadUsers(b, s, mode, users)
+	commandsBefore := commandStats(b, rs)
+	b.ResetTimer()
+	run := runFlows(b, s, workers, b.N, proxy, redisPID)
+	b.StopTimer()
+	run.report(b, mode)
+	if n := run.stats.errors.Load(); n > 0 {
+		b.Errorf("%d of %d flows failed (each said why above)", n, b.N)
+	}
+	b.Logf("Redis commands per flow (INFO commandstats): %s", commandStats(b, rs).perFlowSince(commandsBefore, float64(b.N)))
+}
+
+// newLoadUsers returns users users of s, each signed in and connected.
+func newLoadUsers(b testing.TB, s *server, mode loadMode, users int) []*loadUser {
 	var workers []*loadUser
 	for i := range users {
 		workers = append(workers, newLoadUser(b, s, mode, fmt.Sprintf("load-%d-%d", users, i)))
 	}
-	var stats loadStats
+	return workers
+}
+
+// loadRun is what one run of flows measured.
+type loadRun struct {
+	flows int
+	wall  time.Duration
+	// cpu is the CPU time of the server, redis-server and this harness during the run.
+	cpu        [3]time.Duration
+	redisCmds  int64
+	redisTrips int64
+	stats      *loadStats
+}
+
+// runFlows runs n flows, the workers each running one after another at once, and measures
+// them: the server's CPU is that of s and of its other replicas (also). proxy is nil, and
+// redisPID 0, for a server without Redis (the anchor).
+func runFlows(b testing.TB, s *server, workers []*loadUser, n int, proxy *redisProxy, redisPID int, also ...*server) loadRun {
+	stats := &loadStats{}
 	next := atomic.Int64{}
-	commandsBefore := commandStats(b, rs)
-	cpuBefore := [3]time.Duration{processCPU(s.cmd.Process.Pid), processCPU(redisPID), ownCPU()}
-	redisBefore := proxy.snapshot()
+	replicas := slices.Compact(append([]*server{s}, also...)) // also may be s itself
+	serverCPU := func() (d time.Duration) {
+		for _, replica := range replicas {
+			d += processCPU(replica.cmd.Process.Pid)
+		}
+		return d
+	}
+	cpuBefore := [3]time.Duration{serverCPU(), processCPU(redisPID), ownCPU()}
+	var redisBefore redisWork
+	if proxy != nil {
+		redisBefore = proxy.snapshot()
+	}
 	start := time.Now()
-	b.ResetTimer()
 	var wg sync.WaitGroup
 	for _, w := range workers {
 		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
+			for next.Add(1) <= int64(n) {
 				stats.add(w.flow(b))
 			}
 		})
 	}
 	wg.Wait()
-	wall := time.Since(start)
-	b.StopTimer()
-	cpu := [3]time.Duration{processCPU(s.cmd.Process.Pid), processCPU(redisPID), ownCPU()}
-	redisAfter := proxy.snapshot()
-	n := float64(b.N)
-	b.ReportMetric(n/wall.Seconds(), "flows/s")
-	b.ReportMetric(float64(redisAfter.total()-redisBefore.total())/n, "redis-cmds/flow")
-	b.ReportMetric(float64(redisAfter.trips-redisBefore.trips)/n, "redis-trips/flow")
-	for i, who := range []string{"urlflow", "redis", "harness"} {
-		b.ReportMetric(float64((cpu[i]-cpuBefore[i]).Microseconds())/1000/n, who+"-cpu-ms/flow")
+	run := loadRun{flows: n, wall: time.Since(start), stats: stats,
+		cpu: [3]time.Duration{serverCPU(), processCPU(redisPID), ownCPU()}}
+	for i := range run.cpu {
+		run.cpu[i] -= cpuBefore[i]
 	}
-	b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.flow }, 50), "flow-p50-ms")
-	b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.flow }, 99), "flow-p99-ms")
-	b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.flow }, 100), "flow-max-ms")
-	b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.page }, 50), "page-p50-ms")
-	b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.page }, 99), "page-p99-ms")
+	if proxy != nil {
+		redisAfter := proxy.snapshot()
+		run.redisCmds, run.redisTrips = redisAfter.total()-redisBefore.total(), redisAfter.trips-redisBefore.trips
+	}
+	return run
+}
+
+// flowsPerSecond is the run's throughput.
+func (r loadRun) flowsPerSecond() float64 { return float64(r.flows) / r.wall.Seconds() }
+
+// cpuPerFlow is the CPU time per flow of the server (0), redis-server (1) or the harness
+// (2), in milliseconds.
+func (r loadRun) cpuPerFlow(who int) float64 {
+	return float64(r.cpu[who].Microseconds()) / 1000 / float64(r.flows)
+}
+
+// report reports what BenchmarkLoad says of the run of mode.
+func (r loadRun) report(b *testing.B, mode loadMode) {
+	n, stats := float64(r.flows), r.stats
+	b.ReportMetric(r.flowsPerSecond(), "flows/s")
+	b.ReportMetric(float64(r.redisCmds)/n, "redis-cmds/flow")
+	b.ReportMetric(float64(r.redisTrips)/n, "redis-trips/flow")
+	for i, who := range []string{"urlflow", "redis", "harness"} {
+		b.ReportMetric(r.cpuPerFlow(i), who+"-cpu-ms/flow")
+	}
+	b.ReportMetric(stats.percentile(flowTime, 50), "flow-p50-ms")
+	b.ReportMetric(stats.percentile(flowTime, 99), "flow-p99-ms")
+	b.ReportMetric(stats.percentile(flowTime, 100), "flow-max-ms")
+	b.ReportMetric(stats.percentile(pageTime, 50), "page-p50-ms")
+	b.ReportMetric(stats.percentile(pageTime, 99), "page-p99-ms")
 	if mode != loadModern { // no notification in that era
 		b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.postToNotify }, 50), "post-to-notify-p50-ms")
 		b.ReportMetric(stats.percentile(func(r flowResult) time.Duration { return r.postToNotify }, 99), "post-to-notify-p99-ms")
@@ -123,11 +178,10 @@ func runLoad(b *testing.B, s *server, mode loadMode, users int, proxy *redisProx
 	}
 	b.ReportMetric(float64(stats.errors.Load()), "errors")
 	b.ReportMetric(0, "ns/op") // wall time per flow says nothing with many users at once
-	if n := stats.errors.Load(); n > 0 {
-		b.Errorf("%d of %d flows failed (each said why above)", n, b.N)
-	}
-	b.Logf("Redis commands per flow (INFO commandstats): %s", commandStats(b, rs).perFlowSince(commandsBefore, n))
 }
+
+func flowTime(r flowResult) time.Duration { return r.flow }
+func pageTime(r flowResult) time.Duration { return r.page }
 
 // loadMode is how BenchmarkLoad's flows go.
 type loadMode string
@@ -172,7 +226,13 @@ type loadUser struct {
 }
 
 func newLoadUser(b testing.TB, s *server, mode loadMode, name string) *loadUser {
-	u := &loadUser{mode: mode, s: s, name: name, baseURL: s.BaseURL, browser: newFormBrowser(b, s, name), elicited: make(chan *sdk.ElicitParams, 1),
+	return newLoadUserAcross(b, s, s, mode, name)
+}
+
+// newLoadUserAcross returns a user whose client speaks to s and whose browser opens the
+// pages on pages: another replica of s, or s itself.
+func newLoadUserAcross(b testing.TB, s, pages *server, mode loadMode, name string) *loadUser {
+	u := &loadUser{mode: mode, s: s, name: name, baseURL: s.BaseURL, browser: newFormBrowser(b, pages, name), elicited: make(chan *sdk.ElicitParams, 1),
 		notified: map[string]time.Time{}, wake: make(chan struct{}, 1)}
 	if page := u.browser.signIn("/"); page.Status != http.StatusSeeOther {
 		b.Fatalf("sign-in of %s: %d %s", name, page.Status, page.Text())
@@ -214,8 +274,10 @@ func newLoadUser(b testing.TB, s *server, mode loadMode, name string) *loadUser 
 // flowResult is what one flow measured; failed flows carry err.
 type flowResult struct {
 	// flow is from the first call to `stored`; page is the slowest of the flow's page
-	// requests; postToNotify is from the final POST's answer to the notification.
+	// requests, and pages each one's time (flowPages); postToNotify is from the final
+	// POST's answer to the notification.
 	flow, page, postToNotify time.Duration
+	pages                    [len(flowPages)]time.Duration
 	resultFirst              bool
 	err                      error
 	// id is the flow's elicitation; secret the value posted, and stored whether the page
@@ -271,16 +333,19 @@ func (u *loadUser) flow(b testing.TB) flowResult {
 	}
 	var r flowResult
 	// page requests one page and checks its status; the slowest is the flow's page latency.
+	step := 0
 	page := func(what string, want int, request func() webPage) (webPage, error) {
 		began := time.Now()
 		pg := request()
-		r.page = max(r.page, time.Since(began))
+		r.pages[step] = time.Since(began)
+		r.page, step = max(r.page, r.pages[step]), step+1
 		if pg.Status != want {
 			return pg, fmt.Errorf("%s: %d", what, pg.Status)
 		}
 		return pg, nil
 	}
-	consent, err := page("consent page", http.StatusOK, func() webPage { return u.browser.open(p.URL) })
+	onPages := strings.Replace(p.URL, u.baseURL, u.browser.s.BaseURL, 1) // the browser's replica
+	consent, err := page("consent page", http.StatusOK, func() webPage { return u.browser.open(onPages) })
 	if err != nil {
 		return flowResult{err: err}
 	}
@@ -326,6 +391,9 @@ func (u *loadUser) flow(b testing.TB) flowResult {
 	}
 	return r
 }
+
+// flowPages names the page requests of a flow, in order.
+var flowPages = [...]string{"consent page", "continue", "form page", "form post"}
 
 // whyNoPrompt says what urlflow recorded for a call that never asked: the state and the
 // newest history entry of each flow of the user that has not ended well, as the user reads

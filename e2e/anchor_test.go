@@ -1,0 +1,178 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urlflow/urlflow/internal/redistest"
+)
+
+// BenchmarkFlowAgainstAnchor judges urlflow against the protocol's own cost: it runs
+// push-style secret flows (BenchmarkLoad's, 32 users at once) against urlflow and against
+// the anchor (e2e/anchor: the same requests and MCP messages answered from maps, with the
+// same check of the key at the demo API, and nothing else), in alternating turns on the
+// same machine, and reports the medians of the turns: flows per second and CPU per flow of
+// each (urlflow, its redis-server, the anchor), the ratios the performance goals are set
+// in (urlflow's flows/s over the anchor's; urlflow's and Redis's CPU over the anchor's),
+// and the latency of a flow and of each page. b.N flows make a turn.
+//
+//	go test -run='^$' -bench=FlowAgainstAnchor -benchtime=400x ./e2e
+//
+// URLFLOW_BENCH_USERS (32) and URLFLOW_BENCH_TURNS (5) change the users and the turns;
+// URLFLOW_BENCH_REPLICAS=2 runs urlflow as two replicas on one Redis, each user's client on
+// the first and browser on the second; URLFLOW_BENCH_REDIS_RTT (for example 500us) delays
+// every round trip to Redis, as a network would.
+func BenchmarkFlowAgainstAnchor(b *testing.B) {
+	if raceEnabled {
+		b.Skip("benchmark without -race")
+	}
+	users, turns, replicas := envInt(b, "URLFLOW_BENCH_USERS", 32), envInt(b, "URLFLOW_BENCH_TURNS", 5), envInt(b, "URLFLOW_BENCH_REPLICAS", 1)
+	rs := redistest.Start(b)
+	proxy := startRedisProxy(b, rs.Addr)
+	if rtt := os.Getenv("URLFLOW_BENCH_REDIS_RTT"); rtt != "" {
+		d, err := time.ParseDuration(rtt)
+		if err != nil {
+			b.Fatalf("URLFLOW_BENCH_REDIS_RTT: %v", err)
+		}
+		proxy.delay = d
+	}
+	redisPID := serverPID(b, rs)
+
+	home := b.TempDir() // the replicas' shared development keys
+	cfg := serverConfig{RedisURL: "redis://" + proxy.addr, Style: "push", ConfigHome: home,
+		Env: []string{"URLFLOW_RATE_LIMIT_MCP=off", "URLFLOW_RATE_LIMIT_FORMS=off"}}
+	mcpSide := startServer(b, cfg)
+	pageSide := mcpSide
+	if replicas == 2 {
+		cfg.PublicURL = mcpSide.BaseURL
+		pageSide = startServer(b, cfg)
+	} else if replicas != 1 {
+		b.Fatalf("URLFLOW_BENCH_REPLICAS: 1 or 2, got %d", replicas)
+	}
+	anchor := startAnchor(b)
+
+	var urlflowUsers []*loadUser
+	for i := range users {
+		urlflowUsers = append(urlflowUsers, newLoadUserAcross(b, mcpSide, pageSide, loadPush, fmt.Sprintf("anchored-%d", i)))
+	}
+	anchorUsers := newLoadUsers(b, anchor, loadPush, users)
+	// A turn of each first, not counted: connections, Redis's scripts, the runtime's heaps.
+	runFlows(b, anchor, anchorUsers, min(b.N, 4*users), nil, 0)
+	runFlows(b, mcpSide, urlflowUsers, min(b.N, 4*users), proxy, redisPID)
+
+	var ofAnchor, ofURLflow []loadRun
+	b.ResetTimer()
+	for range turns {
+		ofAnchor = append(ofAnchor, runFlows(b, anchor, anchorUsers, b.N, nil, 0))
+		ofURLflow = append(ofURLflow, runFlows(b, mcpSide, urlflowUsers, b.N, proxy, redisPID, pageSide))
+	}
+	b.StopTimer()
+	reportAgainstAnchor(b, ofURLflow, ofAnchor)
+}
+
+// reportAgainstAnchor reports the medians of the turns of urlflow and of the anchor, and
+// logs each page's latency.
+func reportAgainstAnchor(b *testing.B, ofURLflow, ofAnchor []loadRun) {
+	median := func(runs []loadRun, of func(loadRun) float64) float64 {
+		vs := make([]float64, len(runs))
+		for i, r := range runs {
+			vs[i] = of(r)
+		}
+		slices.Sort(vs)
+		return vs[len(vs)/2]
+	}
+	// ratio is the median of each turn's ratio of urlflow's run to the anchor's.
+	ratio := func(of func(u, a loadRun) float64) float64 {
+		vs := make([]float64, len(ofURLflow))
+		for i := range ofURLflow {
+			vs[i] = of(ofURLflow[i], ofAnchor[i])
+		}
+		slices.Sort(vs)
+		return vs[len(vs)/2]
+	}
+	fps := loadRun.flowsPerSecond
+	cpu := func(who int) func(loadRun) float64 { return func(r loadRun) float64 { return r.cpuPerFlow(who) } }
+	b.ReportMetric(median(ofURLflow, fps), "urlflow-flows/s")
+	b.ReportMetric(median(ofAnchor, fps), "anchor-flows/s")
+	b.ReportMetric(ratio(func(u, a loadRun) float64 { return u.flowsPerSecond() / a.flowsPerSecond() }), "flows-ratio")
+	b.ReportMetric(median(ofURLflow, cpu(0)), "urlflow-cpu-ms/flow")
+	b.ReportMetric(median(ofURLflow, cpu(1)), "redis-cpu-ms/flow")
+	b.ReportMetric(median(ofAnchor, cpu(0)), "anchor-cpu-ms/flow")
+	b.ReportMetric(ratio(func(u, a loadRun) float64 { return (u.cpuPerFlow(0) + u.cpuPerFlow(1)) / a.cpuPerFlow(0) }), "cpu-ratio")
+	b.ReportMetric(median(ofURLflow, func(r loadRun) float64 { return float64(r.redisTrips) / float64(r.flows) }), "redis-trips/flow")
+	merged := func(runs []loadRun) *loadStats {
+		all := &loadStats{}
+		for _, r := range runs {
+			all.results = append(all.results, r.stats.results...)
+			all.errors.Add(r.stats.errors.Load())
+		}
+		return all
+	}
+	u, a := merged(ofURLflow), merged(ofAnchor)
+	b.ReportMetric(u.percentile(flowTime, 50), "urlflow-flow-p50-ms")
+	b.ReportMetric(u.percentile(flowTime, 99), "urlflow-flow-p99-ms")
+	b.ReportMetric(a.percentile(flowTime, 50), "anchor-flow-p50-ms")
+	b.ReportMetric(a.percentile(flowTime, 99), "anchor-flow-p99-ms")
+	b.ReportMetric(float64(u.errors.Load()+a.errors.Load()), "errors")
+	b.ReportMetric(0, "ns/op")
+	var table strings.Builder
+	fmt.Fprintf(&table, "each page, p50 / p99 ms: urlflow | anchor\n")
+	for i, name := range flowPages {
+		at := func(r flowResult) time.Duration { return r.pages[i] }
+		fmt.Fprintf(&table, "  %-12s %6.2f / %6.2f | %6.2f / %6.2f\n", name, u.percentile(at, 50), u.percentile(at, 99), a.percentile(at, 50), a.percentile(at, 99))
+	}
+	for i := range ofURLflow {
+		fmt.Fprintf(&table, "  turn %d: urlflow %.0f flows/s, %.2f + %.2f ms CPU per flow; anchor %.0f flows/s, %.2f ms\n", i+1,
+			ofURLflow[i].flowsPerSecond(), ofURLflow[i].cpuPerFlow(0), ofURLflow[i].cpuPerFlow(1), ofAnchor[i].flowsPerSecond(), ofAnchor[i].cpuPerFlow(0))
+	}
+	b.Log(table.String())
+	if n := u.errors.Load() + a.errors.Load(); n > 0 {
+		b.Errorf("%d flows failed (each said why above)", n)
+	}
+}
+
+// startAnchor builds e2e/anchor and starts it.
+func startAnchor(b *testing.B) *server {
+	bin := filepath.Join(b.TempDir(), "anchor")
+	if out, err := exec.Command("go", "build", "-o", bin, "./anchor").CombinedOutput(); err != nil {
+		b.Fatalf("build the anchor: %v\n%s", err, out)
+	}
+	s, banner, err := launch(b, exec.Command(bin), "MCP URL:")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.MCPURL = strings.TrimSpace(strings.TrimPrefix(banner, "MCP URL:"))
+	s.BaseURL = strings.TrimSuffix(s.MCPURL, "/mcp")
+	return s
+}
+
+// serverPID returns the process ID of rs.
+func serverPID(b *testing.B, rs *redistest.Server) int {
+	info, err := rs.Client(b).InfoMap(context.Background(), "server").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(info["Server"]["process_id"])
+	return pid
+}
+
+// envInt returns the whole number in environment variable name, or def when it is unset.
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("%s: want a whole number of 1 or more, got %q", name, v)
+	}
+	return n
+}
