@@ -1,6 +1,8 @@
 package flow
 
 import (
+	"bytes"
+	"compress/flate"
 	"slices"
 	"strings"
 	"testing"
@@ -159,4 +161,50 @@ func FuzzPackedHistoriesUnpackToTheirLines(f *testing.F) {
 func sameEntry(a, b Entry) bool {
 	return a.Event == b.Event && a.Actor == b.Actor && a.From == b.From && a.To == b.To && a.Reason == b.Reason &&
 		a.At.Equal(b.At) && a.Count == b.Count
+}
+
+// TestAReusedWriterPacksAsANewOneWould: packHistory's writers come from a pool; what one
+// packs after another history must be the bytes a new writer with the dictionary packs.
+func TestAReusedWriterPacksAsANewOneWould(t *testing.T) {
+	histories := [][]string{
+		{`{"at":"2026-12-01T10:00:00Z","event":"created","actor":"client","to":"pending","reason":"Enter your Demo API key"}`},
+		{`{"at":"2026-12-01T10:00:01Z","event":"client_accept","actor":"client","from":"pending","to":"consented"}`, `{"x":1}`},
+	}
+	for range 3 {
+		for _, lines := range histories {
+			got, err := packHistory(lines)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want bytes.Buffer
+			want.WriteByte(packedMarker)
+			w, _ := flate.NewWriterDict(&want, flate.BestCompression, []byte(historyDictionary))
+			w.Write([]byte(strings.Join(lines, "\n")))
+			w.Close()
+			if !bytes.Equal(got, want.Bytes()) {
+				t.Fatalf("a reused writer packed %x, a new one %x", got, want.Bytes())
+			}
+			if back, err := unpackHistory(string(got)); err != nil || !slices.Equal(back, lines) {
+				t.Fatalf("unpacked %q, %v", back, err)
+			}
+		}
+	}
+}
+
+// BenchmarkPackHistory packs the history of a whole secret flow, as the compactor does once
+// per settled flow.
+func BenchmarkPackHistory(b *testing.B) {
+	lines := []string{
+		`{"at":"2026-12-01T10:00:00.123456789Z","event":"created","actor":"client","to":"pending","reason":"Enter your Demo API key so that urlflow can use it for you."}`,
+		`{"at":"2026-12-01T10:00:00.223456789Z","event":"client_accept","actor":"client","from":"pending","to":"consented","reason":"the client accepted"}`,
+		`{"at":"2026-12-01T10:00:00.323456789Z","event":"browser_open","actor":"user","from":"consented","to":"in_progress","reason":"the user opened the link"}`,
+		`{"at":"2026-12-01T10:00:00.423456789Z","event":"verified","actor":"user","from":"in_progress","to":"complete","reason":"the secret was verified and stored"}`,
+		`{"at":"2026-12-01T10:00:00.523456789Z","event":"notified","actor":"system","from":"complete","to":"complete","reason":"completion notification written on the tool call's stream"}`,
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := packHistory(lines); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
