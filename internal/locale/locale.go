@@ -123,6 +123,10 @@ type Localizer struct {
 	tag       language.Tag
 	localizer *i18n.Localizer
 	calendar  locales.Translator // how the language writes dates and times (Clock)
+	// plain and plainHTML keep each message without placeholders as T and HTML made it
+	// the first time (message ID → string): a page reads dozens, and go-i18n executes a
+	// template for each every time.
+	plain, plainHTML sync.Map
 }
 
 // Lang is the language's BCP 47 tag, for lang and Content-Language.
@@ -153,7 +157,24 @@ func (l *Localizer) Name() string { return display.Self.Name(l.tag) }
 // language lacks it. A message missing from every catalog is returned as its ID, which
 // the tests do not let happen.
 func (l *Localizer) T(id string, data map[string]any) string {
+	if len(data) == 0 {
+		return cached(&l.plain, id, func() string { return l.localize(id, nil) })
+	}
+	return l.localize(id, data)
+}
+
+func (l *Localizer) localize(id string, data map[string]any) string {
 	return orID(id)(l.localizer.Localize(&i18n.LocalizeConfig{MessageID: id, TemplateData: data}))
+}
+
+// cached returns the string of id in m, made by build and kept there the first time.
+func cached(m *sync.Map, id string, build func() string) string {
+	if s, ok := m.Load(id); ok {
+		return s.(string)
+	}
+	s := build()
+	m.Store(id, s)
+	return s
 }
 
 // N returns message id for count (its plural form in the language) with data, which

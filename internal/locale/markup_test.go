@@ -19,3 +19,18 @@ func TestHTMLLetsOnlyInlineTagsOfTheMessageThroughAndEscapesEveryValue(t *testin
 		t.Errorf("HTML:\n got %s\nwant %s", got, want)
 	}
 }
+
+// TestAValueThatLooksLikeAMarkerStaysAsItIs: the values go in in one pass, so a value
+// holding another value's marker does not take that value.
+func TestAValueThatLooksLikeAMarkerStaysAsItIs(t *testing.T) {
+	c, err := load(fstest.MapFS{"messages/en.yaml": {Data: []byte(`pair: "{{.A}} and {{.B}}"` + "\n")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 { // the markers' order follows the map's
+		got := c.localizers[0].HTML("pair", map[string]any{"A": "\x000\x00|\x001\x00", "B": "b"})
+		if want := "\x000\x00|\x001\x00 and b"; got != want {
+			t.Fatalf("HTML: %q, want %q", got, want)
+		}
+	}
+}
