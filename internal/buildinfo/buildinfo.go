@@ -7,6 +7,7 @@ package buildinfo
 import (
 	"runtime"
 	"runtime/debug"
+	"sync"
 )
 
 // Stamped by the release build:
@@ -27,8 +28,12 @@ type Info struct {
 	Go string `json:"go"`
 }
 
-// Get returns what is known of this binary.
-func Get() Info {
+// Get returns what is known of this binary, read once: the user agent of every request
+// urlflow sends asks for it, and reading the build's record allocated 8 KB each time.
+var Get = sync.OnceValue(read)
+
+// read reads what is known of this binary.
+func read() Info {
 	info := Info{Version: version, Commit: commit, Date: date, Go: runtime.Version()}
 	if info.Version != "" {
 		return info
