@@ -27,6 +27,8 @@ import (
 //	go test -run='^$' -bench=FlowAgainstAnchor -benchtime=400x ./e2e
 //
 // URLFLOW_BENCH_USERS (32) and URLFLOW_BENCH_TURNS (5) change the users and the turns;
+// URLFLOW_BENCH_DEBUG_ADDR serves urlflow's profiles there (go tool pprof
+// http://ADDR/debug/pprof/profile?seconds=20 while the turns run);
 // URLFLOW_BENCH_REPLICAS=2 runs urlflow as two replicas on one Redis, each user's client on
 // the first and browser on the second; URLFLOW_BENCH_REDIS_RTT (for example 500us) delays
 // every round trip to Redis, as a network would.
@@ -49,7 +51,11 @@ func BenchmarkFlowAgainstAnchor(b *testing.B) {
 	home := b.TempDir() // the replicas' shared development keys
 	cfg := serverConfig{RedisURL: "redis://" + proxy.addr, Style: "push", ConfigHome: home,
 		Env: []string{"URLFLOW_RATE_LIMIT_MCP=off", "URLFLOW_RATE_LIMIT_FORMS=off"}}
+	if addr := os.Getenv("URLFLOW_BENCH_DEBUG_ADDR"); addr != "" { // for profiles of the (first) replica
+		cfg.Env = append(cfg.Env, "URLFLOW_DEBUG_ADDR="+addr)
+	}
 	mcpSide := startServer(b, cfg)
+	cfg.Env = slices.DeleteFunc(cfg.Env, func(v string) bool { return strings.HasPrefix(v, "URLFLOW_DEBUG_ADDR=") })
 	pageSide := mcpSide
 	if replicas == 2 {
 		cfg.PublicURL = mcpSide.BaseURL
