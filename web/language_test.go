@@ -1,12 +1,15 @@
 package web
 
 import (
+	"crypto/rand"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/urlflow/urlflow/internal/locale"
+	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/state/languages"
 )
 
@@ -98,5 +101,39 @@ func TestARefusedValueIsExplainedInTheReadersLanguageAndRecordedInEnglish(t *tes
 	// Another replica (a store of its own) reads it for the words of MCP results.
 	if lang, err := languages.New(f.redis.Client(t)).Of(t.Context(), f.user("alice")); err != nil || lang != "de" {
 		t.Errorf("the language alice read the pages in is kept as %q (%v), want de", lang, err)
+	}
+}
+
+// TestErrorPagesSayWhatWentWrongInTheReadersLanguage: a reader who chose German reads in
+// German what went wrong, not only the heading, on the error pages that handlers raise: a
+// link to no request, a form whose CSRF token is not its session's, and the operators'
+// pages refused to a user who is not one (with the placeholders filled in).
+func TestErrorPagesSayWhatWentWrongInTheReadersLanguage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	b := f.browser(t, "alice")
+	b.send(request{method: http.MethodGet, path: "/?lang=de", header: http.Header{"Accept": {"text/html"}}})
+	b.signIn("/")
+	de, en := locale.Default().Negotiate("de", ""), locale.Default().Negotiate("en", "")
+	for _, tc := range []struct {
+		name   string
+		page   answer
+		status int
+		id     string
+		data   map[string]any
+	}{
+		{"unknown link", b.get("/e/" + rand.Text()), http.StatusNotFound, "error.no_such_elicitation", nil},
+		{"bad CSRF token", b.post("/auth/logout", url.Values{"csrf": {"not-this-sessions"}}), http.StatusForbidden, "error.bad_csrf", nil},
+		{"not an operator", b.get("/admin"), http.StatusForbidden, "error.not_an_operator_dev",
+			map[string]any{"Subject": "alice", "Operator": identity.DevOperator}},
+	} {
+		german, english := de.T(tc.id, tc.data), en.T(tc.id, tc.data)
+		if german == english || german == tc.id {
+			t.Fatalf("%s: %s has no German of its own: %q", tc.name, tc.id, german)
+		}
+		tc.page.want(t, tc.status, german)
+		if text := tc.page.Text(); strings.Contains(text, english) || tc.page.Header.Get("Content-Language") != "de" {
+			t.Errorf("%s: the page (Content-Language %q) still says it in English: %s", tc.name, tc.page.Header.Get("Content-Language"), text)
+		}
 	}
 }

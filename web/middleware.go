@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/urlflow/urlflow/internal/brand"
+	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/internal/loopback"
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/templates"
@@ -116,7 +117,7 @@ func limitBody(n int64) echo.MiddlewareFunc {
 				case errors.Is(err, os.ErrDeadlineExceeded):
 					return respond.ErrBodyTooSlow
 				}
-				return echo.NewHTTPError(http.StatusBadRequest, "the form could not be read")
+				return echo.NewHTTPError(http.StatusBadRequest, locale.T(r.Context(), "error.form_unreadable"))
 			}
 			return next(c)
 		}
@@ -155,7 +156,7 @@ func crossOriginProtection(next echo.HandlerFunc) echo.HandlerFunc {
 	protection := http.NewCrossOriginProtection()
 	return func(c echo.Context) error {
 		if err := protection.Check(c.Request()); err != nil {
-			return echo.NewHTTPError(http.StatusForbidden, "cross-origin request refused")
+			return echo.NewHTTPError(http.StatusForbidden, locale.T(c.Request().Context(), "error.cross_origin"))
 		}
 		return next(c)
 	}

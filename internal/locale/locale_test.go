@@ -56,7 +56,7 @@ var used = regexp.MustCompile(`\b(?:(?:t|tn|tm|tnm)\(ctx, |locale\.[TN]\([\w.()]
 func TestTheTemplatesUseEveryMessageAndOnlyMessagesEnglishHas(t *testing.T) {
 	english := messageIDs(t, "messages/en.yaml")
 	sources, _ := filepath.Glob("../../templates/*")
-	for _, dir := range []string{".", "../../web", "../../web/pages", "../../web/admin"} {
+	for _, dir := range []string{".", "../../web", "../../web/pages", "../../web/admin", "../../web/browser"} {
 		more, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 		sources = append(sources, more...)
 	}

@@ -12,7 +12,6 @@ package admin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -87,20 +86,16 @@ func (s *Admin) operatorVisitor(c echo.Context) (*browser.Visitor, bool, error) 
 		return v, true, nil
 	}
 	s.browser.RefusedIdentity(c.Request(), v.User, "", "not an operator: refused the operators' pages")
-	return nil, false, echo.NewHTTPError(http.StatusForbidden, s.notAnOperator(v.User.Subject))
+	return nil, false, echo.NewHTTPError(http.StatusForbidden, s.notAnOperator(c.Request().Context(), v.User.Subject))
 }
 
-// readOnlyNote is what the flow page of a read-only operator says instead of its actions.
-const readOnlyNote = "Your operator role is read-only: you may look at flows, not act on them."
-
-// notAnOperator tells a signed-in user who is not an operator who is, and how to become one.
-func (s *Admin) notAnOperator(subject string) string {
-	text := fmt.Sprintf("These pages are for urlflow's operators, and you are signed in as %s. The operators are the users "+
-		"urlflow's configuration file names under operators: (their subjects, or a claim of their ID token).", subject)
+// notAnOperator tells a signed-in user who is not an operator, in their language, who is,
+// and how to become one.
+func (s *Admin) notAnOperator(ctx context.Context, subject string) string {
 	if s.opts.Dev {
-		text += fmt.Sprintf(" In urlflow dev, sign out and sign in as %s.", identity.DevOperator)
+		return locale.T(ctx, "error.not_an_operator_dev", "Subject", subject, "Operator", identity.DevOperator)
 	}
-	return text + " Nothing was shown or changed."
+	return locale.T(ctx, "error.not_an_operator", "Subject", subject)
 }
 
 // operatorAs is the history's and the audit trail's name for operator v.
@@ -168,7 +163,7 @@ func (s *Admin) listPage(c echo.Context, v *browser.Visitor, view *templates.Adm
 	case errors.As(err, &he):
 		view.Error = he.Message.(string)
 	case errors.Is(err, flow.ErrBadCursor):
-		view.Error = "This page's link is not one urlflow handed out: start again from the first page."
+		view.Error = locale.T(c.Request().Context(), "admin.bad_cursor")
 	case err != nil:
 		return err
 	}
@@ -264,7 +259,7 @@ func wordsOf(ctx context.Context, name string) actionWords {
 func (s *Admin) adminFlow(c echo.Context) (*flow.Elicitation, error) {
 	e, err := s.opts.Flows.Read(c.Request().Context(), c.Param("id"))
 	if errors.Is(err, state.ErrNotFound) {
-		return nil, echo.NewHTTPError(http.StatusNotFound, "There is no such flow, or it is past its retention.")
+		return nil, echo.NewHTTPError(http.StatusNotFound, locale.T(c.Request().Context(), "error.no_such_flow"))
 	}
 	return e, err
 }
@@ -305,11 +300,11 @@ func (s *Admin) adminFlowPage(c echo.Context) error {
 		}
 	}
 	if readOnly {
-		view.NotOffered = append(view.NotOffered, readOnlyNote)
+		view.NotOffered = append(view.NotOffered, locale.T(ctx, "admin.read_only"))
 	}
 	if e.State.Terminal() && e.SessionID != "" && e.Delivery.SessionEndedAt != nil {
-		view.NotOffered = append(view.NotOffered, "The notification cannot be sent again: the client's session ended ("+
-			e.Delivery.SessionEnded+"). The result stays readable through elicitation_status and the API.")
+		// Why the session ended is the MCP surface's reason, in English (the history's too).
+		view.NotOffered = append(view.NotOffered, locale.T(ctx, "admin.session_ended", "Why", e.Delivery.SessionEnded))
 	}
 	return s.browser.Render(c, http.StatusOK, templates.AdminFlowPage(p, view))
 }
@@ -326,14 +321,14 @@ func (s *Admin) adminAct(c echo.Context) error {
 	}
 	if readOnly {
 		s.browser.RefusedIdentity(c.Request(), v.User, "", "a read-only operator may not "+c.Param("action")+": refused")
-		return echo.NewHTTPError(http.StatusForbidden, readOnlyNote+" Nothing was changed.")
+		return echo.NewHTTPError(http.StatusForbidden, locale.T(c.Request().Context(), "error.read_only"))
 	}
+	ctx := c.Request().Context()
 	i := slices.IndexFunc(adminActions, func(a adminAction) bool { return a.name == c.Param("action") })
 	if i < 0 {
-		return echo.NewHTTPError(http.StatusNotFound, "There is no such action.")
+		return echo.NewHTTPError(http.StatusNotFound, locale.T(ctx, "error.no_such_action"))
 	}
 	action := adminActions[i]
-	ctx := c.Request().Context()
 	words := wordsOf(ctx, action.name)
 	e, err := s.adminFlow(c)
 	if err != nil {
@@ -341,7 +336,7 @@ func (s *Admin) adminAct(c echo.Context) error {
 	}
 	reason := display.Clean(c.FormValue("reason"), recovery.ReasonLimit)
 	if strings.TrimSpace(reason) == "" {
-		return echo.NewHTTPError(http.StatusBadRequest, "Say why, in the reason field: it is kept in the flow's history. Nothing was changed.")
+		return echo.NewHTTPError(http.StatusBadRequest, locale.T(ctx, "error.reason_required"))
 	}
 	if !action.applies(e) {
 		return echo.NewHTTPError(http.StatusConflict, locale.T(ctx, "admin.no_longer_applies", "State", string(e.State), "Action", words.label))
@@ -369,7 +364,8 @@ func (s *Admin) adminAct(c echo.Context) error {
 	}
 	var conflict *recovery.Conflict
 	if errors.As(err, &conflict) {
-		return echo.NewHTTPError(http.StatusConflict, display.Capitalized(conflict.Why)+". Nothing was changed.")
+		// The conflict's reason is recovery's, in English (the API gives it too).
+		return echo.NewHTTPError(http.StatusConflict, locale.T(ctx, "error.action_conflict", "Why", display.Capitalized(conflict.Why)))
 	}
 	if err != nil {
 		return err

@@ -127,14 +127,15 @@ func (b *Browser) CSRFToken(c echo.Context, v *Visitor) (string, error) {
 	return b.csrf.token(v.Session.ID), nil
 }
 
-// ErrBadCSRF refuses a form whose CSRF token is not its session's.
-var ErrBadCSRF = echo.NewHTTPError(http.StatusForbidden,
-	"This form has expired or did not come from this page. Nothing was changed. Go back, reload the page and try again.")
+// ErrBadCSRF refuses a form whose CSRF token is not its session's, in the language of ctx.
+func ErrBadCSRF(ctx context.Context) error {
+	return echo.NewHTTPError(http.StatusForbidden, locale.T(ctx, "error.bad_csrf"))
+}
 
-// CheckCSRF refuses a form posted by v whose CSRF token is not v's session's.
+// CheckCSRF refuses a form posted by v whose CSRF token is not v's session's (ErrBadCSRF).
 func (b *Browser) CheckCSRF(c echo.Context, v *Visitor) error {
 	if !b.csrf.valid(v.Session.ID, c.FormValue("csrf")) {
-		return ErrBadCSRF
+		return ErrBadCSRF(c.Request().Context())
 	}
 	return nil
 }

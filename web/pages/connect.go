@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/authorizations"
@@ -55,7 +56,7 @@ func (s *Pages) labelOf(kind state.Kind, name string) string {
 func (s *Pages) renderConnect(c echo.Context, v *browser.Visitor, e *flow.Elicitation) error {
 	p, ok := s.opts.Providers.Lookup(e.Target)
 	if !ok {
-		return errProviderNotConfigured
+		return errProviderNotConfigured(c.Request().Context())
 	}
 	page, err := s.browser.Layout(c, v, "")
 	if err != nil {
@@ -161,8 +162,7 @@ func (s *Pages) callbackFlow(c echo.Context, v *browser.Visitor) (*authorization
 	ctx := c.Request().Context()
 	a, err := s.opts.Authorizations.Take(ctx, c.QueryParam("state"))
 	if errors.Is(err, state.ErrNotFound) {
-		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, "This answer from the provider was already used, has expired, "+
-			"or was not asked for by urlflow. Nothing was changed. Open your link again to start over.")
+		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, locale.T(ctx, "error.provider_answer_spent"))
 	}
 	if err != nil {
 		return nil, nil, err
@@ -172,12 +172,11 @@ func (s *Pages) callbackFlow(c echo.Context, v *browser.Visitor) (*authorization
 		if err := s.recordForeignAnswer(c, v, a.ElicitationID); err != nil {
 			return nil, nil, err
 		}
-		return nil, nil, echo.NewHTTPError(http.StatusForbidden, "This answer from the provider belongs to another browser. "+
-			"Nothing was changed. Open your link again in the browser you started in.")
+		return nil, nil, echo.NewHTTPError(http.StatusForbidden, locale.T(ctx, "error.provider_answer_other_browser"))
 	}
 	e, err := s.opts.Flows.Read(ctx, a.ElicitationID)
 	if errors.Is(err, state.ErrNotFound) || (err == nil && e.User != v.User) {
-		return nil, nil, errNoSuchElicitation
+		return nil, nil, errNoSuchElicitation(ctx)
 	}
 	if err != nil {
 		return nil, nil, err

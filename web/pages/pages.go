@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/internal/tracing"
 	"github.com/urlflow/urlflow/slots"
 	"github.com/urlflow/urlflow/state"
@@ -18,8 +20,11 @@ import (
 	"github.com/urlflow/urlflow/web/respond"
 )
 
-var errNoSuchElicitation = echo.NewHTTPError(http.StatusNotFound,
-	"This link does not lead to a request we know. It may be mistyped or too old. Nothing was changed.")
+// errNoSuchElicitation is the not-found page of a link to no elicitation the reader may
+// open, in the reader's language.
+func errNoSuchElicitation(ctx context.Context) error {
+	return echo.NewHTTPError(http.StatusNotFound, locale.T(ctx, "error.no_such_elicitation"))
+}
 
 // elicitationFor loads elicitation id for v. When it cannot go on, its error is the
 // answer (package respond): a signed-out visitor goes to sign-in, an unknown ID gets the
@@ -36,7 +41,7 @@ func (s *Pages) elicitationFor(c echo.Context, v *browser.Visitor) (*flow.Elicit
 		e, err = s.opts.Flows.Read(ctx, id)
 	}
 	if errors.Is(err, state.ErrNotFound) {
-		return nil, errNoSuchElicitation
+		return nil, errNoSuchElicitation(ctx)
 	}
 	if err != nil {
 		return nil, err
@@ -70,26 +75,31 @@ func (s *Pages) slotOf(e *flow.Elicitation) *slots.Slot {
 	return &slots.Slot{Name: e.Target, Label: e.Target}
 }
 
-var (
-	errSlotNotConfigured = echo.NewHTTPError(http.StatusServiceUnavailable,
-		"This request is for a secret this server no longer has in its configuration. Nothing was changed.")
-	errProviderNotConfigured = echo.NewHTTPError(http.StatusServiceUnavailable,
-		"This request is for a provider this server no longer has in its configuration. Nothing was changed.")
-)
+// errSlotNotConfigured is the error page of a flow whose secret slot the configuration no
+// longer has, in the reader's language.
+func errSlotNotConfigured(ctx context.Context) error {
+	return echo.NewHTTPError(http.StatusServiceUnavailable, locale.T(ctx, "error.slot_not_configured"))
+}
 
-// unconfigured returns the error page for a running e whose secret slot or provider was
-// removed from the configuration since it was created, and nil when it is still there. The
-// pages ask before they change anything: such a flow cannot go on, and its user must not be
-// led on or have a value refused by rules the server no longer has.
-func (s *Pages) unconfigured(e *flow.Elicitation) error {
+// errProviderNotConfigured is the error page of a connection whose provider the
+// configuration no longer has, in the reader's language.
+func errProviderNotConfigured(ctx context.Context) error {
+	return echo.NewHTTPError(http.StatusServiceUnavailable, locale.T(ctx, "error.provider_not_configured"))
+}
+
+// unconfigured returns the error page, in the language of ctx, for a running e whose secret
+// slot or provider was removed from the configuration since it was created, and nil when it
+// is still there. The pages ask before they change anything: such a flow cannot go on, and
+// its user must not be led on or have a value refused by rules the server no longer has.
+func (s *Pages) unconfigured(ctx context.Context, e *flow.Elicitation) error {
 	if e.Kind == state.KindOAuth {
 		if _, ok := s.opts.Providers.Lookup(e.Target); !ok {
-			return errProviderNotConfigured
+			return errProviderNotConfigured(ctx)
 		}
 		return nil
 	}
 	if _, ok := s.opts.Slots.Lookup(e.Target); !ok {
-		return errSlotNotConfigured
+		return errSlotNotConfigured(ctx)
 	}
 	return nil
 }
@@ -108,7 +118,7 @@ func (s *Pages) consentPage(c echo.Context, hints bool) error {
 		return err
 	}
 	if !e.State.Terminal() {
-		if err := s.unconfigured(e); err != nil {
+		if err := s.unconfigured(c.Request().Context(), e); err != nil {
 			return err
 		}
 		change, err := s.browser.Apply(c, v, e.ID, flow.BrowserOpen, state.ActorUser, "opened in the browser")
@@ -233,7 +243,7 @@ func (s *Pages) continuePost(c echo.Context, hints bool) error {
 	if e.Kind != state.KindSecret {
 		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
 	}
-	if err := s.unconfigured(e); err != nil {
+	if err := s.unconfigured(c.Request().Context(), e); err != nil {
 		return err
 	}
 	if _, err := s.browser.Apply(c, v, e.ID, flow.PageContinue, state.ActorUser, "continued on the consent page"); err != nil {

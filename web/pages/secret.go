@@ -29,7 +29,7 @@ func (s *Pages) secretForm(c echo.Context) error {
 		return err
 	}
 	if !e.State.Terminal() {
-		if err := s.unconfigured(e); err != nil {
+		if err := s.unconfigured(c.Request().Context(), e); err != nil {
 			return err
 		}
 	}
@@ -123,7 +123,7 @@ func (s *Pages) secretPost(c echo.Context, hints bool) error {
 	if e.Kind != state.KindSecret {
 		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
 	}
-	if err := s.unconfigured(e); err != nil {
+	if err := s.unconfigured(c.Request().Context(), e); err != nil {
 		return err
 	}
 	if err := s.limits.Form(c, v.User); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/oauth/identity"
 	"github.com/urlflow/urlflow/services"
 	"github.com/urlflow/urlflow/state"
@@ -63,7 +64,7 @@ func (s *Pages) signInPage(c echo.Context) error {
 // has nothing saved. The session ID rotates at sign-in.
 func (s *Pages) signInCallback(c echo.Context) error {
 	if s.opts.SignIn == nil {
-		return echo.NewHTTPError(http.StatusNotFound, "Sign-in is not configured on this server.")
+		return echo.NewHTTPError(http.StatusNotFound, locale.T(c.Request().Context(), "error.sign_in_not_configured"))
 	}
 	v, err := s.browser.Visitor(c)
 	if err != nil {
@@ -78,17 +79,14 @@ func (s *Pages) signInCallback(c echo.Context) error {
 	switch {
 	case errors.Is(err, identity.ErrSignInDenied):
 		s.browser.RefusedIdentity(c.Request(), state.User{}, "", "sign-in refused or cancelled at the issuer")
-		return echo.NewHTTPError(http.StatusForbidden, "You were not signed in: the sign-in was refused or cancelled at "+
-			"your organisation's sign-in page. Nothing was changed. Open your link again to retry.")
+		return echo.NewHTTPError(http.StatusForbidden, locale.T(ctx, "error.sign_in_refused"))
 	case errors.Is(err, identity.ErrSignInState):
 		s.log.WarnContext(ctx, "sign-in answer refused", "err", err)
 		s.browser.RefusedIdentity(c.Request(), state.User{}, "", "sign-in answer already used, expired, or of another browser")
-		return echo.NewHTTPError(http.StatusBadRequest, "This sign-in answer was already used, has expired, or belongs to "+
-			"another browser. Nothing was changed. Open your link again to sign in.")
+		return echo.NewHTTPError(http.StatusBadRequest, locale.T(ctx, "error.sign_in_answer_spent"))
 	case err != nil:
 		s.log.ErrorContext(ctx, "sign-in failed", "err", err)
-		return echo.NewHTTPError(http.StatusBadGateway, "Signing you in failed at the last step. Nothing was changed. "+
-			"Open your link again to retry.")
+		return echo.NewHTTPError(http.StatusBadGateway, locale.T(ctx, "error.sign_in_failed"))
 	}
 	if err := s.browser.SignInAs(c, v, who.User, who.Name, who.Operator); err != nil {
 		return err
@@ -114,7 +112,7 @@ func (s *Pages) renderDevSignIn(c echo.Context, v *browser.Visitor, status int, 
 // The session ID rotates, so an ID planted before sign-in is worthless afterwards.
 func (s *Pages) signIn(c echo.Context) error {
 	if s.opts.Dev == nil {
-		return echo.NewHTTPError(http.StatusNotFound, "Sign-in is not configured on this server.")
+		return echo.NewHTTPError(http.StatusNotFound, locale.T(c.Request().Context(), "error.sign_in_not_configured"))
 	}
 	v, err := s.browser.Visitor(c)
 	if err != nil {
