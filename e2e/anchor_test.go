@@ -24,7 +24,7 @@ import (
 // in (urlflow's flows/s over the anchor's; urlflow's and Redis's CPU over the anchor's),
 // and the latency of a flow and of each page. b.N flows make a turn.
 //
-//	go test -run='^$' -bench=FlowAgainstAnchor -benchtime=400x ./e2e
+//	go test -run='^$' -bench=FlowAgainstAnchor -benchtime=400x -v ./e2e
 //
 // URLFLOW_BENCH_USERS (32) and URLFLOW_BENCH_TURNS (5) change the users and the turns;
 // URLFLOW_BENCH_DEBUG_ADDR serves urlflow's profiles there (go tool pprof
@@ -112,6 +112,8 @@ func reportAgainstAnchor(b *testing.B, ofURLflow, ofAnchor []loadRun) {
 	b.ReportMetric(median(ofURLflow, cpu(0)), "urlflow-cpu-ms/flow")
 	b.ReportMetric(median(ofURLflow, cpu(1)), "redis-cpu-ms/flow")
 	b.ReportMetric(median(ofAnchor, cpu(0)), "anchor-cpu-ms/flow")
+	b.ReportMetric(median(ofURLflow, cpu(2)), "harness-urlflow-cpu-ms/flow")
+	b.ReportMetric(median(ofAnchor, cpu(2)), "harness-anchor-cpu-ms/flow")
 	b.ReportMetric(ratio(func(u, a loadRun) float64 { return (u.cpuPerFlow(0) + u.cpuPerFlow(1)) / a.cpuPerFlow(0) }), "cpu-ratio")
 	b.ReportMetric(median(ofURLflow, func(r loadRun) float64 { return float64(r.redisTrips) / float64(r.flows) }), "redis-trips/flow")
 	merged := func(runs []loadRun) *loadStats {
@@ -136,8 +138,9 @@ func reportAgainstAnchor(b *testing.B, ofURLflow, ofAnchor []loadRun) {
 		fmt.Fprintf(&table, "  %-12s %6.2f / %6.2f | %6.2f / %6.2f\n", name, u.percentile(at, 50), u.percentile(at, 99), a.percentile(at, 50), a.percentile(at, 99))
 	}
 	for i := range ofURLflow {
-		fmt.Fprintf(&table, "  turn %d: urlflow %.0f flows/s, %.2f + %.2f ms CPU per flow; anchor %.0f flows/s, %.2f ms\n", i+1,
-			ofURLflow[i].flowsPerSecond(), ofURLflow[i].cpuPerFlow(0), ofURLflow[i].cpuPerFlow(1), ofAnchor[i].flowsPerSecond(), ofAnchor[i].cpuPerFlow(0))
+		u, a := ofURLflow[i], ofAnchor[i]
+		fmt.Fprintf(&table, "  turn %d: urlflow %.0f flows/s, CPU per flow %.2f + Redis %.2f + harness %.2f ms; anchor %.0f flows/s, %.2f + harness %.2f ms\n",
+			i+1, u.flowsPerSecond(), u.cpuPerFlow(0), u.cpuPerFlow(1), u.cpuPerFlow(2), a.flowsPerSecond(), a.cpuPerFlow(0), a.cpuPerFlow(2))
 	}
 	b.Log(table.String())
 	if n := u.errors.Load() + a.errors.Load(); n > 0 {

@@ -112,7 +112,7 @@ func (s *Store) Apply(ctx context.Context, id string, ev Event, actor state.Acto
 		ran, current, err := s.runIf(ctx, elicitationKey(uk, id), doc, checks, b)
 		from = current
 		if ran == ranWrote && change.Changed() {
-			s.seeWritten(change.Elicitation)
+			s.seeWritten(b, change.Elicitation)
 		} else if ran == ranWrote {
 			s.settled(change.Elicitation) // an event on an ended flow: its history has a new entry
 		}
@@ -280,7 +280,7 @@ func (s *Store) update(ctx context.Context, id string, what NoticeKind, fn func(
 		}
 		if wrote {
 			if write {
-				s.seeWritten(e)
+				s.seeWritten(b, e)
 			}
 			s.writeAfterOrLog(ctx, b, id)
 			return e, nil

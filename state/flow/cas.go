@@ -91,6 +91,10 @@ type batch struct {
 	// audits holds the step's audit events on a Cluster, which go with the replica's next
 	// batch of them once the step has written (trail.go).
 	audits []audit.Event
+	// record is the encoded record of written, the elicitation whose record the step
+	// writes (writeRecord), which seeWritten keeps once the step has written.
+	written *Elicitation
+	record  []byte
 }
 
 func (s *Store) newBatch() *batch { return &batch{Pipeliner: s.rdb.Pipeline()} }

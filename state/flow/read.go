@@ -112,9 +112,17 @@ func (s *Store) beginEnding(id string) func() {
 	}
 }
 
-// seeWritten remembers e as just written (writeRecord writes the same bytes).
-func (s *Store) seeWritten(e *Elicitation) {
-	if doc, err := json.Marshal(e); err == nil {
+// seeWritten remembers e as step b just wrote it: with the bytes writeRecord encoded when
+// b wrote e's record, rather than encoding it again.
+func (s *Store) seeWritten(b *batch, e *Elicitation) {
+	doc := b.record
+	if b.written != e {
+		var err error
+		if doc, err = json.Marshal(e); err != nil {
+			doc = nil
+		}
+	}
+	if doc != nil {
 		s.see(e, doc)
 	}
 	s.settled(e)

@@ -210,13 +210,13 @@ func (s *Store) create(ctx context.Context, n NewElicitation, checks []check) (*
 	if err := s.writeAfter(ctx, b); err != nil {
 		return nil, false, fmt.Errorf("write the service event of elicitation %s: %w", e.ID, err)
 	}
-	s.created(ctx, e)
+	s.created(ctx, b, e)
 	return e, true, nil
 }
 
-// created logs and counts the creation of e, and remembers it as written.
-func (s *Store) created(ctx context.Context, e *Elicitation) {
-	s.seeWritten(e)
+// created logs and counts the creation of e, and remembers it as b wrote it.
+func (s *Store) created(ctx context.Context, b *batch, e *Elicitation) {
+	s.seeWritten(b, e)
 	s.log.InfoContext(ctx, "elicitation created", "elicitation_id", e.ID, "user", e.User.Key(),
 		"kind", e.Kind, "target", e.Target, "session", e.SessionID)
 	s.counters.Add(ctx, "urlflow_elicitations_created_total", "kind", string(e.Kind))
@@ -265,13 +265,14 @@ func (s *Store) keep(e *Elicitation) time.Duration {
 }
 
 // writeRecord queues the write of e, one revision on from the record it was read as.
-func (s *Store) writeRecord(ctx context.Context, p redis.Pipeliner, e *Elicitation) error {
+func (s *Store) writeRecord(ctx context.Context, b *batch, e *Elicitation) error {
 	e.Revision++
 	doc, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("encode elicitation %s: %w", e.ID, err)
 	}
-	p.Set(ctx, elicitationKey(e.User.Key(), e.ID), doc, s.keep(e))
+	b.Set(ctx, elicitationKey(e.User.Key(), e.ID), doc, s.keep(e))
+	b.written, b.record = e, doc
 	return nil
 }
 
@@ -382,7 +383,7 @@ func (s *Store) Retry(ctx context.Context, id string, act Act, ttl time.Duration
 		if !wrote {
 			continue
 		}
-		s.seeWritten(old)
+		s.seeWritten(b, old)
 		if err := s.writeAfter(ctx, b); err != nil {
 			return nil, fmt.Errorf("write the service event of elicitation %s: %w", next.ID, err)
 		}

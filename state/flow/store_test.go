@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -1132,4 +1133,28 @@ func TestTheSweepDropsCopiesPastTheirTime(t *testing.T) {
 	if n := s.seen.Len(); n != 0 {
 		t.Fatalf("%d copies left past their time, want 0", n)
 	}
+}
+
+// TestWhatAReplicaRemembersOfAWrittenRecordIsWhatRedisHolds: a step keeps the bytes it
+// wrote as the replica's copy of the record (seeWritten), without encoding them again; the
+// copy must be byte for byte what Redis holds, or the next step's check would fail.
+func TestWhatAReplicaRemembersOfAWrittenRecordIsWhatRedisHolds(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		s := newStore(b, newClock())
+		e := mustCreate(t, s, newElicitation(alice))
+		steps := []Event{ClientAccept, BrowserOpen, Verified}
+		for i := 0; ; i++ {
+			_, kept, ok := s.seenRecord(e.ID)
+			stored, err := b.Client.Get(t.Context(), elicitationKey(alice.Key(), e.ID)).Bytes()
+			if err != nil || !ok || !bytes.Equal(kept, stored) {
+				t.Fatalf("after %d steps the replica keeps\n%s\nRedis holds\n%s (%v)", i, kept, stored, err)
+			}
+			if i == len(steps) {
+				break
+			}
+			if _, err := s.Apply(t.Context(), e.ID, steps[i], state.ActorUser, "test"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }

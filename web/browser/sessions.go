@@ -108,7 +108,7 @@ func (s *sessionStore) New(r *http.Request, name string) (*sessions.Session, err
 	sess := sessions.NewSession(s, name)
 	sess.Options = s.options()
 	sess.IsNew = true
-	id, ok := s.cookieID(r)
+	id, ok := s.verifiedID(r)
 	if !ok {
 		return sess, nil
 	}
@@ -138,6 +138,15 @@ func (s *sessionStore) cookieID(r *http.Request) (string, bool) {
 		return "", false
 	}
 	return s.decode(cookie.Value)
+}
+
+// verifiedID is cookieID, but without verifying the cookie again when the page read the
+// session it names already (PageVisitor did, for the same request).
+func (s *sessionStore) verifiedID(r *http.Request) (string, bool) {
+	if p, ok := r.Context().Value(prefetchedKey{}).(prefetchedSession); ok {
+		return p.id, true
+	}
+	return s.cookieID(r)
 }
 
 // decode returns the session ID that a session cookie's value names, if one of the
