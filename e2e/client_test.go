@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -190,6 +191,8 @@ func (c *client) noCompletion(d time.Duration) {
 type recorder struct {
 	token   string
 	traffic *syncBuffer
+	// base sends the requests; http.DefaultTransport if nil.
+	base http.RoundTripper
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -197,8 +200,9 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if r.token != "" {
 		req.Header.Set("Authorization", "Bearer "+r.token)
 	}
+	base := cmp.Or[http.RoundTripper](r.base, http.DefaultTransport)
 	if r.traffic == nil {
-		return http.DefaultTransport.RoundTrip(req)
+		return base.RoundTrip(req)
 	}
 	if req.Body != nil {
 		body, err := io.ReadAll(req.Body)
@@ -209,7 +213,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.traffic.Write(body)
 		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	resp, err := http.DefaultTransport.RoundTrip(req)
+	resp, err := base.RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}
@@ -218,4 +222,14 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		io.Closer
 	}{io.TeeReader(resp.Body, r.traffic), resp.Body}
 	return resp, nil
+}
+
+// ownTransport returns a transport of its own, like http.DefaultTransport, whose idle
+// connections close when t ends: a client that keeps its connections as a browser or an
+// MCP client does, rather than sharing the default transport's two idle connections per
+// host with every other client of the test.
+func ownTransport(t testing.TB) *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	return tr
 }

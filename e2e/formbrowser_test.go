@@ -33,6 +33,7 @@ func newFormBrowser(t testing.TB, s *server, name string) *formBrowser {
 	}
 	return &formBrowser{t: t, s: s, name: name, http: &http.Client{
 		Jar:           jar,
+		Transport:     ownTransport(t),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
 }

@@ -261,7 +261,7 @@ func newLoadUserAcross(b testing.TB, s, pages *server, mode loadMode, name strin
 	}
 	c := sdk.NewClient(&sdk.Implementation{Name: "load", Version: "1"}, opts)
 	cs, err := c.Connect(b.Context(), &sdk.StreamableClientTransport{
-		Endpoint: s.MCPURL, HTTPClient: &http.Client{Transport: &recorder{token: s.devToken(name)}}},
+		Endpoint: s.MCPURL, HTTPClient: &http.Client{Transport: &recorder{token: s.devToken(name), base: ownTransport(b)}}},
 		&sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		b.Fatal(err)

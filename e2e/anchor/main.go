@@ -46,6 +46,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/demoapi"
+	"github.com/urlflow/urlflow/upstream"
 )
 
 // The lengths of urlflow's pages in a flow (`urlflow dev`, English, measured 2026-12-04),
@@ -66,6 +67,10 @@ func main() {
 		log.Fatalf("anchor: %v", err)
 	}
 	a := &anchor{base: "http://" + ln.Addr().String(), sessions: map[string]*browserSession{}, flows: map[string]*secretFlow{}}
+	// As many idle connections to the demo API as urlflow keeps (upstream.IdleConnsPerHost).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = upstream.IdleConnsPerHost
+	a.verifier.Transport = tr
 	fmt.Printf("MCP URL: %s/mcp\n", a.base)
 	log.Fatalf("anchor: %v", http.Serve(ln, a.routes()))
 }
