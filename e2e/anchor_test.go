@@ -32,7 +32,8 @@ import (
 // URLFLOW_BENCH_REPLICAS=2 runs urlflow as two replicas on one Redis, each user's client on
 // the first and browser on the second; URLFLOW_BENCH_REDIS_RTT (for example 500us) delays
 // every round trip to Redis, as a network would (through BenchmarkLoad's counting proxy,
-// which runs in the harness and adds to its CPU).
+// which runs in the harness and adds to its CPU); URLFLOW_BENCH_GOGC sets GOGC for urlflow
+// and the anchor, not the harness (off: both without the garbage collector).
 func BenchmarkFlowAgainstAnchor(b *testing.B) {
 	if raceEnabled {
 		b.Skip("benchmark without -race")
@@ -56,6 +57,8 @@ func BenchmarkFlowAgainstAnchor(b *testing.B) {
 	home := b.TempDir() // the replicas' shared development keys
 	cfg := serverConfig{RedisURL: "redis://" + redisAddr, Style: "push", ConfigHome: home,
 		Env: []string{"URLFLOW_RATE_LIMIT_MCP=off", "URLFLOW_RATE_LIMIT_FORMS=off"}}
+	gc := gcSetting()
+	cfg.Env = append(cfg.Env, gc...)
 	if addr := os.Getenv("URLFLOW_BENCH_DEBUG_ADDR"); addr != "" { // for profiles of the (first) replica
 		cfg.Env = append(cfg.Env, "URLFLOW_DEBUG_ADDR="+addr)
 	}
@@ -68,7 +71,7 @@ func BenchmarkFlowAgainstAnchor(b *testing.B) {
 	} else if replicas != 1 {
 		b.Fatalf("URLFLOW_BENCH_REPLICAS: 1 or 2, got %d", replicas)
 	}
-	anchor := startAnchor(b)
+	anchor := startAnchor(b, gc)
 
 	var urlflowUsers []*loadUser
 	for i := range users {
@@ -155,13 +158,24 @@ func reportAgainstAnchor(b *testing.B, ofURLflow, ofAnchor []loadRun) {
 	}
 }
 
-// startAnchor builds e2e/anchor and starts it.
-func startAnchor(b *testing.B) *server {
+// gcSetting is the garbage collector's setting for the servers (not the harness):
+// URLFLOW_BENCH_GOGC as GOGC, to measure what the collector costs each.
+func gcSetting() []string {
+	if v := os.Getenv("URLFLOW_BENCH_GOGC"); v != "" {
+		return []string{"GOGC=" + v}
+	}
+	return nil
+}
+
+// startAnchor builds e2e/anchor and starts it with env added to this process's.
+func startAnchor(b *testing.B, env []string) *server {
 	bin := filepath.Join(b.TempDir(), "anchor")
 	if out, err := exec.Command("go", "build", "-o", bin, "./anchor").CombinedOutput(); err != nil {
 		b.Fatalf("build the anchor: %v\n%s", err, out)
 	}
-	s, banner, err := launch(b, exec.Command(bin), "MCP URL:")
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), env...)
+	s, banner, err := launch(b, cmd, "MCP URL:")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func load(fsys fs.FS, overrides Overrides) (*Catalog, error) {
 	for _, tag := range c.tags {
 		base, _ := tag.Base()
 		c.localizers = append(c.localizers, &Localizer{catalog: c, tag: tag, localizer: i18n.NewLocalizer(bundle, tag.String()),
-			calendar: calendarOf(base.String())})
+			calendar: calendarOf(base.String()), name: display.Self.Name(tag)})
 	}
 	return c, nil
 }
@@ -123,6 +123,7 @@ type Localizer struct {
 	tag       language.Tag
 	localizer *i18n.Localizer
 	calendar  locales.Translator // how the language writes dates and times (Clock)
+	name      string             // the language's name in itself (Name), looked up once
 	// plain and plainHTML keep each message without placeholders as T and HTML made it
 	// the first time (message ID → string): a page reads dozens, and go-i18n executes a
 	// template for each every time.
@@ -151,7 +152,7 @@ func (l *Localizer) Reviewed() bool { return l.T("meta.reviewed", nil) == "true"
 func (l *Localizer) Choices() []*Localizer { return l.catalog.Localizers() }
 
 // Name is the language's name in itself ("Deutsch"), for the language switcher.
-func (l *Localizer) Name() string { return display.Self.Name(l.tag) }
+func (l *Localizer) Name() string { return l.name }
 
 // T returns message id with data in the localizer's language, in English where that
 // language lacks it. A message missing from every catalog is returned as its ID, which

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nicksnyder/go-i18n/v2/i18n"
 	"golang.org/x/text/language"
+	"golang.org/x/text/language/display"
 )
 
 // PseudoTag is the language of the pseudo-locale (Pseudo): English, accented (BCP 47's
@@ -41,7 +42,8 @@ func Pseudo() (*Localizer, error) {
 		return nil, err
 	}
 	c := &Catalog{tags: []language.Tag{PseudoTag}, matcher: language.NewMatcher([]language.Tag{PseudoTag})}
-	c.localizers = []*Localizer{{catalog: c, tag: PseudoTag, localizer: i18n.NewLocalizer(bundle, PseudoTag.String()), calendar: calendarOf("en")}}
+	c.localizers = []*Localizer{{catalog: c, tag: PseudoTag, localizer: i18n.NewLocalizer(bundle, PseudoTag.String()), calendar: calendarOf("en"),
+		name: display.Self.Name(PseudoTag)}}
 	return c.localizers[0], nil
 }
 
