@@ -32,7 +32,7 @@ func TestTheDeploymentsBrandDressesTheUsersPagesAndNotTheOperators(t *testing.T)
 	if strings.Contains(strings.ReplaceAll(page.Text(), "A key for urlflow's demo API", ""), "urlflow") { // the slot's own words aside
 		t.Errorf("the consent page still says urlflow: %s", page.Text())
 	}
-	for _, want := range []string{`<title>A request for your Demo API key · Acme Keys</title>`, `href="` + b.StylesheetURL() + `"`,
+	for _, want := range []string{`<title>Provide your Demo API key? · Acme Keys</title>`, `href="` + b.StylesheetURL() + `"`,
 		`src="` + b.LogoURL() + `"`, `href="mailto:help@acme.example"`} {
 		if !strings.Contains(page.Body, want) {
 			t.Errorf("the consent page lacks %s", want)

@@ -144,7 +144,7 @@ func TestAnswersOutlastTheBodyDeadline(t *testing.T) {
 		form := b.continueToForm(e.ID)
 		f.whileVerifying(func(*http.Request) { time.Sleep(3 * bodyDeadline) })
 
-		b.submit(e.ID, form, validKey).want(t, http.StatusOK, "Stored")
+		b.submit(e.ID, form, validKey).want(t, http.StatusOK, "Demo API key saved")
 
 		if _, got := f.storedSecret(t, "alice", demoSlot); got != validKey {
 			t.Errorf("stored %q, want the key", got)

@@ -205,7 +205,7 @@ func TestATrustedServiceNamesTheUserAndTheBrowserMustBeThatUser(t *testing.T) {
 	if e := f.get(t, v.ID); e.User != f.user("alice") {
 		t.Errorf("the flow is %v's, want alice's", e.User)
 	}
-	f.browser(t, "bob").open(v.ID).want(t, http.StatusForbidden, "This link is not for you")
+	f.browser(t, "bob").open(v.ID).want(t, http.StatusForbidden, "This link belongs to another account")
 	f.browser(t, "alice").open(v.ID).want(t, http.StatusOK, "Directory MCP", "Verified by urlflow")
 }
 

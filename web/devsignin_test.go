@@ -150,7 +150,7 @@ func TestSignOutEndsTheBrowserSession(t *testing.T) {
 	b.post("/auth/logout", url.Values{}).want(t, http.StatusForbidden, "This form has expired")
 	page := b.post("/auth/logout", url.Values{"csrf": {b.csrf()}})
 
-	page.want(t, http.StatusOK, "Signed out", "This browser is no longer signed in")
+	page.want(t, http.StatusOK, "You are signed out", "This browser is no longer signed in")
 	if b.sessionCookie() != "" {
 		t.Error("the session cookie is still in the browser")
 	}

@@ -77,7 +77,7 @@ func TestSigningInAtTheIssuerReturnsToTheLinkAsTheIssuersUser(t *testing.T) {
 	}
 	f.wantState(t, e.ID, flow.Pending)
 
-	b.get(link).want(t, http.StatusOK, "Signed in as alice", "A request for your Demo API key", "Continue")
+	b.get(link).want(t, http.StatusOK, "Signed in as alice", "Provide your Demo API key?", "Continue")
 	f.wantState(t, e.ID, flow.InProgress)
 	if last := f.lastEntry(t, e.ID); last.Event != flow.BrowserOpen || last.Actor != state.ActorUser {
 		t.Errorf("last history entry %+v, want browser_open by the user", last)
@@ -86,7 +86,7 @@ func TestSigningInAtTheIssuerReturnsToTheLinkAsTheIssuersUser(t *testing.T) {
 	before := f.snapshot(t, e.ID)
 	bob := f.browser(t, "bob")
 	bob.signIn(link)
-	bob.get(link).want(t, http.StatusForbidden, "This link is not for you", "You are signed in as bob", "Nothing was changed")
+	bob.get(link).want(t, http.StatusForbidden, "This link belongs to another account", "You are signed in as bob", "Nothing was changed")
 	f.wantState(t, e.ID, flow.InProgress)
 	if h := f.history(t, e.ID); len(h) != before.History+1 || h[len(h)-1].Event != flow.OtherUserOpened ||
 		!strings.Contains(h[len(h)-1].Reason, f.user("bob").String()) {
@@ -206,7 +206,7 @@ func TestSigningOutEndsASessionSignedInAtTheIssuer(t *testing.T) {
 	b.open(e.ID).want(t, http.StatusOK, "Signed in as alice")
 	cookie := b.sessionCookie()
 
-	b.post("/auth/logout", url.Values{"csrf": {b.csrf()}}).want(t, http.StatusOK, "Signed out")
+	b.post("/auth/logout", url.Values{"csrf": {b.csrf()}}).want(t, http.StatusOK, "You are signed out")
 
 	if b.sessionCookie() != "" {
 		t.Error("the session cookie is still in the browser")

@@ -55,7 +55,7 @@ func TestTheOwnerOpeningTheLinkSeesTheConsentPageAndTheFlowIsInProgress(t *testi
 				f.apply(t, e.ID, ev, state.ActorSystem)
 			}
 			page := f.browser(t, "alice").open(e.ID)
-			page.want(t, http.StatusOK, "A request for your Demo API key", "probe-client", "1.2.3",
+			page.want(t, http.StatusOK, "Provide your Demo API key?", "probe-client", "1.2.3",
 				"Self-reported by the client", "to list your demo projects", "demo_api_key", "Continue", "Decline")
 			f.wantState(t, e.ID, flow.InProgress)
 			last := f.lastEntry(t, e.ID)
@@ -297,7 +297,7 @@ func TestOtherUserOpeningALinkIsRefusedAndChangesNothing(t *testing.T) {
 
 	page := bob.open(e.ID)
 
-	page.want(t, http.StatusForbidden, "This link is not for you", "You are signed in as bob",
+	page.want(t, http.StatusForbidden, "This link belongs to another account", "You are signed in as bob",
 		"phishing", "Nothing was changed", "Sign out")
 	if strings.Contains(page.Text(), "to list your demo projects") {
 		t.Error("the refusal shows the other user's request")
@@ -321,7 +321,7 @@ func TestOtherUserOpeningALinkIsRefusedAndChangesNothing(t *testing.T) {
 	for _, action := range []string{"continue", "secret", "decline"} {
 		before := f.snapshot(t, e.ID)
 		bob.post("/e/"+e.ID+"/"+action, url.Values{"csrf": {bob.csrf()}, "secret": {otherKey}}).
-			want(t, http.StatusForbidden, "This link is not for you")
+			want(t, http.StatusForbidden, "This link belongs to another account")
 		if after := f.snapshot(t, e.ID); after.State != flow.InProgress || after.History != before.History+1 ||
 			f.lastEntry(t, e.ID).Event != flow.OtherUserOpened {
 			t.Errorf("Bob's %s: %+v, want in_progress with one more other_user_opened", action, after)
@@ -354,7 +354,7 @@ func TestALinkLoadedByOthersAgainAndAgainKeepsItsStatusAnswerSmall(t *testing.T)
 		if i%3 == 2 {
 			b = carol
 		}
-		b.get("/e/"+e.ID).want(t, http.StatusForbidden, "This link is not for you")
+		b.get("/e/"+e.ID).want(t, http.StatusForbidden, "This link belongs to another account")
 	}
 
 	got := f.api(t, http.MethodGet, "/api/v1/elicitations/"+e.ID, f.token(t, "alice"), "")

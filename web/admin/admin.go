@@ -124,7 +124,7 @@ func (s *Admin) adminPage(c echo.Context) error {
 	if err := s.listPage(c, v, &view); err != nil {
 		return err
 	}
-	p, err := s.layout(c, v, "Flows")
+	p, err := s.layout(c, v, "") // the page's heading (templates.titled)
 	if err != nil {
 		return err
 	}

@@ -149,7 +149,7 @@ func (s *Pages) oauthCallback(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.complete(c, v, e, "connected to "+p.Label+" as "+tok.Account.Name, cred, "",
+	return s.complete(c, v, e, "connected to "+p.Label+" as "+tok.Account.Name, cred,
 		templates.Done{SlotLabel: p.Label + " account", ClientName: clientName(e.Client), Account: tok.Account.Name})
 }
 

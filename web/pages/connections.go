@@ -37,7 +37,7 @@ func (s *Pages) showConnections(c echo.Context, notice string) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.browser.Layout(c, v, "Your connections")
+	p, err := s.browser.Layout(c, v, "") // the page's heading (templates.titled)
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func (s *Pages) elicitationFor(c echo.Context, v *browser.Visitor) (*flow.Elicit
 			"elicitation_id", e.ID, "user", v.User.Key(), "owner", e.User.Key())
 		s.opts.Counters.Add(ctx, "urlflow_phishing_refusals_total")
 		s.browser.RefusedIdentity(c.Request(), v.User, e.ID, "opened another user's elicitation link; refused as possible phishing")
-		p, err := s.browser.Layout(c, v, "This link is not for you")
+		p, err := s.browser.Layout(c, v, "") // the page's heading (templates.titled)
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +133,7 @@ func (s *Pages) consentPage(c echo.Context, hints bool) error {
 	if e.Kind == state.KindOAuth {
 		return s.renderConnect(c, v, e)
 	}
-	p, err := s.browser.Layout(c, v, "A request for your "+s.slotOf(e).Label)
+	p, err := s.browser.Layout(c, v, "") // the page's heading (templates.titled)
 	if err != nil {
 		return err
 	}
@@ -291,7 +291,7 @@ func (s *Pages) home(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.browser.Layout(c, v, "urlflow")
+	p, err := s.browser.Layout(c, v, "") // the product's name (templates.titled)
 	if err != nil {
 		return err
 	}

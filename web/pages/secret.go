@@ -161,7 +161,7 @@ func (s *Pages) secretPost(c echo.Context, hints bool) error {
 	}
 	cred := &credentials.Credential{Name: e.CredentialName(), Kind: state.KindSecret, ElicitationID: e.ID,
 		StoredAt: s.opts.Flows.Now().UTC(), VerifiedAt: verifiedAt, Sealed: sealed, Parameters: values}
-	return s.complete(c, v, e, reason, cred, "Stored", templates.Done{SlotLabel: slot.Label, ClientName: clientName(e.Client)})
+	return s.complete(c, v, e, reason, cred, templates.Done{SlotLabel: slot.Label, ClientName: clientName(e.Client)})
 }
 
 // rejectInput records that what the user entered broke a rule (entry.problem, which never
@@ -173,11 +173,11 @@ func (s *Pages) rejectInput(c echo.Context, v *browser.Visitor, e *flow.Elicitat
 	return s.renderSecretForm(c, v, e, http.StatusUnprocessableEntity, entry)
 }
 
-// complete stores cred and completes e in one step, then shows the done page (titled
-// title) with done, which names the service that asked, if any, and whether it may
-// receive cred itself; when the flow ended another way in the meantime, nothing is stored
-// and the page says how it ended.
-func (s *Pages) complete(c echo.Context, v *browser.Visitor, e *flow.Elicitation, reason string, cred *credentials.Credential, title string, done templates.Done) error {
+// complete stores cred and completes e in one step, then shows the done page with done,
+// which names the service that asked, if any, and whether it may receive cred itself; when
+// the flow ended another way in the meantime, nothing is stored and the page says how it
+// ended.
+func (s *Pages) complete(c echo.Context, v *browser.Visitor, e *flow.Elicitation, reason string, cred *credentials.Credential, done templates.Done) error {
 	cred.Releasable = e.Releasable // what the pages told the user
 	done.ServiceLabel, done.ServiceReceives = s.requester(e)
 	change, err := s.browser.Apply(c, v, e.ID, flow.Verified, state.ActorUser, reason, flow.WithCredential(cred))
@@ -187,7 +187,7 @@ func (s *Pages) complete(c echo.Context, v *browser.Visitor, e *flow.Elicitation
 	if !change.Changed() || change.To != flow.Complete {
 		return s.renderEnded(c, v, change.Elicitation, true)
 	}
-	p, err := s.browser.Layout(c, v, title)
+	p, err := s.browser.Layout(c, v, "") // the page's heading (templates.titled)
 	if err != nil {
 		return err
 	}
@@ -211,9 +211,9 @@ func (s *Pages) failed(c echo.Context, v *browser.Visitor, e *flow.Elicitation, 
 	if change.To != flow.Failed {
 		return s.renderEnded(c, v, change.Elicitation, true)
 	}
-	title := ""
+	title := "" // the page's heading (templates.titled)
 	if view.Connection {
-		title = "Your " + view.SlotLabel + " was not connected"
+		title = locale.T(c.Request().Context(), "failed.title_connection", "Secret", view.SlotLabel)
 	}
 	p, err := s.browser.Layout(c, v, title)
 	if err != nil {

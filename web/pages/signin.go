@@ -99,7 +99,7 @@ func (s *Pages) renderDevSignIn(c echo.Context, v *browser.Visitor, status int, 
 	if err != nil {
 		return err
 	}
-	p, err := s.browser.Layout(c, v, "Sign in (development)")
+	p, err := s.browser.Layout(c, v, "") // the page's heading (templates.titled)
 	if err != nil {
 		return err
 	}
@@ -124,8 +124,7 @@ func (s *Pages) signIn(c echo.Context) error {
 	next := safeNext(c.FormValue("next"))
 	name := strings.ToLower(strings.TrimSpace(c.FormValue("name")))
 	if !identity.ValidDevName(name) {
-		return s.renderDevSignIn(c, v, http.StatusUnprocessableEntity, next, "",
-			"Use 1 to 64 lower-case letters, digits, dots, dashes or underscores, for example alice.")
+		return s.renderDevSignIn(c, v, http.StatusUnprocessableEntity, next, "", locale.T(c.Request().Context(), "signin.name_rule"))
 	}
 	if err := s.browser.SignInAs(c, v, s.opts.Dev.User(name), name, false); err != nil {
 		return err
@@ -145,7 +144,7 @@ func (s *Pages) signOut(c echo.Context) error {
 	if err := s.browser.SignOut(c, v); err != nil {
 		return err
 	}
-	return s.browser.Render(c, http.StatusOK, templates.SignedOutPage(templates.Page{Title: "Signed out", Dev: s.opts.Dev != nil}, templates.SignedOut{}))
+	return s.browser.Render(c, http.StatusOK, templates.SignedOutPage(templates.Page{Dev: s.opts.Dev != nil}, templates.SignedOut{}))
 }
 
 // devToken is GET /dev/token?user=NAME: a bearer token for a development user, for
