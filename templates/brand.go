@@ -22,3 +22,8 @@ func brandOf(ctx context.Context) *brand.Brand {
 
 // product is the product name the end users' pages show.
 func product(ctx context.Context) string { return brandOf(ctx).Name() }
+
+// Product is the name the end users' pages give the product in the request of ctx: the
+// deployment's brand name (WithBrand), else urlflow. Handlers pass it to messages that
+// name the product ({{.Product}}).
+func Product(ctx context.Context) string { return product(ctx) }

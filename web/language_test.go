@@ -10,6 +10,7 @@ import (
 
 	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/oauth/identity"
+	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/state/languages"
 )
 
@@ -136,4 +137,51 @@ func TestErrorPagesSayWhatWentWrongInTheReadersLanguage(t *testing.T) {
 			t.Errorf("%s: the page (Content-Language %q) still says it in English: %s", tc.name, tc.page.Header.Get("Content-Language"), text)
 		}
 	}
+}
+
+// TestTheConnectionsPageSpeaksTheReadersLanguage: a reader who chose German reads the
+// connections page's group of urlflow's own tools in German, and, on removing what they
+// stored there and a connection a service held, what came of it, in German too.
+func TestTheConnectionsPageSpeaksTheReadersLanguage(t *testing.T) {
+	t.Parallel()
+	p := newProvider(t)
+	p.revocable = true
+	f := newFixture(t, fixtureOptions{provider: p})
+	f.storeOwn(t, "alice")
+	f.connectFor(t, weather, "alice")
+	b := f.browser(t, "alice")
+	b.send(request{method: http.MethodGet, path: "/?lang=de", header: http.Header{"Accept": {"text/html"}}})
+	b.signIn("/connections")
+	de, en := locale.Default().Negotiate("de", ""), locale.Default().Negotiate("en", "")
+	german := func(id string, data map[string]any) string {
+		t.Helper()
+		g, e := de.T(id, data), en.T(id, data)
+		if g == e || g == id {
+			t.Fatalf("%s has no German of its own: %q", id, g)
+		}
+		return g
+	}
+
+	page := b.get("/connections")
+	page.want(t, http.StatusOK, german("connections.own_tools", map[string]any{"Product": "urlflow"}), german("common.provider_account", map[string]any{"Provider": "Acme"}))
+	if text := page.Text(); strings.Contains(text, en.T("connections.own_tools", map[string]any{"Product": "urlflow"})) || strings.Contains(text, "Acme account") {
+		t.Errorf("the page still names the holder or the account in English: %s", text)
+	}
+
+	removed := b.post("/connections/remove", url.Values{"name": {demoSlot}, "csrf": {page.csrf(t)}})
+	removed.want(t, http.StatusOK, german("connections.deleted_own", map[string]any{"Label": "Demo API key", "Product": "urlflow"}))
+	if text := removed.Text(); strings.Contains(text, "Your Demo API key is deleted") {
+		t.Errorf("the notice is still in English: %s", text)
+	}
+	f.wantNoCredential(t, "alice", demoSlot)
+
+	name := credentials.Name(weather, "acme")
+	disconnected := b.post("/connections/remove", url.Values{"name": {name}, "csrf": {page.csrf(t)}})
+	disconnected.want(t, http.StatusOK, german("connections.disconnect_revoked", map[string]any{"Holder": "Weather MCP", "Provider": "Acme", "Product": "urlflow"}))
+	if text := disconnected.Text(); strings.Contains(text, "is disconnected") {
+		t.Errorf("the notice is still in English: %s", text)
+	}
+	f.wantNoCredential(t, "alice", name)
+	b.post("/connections/remove", url.Values{"name": {demoSlot}, "csrf": {page.csrf(t)}}).
+		want(t, http.StatusOK, german("connections.nothing_removed", nil))
 }

@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"net/http"
@@ -20,10 +21,10 @@ import (
 // oauthAttemptTTL bounds the time between leaving for the provider and coming back.
 const oauthAttemptTTL = 15 * time.Minute
 
-// targetLabel is how people call what e asks for: a secret's label, or a provider's
-// account, with the account label its service gave it.
-func (s *Pages) targetLabel(e *flow.Elicitation) string {
-	return withAccountLabel(s.labelOf(e.Kind, e.Target), e.Label)
+// targetLabel is how people call what e asks for, in the language of ctx: a secret's
+// label, or a provider's account, with the account label its service gave it.
+func (s *Pages) targetLabel(ctx context.Context, e *flow.Elicitation) string {
+	return withAccountLabel(s.labelOf(ctx, e.Kind, e.Target), e.Label)
 }
 
 // withAccountLabel is what people call a credential of label (among several of one target
@@ -35,19 +36,26 @@ func withAccountLabel(what, label string) string {
 	return what + " (" + label + ")"
 }
 
-// labelOf is how people call the target name of kind: a secret's label, or a provider's
-// account; the name itself for one no longer configured.
-func (s *Pages) labelOf(kind state.Kind, name string) string {
+// labelOf is how people call the target name of kind, in the language of ctx: a secret's
+// label, or a provider's account ("GitHub account"); the name itself for one no longer
+// configured.
+func (s *Pages) labelOf(ctx context.Context, kind state.Kind, name string) string {
 	if kind == state.KindOAuth {
 		if p, ok := s.opts.Providers.Lookup(name); ok {
-			return p.Label + " account"
+			name = p.Label
 		}
-		return name + " account"
+		return providerAccount(ctx, name)
 	}
 	if slot, ok := s.opts.Slots.Lookup(name); ok {
 		return slot.Label
 	}
 	return name
+}
+
+// providerAccount is what people call their account at the provider of label ("GitHub
+// account"), in the language of ctx.
+func providerAccount(ctx context.Context, label string) string {
+	return locale.T(ctx, "common.provider_account", "Provider", label)
 }
 
 // renderConnect renders the consent page of a third-party connection. Its Continue form
@@ -127,7 +135,7 @@ func (s *Pages) oauthCallback(c echo.Context) error {
 	if !ok || e.State != flow.InProgress {
 		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
 	}
-	view := templates.Failed{SlotLabel: p.Label + " account", Connection: true, TryAgainURL: "/e/" + e.ID}
+	view := templates.Failed{SlotLabel: providerAccount(ctx, p.Label), Connection: true, TryAgainURL: "/e/" + e.ID}
 	if err := p.CheckIssuer(q.Get("iss")); err != nil {
 		view.Reason = "the answer did not come from " + p.Label + " (" + err.Error() + ")"
 		return s.failed(c, v, e, view, "provider answer refused: "+err.Error())
@@ -150,7 +158,7 @@ func (s *Pages) oauthCallback(c echo.Context) error {
 		return err
 	}
 	return s.complete(c, v, e, "connected to "+p.Label+" as "+tok.Account.Name, cred,
-		templates.Done{SlotLabel: p.Label + " account", ClientName: clientName(e.Client), Account: tok.Account.Name})
+		templates.Done{SlotLabel: providerAccount(ctx, p.Label), ClientName: clientName(e.Client), Account: tok.Account.Name})
 }
 
 // callbackFlow spends the authorization attempt of the provider's answer to c (a replay
@@ -162,7 +170,7 @@ func (s *Pages) callbackFlow(c echo.Context, v *browser.Visitor) (*authorization
 	ctx := c.Request().Context()
 	a, err := s.opts.Authorizations.Take(ctx, c.QueryParam("state"))
 	if errors.Is(err, state.ErrNotFound) {
-		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, locale.T(ctx, "error.provider_answer_spent"))
+		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, locale.T(ctx, "error.provider_answer_spent", "Product", templates.Product(ctx)))
 	}
 	if err != nil {
 		return nil, nil, err

@@ -3,12 +3,14 @@ package pages
 import (
 	"cmp"
 	"context"
-	"fmt"
+	"errors"
 	"net/http"
 	"slices"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/urlflow/urlflow/internal/locale"
+	"github.com/urlflow/urlflow/oauth/providers"
 	"github.com/urlflow/urlflow/state"
 	"github.com/urlflow/urlflow/state/credentials"
 	"github.com/urlflow/urlflow/templates"
@@ -33,7 +35,8 @@ func (s *Pages) showConnections(c echo.Context, notice string) error {
 	if !v.SignedIn {
 		return c.Redirect(http.StatusSeeOther, "/auth/login?next=/connections")
 	}
-	conns, err := s.opts.Credentials.Connections(c.Request().Context(), v.User, nil)
+	ctx := c.Request().Context()
+	conns, err := s.opts.Credentials.Connections(ctx, v.User, nil)
 	if err != nil {
 		return err
 	}
@@ -41,36 +44,31 @@ func (s *Pages) showConnections(c echo.Context, notice string) error {
 	if err != nil {
 		return err
 	}
-	return s.browser.Render(c, http.StatusOK, templates.ConnectionsPage(p, templates.Connections{Groups: s.connectionGroups(conns), Notice: notice}))
+	return s.browser.Render(c, http.StatusOK, templates.ConnectionsPage(p, templates.Connections{Groups: s.connectionGroups(ctx, conns), Notice: notice}))
 }
 
 // connectionGroups groups conns by holder: urlflow's own tools first, then the services in
-// their labels' order.
-func (s *Pages) connectionGroups(conns []credentials.Connection) []templates.ConnectionGroup {
+// their labels' order; in the language of ctx.
+func (s *Pages) connectionGroups(ctx context.Context, conns []credentials.Connection) []templates.ConnectionGroup {
 	var groups []templates.ConnectionGroup
 	for _, conn := range conns {
 		i := slices.IndexFunc(groups, func(g templates.ConnectionGroup) bool { return g.Service == conn.Service })
 		if i < 0 {
-			g := templates.ConnectionGroup{Holder: "urlflow's own tools", Service: conn.Service}
-			if conn.Service != "" {
-				g.Holder = conn.Service
-				if svc, ok := s.opts.Services.Lookup(conn.Service); ok {
-					g.Holder = svc.Label
-				}
-			}
+			g := templates.ConnectionGroup{Holder: s.holderOf(ctx, conn.Service), Service: conn.Service}
 			groups, i = append(groups, g), len(groups)
 		}
 		item := templates.ConnectionItem{Name: credentials.Labeled(credentials.Name(conn.Service, conn.Name), conn.Label),
-			Label:   withAccountLabel(s.labelOf(conn.Kind, conn.Name), conn.Label),
+			Label:   withAccountLabel(s.labelOf(ctx, conn.Kind, conn.Name), conn.Label),
 			Account: conn.Account, StoredAt: conn.StoredAt, LastUsedAt: conn.LastUsedAt, Offline: conn.Offline}
 		item.Address = s.addressOf(conn)
 		switch {
 		case conn.LockedAt != nil:
-			item.Problem = "Locked until you enter it again: " + conn.LockReason
+			// The reason is other code's, in English (as the flow's history has it).
+			item.Problem = locale.T(ctx, "connections.problem_locked", "Reason", conn.LockReason)
 		case conn.NeedsReconnect:
-			item.Problem = "The provider no longer honours it: connect again"
+			item.Problem = locale.T(ctx, "connections.problem_reconnect")
 		case conn.Kind == state.KindSecret && s.opts.Slots.Lacks(conn.Name, conn.Parameters) != nil:
-			item.Problem = "Its address now takes parts you did not enter with it: enter it again when asked"
+			item.Problem = locale.T(ctx, "connections.problem_parameters")
 		}
 		groups[i].Items = append(groups[i].Items, item)
 	}
@@ -81,6 +79,20 @@ func (s *Pages) connectionGroups(conns []credentials.Connection) []templates.Con
 		return cmp.Compare(a.Holder, b.Holder)
 	})
 	return groups
+}
+
+// holderOf is how the connections page calls who holds what service stores, in the
+// language of ctx: urlflow's own tools (service "" or credentials.OwnService, as
+// credentials.SplitName gives it), else the service's label (its name when the
+// configuration no longer has it).
+func (s *Pages) holderOf(ctx context.Context, service string) string {
+	if isOwn(service) {
+		return locale.T(ctx, "connections.own_tools", "Product", templates.Product(ctx))
+	}
+	if svc, ok := s.opts.Services.Lookup(service); ok {
+		return svc.Label
+	}
+	return service
 }
 
 // addressOf returns the address a secret of conn is used with, when its slot's address is
@@ -109,9 +121,9 @@ func (s *Pages) withdrawOffline(c echo.Context) error {
 	return s.connectionsForm(c, func(ctx context.Context, user state.User, name string) (string, error) {
 		withdrawn, err := s.opts.Credentials.WithdrawOffline(ctx, user, name, state.ActorUser)
 		if err != nil || !withdrawn {
-			return "Nothing was changed: it was no longer allowed, or no longer there.", err
+			return locale.T(ctx, "connections.offline_unchanged"), err
 		}
-		return "Done: it is used only while you use it through your client now.", nil
+		return locale.T(ctx, "connections.offline_withdrawn"), nil
 	})
 }
 
@@ -141,32 +153,48 @@ func (s *Pages) connectionsForm(c echo.Context, act func(ctx context.Context, us
 // removedOnThePage is the audit trail's reason for what a user removes on /connections.
 const removedOnThePage = "removed on the connections page"
 
-// remove removes user's credential name and says what it did.
+// remove removes user's credential name and says what it did, in the language of ctx.
 func (s *Pages) remove(ctx context.Context, user state.User, name string) (string, error) {
 	service, target := credentials.SplitName(name)
-	holder := "urlflow's own tools"
-	if service != "" {
-		holder = service
-		if svc, ok := s.opts.Services.Lookup(service); ok {
-			holder = svc.Label
-		}
-	}
+	holder := s.holderOf(ctx, service)
 	if p, ok := s.opts.Providers.Lookup(target); ok {
 		d, err := s.opts.Keeper.Disconnect(ctx, user, name, p, state.ActorUser, removedOnThePage)
 		if err != nil {
 			return "", err
 		}
-		return holder + ": " + d.Text(), nil
+		return disconnectionWords(ctx, d, holder, p.Label), nil
 	}
 	deleted, err := s.opts.Credentials.Delete(ctx, user, name, state.ActorUser, removedOnThePage)
 	if err != nil {
 		return "", err
 	}
 	if !deleted {
-		return "Nothing was removed: it was no longer there.", nil
+		return locale.T(ctx, "connections.nothing_removed"), nil
 	}
-	return fmt.Sprintf("Your %s is deleted: %s can no longer use it.", withAccountLabel(s.labelOf(state.KindSecret, target), credentials.LabelOf(name)), holder), nil
+	label := withAccountLabel(s.labelOf(ctx, state.KindSecret, target), credentials.LabelOf(name))
+	if isOwn(service) {
+		return locale.T(ctx, "connections.deleted_own", "Label", label, "Product", templates.Product(ctx)), nil
+	}
+	return locale.T(ctx, "connections.deleted", "Label", label, "Holder", holder), nil
 }
+
+// disconnectionWords say in the language of ctx what d did to the user's account at the
+// provider of label, which holder held: what d.Text says in English to the MCP tools and
+// the API, before the holder.
+func disconnectionWords(ctx context.Context, d providers.Disconnection, holder, label string) string {
+	switch {
+	case !d.Deleted:
+		return locale.T(ctx, "connections.disconnect_none", "Holder", holder, "Provider", label)
+	case d.RevokeErr == nil:
+		return locale.T(ctx, "connections.disconnect_revoked", "Holder", holder, "Provider", label, "Product", templates.Product(ctx))
+	case errors.Is(d.RevokeErr, providers.ErrNoRevocation):
+		return locale.T(ctx, "connections.disconnect_no_revocation", "Holder", holder, "Provider", label, "Product", templates.Product(ctx))
+	}
+	return locale.T(ctx, "connections.disconnect_revocation_failed", "Holder", holder, "Provider", label, "Product", templates.Product(ctx))
+}
+
+// isOwn reports whether service names urlflow's own tools.
+func isOwn(service string) bool { return service == "" || service == credentials.OwnService }
 
 // ownFirst orders urlflow's own group before the services'.
 func ownFirst(g templates.ConnectionGroup) int {

@@ -29,7 +29,8 @@ func (s *Pages) declineElicitation(c echo.Context) error {
 // renderEnded renders the page of a flow that has ended. nothingChanged marks a request
 // that arrived after the end (status 409).
 func (s *Pages) renderEnded(c echo.Context, v *browser.Visitor, e *flow.Elicitation, nothingChanged bool) error {
-	heading, message := endedWords(c.Request().Context(), e, s.targetLabel(e))
+	ctx := c.Request().Context()
+	heading, message := endedWords(ctx, e, s.targetLabel(ctx, e))
 	if heading == "" {
 		return c.Redirect(http.StatusSeeOther, "/e/"+e.ID)
 	}
