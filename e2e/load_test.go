@@ -96,11 +96,12 @@ func newLoadUsers(b testing.TB, s *server, mode loadMode, users int) []*loadUser
 type loadRun struct {
 	flows int
 	wall  time.Duration
-	// cpu is the CPU time of the server, redis-server and this harness during the run.
-	cpu        [3]time.Duration
-	redisCmds  int64
-	redisTrips int64
-	stats      *loadStats
+	// cpu is the CPU time of the server, redis-server and this harness during the run;
+	// startCPU what each had used when it began.
+	cpu, startCPU [3]time.Duration
+	redisCmds     int64
+	redisTrips    int64
+	stats         *loadStats
 }
 
 // runFlows runs n flows, the workers each running one after another at once, and measures
@@ -131,7 +132,7 @@ func runFlows(b testing.TB, s *server, workers []*loadUser, n int, proxy *redisP
 		})
 	}
 	wg.Wait()
-	run := loadRun{flows: n, wall: time.Since(start), stats: stats,
+	run := loadRun{flows: n, wall: time.Since(start), stats: stats, startCPU: cpuBefore,
 		cpu: [3]time.Duration{serverCPU(), processCPU(redisPID), ownCPU()}}
 	for i := range run.cpu {
 		run.cpu[i] -= cpuBefore[i]
