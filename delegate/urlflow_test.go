@@ -29,15 +29,14 @@ import (
 	"time"
 
 	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/internal/testhttp"
 	"github.com/urlflow/urlflow/services"
 )
 
-// testTransport carries every request of these tests, and testClient sends through it.
-// It is not http.DefaultTransport, whose idle connections every httptest.Server's Close
-// closes: a parallel test's server closing broke a request here in flight ("transport
-// connection broken: http: CloseIdleConnections called").
+// testTransport carries every request of these tests, and testClient sends through it:
+// not net/http's defaults (package testhttp says why).
 var (
-	testTransport = http.DefaultTransport.(*http.Transport).Clone()
+	testTransport = testhttp.Transport()
 	testClient    = &http.Client{Transport: testTransport}
 )
 

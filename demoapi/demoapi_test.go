@@ -38,7 +38,7 @@ func TestEchoShowsTheRequestAsTheAPISawIt(t *testing.T) {
 	defer srv.Close()
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+Prefix+"/echo?x=1", strings.NewReader(`{"a":1}`))
 	req.Header.Set("Authorization", "Bearer demo_0123456789abcdef")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func get(t *testing.T, url, key string) (*http.Response, map[string]string) {
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

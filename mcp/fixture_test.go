@@ -351,7 +351,7 @@ type bearer string
 func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	req.Header.Set("Authorization", "Bearer "+string(b))
-	return http.DefaultTransport.RoundTrip(req)
+	return testTransport.RoundTrip(req)
 }
 
 // newTestClient returns a client configured by cfg, not yet connected.

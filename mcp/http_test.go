@@ -18,7 +18,7 @@ func TestOneEndpointServesBothErasBehindTheBearerCheck(t *testing.T) {
 	f := newFixture(t, withStyle(StyleError))
 	endpoint, token := f.serveHTTP()
 
-	resp, err := http.Post(endpoint, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"server/discover"}`))
+	resp, err := testHTTP.Post(endpoint, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"server/discover"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func rawRequest(t *testing.T, method, endpoint, token, session, body string) (*h
 		req.Header.Set("Mcp-Session-Id", session)
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testHTTP.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/urlflow/urlflow/internal/brand"
 	"github.com/urlflow/urlflow/internal/issuertest"
 	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/internal/testhttp"
 	"github.com/urlflow/urlflow/metrics"
 	"github.com/urlflow/urlflow/oauth"
 	"github.com/urlflow/urlflow/oauth/identity"
@@ -978,10 +979,9 @@ func noRedirects(jar http.CookieJar) *http.Client {
 	return &http.Client{Transport: testTransport, Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-// testTransport carries the tests' requests. It is not http.DefaultTransport, whose idle
-// connections every httptest.Server's Close closes, which can break a parallel test's
-// request in flight ("http: CloseIdleConnections called", seen in ./delegate).
-var testTransport = http.DefaultTransport.(*http.Transport).Clone()
+// testTransport carries the tests' requests: not http.DefaultTransport (package testhttp
+// says why).
+var testTransport = testhttp.Transport()
 
 // api sends an API request with token (none if empty) and a JSON body (none if empty).
 func (f *fixture) api(t testing.TB, method, path, token, body string) answer {

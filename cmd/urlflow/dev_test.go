@@ -88,13 +88,13 @@ func TestDevStopsEverythingItStartedBeforeItReturns(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
 		t.Fatalf("initialize: %v %v", resp, err)
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	http.DefaultClient.CloseIdleConnections()
+	testClient.CloseIdleConnections()
 
 	stop()
 	select {
@@ -133,7 +133,7 @@ func TestProfilingIsServedOnlyOnItsOwnListener(t *testing.T) {
 		{"http://" + m[1] + "/debug/pprof/goroutine?debug=1", http.StatusOK},
 		{"http://" + addr + "/debug/pprof/", http.StatusNotFound},
 	} {
-		resp, err := http.Get(tt.url)
+		resp, err := testClient.Get(tt.url)
 		if err != nil {
 			t.Fatal(err)
 		}

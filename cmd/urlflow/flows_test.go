@@ -23,7 +23,7 @@ func devFlow(t *testing.T, addr, user string) string {
 	t.Helper()
 	get := func(path string, out any) {
 		t.Helper()
-		resp, err := http.Get("http://" + addr + path)
+		resp, err := testClient.Get("http://" + addr + path)
 		if err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("GET %s: %v %v", path, resp, err)
 		}
@@ -38,7 +38,7 @@ func devFlow(t *testing.T, addr, user string) string {
 	req.Header.Set("Authorization", "Bearer "+key.Key)
 	req.Header.Set("Urlflow-User-Token", token.Token)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

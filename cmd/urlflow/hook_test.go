@@ -217,7 +217,7 @@ func TestHookServeAnswersClaudeCodesHTTPHook(t *testing.T) {
 		for {
 			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/elicitation", strings.NewReader(body))
 			req.Header.Set("Authorization", auth)
-			if resp, err = http.DefaultClient.Do(req); err == nil || time.Now().After(deadline) {
+			if resp, err = testClient.Do(req); err == nil || time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(20 * time.Millisecond) // the server is starting
@@ -242,7 +242,7 @@ func TestHookServeAnswersClaudeCodesHTTPHook(t *testing.T) {
 	if code, _ := post("Bearer "+token, `{"hook_event_name":"ElicitationResult","mcp_server_name":"x","action":"accept","content":{"a":"b"}}`); code != http.StatusBadRequest {
 		t.Fatalf("an answer sent to the server: %d", code)
 	}
-	resp, err := http.Get("http://" + addr + "/metrics")
+	resp, err := testClient.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func post(t *testing.T, endpoint, id, secret string, form url.Values) (int, map[
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ var layers = [][]string{
 	// Libraries that import nothing of the service, and those built on them.
 	{"internal/tracing", "internal/buildinfo", "internal/spelling"},
 	{"internal/ages", "internal/brand", "internal/display", "internal/locale", "internal/embedded", "internal/every", "internal/expiring", "internal/loopback",
-		"internal/resend", "internal/signed", "internal/layers", "internal/zcursor", "web/respond"},
+		"internal/resend", "internal/signed", "internal/layers", "internal/testhttp", "internal/zcursor", "web/respond"},
 	{"internal/", "delegate", "metrics", "templates", "demoapi", "hook", "hook/settings", "oauth"},
 	// The stores' shared vocabulary, and the stores that need no other store.
 	{"state"},

@@ -77,7 +77,7 @@ func TestWithTracingOffEveryHelperHandsBackWhatItGot(t *testing.T) {
 	if got, ok := Handler(h).(*http.ServeMux); !ok || got != h {
 		t.Error("Handler wrapped the handler with tracing off")
 	}
-	base := http.DefaultTransport
+	base := http.DefaultTransport.(*http.Transport).Clone() // not the default, which other tests' servers close
 	if Transport(base, true) != base {
 		t.Error("Transport wrapped the transport with tracing off")
 	}
