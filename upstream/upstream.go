@@ -313,9 +313,21 @@ func (c *Caller) Check(ctx context.Context, api *API, v *Verify, secret state.Se
 	io.Copy(io.Discard, io.LimitReader(resp.Body, api.MaxResponseBytes))
 	resp.Body.Close()
 	if !slices.Contains(v.Status, resp.StatusCode) {
-		return fmt.Errorf("the API answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+		return &RefusedError{Status: resp.StatusCode}
 	}
 	return nil
+}
+
+// RefusedError is Check's answer when the API answered a status that does not mean valid.
+type RefusedError struct{ Status int }
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("the API answered %s", e.StatusLine())
+}
+
+// StatusLine is the status as HTTP writes it: "401 Unauthorized".
+func (e *RefusedError) StatusLine() string {
+	return strings.TrimSpace(fmt.Sprintf("%d %s", e.Status, http.StatusText(e.Status)))
 }
 
 // outgoing is what a request sends besides its target: checked before do sends it.

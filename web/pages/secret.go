@@ -197,7 +197,7 @@ func (s *Pages) complete(c echo.Context, v *browser.Visitor, e *flow.Elicitation
 // verificationFailed records that the slot's API refused the secret (the flow becomes
 // failed; nothing is stored) and tells the user, who may try again until the deadline.
 func (s *Pages) verificationFailed(c echo.Context, v *browser.Visitor, e *flow.Elicitation, slot *slots.Slot, checkErr error) error {
-	return s.failed(c, v, e, templates.Failed{SlotLabel: slot.Label, Reason: checkErr.Error(),
+	return s.failed(c, v, e, templates.Failed{SlotLabel: slot.Label, Reason: checkWords(c.Request().Context(), checkErr),
 		TryAgainURL: "/e/" + e.ID + "/secret"}, "verification failed: "+checkErr.Error())
 }
 

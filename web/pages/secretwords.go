@@ -2,6 +2,8 @@ package pages
 
 import (
 	"context"
+	"errors"
+	"strings"
 
 	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/slots"
@@ -76,4 +78,19 @@ func brokenParameterWords(ctx context.Context, slot *slots.Slot, invalid *upstre
 		return locale.T(ctx, "secret.parameter_no_match", "Label", label)
 	}
 	return invalid.Rule
+}
+
+// checkWords says in the reader's language what the check of a secret at its API found
+// (upstream.Caller.Check's error); the flow's history keeps the English of err. A detail
+// that comes from the network (a timeout, a refused connection) stays as it came.
+func checkWords(ctx context.Context, err error) string {
+	var refused *upstream.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return locale.T(ctx, "failed.reason_refused", "Status", refused.StatusLine())
+	case errors.Is(err, upstream.ErrUnreachable):
+		detail := strings.TrimPrefix(err.Error(), upstream.ErrUnreachable.Error()+": ")
+		return locale.T(ctx, "failed.reason_unreachable", "Detail", detail)
+	}
+	return err.Error()
 }
