@@ -52,6 +52,10 @@ type notifier struct {
 	// them writes on its own stream (carry): the notifier leaves those alone until the call
 	// lets go.
 	carried map[string]struct{}
+	// unrecorded holds the elicitations whose notification was written on a stream but
+	// could not be recorded yet (recordWritten is at it): the client has it, so nothing
+	// sends it again, whatever the record still says.
+	unrecorded map[string]struct{}
 	// rechecked holds, per session, when a reopened stream last made it read the session's
 	// undelivered set.
 	rechecked *expiring.Map[string, struct{}]
@@ -61,7 +65,7 @@ type notifier struct {
 
 func newNotifier(store *flow.Store, c *counters.Counters, m *metrics.Process, sessions *sessionRegistry, bg *background, log *slog.Logger) *notifier {
 	return &notifier{store: store, counters: c, metrics: m, sessions: sessions, background: bg, log: log, inflight: map[string]chan struct{}{},
-		carried: map[string]struct{}{}, rechecked: expiring.New[string, struct{}](maxRechecked),
+		carried: map[string]struct{}{}, unrecorded: map[string]struct{}{}, rechecked: expiring.New[string, struct{}](maxRechecked),
 		recordDelivery: store.Deliveries().Record}
 }
 
@@ -154,7 +158,9 @@ func (n *notifier) recheck(ctx context.Context, sessionID string, ls *liveSessio
 // to the background.
 func (n *notifier) deliver(ctx context.Context, id string) {
 	n.mu.Lock()
-	if _, ok := n.carried[id]; ok {
+	_, carried := n.carried[id]
+	_, written := n.unrecorded[id]
+	if carried || written {
 		n.mu.Unlock()
 		return
 	}
@@ -204,7 +210,7 @@ func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
 		return false
 	}
 	ls, ok := n.sessions.get(e.SessionID)
-	if !ok || !e.State.Terminal() || n.isCarried(id) {
+	if !ok || !e.State.Terminal() || n.isCarried(id) || n.isUnrecorded(id) {
 		return true
 	}
 	if ls.user != e.User {
@@ -239,6 +245,9 @@ func (n *notifier) record(ctx context.Context, e *flow.Elicitation, via flow.Str
 	_, err := n.recordDelivery(ctx, e.ID, via, sendErr)
 	if err != nil && sendErr == nil {
 		n.log.WarnContext(ctx, "written notification not recorded yet; recording it when Redis answers", "elicitation_id", e.ID, "err", err)
+		n.mu.Lock()
+		n.unrecorded[e.ID] = struct{}{}
+		n.mu.Unlock()
 		n.background.spawn(ctx, func(ctx context.Context) { n.recordWritten(ctx, e.ID, via) })
 	} else if err != nil {
 		n.log.WarnContext(ctx, "delivery not recorded", "elicitation_id", e.ID, "err", err)
@@ -259,6 +268,11 @@ func (n *notifier) record(ctx context.Context, e *flow.Elicitation, via flow.Str
 // recordWritten records that the notification of elicitation id was written on stream
 // via, trying again with backoff until it is recorded or ctx ends.
 func (n *notifier) recordWritten(ctx context.Context, id string, via flow.Stream) {
+	defer func() {
+		n.mu.Lock()
+		delete(n.unrecorded, id)
+		n.mu.Unlock()
+	}()
 	backoff := deliveryMinBackoff
 	for {
 		t := time.NewTimer(backoff)
@@ -282,6 +296,15 @@ func (n *notifier) isCarried(id string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	_, ok := n.carried[id]
+	return ok
+}
+
+// isUnrecorded reports whether the notification of elicitation id was written and waits
+// to be recorded (unrecorded).
+func (n *notifier) isUnrecorded(id string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.unrecorded[id]
 	return ok
 }
 

@@ -340,3 +340,33 @@ func TestAWrittenNotificationThatCannotBeRecordedIsRecordedLater(t *testing.T) {
 	}
 	nothingIn(t, c.completions, "a second copy of the notification")
 }
+
+// TestAWrittenNotificationIsNotSentAgainWhileItWaitsToBeRecorded: while Redis cannot
+// record that the call wrote the notification, the record still reads as owed; a delivery
+// started then (a notice, a reopened stream) must not send a second copy. (CI once saw
+// TestAWrittenNotificationThatCannotBeRecordedIsRecordedLater get one, when the step's
+// notice was handled after the call let go.)
+func TestAWrittenNotificationIsNotSentAgainWhileItWaitsToBeRecorded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	record := f.server.notifier.recordDelivery
+	f.server.notifier.recordDelivery = func(ctx context.Context, id string, via flow.Stream, attemptErr error) (*flow.Elicitation, error) {
+		if attemptErr == nil {
+			return nil, errors.New("write in one step: dial tcp: connect: connection refused")
+		}
+		return record(ctx, id, via, attemptErr)
+	}
+	c := f.connect(alice, clientConfig{urlMode: true})
+	call := c.start(setSecretParams(demoSlot))
+	asked := receive(t, c.elicitations, "elicitation/create")
+	f.waitForState(asked.ElicitationID, flow.Consented)
+	f.browserCompletes(asked.ElicitationID, demoKey)
+	if out := receive(t, call, "result"); out.err != nil || flowOf(t, out.res).Status != "stored" {
+		t.Fatalf("result: %+v", out)
+	}
+	if got := receive(t, c.completions, "the notification"); got != asked.ElicitationID {
+		t.Fatalf("notified %s", got)
+	}
+	f.server.notifier.deliver(f.ctx, asked.ElicitationID) // as a notice or a reopened stream would
+	nothingIn(t, c.completions, "a second copy of the notification")
+}
