@@ -316,25 +316,8 @@ func TestAWrittenNotificationThatCannotBeRecordedIsRecordedLater(t *testing.T) {
 	f := newFixture(t)
 	var failures atomic.Int32
 	failures.Store(2)
-	record := f.server.notifier.recordDelivery
-	f.server.notifier.recordDelivery = func(ctx context.Context, id string, via flow.Stream, attemptErr error) (*flow.Elicitation, error) {
-		if attemptErr == nil && failures.Add(-1) >= 0 {
-			return nil, errors.New("write in one step: dial tcp: connect: connection refused")
-		}
-		return record(ctx, id, via, attemptErr)
-	}
-	c := f.connect(alice, clientConfig{urlMode: true})
-	call := c.start(setSecretParams(demoSlot))
-	asked := receive(t, c.elicitations, "elicitation/create")
-	f.waitForState(asked.ElicitationID, flow.Consented)
-	f.browserCompletes(asked.ElicitationID, demoKey)
-	if out := receive(t, call, "result"); out.err != nil || flowOf(t, out.res).Status != "stored" {
-		t.Fatalf("result: %+v", out)
-	}
-	if got := receive(t, c.completions, "the notification"); got != asked.ElicitationID {
-		t.Fatalf("notified %s", got)
-	}
-	e := f.waitFor(asked.ElicitationID, "recorded as written", func(e *flow.Elicitation) bool { return e.Delivery.WrittenAt != nil })
+	c, id := f.storedWithWrittenNotification(t, func() bool { return failures.Add(-1) >= 0 })
+	e := f.waitFor(id, "recorded as written", func(e *flow.Elicitation) bool { return e.Delivery.WrittenAt != nil })
 	if e.NotificationOwed() || failures.Load() >= 0 {
 		t.Fatalf("delivery %+v, failures left %d", e.Delivery, failures.Load())
 	}
@@ -349,9 +332,19 @@ func TestAWrittenNotificationThatCannotBeRecordedIsRecordedLater(t *testing.T) {
 func TestAWrittenNotificationIsNotSentAgainWhileItWaitsToBeRecorded(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
+	c, id := f.storedWithWrittenNotification(t, func() bool { return true }) // never recorded
+	f.server.notifier.deliver(f.ctx, id)                                     // as a notice or a reopened stream would
+	nothingIn(t, c.completions, "a second copy of the notification")
+}
+
+// storedWithWrittenNotification runs a push-style set_secret of alice to "stored" and its
+// completion notification, while recording a written notification fails whenever
+// unrecorded says so (Redis away); it returns alice's client and the elicitation's ID.
+func (f *fixture) storedWithWrittenNotification(t *testing.T, unrecorded func() bool) (*testClient, string) {
+	t.Helper()
 	record := f.server.notifier.recordDelivery
 	f.server.notifier.recordDelivery = func(ctx context.Context, id string, via flow.Stream, attemptErr error) (*flow.Elicitation, error) {
-		if attemptErr == nil {
+		if attemptErr == nil && unrecorded() {
 			return nil, errors.New("write in one step: dial tcp: connect: connection refused")
 		}
 		return record(ctx, id, via, attemptErr)
@@ -367,6 +360,5 @@ func TestAWrittenNotificationIsNotSentAgainWhileItWaitsToBeRecorded(t *testing.T
 	if got := receive(t, c.completions, "the notification"); got != asked.ElicitationID {
 		t.Fatalf("notified %s", got)
 	}
-	f.server.notifier.deliver(f.ctx, asked.ElicitationID) // as a notice or a reopened stream would
-	nothingIn(t, c.completions, "a second copy of the notification")
+	return c, asked.ElicitationID
 }
