@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/urlflow/urlflow/internal/redistest"
 )
@@ -82,6 +85,11 @@ func BenchmarkFlowAgainstAnchor(b *testing.B) {
 	// A turn of each first, not counted: connections, Redis's scripts, the runtime's heaps.
 	runFlows(b, anchor, anchorUsers, min(b.N, 4*users), nil, 0)
 	runFlows(b, mcpSide, urlflowUsers, min(b.N, 4*users), proxy, redisPID)
+	stats := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer stats.Close()
+	if err := stats.ConfigResetStat(context.Background()).Err(); err != nil {
+		b.Fatalf("reset Redis's command statistics: %v", err)
+	}
 
 	var ofAnchor, ofURLflow []loadRun
 	b.ResetTimer()
@@ -92,6 +100,51 @@ func BenchmarkFlowAgainstAnchor(b *testing.B) {
 	b.StopTimer()
 	chargeDeferredWork(ofURLflow, redisPID, mcpSide, pageSide)
 	reportAgainstAnchor(b, ofURLflow, ofAnchor)
+	logRedisCommands(b, stats, turns*b.N)
+}
+
+// logRedisCommands logs what Redis did for the flows of urlflow's turns, from its command
+// statistics: each command's calls and microseconds per flow. Redis counts the time a
+// command runs, not the time it spends reading requests and writing answers, which its
+// process's CPU (redis-cpu-ms/flow) includes.
+func logRedisCommands(b *testing.B, rdb *redis.Client, flows int) {
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Errorf("read Redis's command statistics: %v", err)
+		return
+	}
+	type command struct {
+		name        string
+		calls, usec float64
+	}
+	var commands []command
+	var all command
+	for _, line := range strings.Split(info, "\n") {
+		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") || strings.HasPrefix(name, "cmdstat_config") {
+			continue
+		}
+		c := command{name: strings.TrimPrefix(name, "cmdstat_")}
+		for _, f := range strings.Split(fields, ",") {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "calls":
+				c.calls, _ = strconv.ParseFloat(v, 64)
+			case "usec":
+				c.usec, _ = strconv.ParseFloat(v, 64)
+			}
+		}
+		commands = append(commands, c)
+		all.calls, all.usec = all.calls+c.calls, all.usec+c.usec
+	}
+	slices.SortFunc(commands, func(a, b command) int { return cmp.Compare(b.usec, a.usec) })
+	var table strings.Builder
+	fmt.Fprintf(&table, "Redis per flow (calls, µs running the command; a script's own commands count in it and again by name):\n")
+	for _, c := range commands {
+		fmt.Fprintf(&table, "  %-14s %6.2f calls %7.1f µs\n", c.name, c.calls/float64(flows), c.usec/float64(flows))
+	}
+	fmt.Fprintf(&table, "  %-14s %6.2f calls %7.1f µs", "all", all.calls/float64(flows), all.usec/float64(flows))
+	b.Log(table.String())
 }
 
 // settledAfter is how long urlflow goes on working for the flows of a turn once they have

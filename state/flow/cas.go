@@ -185,23 +185,29 @@ func (s *Store) queueNotice(ctx context.Context, b *batch, e *Elicitation, what 
 // longer exists), to start over from.
 func (s *Store) runIf(ctx context.Context, key string, read []byte, checks []check, b *batch) (ranResult, []byte, error) {
 	defer b.Discard()
-	keys := []string{key}
+	cmds := b.Cmds()
+	size := 3 + len(checks) // the record, the flags, the values of checks, the number of writes
+	for _, c := range cmds {
+		size += 1 + len(c.Args())
+	}
+	keys := make([]string, 1, 1+len(checks)+len(cmds))
+	keys[0] = key
 	flags := make([]byte, len(checks))
-	var values []any
+	args := make([]any, 2, size)
+	args[0] = string(read)
 	for i, c := range checks {
 		keys = append(keys, c.key)
 		switch {
 		case c.value != nil:
 			flags[i] = '='
-			values = append(values, string(c.value))
+			args = append(args, string(c.value))
 		case c.exists:
 			flags[i] = '1'
 		default:
 			flags[i] = '0'
 		}
 	}
-	args := append([]any{string(read), string(flags)}, values...)
-	cmds := b.Cmds()
+	args[1] = string(flags)
 	args = append(args, len(cmds))
 	for _, c := range cmds {
 		a := c.Args()
