@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,14 +78,18 @@ func BenchmarkFlowAgainstAnchor(b *testing.B) {
 	}
 	anchor := startAnchor(b, gc)
 
-	var urlflowUsers []*loadUser
-	for i := range users {
-		urlflowUsers = append(urlflowUsers, newLoadUserAcross(b, mcpSide, pageSide, loadPush, fmt.Sprintf("anchored-%d", i)))
-	}
-	anchorUsers := newLoadUsers(b, anchor, loadPush, users)
-	// A turn of each first, not counted: connections, Redis's scripts, the runtime's heaps.
-	runFlows(b, anchor, anchorUsers, min(b.N, 4*users), nil, 0)
-	runFlows(b, mcpSide, urlflowUsers, min(b.N, 4*users), proxy, redisPID)
+	var urlflowUsers, anchorUsers []*loadUser
+	onSide("urlflow", func() {
+		for i := range users {
+			urlflowUsers = append(urlflowUsers, newLoadUserAcross(b, mcpSide, pageSide, loadPush, fmt.Sprintf("anchored-%d", i)))
+		}
+		// A turn first, not counted: connections, Redis's scripts, the runtime's heaps.
+		runFlows(b, mcpSide, urlflowUsers, min(b.N, 4*users), proxy, redisPID)
+	})
+	onSide("anchor", func() {
+		anchorUsers = newLoadUsers(b, anchor, loadPush, users)
+		runFlows(b, anchor, anchorUsers, min(b.N, 4*users), nil, 0)
+	})
 	stats := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer stats.Close()
 	if err := stats.ConfigResetStat(context.Background()).Err(); err != nil {
@@ -94,8 +99,10 @@ func BenchmarkFlowAgainstAnchor(b *testing.B) {
 	var ofAnchor, ofURLflow []loadRun
 	b.ResetTimer()
 	for range turns {
-		ofAnchor = append(ofAnchor, runFlows(b, anchor, anchorUsers, b.N, nil, 0))
-		ofURLflow = append(ofURLflow, runFlows(b, mcpSide, urlflowUsers, b.N, proxy, redisPID, pageSide))
+		onSide("anchor", func() { ofAnchor = append(ofAnchor, runFlows(b, anchor, anchorUsers, b.N, nil, 0)) })
+		onSide("urlflow", func() {
+			ofURLflow = append(ofURLflow, runFlows(b, mcpSide, urlflowUsers, b.N, proxy, redisPID, pageSide))
+		})
 	}
 	b.StopTimer()
 	chargeDeferredWork(ofURLflow, redisPID, mcpSide, pageSide)
@@ -145,6 +152,14 @@ func logRedisCommands(b *testing.B, rdb *redis.Client, flows int) {
 	}
 	fmt.Fprintf(&table, "  %-14s %6.2f calls %7.1f µs", "all", all.calls/float64(flows), all.usec/float64(flows))
 	b.Log(table.String())
+}
+
+// onSide runs fn with the profiler's label side (urlflow or anchor), which the goroutines
+// it starts keep (the clients' and browsers' connections among them): a CPU profile of the
+// benchmark (-cpuprofile) then tells the harness's work for each side apart, with
+// go tool pprof -tagfocus=side=urlflow.
+func onSide(side string, fn func()) {
+	pprof.Do(context.Background(), pprof.Labels("side", side), func(context.Context) { fn() })
 }
 
 // settledAfter is how long urlflow goes on working for the flows of a turn once they have
