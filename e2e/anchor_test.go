@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/urlflow/urlflow/internal/redistest"
+	"github.com/urlflow/urlflow/upstream"
 )
 
 // BenchmarkFlowAgainstAnchor judges urlflow against the protocol's own cost: it runs
@@ -268,7 +269,8 @@ func startAnchor(b *testing.B, env []string) *server {
 	if out, err := exec.Command("go", "build", "-o", bin, "./anchor").CombinedOutput(); err != nil {
 		b.Fatalf("build the anchor: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin)
+	// As many idle connections to the demo API as urlflow keeps.
+	cmd := exec.Command(bin, "-idle-conns-per-host", strconv.Itoa(upstream.IdleConnsPerHost))
 	cmd.Env = append(os.Environ(), env...)
 	s, banner, err := launch(b, cmd, "MCP URL:")
 	if err != nil {
@@ -300,4 +302,21 @@ func envInt(b *testing.B, name string, def int) int {
 		b.Fatalf("%s: want a whole number of 1 or more, got %q", name, v)
 	}
 	return n
+}
+
+// TestTheAnchorImportsNoMoreOfURLflowThanTheDemoAPI keeps the anchor minimal: a package of
+// urlflow's brings its dependencies along (importing upstream for one constant brought 231
+// packages: gRPC, OpenTelemetry, Redis, protobuf), with initialised globals that the
+// anchor's collector scans at every cycle and that a minimal server does not have.
+func TestTheAnchorImportsNoMoreOfURLflowThanTheDemoAPI(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./anchor").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	allowed := []string{"github.com/urlflow/urlflow/e2e/anchor", "github.com/urlflow/urlflow/demoapi"}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, "github.com/urlflow/urlflow/") && !slices.Contains(allowed, pkg) {
+			t.Errorf("the anchor imports %s", pkg)
+		}
+	}
 }

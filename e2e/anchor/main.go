@@ -46,7 +46,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/urlflow/urlflow/demoapi"
-	"github.com/urlflow/urlflow/upstream"
 )
 
 // The lengths of urlflow's pages in a flow (`urlflow dev`, English, measured 2026-12-04),
@@ -61,15 +60,18 @@ const tokenPrefix = "anchor-token-"
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "the address to listen on")
+	// The benchmark passes urlflow's upstream.IdleConnsPerHost: importing that package here
+	// would bring urlflow's dependencies (gRPC, OpenTelemetry, Redis, protobuf) into the
+	// anchor, whose initialised globals its collector would then scan at every cycle.
+	idle := flag.Int("idle-conns-per-host", 2, "the idle connections to the demo API to keep")
 	flag.Parse()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		log.Fatalf("anchor: %v", err)
 	}
 	a := &anchor{base: "http://" + ln.Addr().String(), sessions: map[string]*browserSession{}, flows: map[string]*secretFlow{}}
-	// As many idle connections to the demo API as urlflow keeps (upstream.IdleConnsPerHost).
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = upstream.IdleConnsPerHost
+	tr.MaxIdleConnsPerHost = *idle
 	a.verifier.Transport = tr
 	fmt.Printf("MCP URL: %s/mcp\n", a.base)
 	log.Fatalf("anchor: %v", http.Serve(ln, a.routes()))
