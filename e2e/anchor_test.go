@@ -24,10 +24,11 @@ import (
 // push-style secret flows (BenchmarkLoad's, 32 users at once) against urlflow and against
 // the anchor (e2e/anchor: the same requests and MCP messages answered from maps, with the
 // same check of the key at the demo API, and nothing else), in alternating turns on the
-// same machine, and reports each side's turns taken together: flows per second and CPU per flow of
-// each (urlflow, its redis-server, the anchor), the ratios the performance goals are set
-// in (urlflow's flows/s over the anchor's; urlflow's and Redis's CPU over the anchor's),
-// and the latency of a flow and of each page. b.N flows make a turn. urlflow's CPU in a
+// same machine, and reports each side's turns taken together: flows per second and CPU
+// per flow of each (urlflow, its redis-server, the anchor), the ratios the performance
+// goals are set in (urlflow's flows/s over the anchor's; urlflow's and Redis's CPU over
+// the anchor's, with the anchor's own Redis when it has one), and the latency of a flow
+// and of each page. b.N flows make a turn. urlflow's CPU in a
 // turn counts what it and Redis used until its next turn (chargeDeferredWork).
 //
 //	go test -run='^$' -bench=FlowAgainstAnchor -benchtime=400x -v ./e2e
@@ -39,7 +40,9 @@ import (
 // the first and browser on the second; URLFLOW_BENCH_REDIS_RTT (for example 500us) delays
 // every round trip to Redis, as a network would (through BenchmarkLoad's counting proxy,
 // which runs in the harness and adds to its CPU); URLFLOW_BENCH_GOGC sets GOGC for urlflow
-// and the anchor, not the harness (off: both without the garbage collector).
+// and the anchor, not the harness (off: both without the garbage collector);
+// URLFLOW_BENCH_ANCHOR_REDIS=1 has the anchor keep each step of a flow in a redis-server of
+// its own (anchor -redis), whose CPU then counts in the anchor's.
 func BenchmarkFlowAgainstAnchor(b *testing.B) {
 	if raceEnabled {
 		b.Skip("benchmark without -race")
@@ -77,7 +80,13 @@ func BenchmarkFlowAgainstAnchor(b *testing.B) {
 	} else if replicas != 1 {
 		b.Fatalf("URLFLOW_BENCH_REPLICAS: 1 or 2, got %d", replicas)
 	}
-	anchor := startAnchor(b, gc)
+	var anchorFlags []string
+	anchorRedisPID := 0
+	if os.Getenv("URLFLOW_BENCH_ANCHOR_REDIS") == "1" {
+		ars := redistest.Start(b)
+		anchorFlags, anchorRedisPID = []string{"-redis", ars.Addr}, serverPID(b, ars)
+	}
+	anchor := startAnchor(b, gc, anchorFlags...)
 
 	var urlflowUsers, anchorUsers []*loadUser
 	onSide("urlflow", func() {
@@ -89,7 +98,7 @@ func BenchmarkFlowAgainstAnchor(b *testing.B) {
 	})
 	onSide("anchor", func() {
 		anchorUsers = newLoadUsers(b, anchor, loadPush, users)
-		runFlows(b, anchor, anchorUsers, min(b.N, 4*users), nil, 0)
+		runFlows(b, anchor, anchorUsers, min(b.N, 4*users), nil, anchorRedisPID)
 	})
 	stats := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer stats.Close()
@@ -100,7 +109,7 @@ func BenchmarkFlowAgainstAnchor(b *testing.B) {
 	var ofAnchor, ofURLflow []loadRun
 	b.ResetTimer()
 	for range turns {
-		onSide("anchor", func() { ofAnchor = append(ofAnchor, runFlows(b, anchor, anchorUsers, b.N, nil, 0)) })
+		onSide("anchor", func() { ofAnchor = append(ofAnchor, runFlows(b, anchor, anchorUsers, b.N, nil, anchorRedisPID)) })
 		onSide("urlflow", func() {
 			ofURLflow = append(ofURLflow, runFlows(b, mcpSide, urlflowUsers, b.N, proxy, redisPID, pageSide))
 		})
@@ -201,9 +210,12 @@ func reportAgainstAnchor(b *testing.B, ofURLflow, ofAnchor []loadRun) {
 	b.ReportMetric(u.cpuPerFlow(0), "urlflow-cpu-ms/flow")
 	b.ReportMetric(u.cpuPerFlow(1), "redis-cpu-ms/flow")
 	b.ReportMetric(a.cpuPerFlow(0), "anchor-cpu-ms/flow")
+	if a.cpu[1] > 0 { // the anchor's own Redis (URLFLOW_BENCH_ANCHOR_REDIS)
+		b.ReportMetric(a.cpuPerFlow(1), "anchor-redis-cpu-ms/flow")
+	}
 	b.ReportMetric(u.cpuPerFlow(2), "harness-urlflow-cpu-ms/flow")
 	b.ReportMetric(a.cpuPerFlow(2), "harness-anchor-cpu-ms/flow")
-	b.ReportMetric((u.cpuPerFlow(0)+u.cpuPerFlow(1))/a.cpuPerFlow(0), "cpu-ratio")
+	b.ReportMetric((u.cpuPerFlow(0)+u.cpuPerFlow(1))/(a.cpuPerFlow(0)+a.cpuPerFlow(1)), "cpu-ratio")
 	if u.redisTrips > 0 { // counted through the proxy
 		b.ReportMetric(float64(u.redisTrips)/float64(u.flows), "redis-trips/flow")
 	}
@@ -221,8 +233,8 @@ func reportAgainstAnchor(b *testing.B, ofURLflow, ofAnchor []loadRun) {
 	}
 	for i := range ofURLflow {
 		u, a := ofURLflow[i], ofAnchor[i]
-		fmt.Fprintf(&table, "  turn %d: urlflow %.0f flows/s, CPU per flow %.2f + Redis %.2f + harness %.2f ms; anchor %.0f flows/s, %.2f + harness %.2f ms\n",
-			i+1, u.flowsPerSecond(), u.cpuPerFlow(0), u.cpuPerFlow(1), u.cpuPerFlow(2), a.flowsPerSecond(), a.cpuPerFlow(0), a.cpuPerFlow(2))
+		fmt.Fprintf(&table, "  turn %d: urlflow %.0f flows/s, CPU per flow %.2f + Redis %.2f + harness %.2f ms; anchor %.0f flows/s, %.2f + Redis %.2f + harness %.2f ms\n",
+			i+1, u.flowsPerSecond(), u.cpuPerFlow(0), u.cpuPerFlow(1), u.cpuPerFlow(2), a.flowsPerSecond(), a.cpuPerFlow(0), a.cpuPerFlow(1), a.cpuPerFlow(2))
 	}
 	b.Log(table.String())
 	if n := u.stats.errors.Load() + a.stats.errors.Load(); n > 0 {
@@ -256,14 +268,15 @@ func gcSetting() []string {
 	return nil
 }
 
-// startAnchor builds e2e/anchor and starts it with env added to this process's.
-func startAnchor(b *testing.B, env []string) *server {
+// startAnchor builds e2e/anchor and starts it with env added to this process's, and flags
+// added to its own.
+func startAnchor(b *testing.B, env []string, flags ...string) *server {
 	bin := filepath.Join(b.TempDir(), "anchor")
 	if out, err := exec.Command("go", "build", "-o", bin, "./anchor").CombinedOutput(); err != nil {
 		b.Fatalf("build the anchor: %v\n%s", err, out)
 	}
 	// As many idle connections to the demo API as urlflow keeps.
-	cmd := exec.Command(bin, "-idle-conns-per-host", strconv.Itoa(upstream.IdleConnsPerHost))
+	cmd := exec.Command(bin, append([]string{"-idle-conns-per-host", strconv.Itoa(upstream.IdleConnsPerHost)}, flags...)...)
 	cmd.Env = append(os.Environ(), env...)
 	s, banner, err := launch(b, cmd, "MCP URL:")
 	if err != nil {

@@ -1,7 +1,7 @@
 // Command anchor is the protocol's own cost of a push-style secret flow: a server that
 // answers exactly the requests and MCP messages urlflow answers in one, and does nothing
-// else. It keeps its state in maps; it does no cryptography, no rendering, no Redis and no
-// logging. The e2e package's BenchmarkLoad runs the same flows against it beside urlflow,
+// else. It keeps its state in maps; it does no cryptography, no rendering, no Redis (unless
+// asked to, below) and no logging. The e2e package's BenchmarkLoad runs the same flows against it beside urlflow,
 // so that urlflow's figures read as ratios to what the exchanges themselves cost on the
 // machine at hand (docs/performance.md).
 //
@@ -22,9 +22,14 @@
 //     as urlflow's page (consentBytes, formBytes, doneBytes).
 //   - /demo/api/: urlflow's demo API (package demoapi).
 //
+// With -redis, it is the cost of the exchanges and of keeping the flow durably as well: it
+// writes each step of a flow (asked, opened, continued, the key stored, completed) to that
+// Redis with one SET of the flow's record, and the key with one more, before it answers
+// the step's request. It still reads only its maps, and does no cryptography.
+//
 // Usage:
 //
-//	anchor [-addr 127.0.0.1:0]
+//	anchor [-addr 127.0.0.1:0] [-idle-conns-per-host 2] [-redis HOST:PORT]
 //
 // Once it listens, it prints "MCP URL: http://ADDR/mcp" on stdout.
 package main
@@ -44,6 +49,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/urlflow/urlflow/demoapi"
 )
@@ -64,6 +70,7 @@ func main() {
 	// would bring urlflow's dependencies (gRPC, OpenTelemetry, Redis, protobuf) into the
 	// anchor, whose initialised globals its collector would then scan at every cycle.
 	idle := flag.Int("idle-conns-per-host", 2, "the idle connections to the demo API to keep")
+	redisAddr := flag.String("redis", "", "keep each step of a flow in this Redis (HOST:PORT)")
 	flag.Parse()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -73,6 +80,9 @@ func main() {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = *idle
 	a.verifier.Transport = tr
+	if *redisAddr != "" {
+		a.rdb = redis.NewClient(&redis.Options{Addr: *redisAddr})
+	}
 	fmt.Printf("MCP URL: %s/mcp\n", a.base)
 	log.Fatalf("anchor: %v", http.Serve(ln, a.routes()))
 }
@@ -82,6 +92,9 @@ type anchor struct {
 	base string
 	// verifier checks keys with the demo API, over HTTP.
 	verifier http.Client
+
+	// rdb, when not nil, keeps each step of a flow (keep).
+	rdb *redis.Client
 
 	mu       sync.Mutex
 	next     int // numbers sessions, CSRF tokens and flows
@@ -118,9 +131,9 @@ func (a *anchor) routes() http.Handler {
 	})
 	mux.HandleFunc("GET /auth/login", a.signInPage)
 	mux.HandleFunc("POST /auth/login", a.signIn)
-	mux.HandleFunc("GET /e/{id}", a.page(consentBytes, "Continue"))
+	mux.HandleFunc("GET /e/{id}", a.page(consentBytes, "Continue", "opened"))
 	mux.HandleFunc("POST /e/{id}/continue", a.continueToForm)
-	mux.HandleFunc("GET /e/{id}/secret", a.page(formBytes, "Store"))
+	mux.HandleFunc("GET /e/{id}/secret", a.page(formBytes, "Store", ""))
 	mux.HandleFunc("POST /e/{id}/secret", a.store)
 	mux.Handle(demoapi.Prefix+"/", demoapi.Handler())
 	return mux
@@ -139,6 +152,9 @@ func (a *anchor) setSecret(ctx context.Context, req *sdk.CallToolRequest, args s
 	id := fmt.Sprintf("%064d", a.next) // as long as urlflow's IDs
 	a.flows[id] = f
 	a.mu.Unlock()
+	if err := a.keep(ctx, id, f, "asked"); err != nil {
+		return nil, nil, err
+	}
 	answered := make(chan error, 1)
 	go func() {
 		_, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Mode: "url", URL: a.base + "/e/" + id, ElicitationID: id,
@@ -154,6 +170,9 @@ func (a *anchor) setSecret(ctx context.Context, req *sdk.CallToolRequest, args s
 		return nil, nil, err
 	}
 	if err := req.Session.NotifyElicitationComplete(ctx, &sdk.ElicitationCompleteParams{ElicitationID: id}); err != nil {
+		return nil, nil, err
+	}
+	if err := a.keep(ctx, id, f, "completed"); err != nil {
 		return nil, nil, err
 	}
 	text := "Your Demo API key is stored. urlflow keeps it encrypted and uses it for you; its value is never shown in this conversation."
@@ -198,21 +217,33 @@ func (a *anchor) visit(r *http.Request) (*browserSession, *secretFlow, error) {
 	return s, f, nil
 }
 
-// page answers a page of size bytes with a form whose button says button.
-func (a *anchor) page(size int, button string) http.HandlerFunc {
+// page answers a page of size bytes with a form whose button says button, once it has
+// kept the flow's step (none if "").
+func (a *anchor) page(size int, button, step string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s, _, err := a.visit(r)
+		s, f, err := a.visit(r)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusForbidden)
 			return
+		}
+		if step != "" {
+			if err := a.keep(r.Context(), r.PathValue("id"), f, step); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
 		}
 		writePage(w, size, `<form method="post"><input type="hidden" name="csrf" value="`+s.csrf+`"><button>`+button+`</button></form>`)
 	}
 }
 
 func (a *anchor) continueToForm(w http.ResponseWriter, r *http.Request) {
-	if _, _, err := a.visit(r); err != nil {
+	_, f, err := a.visit(r)
+	if err != nil {
 		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	if err := a.keep(r.Context(), r.PathValue("id"), f, "continued"); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	http.Redirect(w, r, "/e/"+r.PathValue("id")+"/secret", http.StatusSeeOther)
@@ -242,6 +273,16 @@ func (a *anchor) store(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the demo API refused the key", http.StatusUnprocessableEntity)
 		return
 	}
+	if a.rdb != nil {
+		if err := a.rdb.Set(r.Context(), "anchor:key:"+f.user, r.FormValue("secret"), keptFor).Err(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	if err := a.keep(r.Context(), r.PathValue("id"), f, "stored"); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	a.mu.Lock()
 	select {
 	case <-f.stored:
@@ -250,6 +291,22 @@ func (a *anchor) store(w http.ResponseWriter, r *http.Request) {
 	}
 	a.mu.Unlock()
 	writePage(w, doneBytes, `<h1>Your Demo API key is stored.</h1>`)
+}
+
+// keptFor is how long Redis keeps what keep and store write.
+const keptFor = time.Hour
+
+// keep writes the record of flow id, at step, to Redis when the anchor keeps its flows
+// there (-redis): one SET, as a server that keeps each step durably makes at least.
+func (a *anchor) keep(ctx context.Context, id string, f *secretFlow, step string) error {
+	if a.rdb == nil {
+		return nil
+	}
+	record := `{"id":"` + id + `","user":"` + f.user + `","step":"` + step + `","at":"` + time.Now().UTC().Format(time.RFC3339Nano) + `"}`
+	if err := a.rdb.Set(ctx, "anchor:flow:"+id, record, keptFor).Err(); err != nil {
+		return fmt.Errorf("keep flow %s at %s: %w", id, step, err)
+	}
+	return nil
 }
 
 // writePage writes an HTML page of size bytes around body.
