@@ -20,10 +20,7 @@ func brandOf(ctx context.Context) *brand.Brand {
 	return b
 }
 
-// product is the product name the end users' pages show.
-func product(ctx context.Context) string { return brandOf(ctx).Name() }
-
 // Product is the name the end users' pages give the product in the request of ctx: the
-// deployment's brand name (WithBrand), else urlflow. Handlers pass it to messages that
-// name the product ({{.Product}}).
-func Product(ctx context.Context) string { return product(ctx) }
+// deployment's brand name (WithBrand), else urlflow. The templates show it, and handlers
+// pass it to messages that name the product ({{.Product}}).
+func Product(ctx context.Context) string { return brandOf(ctx).Name() }

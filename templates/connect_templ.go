@@ -87,7 +87,7 @@ func ConnectPage(p Page, v Connect) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var5 string
-			templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "connect.lead", "Requester", firstOf(v.ServiceLabel, t(ctx, "common.an_mcp_client")), "Product", product(ctx), "Provider", provider))
+			templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "connect.lead", "Requester", firstOf(v.ServiceLabel, t(ctx, "common.an_mcp_client")), "Product", Product(ctx), "Provider", provider))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `connect.templ`, Line: 19, Col: 144}
 			}
@@ -317,7 +317,7 @@ func ConnectPage(p Page, v Connect) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = tm(ctx, "connect.kept", "Product", product(ctx), "Provider", provider).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = tm(ctx, "connect.kept", "Product", Product(ctx), "Provider", provider).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

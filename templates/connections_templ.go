@@ -49,7 +49,7 @@ func ConnectionsPage(p Page, v Connections) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var3 string
-			templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinStringErrs(product(ctx))
+			templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinStringErrs(Product(ctx))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `connections.templ`, Line: 11, Col: 34}
 			}
@@ -75,7 +75,7 @@ func ConnectionsPage(p Page, v Connections) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var5 string
-			templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "connections.lead", "Product", product(ctx)))
+			templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "connections.lead", "Product", Product(ctx)))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `connections.templ`, Line: 13, Col: 71}
 			}
@@ -116,7 +116,7 @@ func ConnectionsPage(p Page, v Connections) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var7 string
-				templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "connections.nothing", "Product", product(ctx)))
+				templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "connections.nothing", "Product", Product(ctx)))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `connections.templ`, Line: 18, Col: 62}
 				}
@@ -178,7 +178,7 @@ func ConnectionsPage(p Page, v Connections) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = tm(ctx, "connections.delegating", "Service", g.Service, "Product", product(ctx)).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = tm(ctx, "connections.delegating", "Service", g.Service, "Product", Product(ctx)).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

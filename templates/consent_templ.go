@@ -95,7 +95,7 @@ func ConsentPage(p Page, v Consent) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var5 string
-			templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "consent.lead", "Requester", firstOf(v.ServiceLabel, t(ctx, "common.an_mcp_client")), "Product", product(ctx)))
+			templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "consent.lead", "Requester", firstOf(v.ServiceLabel, t(ctx, "common.an_mcp_client")), "Product", Product(ctx)))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `consent.templ`, Line: 27, Col: 122}
 			}
@@ -258,7 +258,7 @@ func ConsentPage(p Page, v Consent) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = tm(ctx, "consent.locked", "Product", product(ctx), "Secret", stored, "Reason", v.LockReason).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = tm(ctx, "consent.locked", "Product", Product(ctx), "Secret", stored, "Reason", v.LockReason).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -292,7 +292,7 @@ func ConsentPage(p Page, v Consent) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = tm(ctx, "consent.weak", "Product", product(ctx), "Secret", stored).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = tm(ctx, "consent.weak", "Product", Product(ctx), "Secret", stored).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -339,7 +339,7 @@ func ConsentPage(p Page, v Consent) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = tm(ctx, "consent.kept", "Product", product(ctx)).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = tm(ctx, "consent.kept", "Product", Product(ctx)).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

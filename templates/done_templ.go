@@ -74,7 +74,7 @@ func DonePage(p Page, v Done) templ.Component {
 			secret := firstOf(v.SlotLabel, t(ctx, "common.secret_word"))
 			switch {
 			case v.Account != "" && v.ServiceLabel != "":
-				templ_7745c5c3_Err = tm(ctx, "done.connected_for", "Product", product(ctx), "Label", account, "Account", v.Account, "Service", v.ServiceLabel).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = tm(ctx, "done.connected_for", "Product", Product(ctx), "Label", account, "Account", v.Account, "Service", v.ServiceLabel).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -83,7 +83,7 @@ func DonePage(p Page, v Done) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			case v.Account != "":
-				templ_7745c5c3_Err = tm(ctx, "done.connected", "Product", product(ctx), "Label", account, "Account", v.Account).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = tm(ctx, "done.connected", "Product", Product(ctx), "Label", account, "Account", v.Account).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -92,7 +92,7 @@ func DonePage(p Page, v Done) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			case v.ServiceLabel != "":
-				templ_7745c5c3_Err = tm(ctx, "done.stored_for", "Product", product(ctx), "Label", secret, "Service", v.ServiceLabel).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = tm(ctx, "done.stored_for", "Product", Product(ctx), "Label", secret, "Service", v.ServiceLabel).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -101,7 +101,7 @@ func DonePage(p Page, v Done) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			default:
-				templ_7745c5c3_Err = tm(ctx, "done.stored", "Product", product(ctx), "Label", secret).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = tm(ctx, "done.stored", "Product", Product(ctx), "Label", secret).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

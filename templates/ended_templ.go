@@ -205,7 +205,7 @@ func EndedPage(p Page, v Ended) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = tm(ctx, "ended.nothing_changed", "Product", product(ctx)).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = tm(ctx, "ended.nothing_changed", "Product", Product(ctx)).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

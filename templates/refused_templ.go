@@ -67,7 +67,7 @@ func RefusedPage(p Page, v Refused) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = tm(ctx, "refused.lead", "Account", firstOf(v.SignedInAs, p.SignedInAs), "Product", product(ctx)).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = tm(ctx, "refused.lead", "Account", firstOf(v.SignedInAs, p.SignedInAs), "Product", Product(ctx)).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -117,7 +117,7 @@ func RefusedPage(p Page, v Refused) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = tm(ctx, "refused.recorded", "Product", product(ctx)).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = tm(ctx, "refused.recorded", "Product", Product(ctx)).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

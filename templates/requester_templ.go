@@ -61,7 +61,7 @@ func requesterFacts(client, clientVersion, serviceLabel string, serviceReceives,
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var4 string
-			templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "requester.verified_by", "Product", product(ctx)))
+			templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "requester.verified_by", "Product", Product(ctx)))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `requester.templ`, Line: 12, Col: 93}
 			}
@@ -79,7 +79,7 @@ func requesterFacts(client, clientVersion, serviceLabel string, serviceReceives,
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var5 string
-				templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "requester.service_receives", "Product", product(ctx)))
+				templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "requester.service_receives", "Product", Product(ctx)))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `requester.templ`, Line: 14, Col: 92}
 				}
@@ -97,7 +97,7 @@ func requesterFacts(client, clientVersion, serviceLabel string, serviceReceives,
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var6 string
-				templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "requester.service_never_given", "Product", product(ctx)))
+				templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "requester.service_never_given", "Product", Product(ctx)))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `requester.templ`, Line: 16, Col: 95}
 				}
@@ -224,7 +224,7 @@ func requesterFacts(client, clientVersion, serviceLabel string, serviceReceives,
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var12 string
-		templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "requester.cannot_verify", "Product", product(ctx)))
+		templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "requester.cannot_verify", "Product", Product(ctx)))
 		if templ_7745c5c3_Err != nil {
 			return templ.Error{Err: templ_7745c5c3_Err, FileName: `requester.templ`, Line: 38, Col: 87}
 		}

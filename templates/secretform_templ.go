@@ -180,7 +180,7 @@ func SecretFormPage(p Page, v SecretForm) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = tm(ctx, "secret.parameters_help", "Product", product(ctx), "Secret", secret, "Address", v.Address).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = tm(ctx, "secret.parameters_help", "Product", Product(ctx), "Secret", secret, "Address", v.Address).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -323,7 +323,7 @@ func SecretFormPage(p Page, v SecretForm) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var12 string
-			templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "secret.only_product", "Product", product(ctx)))
+			templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "secret.only_product", "Product", Product(ctx)))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `secretform.templ`, Line: 77, Col: 63}
 			}

@@ -66,7 +66,7 @@ func SignedOutPage(p Page, v SignedOut) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var4 string
-			templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "signedout.lead", "Product", product(ctx)))
+			templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(t(ctx, "signedout.lead", "Product", Product(ctx)))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `signedout.templ`, Line: 11, Col: 69}
 			}

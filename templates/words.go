@@ -27,7 +27,7 @@ func titled(p Page, fallback string) Page {
 // documentTitle is the text of <title>: the page's title and the product name, after
 // "Error:" when the page shows a refused form again.
 func documentTitle(ctx context.Context, p Page) string {
-	title := product(ctx)
+	title := Product(ctx)
 	if strings.TrimSpace(p.Title) != "" {
 		title = p.Title + " · " + title
 	}
@@ -283,7 +283,7 @@ func parameterDescribedBy(v SecretForm, f ParameterField) string {
 // through urlflow's tools; a delegating service through urlflow, which is never given it;
 // or a service with release, which may receive it itself (the consent page's promise).
 func doneWhoUses(ctx context.Context, v Done) string {
-	product, service := product(ctx), v.ServiceLabel
+	product, service := Product(ctx), v.ServiceLabel
 	switch {
 	case service == "" && v.Account != "":
 		return t(ctx, "done.client_uses_account", "Product", product)
