@@ -12,6 +12,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/urlflow/urlflow/internal/testhttp"
 )
 
 // client is a go-sdk MCP client over real HTTP that records what it receives and every
@@ -229,7 +230,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 // MCP client does, rather than sharing the default transport's two idle connections per
 // host with every other client of the test.
 func ownTransport(t testing.TB) *http.Transport {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr := testhttp.Transport()
 	t.Cleanup(tr.CloseIdleConnections)
 	return tr
 }

@@ -154,13 +154,11 @@ func (n *notifier) recheck(ctx context.Context, sessionID string, ls *liveSessio
 }
 
 // deliver starts the delivery loop of elicitation id in the background, or wakes it if it
-// is waiting, unless a tool call carries its notification. ctx bounds only the hand-over
+// is waiting, unless it leaves the notification to someone else (leftAlone). ctx bounds only the hand-over
 // to the background.
 func (n *notifier) deliver(ctx context.Context, id string) {
 	n.mu.Lock()
-	_, carried := n.carried[id]
-	_, written := n.unrecorded[id]
-	if carried || written {
+	if n.leftAloneLocked(id) {
 		n.mu.Unlock()
 		return
 	}
@@ -210,7 +208,7 @@ func (n *notifier) attempt(ctx context.Context, id string) (done bool) {
 		return false
 	}
 	ls, ok := n.sessions.get(e.SessionID)
-	if !ok || !e.State.Terminal() || n.isCarried(id) || n.isUnrecorded(id) {
+	if !ok || !e.State.Terminal() || n.leftAlone(id) {
 		return true
 	}
 	if ls.user != e.User {
@@ -291,21 +289,20 @@ func (n *notifier) recordWritten(ctx context.Context, id string, via flow.Stream
 	}
 }
 
-// isCarried reports whether a tool call carries the notification of elicitation id.
-func (n *notifier) isCarried(id string) bool {
+// leftAlone reports whether the notifier leaves the notification of elicitation id to
+// someone else: a tool call carries it (carried), or it was written and waits to be
+// recorded (unrecorded).
+func (n *notifier) leftAlone(id string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	_, ok := n.carried[id]
-	return ok
+	return n.leftAloneLocked(id)
 }
 
-// isUnrecorded reports whether the notification of elicitation id was written and waits
-// to be recorded (unrecorded).
-func (n *notifier) isUnrecorded(id string) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	_, ok := n.unrecorded[id]
-	return ok
+// leftAloneLocked is leftAlone for a caller that holds n.mu.
+func (n *notifier) leftAloneLocked(id string) bool {
+	_, carried := n.carried[id]
+	_, unrecorded := n.unrecorded[id]
+	return carried || unrecorded
 }
 
 // A carriedNotice is a push-style tool call's hold on the completion notification of the
