@@ -100,8 +100,7 @@ func BenchmarkFlowAgainstAnchor(b *testing.B) {
 		anchorUsers = newLoadUsers(b, anchor, loadPush, users)
 		runFlows(b, anchor, anchorUsers, min(b.N, 4*users), nil, anchorRedisPID)
 	})
-	stats := redis.NewClient(&redis.Options{Addr: rs.Addr})
-	defer stats.Close()
+	stats := rs.Client(b)
 	if err := stats.ConfigResetStat(context.Background()).Err(); err != nil {
 		b.Fatalf("reset Redis's command statistics: %v", err)
 	}
@@ -124,8 +123,8 @@ func BenchmarkFlowAgainstAnchor(b *testing.B) {
 // statistics: each command's calls and microseconds per flow. Redis counts the time a
 // command runs, not the time it spends reading requests and writing answers, which its
 // process's CPU (redis-cpu-ms/flow) includes.
-func logRedisCommands(b *testing.B, rdb *redis.Client, flows int) {
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
+func logRedisCommands(b *testing.B, rdb redis.UniversalClient, flows int) {
+	info, err := rdb.InfoMap(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Errorf("read Redis's command statistics: %v", err)
 		return
@@ -136,9 +135,8 @@ func logRedisCommands(b *testing.B, rdb *redis.Client, flows int) {
 	}
 	var commands []command
 	var all command
-	for _, line := range strings.Split(info, "\n") {
-		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") || strings.HasPrefix(name, "cmdstat_config") {
+	for name, fields := range info["Commandstats"] {
+		if strings.HasPrefix(name, "cmdstat_config") {
 			continue
 		}
 		c := command{name: strings.TrimPrefix(name, "cmdstat_")}

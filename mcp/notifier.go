@@ -154,8 +154,8 @@ func (n *notifier) recheck(ctx context.Context, sessionID string, ls *liveSessio
 }
 
 // deliver starts the delivery loop of elicitation id in the background, or wakes it if it
-// is waiting, unless it leaves the notification to someone else (leftAlone). ctx bounds only the hand-over
-// to the background.
+// is waiting, unless it leaves the notification to someone else (leftAlone). ctx bounds
+// only the hand-over to the background.
 func (n *notifier) deliver(ctx context.Context, id string) {
 	n.mu.Lock()
 	if n.leftAloneLocked(id) {
