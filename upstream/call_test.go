@@ -277,6 +277,10 @@ func TestErrorsNeverShowTheSecretOrTheQuery(t *testing.T) {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("Call = %+v, %v; want %v", resp, err, tt.wantErr)
 				}
+				var unreachable *UnreachableError
+				if errors.Is(err, ErrUnreachable) && (!errors.As(err, &unreachable) || unreachable.Detail == "") {
+					t.Errorf("%v does not carry what the network said for the pages (UnreachableError)", err)
+				}
 				msg := err.Error()
 				if l := leaks(msg, in.forms); len(l) > 0 {
 					t.Errorf("%q shows the secret as %q", msg, l)

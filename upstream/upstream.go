@@ -434,8 +434,17 @@ func transportError(ctx context.Context, api *API, secret state.Secret, err erro
 	}
 	msg := strings.ReplaceAll(err.Error(), api.Base().Host, "the API host")
 	// The same redaction as a response's text: an error may quote what the API sent.
-	return fmt.Errorf("%w: %s", ErrUnreachable, newRedactor(api, secret).redactText(msg))
+	return &UnreachableError{Detail: newRedactor(api, secret).redactText(msg)}
 }
+
+// UnreachableError is ErrUnreachable with what the network said (redacted: no URL, no
+// secret), which pages show as it came.
+type UnreachableError struct{ Detail string }
+
+func (e *UnreachableError) Error() string { return ErrUnreachable.Error() + ": " + e.Detail }
+
+// Is makes an UnreachableError ErrUnreachable for errors.Is.
+func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachable }
 
 // headersRefused says why net/http stopped reading the API's response headers at limit,
 // its transport's MaxResponseHeaderBytes, or returns "" when err is something else or

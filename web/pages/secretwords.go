@@ -3,7 +3,6 @@ package pages
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/urlflow/urlflow/internal/locale"
 	"github.com/urlflow/urlflow/slots"
@@ -85,12 +84,12 @@ func brokenParameterWords(ctx context.Context, slot *slots.Slot, invalid *upstre
 // that comes from the network (a timeout, a refused connection) stays as it came.
 func checkWords(ctx context.Context, err error) string {
 	var refused *upstream.RefusedError
+	var unreachable *upstream.UnreachableError
 	switch {
 	case errors.As(err, &refused):
 		return locale.T(ctx, "failed.reason_refused", "Status", refused.StatusLine())
-	case errors.Is(err, upstream.ErrUnreachable):
-		detail := strings.TrimPrefix(err.Error(), upstream.ErrUnreachable.Error()+": ")
-		return locale.T(ctx, "failed.reason_unreachable", "Detail", detail)
+	case errors.As(err, &unreachable):
+		return locale.T(ctx, "failed.reason_unreachable", "Detail", unreachable.Detail)
 	}
 	return err.Error()
 }

@@ -14,7 +14,8 @@ import (
 // check at its API found in the reader's language, as the English of the error says it;
 // an error it does not know stays as it is.
 func TestWhatTheCheckFoundIsSaidInTheReadersLanguage(t *testing.T) {
-	unreachable := fmt.Errorf("%w: dial tcp 10.0.0.1:443: i/o timeout", upstream.ErrUnreachable)
+	// As a Caller's check wraps it.
+	unreachable := fmt.Errorf("verify: %w", &upstream.UnreachableError{Detail: "dial tcp 10.0.0.1:443: i/o timeout"})
 	for _, tc := range []struct {
 		err                error
 		english, germanRef string
